@@ -1,0 +1,13 @@
+"""doit tasks: the table of contents of the pipeline.
+
+`doit verify` runs the whole chain for every model under models/. Each step's tasks are
+defined in `pipeline/<step>/tasks.py` (explicit file_dep and targets, one library call
+each) and imported here by name; the logic lives in `pipeline/`.
+"""
+
+DOIT_CONFIG = {
+    "default_tasks": ["verify"],
+    "backend": "json",
+    "dep_file": ".doit.db",
+    "verbosity": 2,
+}

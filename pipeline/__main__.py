@@ -1,0 +1,7 @@
+"""`python -m pipeline ...` entry point."""
+
+import sys
+
+from pipeline.cli import main
+
+sys.exit(main())

@@ -1,0 +1,55 @@
+"""`python -m pipeline <command> ...`: every step outside doit.
+
+Each step provides a module with `register(subparsers)` that adds its sub-command and
+sets `func` (a callable taking the parsed namespace and returning the exit code).
+Exit codes: 0 success, 1 a check failed, 2 bad usage or bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from typing import Sequence
+
+from pipeline import __version__
+
+# Modules providing sub-commands, in the order they appear in --help.
+COMMAND_MODULES: tuple[str, ...] = (
+    "pipeline.nnef.command",
+)
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline",
+        description="Certification pipeline for trained neural networks.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (repeatable)")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad usage, 0 on --help
+        return int(exc.code or 0)
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose, 2),
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+    return int(args.func(args))

@@ -1,0 +1,1 @@
+"""Evidence: requirements, the check registry, artifact records, trace matrix, packages."""

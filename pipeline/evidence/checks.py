@@ -1,0 +1,143 @@
+"""Check results and the one registry of pipeline checks.
+
+Every verification the pipeline performs is a *check*: it has a stable ID, states the
+requirement IDs (requirements/*.yaml) it verifies, and produces a `CheckResult` whose
+verdict comes from a closed set. A check that could not run says `not run` with the
+reason; it never says `pass`. The trace matrix and the JUnit XML are built from these
+results, so a check that is not registered here cannot contribute coverage.
+
+Step modules declare their checks at import time with `register_check`; the list of
+modules that do so is `CHECK_MODULES`, and `all_checks()` imports them all.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+SCHEMA_VERSION = 1
+
+# Modules that register checks when imported. Add a line when a step adds checks.
+CHECK_MODULES: tuple[str, ...] = (
+    "pipeline.nnef.checks",
+)
+
+
+class Verdict(str, enum.Enum):
+    """The closed set of verdicts. Only `pass` counts as coverage of a requirement."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_RUN = "not run"
+    EMULATED = "emulated"
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """A registered check: what it is and which requirements it verifies."""
+
+    id: str
+    title: str
+    step: str
+    requirements: tuple[str, ...]
+    description: str = ""
+
+
+_REGISTRY: dict[str, CheckSpec] = {}
+
+
+def register_check(
+    check_id: str,
+    title: str,
+    step: str,
+    requirements: Iterable[str],
+    description: str = "",
+) -> CheckSpec:
+    """Declare a check. Re-registering the same ID with a different definition is an error."""
+    spec = CheckSpec(check_id, title, step, tuple(requirements), description)
+    existing = _REGISTRY.get(check_id)
+    if existing is not None and existing != spec:
+        raise ValueError(f"check {check_id!r} registered twice with different definitions")
+    _REGISTRY[check_id] = spec
+    return spec
+
+
+def check_spec(check_id: str) -> CheckSpec:
+    """The registered spec of `check_id` (KeyError names the unknown ID)."""
+    try:
+        return _REGISTRY[check_id]
+    except KeyError:
+        raise KeyError(f"check {check_id!r} is not registered") from None
+
+
+def all_checks() -> dict[str, CheckSpec]:
+    """Every registered check, after importing every module in CHECK_MODULES."""
+    for module in CHECK_MODULES:
+        importlib.import_module(module)
+    return dict(sorted(_REGISTRY.items()))
+
+
+@dataclass
+class CheckResult:
+    """The outcome of one check on one model (or one file set).
+
+    `reason` is mandatory for `fail` (the first divergence or counterexample) and for
+    `not run` / `emulated` (why). `measured` holds numbers with their names; `read` and
+    `written` list the artifact paths (relative to the project root where possible).
+    """
+
+    check_id: str
+    subject: str
+    verdict: Verdict
+    reason: str = ""
+    measured: dict[str, Any] = field(default_factory=dict)
+    read: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.verdict = Verdict(self.verdict)
+        if self.verdict is not Verdict.PASS and not self.reason:
+            raise ValueError(f"check {self.check_id}: verdict {self.verdict.value!r} needs a reason")
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        return check_spec(self.check_id).requirements
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check_id": self.check_id,
+            "subject": self.subject,
+            "verdict": self.verdict.value,
+            "reason": self.reason,
+            "requirements": list(self.requirements),
+            "measured": self.measured,
+            "read": sorted(self.read),
+            "written": sorted(self.written),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "CheckResult":
+        return cls(
+            check_id=data["check_id"],
+            subject=data["subject"],
+            verdict=Verdict(data["verdict"]),
+            reason=data.get("reason", ""),
+            measured=dict(data.get("measured", {})),
+            read=list(data.get("read", [])),
+            written=list(data.get("written", [])),
+        )
+
+
+def results_document(results: Iterable[CheckResult]) -> dict[str, Any]:
+    """The JSON document a step writes as `checks.json` beside its artifacts."""
+    ordered = sorted(results, key=lambda r: (r.subject, r.check_id))
+    return {"schema_version": SCHEMA_VERSION, "results": [r.to_json() for r in ordered]}
+
+
+def read_results_document(data: Mapping[str, Any]) -> list[CheckResult]:
+    """Parse a `checks.json` document written by `results_document`."""
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"checks document has schema_version {data.get('schema_version')!r}, expected {SCHEMA_VERSION}")
+    return [CheckResult.from_json(item) for item in data["results"]]

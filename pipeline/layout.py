@@ -1,0 +1,43 @@
+"""Where things live: shipped models, per-step artifact folders, reports.
+
+One place for the paths so that doit tasks, the CLI and the evidence builder agree.
+All paths are relative to the project root given (default: the current directory).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+MODELS_DIR = "models"
+ARTIFACTS_DIR = "artifacts"
+REPORTS_DIR = "reports"
+REQUIREMENTS_DIR = "requirements"
+
+# The steps in chain order; each writes artifacts/<model>/<step>/ and a checks.json there.
+STEPS: tuple[str, ...] = ("export", "check", "split", "petri", "codegen", "run", "compare")
+
+CHECKS_FILE = "checks.json"
+
+
+def model_names(root: Path | str = ".") -> list[str]:
+    """Every shipped model: a folder under models/ holding model.onnx, sorted by name."""
+    base = Path(root) / MODELS_DIR
+    if not base.is_dir():
+        return []
+    return sorted(p.name for p in base.iterdir() if (p / "model.onnx").is_file())
+
+
+def model_dir(model: str, root: Path | str = ".") -> Path:
+    return Path(root) / MODELS_DIR / model
+
+
+def step_dir(model: str, step: str, root: Path | str = ".") -> Path:
+    """artifacts/<model>/<step>/ (not created here)."""
+    if step not in STEPS:
+        raise ValueError(f"unknown step {step!r}; steps are {', '.join(STEPS)}")
+    return Path(root) / ARTIFACTS_DIR / model / step
+
+
+def checks_path(model: str, step: str, root: Path | str = ".") -> Path:
+    """The check-results document a step writes for a model."""
+    return step_dir(model, step, root) / CHECKS_FILE
