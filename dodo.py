@@ -11,3 +11,6 @@ DOIT_CONFIG = {
     "dep_file": ".doit.db",
     "verbosity": 2,
 }
+
+from pipeline.nnef.tasks import task_check  # noqa: E402,F401
+from pipeline.evidence.tasks import task_evidence, task_verify  # noqa: E402,F401

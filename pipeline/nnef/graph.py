@@ -15,11 +15,26 @@ from typing import Any, Iterator, Union
 from pipeline.diagnostics import Span
 
 
-@dataclass(frozen=True)
 class Ref:
-    """A reference to a tensor by its variable name (distinct from a string literal)."""
+    """A reference to a tensor by its variable name (distinct from a string literal).
 
-    name: str
+    A small slotted class (not a dataclass, not a tuple): graphs hold one per operand,
+    and `isinstance(v, tuple)` must stay false for it.
+    """
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Ref) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(("Ref", self.name))
+
+    def __repr__(self) -> str:
+        return f"Ref({self.name!r})"
 
     def __str__(self) -> str:
         return self.name
@@ -83,6 +98,8 @@ class Graph:
     tensors: dict[str, TensorInfo] = field(default_factory=dict)
     item: str | None = None
     source: str = ""
+    span: Span | None = None  # the graph's name (the item id for a graphitem) in its header
+    failed: set[str] = field(default_factory=set)  # names whose assignment had an error
 
     def producers(self) -> dict[str, Operation]:
         """Tensor name -> the operation that defines it (the last one for a sync variable)."""

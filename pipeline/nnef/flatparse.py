@@ -1,0 +1,316 @@
+"""A fast path for flat NNEF: what exporters write, and what gets large.
+
+The lark LALR parser (parser.py, grammar.lark) is the specification of the syntax. Its
+cost is per grammar reduction, and every argument of a flat invocation climbs the whole
+precedence chain of the expression grammar, so a 50,000-operation graph takes tens of
+seconds. Flat documents (no fragment definitions, invocations whose arguments are
+literals, identifiers, arrays and tuples) need none of that: this module tokenises them
+with one regular expression and parses them by recursive descent into *exactly* the AST
+the lark parser builds, spans included.
+
+It gives up (returns None) on anything outside that subset, including every syntax
+error, and the caller then runs the lark parser, which reports the error or handles the
+compound construct. tests/nnef/test_flatparse.py checks that both parsers build equal
+ASTs (spans compared) on the whole corpus and on randomly mutated documents.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+import numpy as np
+
+from pipeline.diagnostics import Span
+from pipeline.nnef import ast
+
+# One alternative per token class; the last one catches any other character so that the
+# pieces cover the text exactly (their lengths give the offsets). Whitespace is lark's
+# WS set, so both parsers see the same tokens.
+_TOKEN = re.compile(
+    "([ \\t\\f\\r\\n]+|#[^\\n\\r]*|[A-Za-z_][A-Za-z0-9_]*"
+    "|[0-9]+(?:\\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|'[^'\\r\\n]*'|\"[^\"\\r\\n]*\""
+    "|<[ \\t]*(?:integer|scalar|logical|string)[ \\t]*>|->|[^ \\t\\f\\r\\n])"
+)
+_PUNCTUATION = frozenset("-=(),;[]{}") | {"->"}
+_KEYWORDS = frozenset({
+    "version", "extension", "fragment", "graph", "graphitem", "tensor", "integer", "scalar",
+    "logical", "string", "true", "false", "for", "in", "if", "else", "yield", "shape_of",
+    "length_of", "range_of",
+})
+
+_VERSION = re.compile(r"([0-9]+)\.([0-9]+)")
+_FRACTIONAL = re.compile(r"[0-9]+\.|[0-9]+[eE]")
+
+
+_KIND: dict[str, str] = {c: "ws" for c in " \t\f\r\n#"}
+_KIND.update({c: "id" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"})
+_KIND.update({c: "num" for c in "0123456789"})
+_KIND.update({"'": "str", '"': "str", "<": "typ"})
+
+
+def _lines_and_columns(text: str, offsets: list[int]) -> tuple[list[int], list[int]]:
+    """1-based line and column of each offset, lines counted by '\\n' as lark counts them."""
+    newlines = np.array([m.start() for m in re.finditer("\n", text)], dtype=np.int64)
+    where = np.asarray(offsets, dtype=np.int64)
+    index = np.searchsorted(newlines, where, side="left")
+    line_starts = np.concatenate(([0], newlines + 1))
+    columns = where - line_starts[index] + 1
+    return (index + 1).tolist(), columns.tolist()
+
+
+class _GiveUp(Exception):
+    """Not a flat document this fast path handles; the lark parser takes over."""
+
+
+def _float32(text: str) -> float:
+    with np.errstate(over="ignore"):
+        return float(np.float32(float(text)))
+
+
+class _FlatParser:
+    def __init__(self, text: str, file: str) -> None:
+        self.file = file
+        pieces = _TOKEN.findall(text)
+        starts = [0, *itertools.accumulate(map(len, pieces))]
+        if starts[-1] != len(text):
+            raise _GiveUp
+        kinds: list[str] = []
+        texts: list[str] = []
+        offsets: list[int] = []
+        for piece, offset in zip(pieces, starts):
+            kind = _KIND.get(piece[0])
+            if kind is None:
+                if piece not in _PUNCTUATION:
+                    raise _GiveUp
+                kind = "punct"
+            elif kind == "ws":
+                continue
+            elif kind == "id" and piece in _KEYWORDS:
+                kind = "kw"
+            kinds.append(kind)
+            texts.append(piece)
+            offsets.append(offset)
+        kinds.append("eof")
+        texts.append("")
+        offsets.append(len(text))
+        lines, cols = _lines_and_columns(text, offsets)
+        self.kinds, self.texts, self.lines, self.cols = kinds, texts, lines, cols
+        self.ends = [c + len(t) for c, t in zip(cols, texts)]
+        self.i = 0
+
+    # ------------------------------------------------------------------ tokens
+
+    def _span(self, first: int, last: int) -> Span:
+        return Span(self.file, self.lines[first], self.cols[first], self.lines[last], self.ends[last])
+
+    def _expect(self, text: str) -> int:
+        i = self.i
+        if self.texts[i] != text or self.kinds[i] in ("str", "id"):
+            raise _GiveUp
+        self.i = i + 1
+        return i
+
+    def _identifier(self) -> int:
+        i = self.i
+        if self.kinds[i] != "id":
+            raise _GiveUp
+        self.i = i + 1
+        return i
+
+    def _name(self) -> ast.Name:
+        i = self._identifier()
+        return ast.Name(self.texts[i], self._span(i, i))
+
+    # ------------------------------------------------------------------ document
+
+    def document(self) -> ast.Document:
+        self._expect("version")
+        v = self.i
+        if self.kinds[v] != "num" or not _FRACTIONAL.match(self.texts[v]):
+            raise _GiveUp
+        self.i += 1
+        self._expect(";")
+        version_match = _VERSION.fullmatch(self.texts[v])
+        major, minor = (int(version_match.group(1)), int(version_match.group(2))) if version_match else (-1, -1)
+        version = ast.Version(major, minor, self._span(v, v))
+        extensions = []
+        while self.texts[self.i] == "extension" and self.kinds[self.i] == "kw":
+            first = self.i
+            self.i += 1
+            names = [self._name()]
+            while self.texts[self.i] == ",":
+                self.i += 1
+                names.append(self._name())
+            last = self._expect(";")
+            extensions.append(ast.Extension(tuple(names), self._span(first, last)))
+        graphs = []
+        if self.texts[self.i] == "graph" and self.kinds[self.i] == "kw":
+            graphs.append(self._graph(item=False))
+        else:
+            while self.texts[self.i] == "graphitem" and self.kinds[self.i] == "kw":
+                graphs.append(self._graph(item=True))
+            if not graphs:
+                raise _GiveUp
+        if self.kinds[self.i] != "eof":
+            raise _GiveUp
+        return ast.Document(version, tuple(extensions), (), tuple(graphs), file=self.file, flat=True)
+
+    def _graph(self, item: bool) -> ast.GraphDef:
+        first = self.i
+        self.i += 1
+        item_name = self._name() if item else None
+        name = self._name()
+        params = self._identifiers(item)
+        self._expect("->")
+        results = self._identifiers(item)
+        self._expect("{")
+        body = []
+        while self.texts[self.i] != "}" or self.kinds[self.i] != "punct":
+            body.append(self._assignment())
+        last = self._expect("}")
+        return ast.GraphDef(name, params, results, tuple(body), item_name, self._span(first, last))
+
+    def _identifiers(self, item: bool) -> tuple[ast.Name, ...]:
+        self._expect("(")
+        bracketed = item and self.texts[self.i] == "[" and self.kinds[self.i] == "punct"
+        if bracketed:
+            self.i += 1
+        names: list[ast.Name] = []
+        closing = "]" if bracketed else ")"
+        if not (item and self.texts[self.i] == closing and self.kinds[self.i] == "punct"):
+            names.append(self._name())
+            while self.texts[self.i] == ",":
+                self.i += 1
+                names.append(self._name())
+        if bracketed:
+            self._expect("]")
+        self._expect(")")
+        return tuple(names)
+
+    # ------------------------------------------------------------------ statements
+
+    def _assignment(self) -> ast.Assignment:
+        first = self.i
+        lhs = self._lvalue()
+        if self.texts[self.i] == ",":
+            items = [lhs]
+            while self.texts[self.i] == ",":
+                self.i += 1
+                items.append(self._lvalue())
+            lhs = ast.TupleExpr(tuple(items), Span(self.file, lhs.span.line, lhs.span.column,
+                                                   items[-1].span.end_line, items[-1].span.end_column))
+        self._expect("=")
+        rhs = self._invocation()
+        last = self._expect(";")
+        return ast.Assignment(lhs, rhs, self._span(first, last))
+
+    def _lvalue(self) -> ast.Expr:
+        i = self.i
+        kind, text = self.kinds[i], self.texts[i]
+        if kind == "id":
+            self.i = i + 1
+            return ast.Identifier(text, self._span(i, i))
+        if kind == "punct" and text in "[(":
+            closing = "]" if text == "[" else ")"
+            self.i = i + 1
+            items = []
+            if not (text == "[" and self.texts[self.i] == "]"):
+                items.append(self._lvalue())
+                while self.texts[self.i] == ",":
+                    self.i += 1
+                    items.append(self._lvalue())
+            last = self._expect(closing)
+            if text == "(":
+                if len(items) < 2:
+                    raise _GiveUp
+                return ast.TupleExpr(tuple(items), self._span(i, last))
+            return ast.ArrayExpr(tuple(items), self._span(i, last))
+        raise _GiveUp
+
+    def _invocation(self) -> ast.Invocation:
+        first = self._identifier()
+        type_arg = None
+        if self.kinds[self.i] == "typ":
+            type_arg = self.texts[self.i].strip("<> \t")
+            self.i += 1
+        self._expect("(")
+        args = [self._argument()]
+        while self.texts[self.i] == "," and self.kinds[self.i] == "punct":
+            self.i += 1
+            args.append(self._argument())
+        last = self._expect(")")
+        return ast.Invocation(ast.Name(self.texts[first], self._span(first, first)), type_arg, tuple(args),
+                              self._span(first, last))
+
+    def _argument(self) -> ast.Argument:
+        i = self.i
+        if self.kinds[i] == "id" and self.texts[i + 1] == "=" and self.kinds[i + 1] == "punct":
+            name = ast.Name(self.texts[i], self._span(i, i))
+            self.i = i + 2
+            value = self._value()
+            return ast.Argument(name, value, Span(self.file, name.span.line, name.span.column,
+                                                  value.span.end_line, value.span.end_column))
+        value = self._value()
+        return ast.Argument(None, value, value.span)
+
+    def _value(self) -> Any:
+        i = self.i
+        kind, text = self.kinds[i], self.texts[i]
+        if kind == "num":
+            self.i = i + 1
+            return self._number(i)
+        if kind == "id":
+            next_text = self.texts[i + 1]
+            if next_text == "(" or self.kinds[i + 1] == "typ":
+                raise _GiveUp  # nested invocation: compound syntax
+            self.i = i + 1
+            return ast.Identifier(text, self._span(i, i))
+        if kind == "str":
+            self.i = i + 1
+            return ast.Literal(text[1:-1], "string", self._span(i, i), text)
+        if kind == "kw" and text in ("true", "false"):
+            self.i = i + 1
+            return ast.Literal(text == "true", "logical", self._span(i, i), text)
+        if kind == "punct":
+            if text == "-" and self.kinds[i + 1] == "num":
+                self.i = i + 2
+                return ast.Unary("-", self._number(i + 1), self._span(i, i + 1))
+            if text == "[":
+                self.i = i + 1
+                items = []
+                if self.texts[self.i] != "]":
+                    items.append(self._value())
+                    while self.texts[self.i] == "," and self.kinds[self.i] == "punct":
+                        self.i += 1
+                        items.append(self._value())
+                last = self._expect("]")
+                return ast.ArrayExpr(tuple(items), self._span(i, last))
+            if text == "(":
+                self.i = i + 1
+                items = [self._value()]
+                while self.texts[self.i] == "," and self.kinds[self.i] == "punct":
+                    self.i += 1
+                    items.append(self._value())
+                last = self._expect(")")
+                if len(items) < 2:
+                    raise _GiveUp  # a parenthesised expression
+                return ast.TupleExpr(tuple(items), self._span(i, last))
+        raise _GiveUp
+
+    def _number(self, i: int) -> ast.Literal:
+        text = self.texts[i]
+        if _FRACTIONAL.match(text):
+            return ast.Literal(_float32(text), "scalar", self._span(i, i), text)
+        return ast.Literal(int(text), "integer", self._span(i, i), text)
+
+
+def parse_flat(text: str, file: str) -> ast.Document | None:
+    """The AST of a flat document, or None when the lark parser must handle the text."""
+    try:
+        parser = _FlatParser(text, file)
+        document = parser.document()
+    except (_GiveUp, IndexError):
+        return None
+    return document

@@ -1,0 +1,97 @@
+"""The `check` step: check a model's exported NNEF description and its tensor files.
+
+Reads artifacts/<m>/export/ (graph.nnef and the .dat files), writes
+artifacts/<m>/check/report.json (every finding, the graph's summary) and checks.json, then
+the step's artifact record. The verdicts come from pipeline.nnef.checks.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from pipeline.atomic import write_json
+from pipeline.evidence.checks import CheckResult, results_document
+from pipeline.evidence.records import record_step
+from pipeline.layout import checks_path, step_dir
+from pipeline.nnef import checks
+from pipeline.nnef.checker import GRAPH_FILE, CheckReport, check_paths
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+REPORT_FILE = "report.json"
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def report_document(report: CheckReport, root: Path) -> dict[str, Any]:
+    """report.json: findings and graph summaries, paths relative to the project root."""
+    def relative_span(span: Any) -> Any:
+        if span is None:
+            return None
+        data = span.to_json()
+        data["file"] = _relative(Path(data["file"]), root)
+        return data
+
+    findings = []
+    for finding in report.findings:
+        data = finding.to_json()
+        data["span"] = relative_span(finding.span)
+        data["related"] = [{"message": m, "span": relative_span(s)} for m, s in finding.related]
+        findings.append(data)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "ok": report.ok,
+        "findings": findings,
+        "graphs": [
+            {
+                "name": g.name,
+                "item": g.item,
+                "source": _relative(Path(g.source), root),
+                "inputs": g.inputs,
+                "outputs": g.outputs,
+                "operations": len(g.operations),
+                "operation_counts": _counts(op.name for op in g.operations),
+                "tensors": {name: {"dtype": t.dtype, "shape": t.shape} for name, t in sorted(g.tensors.items())},
+            }
+            for g in report.graphs
+        ],
+    }
+
+
+def _counts(names: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def run_check_step(model: str, root: Path | str = ".") -> list[CheckResult]:
+    """Check artifacts/<model>/export/graph.nnef in the certification profile; write report and results."""
+    base = Path(root)
+    export = step_dir(model, "export", base)
+    out = step_dir(model, "check", base)
+    graph_file = export / GRAPH_FILE
+    report = check_paths([export], profile="certification", tensors=True)
+    report_file = out / REPORT_FILE
+    write_json(report_file, report_document(report, base))
+    operations = sum(len(g.operations) for g in report.graphs)
+    variables = sum(1 for g in report.graphs for op in g.operations if op.name == "variable")
+    read = [_relative(graph_file, base), _relative(export, base)]
+    written = [_relative(report_file, base)]
+    results = checks.verdicts(
+        report.findings, model, (checks.SYNTAX, checks.SEMANTICS, checks.EXPLICIT, checks.TENSORS),
+        read, written, {"operations": operations, "tensor_files": variables},
+    )
+    write_json(checks_path(model, "check", base), results_document(results))
+    record_step(model, "check", inputs=[export], command=["python", "-m", "pipeline", "check", _relative(export, base)],
+                parameters={"profile": "certification"}, root=base)
+    log.info("check %s: %d finding(s), %d operation(s)", model, len(report.findings), operations)
+    return results

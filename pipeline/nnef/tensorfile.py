@@ -1,0 +1,178 @@
+"""NNEF binary tensor files (`.dat`): read and write every item type the spec defines.
+
+Layout (NNEF 1.0.5, "Tensor File Format"), all integers little-endian uint32 unless noted:
+
+    offset  size  field
+    0       2     magic 0x4E 0xEF
+    2       1     major version (1)        3  1  minor version (0)
+    4       4     data length in bytes (after the 128-byte header)
+    8       4     rank (at most 8)
+    12      32    extents, 8 x uint32 (unused ones zero)
+    44      4     bits per item
+    48      4     item type code: 0 float, 1 unsigned int, 2 quantized unsigned,
+                  3 quantized signed, 4 signed int, 5 logical (1 bit per item, packed
+                  most significant bit first)
+    52      76    reserved (19 x uint32); a legacy writer marked signed integers as
+                  code 1 with reserved[0] != 0, which we read as signed
+    128     ...   data, row-major
+
+Reading validates everything and raises TensorFileError (code NNEF-E032) with the path
+and what is wrong; writing goes through pipeline.atomic.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.atomic import write_bytes
+from pipeline.diagnostics import PipelineError
+
+HEADER_SIZE = 128
+MAX_RANK = 8
+MAGIC = b"\x4e\xef"
+SUPPORTED_VERSION = (1, 0)
+CODE = "NNEF-E032"
+
+FLOAT, UINT, QUINT, QINT, INT, BOOL = 0, 1, 2, 3, 4, 5
+ITEM_TYPE_NAMES = {FLOAT: "float", UINT: "unsigned", QUINT: "quantized unsigned",
+                   QINT: "quantized signed", INT: "signed", BOOL: "logical"}
+
+_DTYPES: dict[tuple[int, int], np.dtype] = {
+    (FLOAT, 16): np.dtype("<f2"), (FLOAT, 32): np.dtype("<f4"), (FLOAT, 64): np.dtype("<f8"),
+    (INT, 8): np.dtype("i1"), (INT, 16): np.dtype("<i2"), (INT, 32): np.dtype("<i4"), (INT, 64): np.dtype("<i8"),
+    (UINT, 8): np.dtype("u1"), (UINT, 16): np.dtype("<u2"), (UINT, 32): np.dtype("<u4"), (UINT, 64): np.dtype("<u8"),
+    (QINT, 8): np.dtype("i1"), (QINT, 16): np.dtype("<i2"), (QINT, 32): np.dtype("<i4"), (QINT, 64): np.dtype("<i8"),
+    (QUINT, 8): np.dtype("u1"), (QUINT, 16): np.dtype("<u2"), (QUINT, 32): np.dtype("<u4"), (QUINT, 64): np.dtype("<u8"),
+    (BOOL, 1): np.dtype(bool),
+}
+
+
+class TensorFileError(PipelineError):
+    """A `.dat` file that is not a valid NNEF tensor file."""
+
+    def __init__(self, path: str | os.PathLike[str], message: str) -> None:
+        super().__init__(CODE, message, str(path))
+
+
+@dataclass(frozen=True)
+class TensorFile:
+    """A decoded tensor file: the array and how it was stored."""
+
+    data: np.ndarray
+    item_type: int
+    bits: int
+    version: tuple[int, int]
+
+    @property
+    def quantized(self) -> bool:
+        return self.item_type in (QINT, QUINT)
+
+    @property
+    def nnef_dtype(self) -> str:
+        """The NNEF tensor item type this file can back: scalar, integer or logical."""
+        if self.item_type == FLOAT:
+            return "scalar"
+        if self.item_type == BOOL:
+            return "logical"
+        return "integer"
+
+
+def _item_code(dtype: np.dtype, quantized: bool) -> tuple[int, int]:
+    kind, bits = dtype.kind, dtype.itemsize * 8
+    if kind == "b":
+        return BOOL, 1
+    if kind == "f" and bits in (16, 32, 64):
+        if quantized:
+            raise ValueError(f"a quantized tensor must have an integer dtype, not {dtype}")
+        return FLOAT, bits
+    if kind in "iu" and bits in (8, 16, 32, 64):
+        if kind == "i":
+            return (QINT if quantized else INT), bits
+        return (QUINT if quantized else UINT), bits
+    raise ValueError(f"dtype {dtype} has no NNEF tensor file item type")
+
+
+def _data_length(count: int, bits: int) -> int:
+    return (count + 7) // 8 if bits == 1 else count * (bits // 8)
+
+
+def encode_tensor(array: np.ndarray, quantized: bool = False) -> bytes:
+    """The bytes of a tensor file holding `array` (header + little-endian data)."""
+    array = np.asarray(array)
+    if array.ndim > MAX_RANK:
+        raise ValueError(f"tensor rank {array.ndim} exceeds the maximum of {MAX_RANK}")
+    item_type, bits = _item_code(array.dtype, quantized)
+    count = int(array.size)
+    header = bytearray(HEADER_SIZE)
+    header[0:4] = MAGIC + bytes(SUPPORTED_VERSION)
+    extents = list(array.shape) + [0] * (MAX_RANK - array.ndim)
+    struct.pack_into("<II8III", header, 4, _data_length(count, bits), array.ndim, *extents, bits, item_type)
+    if bits == 1:
+        payload = np.packbits(array.reshape(-1).astype(bool)).tobytes()
+    else:
+        payload = np.ascontiguousarray(array, dtype=_DTYPES[(item_type, bits)]).tobytes()
+    return bytes(header) + payload
+
+
+def decode_tensor(blob: bytes, path: str | os.PathLike[str] = "<bytes>") -> TensorFile:
+    """Decode and validate the bytes of a tensor file."""
+    if len(blob) < HEADER_SIZE:
+        raise TensorFileError(path, f"truncated header: {len(blob)} bytes, expected at least {HEADER_SIZE}")
+    if blob[0:2] != MAGIC:
+        raise TensorFileError(path, f"bad magic {blob[0:2].hex(' ')}, expected 4e ef")
+    version = (blob[2], blob[3])
+    if version > SUPPORTED_VERSION:
+        raise TensorFileError(path, f"unsupported tensor file version {version[0]}.{version[1]}")
+    length, rank = struct.unpack_from("<II", blob, 4)
+    if rank > MAX_RANK:
+        raise TensorFileError(path, f"rank {rank} exceeds the maximum of {MAX_RANK}")
+    extents = struct.unpack_from("<8I", blob, 12)
+    bits, item_type = struct.unpack_from("<II", blob, 44)
+    reserved0 = struct.unpack_from("<I", blob, 52)[0]
+    if item_type == UINT and reserved0 != 0:
+        item_type = INT  # legacy signed marking
+    if any(extents[rank:]):
+        raise TensorFileError(path, f"extents beyond rank {rank} must be zero, found {list(extents[rank:])}")
+    shape = tuple(int(e) for e in extents[:rank])
+    dtype = _DTYPES.get((item_type, bits))
+    if dtype is None:
+        name = ITEM_TYPE_NAMES.get(item_type, f"code {item_type}")
+        raise TensorFileError(path, f"unsupported item type {name} with {bits} bits per item")
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    expected = _data_length(count, bits)
+    if length != expected:
+        raise TensorFileError(path, f"header data length {length} does not match {count} items of {bits} bits ({expected} bytes)")
+    actual = len(blob) - HEADER_SIZE
+    if actual != length:
+        kind = "truncated data" if actual < length else "trailing bytes after data"
+        raise TensorFileError(path, f"{kind}: file holds {actual} data bytes, header says {length}")
+    payload = blob[HEADER_SIZE:]
+    if bits == 1:
+        data = np.unpackbits(np.frombuffer(payload, dtype=np.uint8))[:count].astype(bool).reshape(shape)
+    else:
+        data = np.frombuffer(payload, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="), copy=True)
+    return TensorFile(data, item_type, bits, version)
+
+
+def read_tensor_file(path: str | os.PathLike[str]) -> TensorFile:
+    """Read and validate the tensor file at `path`."""
+    try:
+        blob = Path(path).read_bytes()
+    except OSError as error:
+        raise TensorFileError(path, f"cannot read: {error.strerror or error}") from None
+    return decode_tensor(blob, path)
+
+
+def read_tensor(path: str | os.PathLike[str]) -> np.ndarray:
+    """The array stored in the tensor file at `path`."""
+    return read_tensor_file(path).data
+
+
+def write_tensor(path: str | os.PathLike[str], array: np.ndarray, quantized: bool = False) -> Path:
+    """Write `array` as an NNEF tensor file, atomically."""
+    return write_bytes(path, encode_tensor(array, quantized))
