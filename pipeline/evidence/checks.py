@@ -22,6 +22,7 @@ SCHEMA_VERSION = 1
 # Modules that register checks when imported. Add a line when a step adds checks.
 CHECK_MODULES: tuple[str, ...] = (
     "pipeline.nnef.checks",
+    "pipeline.evidence.selfchecks",
 )
 
 

@@ -1,0 +1,101 @@
+"""Building the evidence: one package per model, then the run-wide reports.
+
+`build_model_package` packages one model and records the verdict of `evidence.package` in
+reports/<model>/package-check.json; `build_reports` writes the trace matrix (HTML, CSV,
+Markdown, JSON) and the JUnit XML for every model. Both are what the doit tasks and the
+`evidence build` command call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.atomic import canonical_json, write_json, write_text
+from pipeline.evidence import selfchecks
+from pipeline.evidence.checks import CheckResult, Verdict, results_document
+from pipeline.evidence.collect import package_check_path
+from pipeline.evidence.junit import junit_xml
+from pipeline.evidence.matrix import TraceMatrix, build_matrix
+from pipeline.evidence.package import VerifyReport, build_package, package_path, write_package
+from pipeline.evidence.render_html import render_html
+from pipeline.evidence.render_text import render_csv, render_markdown
+from pipeline.evidence.tools import GitState, git_state
+from pipeline.layout import REPORTS_DIR, model_names
+
+LOG = logging.getLogger(__name__)
+
+REPORT_FILES = {
+    "html": "trace-matrix.html",
+    "csv": "trace-matrix.csv",
+    "md": "trace-matrix.md",
+    "json": "trace.json",
+    "junit": "junit.xml",
+}
+
+
+def report_paths(root: str | Path = ".") -> dict[str, Path]:
+    return {kind: Path(root) / REPORTS_DIR / name for kind, name in REPORT_FILES.items()}
+
+
+@dataclass
+class PackageOutcome:
+    model: str
+    path: Path
+    verify: VerifyReport
+    reproducibility: dict[str, object]
+    result: CheckResult
+
+
+def build_model_package(model: str, root: str | Path = ".", git: GitState | None = None) -> PackageOutcome:
+    """Package `model`, verify the written archive, and judge evidence.package."""
+    base = Path(root)
+    git = git if git is not None else git_state(base)
+    matrix = build_matrix(base, [model], package_results="placeholder", git=git)
+    built = build_package(model, matrix, base)
+    path, report, note = write_package(model, built, base)
+    measured = {
+        "package_bytes": len(built.data),
+        "entries_verified": report.checked,
+        "previous_build_compared": bool(note["compared"]),
+        "identical_to_previous_build": note["identical"],
+        "sha256": hashlib.sha256(built.data).hexdigest(),
+    }
+    rel = path.relative_to(base).as_posix()
+    if not report.ok:
+        reason = "; ".join(f.message for f in report.findings[:3])
+        result = CheckResult(selfchecks.PACKAGE, model, Verdict.FAIL, f"{rel} does not verify: {reason}", measured=measured, written=[rel])
+    elif note["compared"] and not note["identical"]:
+        result = CheckResult(selfchecks.PACKAGE, model, Verdict.FAIL, f"{rel}: {note['reason']} (not reproducible)", measured=measured, written=[rel])
+    else:
+        result = CheckResult(selfchecks.PACKAGE, model, Verdict.PASS, "", measured=measured, written=[rel])
+    write_json(package_check_path(model, base), results_document([result]))
+    LOG.info("%s: %s (%d bytes, %s)", model, rel, len(built.data), note["reason"])
+    return PackageOutcome(model, path, report, note, result)
+
+
+def build_reports(root: str | Path = ".", models: list[str] | None = None, git: GitState | None = None) -> TraceMatrix:
+    """Write reports/trace-matrix.{html,csv,md}, reports/trace.json and reports/junit.xml."""
+    base = Path(root)
+    matrix = build_matrix(base, models, package_results="read", git=git)
+    paths = report_paths(base)
+    write_text(paths["html"], render_html(matrix))
+    write_text(paths["csv"], render_csv(matrix))
+    write_text(paths["md"], render_markdown(matrix))
+    write_text(paths["json"], canonical_json(matrix.to_json()))
+    write_text(paths["junit"], junit_xml(matrix))
+    return matrix
+
+
+def build_all(root: str | Path = ".", models: list[str] | None = None) -> tuple[list[PackageOutcome], TraceMatrix]:
+    """Every package, then the reports (which read the packages' verdicts)."""
+    base = Path(root)
+    git = git_state(base)
+    chosen = model_names(base) if models is None else models
+    packages = [build_model_package(m, base, git) for m in chosen]
+    return packages, build_reports(base, chosen, git)
+
+
+__all__ = ["build_all", "build_model_package", "build_reports", "package_path", "report_paths"]

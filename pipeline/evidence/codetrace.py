@@ -1,0 +1,155 @@
+"""Code trace data: which generated code lines implement which NNEF instruction.
+
+Code generation writes one `trace.json` per item anywhere under artifacts/<model>/codegen/
+(shape in docs/evidence.md). We read them all, validate the shape, and check that every
+entry points at an existing NNEF line and an existing range of generated code lines.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.diagnostics import Finding, Severity, Span
+from pipeline.evidence.hashing import relative_posix, sha256_file
+from pipeline.layout import step_dir
+
+SCHEMA_VERSION = 1
+TRACE_FILE = "trace.json"
+TARGETS = ("c", "cuda", "nvdla")
+
+E_TRACE = "EVID-E040"
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """One NNEF instruction and the code lines [first, last] implementing it."""
+
+    nnef_line: int
+    instruction: str
+    code_file: str
+    first_line: int
+    last_line: int
+
+
+@dataclass
+class CodeTrace:
+    """One item's trace.json."""
+
+    model: str
+    path: str
+    item: str
+    target: str
+    nnef_file: str
+    nnef_sha256: str
+    entries: list[TraceEntry] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "path": self.path,
+            "item": self.item,
+            "target": self.target,
+            "nnef_file": self.nnef_file,
+            "nnef_sha256": self.nnef_sha256,
+            "entries": [
+                {
+                    "nnef_line": e.nnef_line,
+                    "instruction": e.instruction,
+                    "code_file": e.code_file,
+                    "code_lines": [e.first_line, e.last_line],
+                }
+                for e in self.entries
+            ],
+        }
+
+
+def _line_count(path: Path, cache: dict[Path, int]) -> int:
+    if path not in cache:
+        with open(path, "rb") as handle:
+            cache[path] = sum(1 for _ in handle)
+    return cache[path]
+
+
+def _parse(model: str, rel: str, data: Any) -> tuple[CodeTrace | None, list[str]]:
+    problems: list[str] = []
+    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
+        return None, [f"expected an object with schema_version {SCHEMA_VERSION}"]
+    for key in ("item", "target", "nnef_file", "nnef_sha256", "entries"):
+        if key not in data:
+            problems.append(f"missing field {key!r}")
+    if problems:
+        return None, problems
+    if data["target"] not in TARGETS:
+        problems.append(f"target {data['target']!r} is not one of {', '.join(TARGETS)}")
+    if not isinstance(data["entries"], list):
+        return None, problems + ["entries must be a list"]
+    trace = CodeTrace(model, rel, str(data["item"]), str(data["target"]), str(data["nnef_file"]), str(data["nnef_sha256"]))
+    for index, entry in enumerate(data["entries"]):
+        try:
+            lines = entry["code_lines"]
+            if not (isinstance(lines, list) and len(lines) == 2 and all(isinstance(v, int) for v in lines)):
+                raise TypeError("code_lines must be [first, last]")
+            if not isinstance(entry["nnef_line"], int):
+                raise TypeError("nnef_line must be an integer")
+            trace.entries.append(
+                TraceEntry(entry["nnef_line"], str(entry.get("instruction", "")), str(entry["code_file"]), lines[0], lines[1])
+            )
+        except (KeyError, TypeError) as exc:
+            problems.append(f"entries[{index}]: {exc}")
+    return trace, problems
+
+
+def read_code_traces(model: str, root: str | Path = ".") -> tuple[list[CodeTrace], list[Finding]]:
+    """Every codegen trace.json of `model`, validated against the files it names."""
+    base = Path(root)
+    folder = step_dir(model, "codegen", base)
+    traces: list[CodeTrace] = []
+    findings: list[Finding] = []
+    if not folder.is_dir():
+        return traces, findings
+    lines_cache: dict[Path, int] = {}
+    for path in sorted(folder.rglob(TRACE_FILE)):
+        rel = relative_posix(path, base)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            findings.append(Finding(E_TRACE, Severity.ERROR, f"{model}: unreadable code trace: {exc}", Span(rel, 1, 1)))
+            continue
+        trace, problems = _parse(model, rel, data)
+        findings.extend(Finding(E_TRACE, Severity.ERROR, f"{model}: {p}", Span(rel, 1, 1)) for p in problems)
+        if trace is None:
+            continue
+        traces.append(trace)
+        nnef = base / trace.nnef_file
+        if not nnef.is_file():
+            findings.append(Finding(E_TRACE, Severity.ERROR, f"{model}: NNEF file {trace.nnef_file} does not exist", Span(rel, 1, 1)))
+            continue
+        if sha256_file(nnef) != trace.nnef_sha256:
+            findings.append(
+                Finding(E_TRACE, Severity.ERROR, f"{model}: {trace.nnef_file} changed since the code was generated (sha256 differs)", Span(rel, 1, 1))
+            )
+        nnef_lines = _line_count(nnef, lines_cache)
+        for index, entry in enumerate(trace.entries):
+            where = f"{model}: entries[{index}]"
+            if not 1 <= entry.nnef_line <= nnef_lines:
+                findings.append(
+                    Finding(E_TRACE, Severity.ERROR, f"{where}: NNEF line {entry.nnef_line} outside {trace.nnef_file} (1..{nnef_lines})", Span(rel, 1, 1))
+                )
+            code = base / entry.code_file
+            if not code.is_file():
+                findings.append(Finding(E_TRACE, Severity.ERROR, f"{where}: code file {entry.code_file} does not exist", Span(rel, 1, 1)))
+                continue
+            count = _line_count(code, lines_cache)
+            if not 1 <= entry.first_line <= entry.last_line <= count:
+                findings.append(
+                    Finding(
+                        E_TRACE,
+                        Severity.ERROR,
+                        f"{where}: code lines {entry.first_line}-{entry.last_line} outside {entry.code_file} (1..{count})",
+                        Span(rel, 1, 1),
+                    )
+                )
+    return traces, findings

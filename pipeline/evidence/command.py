@@ -1,0 +1,172 @@
+"""`python -m pipeline evidence ...`: build, verify and inspect evidence outside doit.
+
+    evidence verify PACKAGE        re-hash a package against its manifest (0 ok, 1 mismatch, 2 unreadable)
+    evidence build [--model M]     packages + trace matrix + JUnit XML; 1 if any requirement fails
+    evidence summary               the summary of reports/trace.json; 1 if any requirement fails
+    evidence requirements          lint the requirement set like a compiler; 1 on errors
+    evidence baseline              accept the current links as reviewed (requirements/links.lock.json)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Iterable, TextIO
+
+from pipeline.diagnostics import Finding, PipelineError
+from pipeline.layout import model_names
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def format_finding(finding: Finding) -> str:
+    where = f"{finding.span}: " if finding.span else ""
+    return f"{where}{finding.severity.value} {finding.code}: {finding.message}"
+
+
+def _print_findings(findings: Iterable[Finding], out: TextIO) -> None:
+    for finding in findings:
+        print(format_finding(finding), file=out)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from pipeline.evidence.package import verify_package
+
+    report = verify_package(args.package)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, sort_keys=True))
+        return report.exit_code
+    for name, expected, actual in report.tampered:
+        print(f"TAMPERED {name}\n  manifest sha256 {expected}\n  actual          {actual}")
+    for name in report.missing:
+        print(f"MISSING  {name}")
+    for name in report.extra:
+        print(f"EXTRA    {name}")
+    other = [f for f in report.findings if f.code not in ("EVID-E050", "EVID-E051", "EVID-E052")]
+    _print_findings(other, sys.stdout)
+    if report.ok:
+        print(f"OK {args.package}: {report.checked} entries match the manifest")
+    else:
+        print(f"FAILED {args.package}: {len(report.tampered)} tampered, {len(report.missing)} missing, {len(report.extra)} extra")
+    return report.exit_code
+
+
+def _build(args: argparse.Namespace) -> int:
+    from pipeline.evidence.build import build_all
+    from pipeline.evidence.summary import error_count, summary_text
+
+    root = Path(args.root)
+    known = model_names(root)
+    unknown = [m for m in args.model or [] if m not in known]
+    if unknown:
+        print(f"error EVID-E060: unknown model(s) {', '.join(unknown)}; models: {', '.join(known) or 'none'}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    packages, matrix = build_all(root, args.model or None)
+    for package in packages:
+        state = "verified" if package.verify.ok else "DOES NOT VERIFY"
+        print(f"{package.path}: {state}; {package.reproducibility['reason']}")
+    document = matrix.to_json()
+    print(summary_text(document))
+    return EXIT_FAILED if error_count(document) else EXIT_OK
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from pipeline.evidence.build import report_paths
+    from pipeline.evidence.summary import error_count, summary_text
+
+    path = report_paths(args.root)["json"]
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        print(f"error EVID-E061: cannot read {path}: {exc} (run `doit evidence` first)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(summary_text(document))
+    return EXIT_FAILED if error_count(document) else EXIT_OK
+
+
+def _requirements(args: argparse.Namespace) -> int:
+    from pipeline.evidence.registry import load_checks, registry_findings
+    from pipeline.evidence.requirements import read_requirements
+
+    requirements, findings = read_requirements(args.root)
+    if args.checks:
+        specs, load_findings = load_checks()
+        findings = findings + load_findings + registry_findings(specs, requirements)
+    if args.json:
+        print(json.dumps({
+            "requirements": [r.to_json() for r in requirements],
+            "findings": [f.to_json() for f in findings],
+        }, indent=2, sort_keys=True))
+    else:
+        _print_findings(findings, sys.stdout)
+        print(f"{len(requirements)} requirements in {len(requirements.files)} files; "
+              f"{sum(f.is_error for f in findings)} errors, {sum(not f.is_error for f in findings)} warnings")
+    return EXIT_FAILED if any(f.is_error for f in findings) else EXIT_OK
+
+
+def _baseline(args: argparse.Namespace) -> int:
+    from pipeline.evidence.baseline import write_baseline
+    from pipeline.evidence.registry import load_checks
+    from pipeline.evidence.requirements import RequirementsInvalid, load_requirements
+
+    try:
+        requirements = load_requirements(args.root)
+    except RequirementsInvalid as exc:
+        _print_findings(exc.findings, sys.stderr)
+        return EXIT_BAD_INPUT
+    specs, findings = load_checks()
+    _print_findings(findings, sys.stderr)
+    path = write_baseline(specs, requirements, args.root)
+    print(f"{path}: baselined the links of {len(requirements)} requirements and {len(specs)} checks")
+    return EXIT_OK
+
+
+def _guard(func):  # type: ignore[no-untyped-def]
+    """PipelineError from the library becomes exit 2 with its code and location."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return int(func(args))
+        except PipelineError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+
+    return run
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """Add `evidence` and its sub-commands to `python -m pipeline`."""
+    parser = subparsers.add_parser("evidence", help="evidence packages, trace matrix, JUnit XML, requirement checks")
+    sub = parser.add_subparsers(dest="evidence_command", metavar="SUBCOMMAND")
+
+    verify = sub.add_parser("verify", help="re-hash an evidence package against its manifest")
+    verify.add_argument("package", metavar="PACKAGE", help="reports/<model>/evidence.zip")
+    verify.add_argument("--json", action="store_true", help="machine-readable report")
+    verify.set_defaults(func=_guard(_verify))
+
+    build = sub.add_parser("build", help="build packages, trace matrix and JUnit XML")
+    build.add_argument("--model", action="append", help="only this model (repeatable); default: every model")
+    build.add_argument("--root", default=".", help="project root (default: .)")
+    build.set_defaults(func=_guard(_build))
+
+    summary = sub.add_parser("summary", help="print the summary of reports/trace.json")
+    summary.add_argument("--root", default=".", help="project root (default: .)")
+    summary.set_defaults(func=_guard(_summary))
+
+    reqs = sub.add_parser("requirements", help="check the requirement set (and the check registry)")
+    reqs.add_argument("--root", default=".", help="project root (default: .)")
+    reqs.add_argument("--checks", action="store_true", help="also check that every registered check names existing requirements")
+    reqs.add_argument("--json", action="store_true", help="requirements with fingerprints, and findings, as JSON")
+    reqs.set_defaults(func=_guard(_requirements))
+
+    baseline = sub.add_parser("baseline", help="record the current links as reviewed (requirements/links.lock.json)")
+    baseline.add_argument("--root", default=".", help="project root (default: .)")
+    baseline.set_defaults(func=_guard(_baseline))
+
+    def usage(_: argparse.Namespace) -> int:
+        parser.print_help(sys.stderr)
+        return EXIT_BAD_INPUT
+
+    parser.set_defaults(func=usage)

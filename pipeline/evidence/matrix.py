@@ -1,0 +1,452 @@
+"""The trace matrix: requirements <-> checks <-> verdicts per model <-> artifacts, and gaps.
+
+Built from the requirement set, the check registry, the link baseline and whatever the steps
+left under artifacts/. Coverage rules (docs/evidence.md):
+
+* a requirement with checks of its own is judged on them, per model: `pass` when all its
+  checks passed, `partial` when some passed and the others did not run or were emulated,
+  `fail` when any failed; a check linked through a stale link counts as not run;
+* a requirement without checks but with children is judged on its children (worst first);
+* a requirement with neither is a gap ("no check").
+
+Only `pass` is coverage: a failing, emulated or not-run check never verifies anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from pipeline.diagnostics import Finding, Severity, Span, sorted_findings
+from pipeline.evidence import selfchecks
+from pipeline.evidence.baseline import Link, current_links, link_findings, read_baseline
+from pipeline.evidence.checks import CheckSpec, Verdict
+from pipeline.evidence.codetrace import CodeTrace, read_code_traces
+from pipeline.evidence.collect import (
+    ModelResults,
+    Outcome,
+    StoredResult,
+    aggregate,
+    collect_model,
+    package_check_path,
+    read_results_file,
+)
+from pipeline.evidence.hashing import FileDigest, file_digest, relative_posix
+from pipeline.evidence.records import RecordCheck, check_records
+from pipeline.evidence.registry import load_checks, registry_findings
+from pipeline.evidence.requirements import RequirementSet, read_requirements
+from pipeline.evidence.tools import GitState, git_state
+from pipeline.layout import model_names
+
+SCHEMA_VERSION = 1
+
+# Overall requirement statuses, worst first.
+FAILED = "failed"
+NO_CHECK = "no check"
+NOT_VERIFIED = "not verified"
+PARTIAL = "partially verified"
+VERIFIED = "verified"
+STATUS_ORDER: tuple[str, ...] = (FAILED, NO_CHECK, NOT_VERIFIED, PARTIAL, VERIFIED)
+
+# Per-model requirement statuses, worst first.
+M_FAIL, M_NO_CHECK, M_NOT_RUN, M_EMULATED, M_PARTIAL, M_PASS = "fail", "no check", "not run", "emulated", "partial", "pass"
+MODEL_STATUS_ORDER: tuple[str, ...] = (M_FAIL, M_NO_CHECK, M_NOT_RUN, M_EMULATED, M_PARTIAL, M_PASS)
+
+E_NOT_VERIFIED_BY_CHECK = "EVID-E012"
+E_REQUIREMENT_FAILED = "EVID-E013"
+E_REQUIREMENT_NOT_VERIFIED = "EVID-E014"
+E_PARTIAL = "EVID-E021"
+E_UNREGISTERED_RESULT = "EVID-E023"
+E_RECORDED_REQUIREMENTS = "EVID-E024"
+
+
+@dataclass
+class RequirementStatus:
+    """How one requirement stands: overall, per model, and through which checks."""
+
+    id: str
+    status: str
+    per_model: dict[str, str]
+    checks: list[str]
+    children: list[str]
+    via_children: bool
+    detail: str = ""
+
+
+@dataclass
+class ArtifactInfo:
+    """One artifact: digest (None when missing), producer, and the checks that used it."""
+
+    path: str
+    model: str
+    step: str = ""
+    sha256: str | None = None
+    size: int | None = None
+    read_by: set[str] = field(default_factory=set)
+    written_by: set[str] = field(default_factory=set)
+
+    def to_json(self, specs: Mapping[str, CheckSpec]) -> dict[str, Any]:
+        checks = sorted(self.read_by | self.written_by)
+        reqs = sorted({r for c in checks if c in specs for r in specs[c].requirements})
+        return {
+            "path": self.path,
+            "model": self.model,
+            "step": self.step,
+            "sha256": self.sha256,
+            "size": self.size,
+            "read_by": sorted(self.read_by),
+            "written_by": sorted(self.written_by),
+            "requirements": reqs,
+        }
+
+
+@dataclass
+class TraceMatrix:
+    """Everything the reports show; `to_json` is reports/trace.json."""
+
+    requirements: RequirementSet
+    specs: dict[str, CheckSpec]
+    models: list[str]
+    outcomes: dict[tuple[str, str], Outcome]
+    unregistered: dict[tuple[str, str], Outcome]
+    statuses: dict[str, RequirementStatus]
+    artifacts: dict[str, ArtifactInfo]
+    code_traces: list[CodeTrace]
+    stale_links: set[Link]
+    findings: list[Finding]
+    git: GitState
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.is_error]
+
+    def coverage(self) -> dict[str, Any]:
+        """Requirement counts per status, overall and per level."""
+        counts = {status: 0 for status in STATUS_ORDER}
+        per_level: dict[str, dict[str, int]] = {}
+        for req in self.requirements:
+            status = self.statuses[req.id].status
+            counts[status] += 1
+            per_level.setdefault(req.level, {s: 0 for s in STATUS_ORDER})[status] += 1
+        return {"total": len(self.requirements), "by_status": counts, "by_level": per_level}
+
+    def outcome(self, model: str, check_id: str) -> Outcome | None:
+        return self.outcomes.get((model, check_id))
+
+    def to_json(self) -> dict[str, Any]:
+        reqs = []
+        for req in self.requirements:
+            status = self.statuses[req.id]
+            entry = req.to_json()
+            entry.update(
+                {
+                    "status": status.status,
+                    "status_detail": status.detail,
+                    "per_model": status.per_model,
+                    "checks": status.checks,
+                    "children": status.children,
+                    "via_children": status.via_children,
+                }
+            )
+            reqs.append(entry)
+        checks = []
+        for spec in self.specs.values():
+            checks.append(
+                {
+                    "id": spec.id,
+                    "title": spec.title,
+                    "step": spec.step,
+                    "description": spec.description,
+                    "requirements": list(spec.requirements),
+                    "stale_links": sorted(l.target for l in self.stale_links if l.source == f"check:{spec.id}"),
+                    "verdicts": {m: self.outcomes[(m, spec.id)].verdict.value for m in self.models},
+                }
+            )
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "git": self.git.to_json(),
+            "models": list(self.models),
+            "requirement_files": list(self.requirements.files),
+            "coverage": self.coverage(),
+            "requirements": reqs,
+            "checks": checks,
+            "outcomes": [self.outcomes[k].to_json() for k in sorted(self.outcomes)],
+            "unregistered": [self.unregistered[k].to_json() for k in sorted(self.unregistered)],
+            "artifacts": [self.artifacts[p].to_json(self.specs) for p in sorted(self.artifacts)],
+            "code_traces": [t.to_json() for t in self.code_traces],
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def _model_status(verdicts: list[Verdict]) -> str:
+    if not verdicts:
+        return M_NO_CHECK
+    if Verdict.FAIL in verdicts:
+        return M_FAIL
+    if all(v is Verdict.PASS for v in verdicts):
+        return M_PASS
+    if Verdict.PASS in verdicts:
+        return M_PARTIAL
+    if Verdict.EMULATED in verdicts:
+        return M_EMULATED
+    return M_NOT_RUN
+
+
+def _overall(per_model: Mapping[str, str]) -> str:
+    values = list(per_model.values())
+    if not values:
+        return NOT_VERIFIED
+    if M_FAIL in values:
+        return FAILED
+    if all(v == M_PASS for v in values):
+        return VERIFIED
+    if any(v in (M_PASS, M_PARTIAL) for v in values):
+        return PARTIAL
+    if all(v == M_NO_CHECK for v in values):
+        return NO_CHECK
+    return NOT_VERIFIED
+
+
+def compute_statuses(
+    requirements: RequirementSet,
+    specs: Mapping[str, CheckSpec],
+    models: list[str],
+    outcomes: Mapping[tuple[str, str], Outcome],
+    stale: set[Link],
+) -> dict[str, RequirementStatus]:
+    """Apply the coverage rules of the module docstring to every requirement."""
+    verifying: dict[str, list[str]] = {r.id: [] for r in requirements}
+    for spec in specs.values():
+        for req_id in spec.requirements:
+            if req_id in verifying:
+                verifying[req_id].append(spec.id)
+    statuses: dict[str, RequirementStatus] = {}
+    visiting: set[str] = set()
+
+    def judge(req_id: str) -> RequirementStatus:
+        if req_id in statuses:
+            return statuses[req_id]
+        visiting.add(req_id)
+        checks = sorted(verifying[req_id])
+        children = [c for c in requirements.children(req_id) if c not in visiting]
+        if checks:
+            per_model = {}
+            for model in models:
+                verdicts = []
+                for check_id in checks:
+                    outcome = outcomes[(model, check_id)]
+                    stale_link = Link(f"check:{check_id}", req_id) in stale
+                    verdicts.append(Verdict.NOT_RUN if stale_link else outcome.verdict)
+                per_model[model] = _model_status(verdicts)
+            status = RequirementStatus(req_id, _overall(per_model), per_model, checks, children, False)
+            if not models:
+                status.detail = "no model results"
+        elif children:
+            child_status = [judge(c) for c in children]
+            per_model = {
+                m: min((cs.per_model.get(m, M_NOT_RUN) for cs in child_status), key=MODEL_STATUS_ORDER.index) for m in models
+            }
+            overall = min((cs.status for cs in child_status), key=STATUS_ORDER.index)
+            status = RequirementStatus(req_id, overall, per_model, [], children, True, "through its children")
+        else:
+            status = RequirementStatus(req_id, NO_CHECK, {m: M_NO_CHECK for m in models}, [], [], False, "no check verifies it")
+        visiting.discard(req_id)
+        statuses[req_id] = status
+        return status
+
+    for req in requirements:
+        judge(req.id)
+    return {r.id: statuses[r.id] for r in requirements}
+
+
+def _gap_findings(
+    requirements: RequirementSet,
+    statuses: Mapping[str, RequirementStatus],
+    outcomes: Mapping[tuple[str, str], Outcome],
+    models: list[str],
+    stale: set[Link],
+) -> list[Finding]:
+    findings: list[Finding] = []
+    for req in requirements:
+        status = statuses[req.id]
+        if status.via_children:
+            continue  # its children carry the findings
+        if status.status == NO_CHECK:
+            findings.append(Finding(E_NOT_VERIFIED_BY_CHECK, Severity.ERROR, f"{req.id} is verified by no check", req.span))
+            continue
+        lines = []
+        for model in models:
+            for check_id in status.checks:
+                outcome = outcomes[(model, check_id)]
+                if Link(f"check:{check_id}", req.id) in stale:
+                    lines.append(f"{model}/{check_id}: stale link")
+                elif outcome.verdict is not Verdict.PASS:
+                    lines.append(f"{model}/{check_id}: {outcome.verdict.value}: {outcome.reason}")
+        summary = "; ".join(lines[:4]) + (f"; and {len(lines) - 4} more" if len(lines) > 4 else "")
+        if status.status == FAILED:
+            failing = [l for l in lines if ": fail: " in l]
+            text = "; ".join(failing[:4]) + (f"; and {len(failing) - 4} more" if len(failing) > 4 else "")
+            findings.append(Finding(E_REQUIREMENT_FAILED, Severity.ERROR, f"{req.id} failed: {text}", req.span))
+        elif status.status == NOT_VERIFIED:
+            why = summary or status.detail or "no model results"
+            findings.append(
+                Finding(E_REQUIREMENT_NOT_VERIFIED, Severity.ERROR, f"{req.id} is not verified: its checks did not pass anywhere ({why})", req.span)
+            )
+        elif status.status == PARTIAL:
+            findings.append(Finding(E_PARTIAL, Severity.WARNING, f"{req.id} is only partially verified: {summary}", req.span))
+    return findings
+
+
+def _model_link_findings(
+    collected: ModelResults, specs: Mapping[str, CheckSpec], requirements: RequirementSet, stale: set[Link]
+) -> list[Finding]:
+    """Trace-integrity problems concerning one model (they decide evidence.trace)."""
+    model = collected.model
+    findings: list[Finding] = []
+    for check_id, outcome in collected.unregistered.items():
+        findings.append(
+            Finding(
+                E_UNREGISTERED_RESULT,
+                Severity.ERROR,
+                f"{model}: {outcome.source} holds results of check {check_id}, which is not registered (no requirement traces to it)",
+                Span(outcome.source, 1, 1) if outcome.source else None,
+            )
+        )
+    for check_id, outcome in collected.outcomes.items():
+        spec = specs[check_id]
+        for stored in outcome.results:
+            if stored.source == selfchecks.SOURCE:
+                continue
+            if set(stored.recorded_requirements) != set(spec.requirements):
+                findings.append(
+                    Finding(
+                        E_RECORDED_REQUIREMENTS,
+                        Severity.ERROR,
+                        f"{model}: result of {check_id} recorded requirements {', '.join(stored.recorded_requirements) or 'none'} "
+                        f"but the check now traces to {', '.join(spec.requirements) or 'none'}; re-run step {spec.step}",
+                        Span(stored.source, 1, 1),
+                    )
+                )
+                break
+        if outcome.results and outcome.step != selfchecks.STEP:
+            for req_id in spec.requirements:
+                if req_id not in requirements:
+                    findings.append(
+                        Finding(
+                            "EVID-E010",
+                            Severity.ERROR,
+                            f"{model}: check {check_id} produced results but names requirement {req_id}, which does not exist",
+                        )
+                    )
+                elif Link(f"check:{check_id}", req_id) in stale:
+                    findings.append(
+                        Finding(
+                            "EVID-E015",
+                            Severity.ERROR,
+                            f"{model}: results of {check_id} trace to {req_id} through a stale link",
+                        )
+                    )
+    return findings
+
+
+def _index_artifacts(
+    model: str, records: RecordCheck, outcomes: Iterable[Outcome], root: Path, artifacts: dict[str, ArtifactInfo]
+) -> None:
+    for step, record in records.records.items():
+        for digest in record.outputs:
+            current = records.current.get(digest.path)
+            info = artifacts.setdefault(digest.path, ArtifactInfo(digest.path, model))
+            info.step = step
+            if current is not None:
+                info.sha256, info.size = current.sha256, current.size
+    for outcome in outcomes:
+        for paths, attr in ((outcome.artifacts_read, "read_by"), (outcome.artifacts_written, "written_by")):
+            for raw in paths:
+                try:
+                    rel = relative_posix(raw, root)
+                except ValueError:
+                    rel = raw
+                known = artifacts.get(rel)
+                if known is None:
+                    known = artifacts[rel] = ArtifactInfo(rel, model)
+                    full = root / rel
+                    if not Path(rel).is_absolute() and full.is_file():
+                        now: FileDigest = records.current.get(rel) or file_digest(full, root)
+                        known.sha256, known.size = now.sha256, now.size
+                getattr(known, attr).add(outcome.check_id)
+
+
+def _package_result(model: str, root: Path, mode: str) -> StoredResult:
+    if mode == "placeholder":
+        return selfchecks.package_placeholder(model)
+    path = package_check_path(model, root)
+    if path.is_file():
+        stored, _ = read_results_file(path, root)
+        for item in stored or []:
+            if item.result.check_id == selfchecks.PACKAGE:
+                return item
+    return selfchecks.package_missing(model)
+
+
+def build_matrix(
+    root: str | Path = ".",
+    models: list[str] | None = None,
+    *,
+    package_results: str = "read",
+    git: GitState | None = None,
+    check_modules: Iterable[str] | None = None,
+) -> TraceMatrix:
+    """Collect everything under `root` and judge it.
+
+    `models`: default every shipped model. `package_results`: "read" takes the
+    evidence.package verdict from reports/<m>/package-check.json; "placeholder" is used
+    inside a package, which cannot attest itself.
+    """
+    base = Path(root)
+    models = model_names(base) if models is None else list(models)
+    requirements, findings = read_requirements(base)
+    specs, load_findings = load_checks(check_modules)
+    findings = findings + load_findings + registry_findings(specs, requirements)
+    links = current_links(specs, requirements)
+    baseline, baseline_findings = read_baseline(base)
+    findings += baseline_findings
+    link_problems, stale = link_findings(links, baseline)
+    findings += link_problems
+
+    outcomes: dict[tuple[str, str], Outcome] = {}
+    unregistered: dict[tuple[str, str], Outcome] = {}
+    artifacts: dict[str, ArtifactInfo] = {}
+    code_traces: list[CodeTrace] = []
+    for model in models:
+        records = check_records(model, base)
+        traces, trace_findings = read_code_traces(model, base)
+        code_traces.extend(traces)
+        extra = [selfchecks.records_result(model, records), _package_result(model, base, package_results)]
+        collected = collect_model(model, specs, base, extra)
+        model_findings = _model_link_findings(collected, specs, requirements, stale) + trace_findings
+        has_results = bool(collected.steps_present)
+        trace = selfchecks.trace_result(model, has_results, model_findings + collected.findings)
+        if selfchecks.TRACE in specs:
+            collected.outcomes[selfchecks.TRACE] = aggregate(model, selfchecks.TRACE, selfchecks.STEP, [trace], trace.source)
+        findings += records.findings + collected.findings + model_findings
+        for check_id, outcome in collected.outcomes.items():
+            outcomes[(model, check_id)] = outcome
+        for check_id, outcome in collected.unregistered.items():
+            unregistered[(model, check_id)] = outcome
+        _index_artifacts(model, records, collected.outcomes.values(), base, artifacts)
+    statuses = compute_statuses(requirements, specs, models, outcomes, stale)
+    findings += _gap_findings(requirements, statuses, outcomes, models, stale)
+    return TraceMatrix(
+        requirements=requirements,
+        specs=specs,
+        models=models,
+        outcomes=outcomes,
+        unregistered=unregistered,
+        statuses=statuses,
+        artifacts=artifacts,
+        code_traces=code_traces,
+        stale_links=stale,
+        findings=sorted_findings(findings),
+        git=git if git is not None else git_state(base),
+    )

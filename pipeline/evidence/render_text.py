@@ -1,0 +1,117 @@
+"""The trace matrix as CSV (for spreadsheets and scripts) and Markdown (for review diffs).
+
+CSV: one row per (requirement, check, model); a requirement without checks gets one row with
+empty check columns, so every requirement appears. Markdown: the same sections as the HTML.
+Neither holds a timestamp.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Sequence
+
+from pipeline.evidence.matrix import TraceMatrix
+
+CSV_COLUMNS = (
+    "requirement_id",
+    "level",
+    "requirement_title",
+    "requirement_status",
+    "requirement_fingerprint",
+    "parents",
+    "check_id",
+    "step",
+    "model",
+    "verdict",
+    "reason",
+    "stale_link",
+    "artifacts",
+)
+
+
+def render_csv(matrix: TraceMatrix) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for req in matrix.requirements:
+        st = matrix.statuses[req.id]
+        base = [req.id, req.level, req.title, st.status, req.fingerprint, " ".join(req.parents)]
+        rows = 0
+        for check_id in st.checks:
+            stale = any(l.source == f"check:{check_id}" and l.target == req.id for l in matrix.stale_links)
+            for model in matrix.models:
+                outcome = matrix.outcomes[(model, check_id)]
+                arts = []
+                for path in sorted(set(outcome.artifacts_read) | set(outcome.artifacts_written)):
+                    info = matrix.artifacts.get(path)
+                    arts.append(f"{path}@sha256:{info.sha256 if info and info.sha256 else 'missing'}")
+                writer.writerow(base + [check_id, matrix.specs[check_id].step, model, outcome.verdict.value, outcome.reason, "yes" if stale else "no", " ".join(arts)])
+                rows += 1
+            if not matrix.models:
+                writer.writerow(base + [check_id, matrix.specs[check_id].step, "", "", "no model results", "yes" if stale else "no", ""])
+                rows += 1
+        if rows == 0:
+            writer.writerow(base + ["", "", "", "", st.detail, "", ""])
+    return out.getvalue()
+
+
+def _md(text: object) -> str:
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _table(headers: list[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    lines = ["| " + " | ".join(_md(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def render_markdown(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
+    git = matrix.git
+    source = f"git commit `{git.commit}`{' (uncommitted changes)' if git.dirty else ''}" if git.commit else f"no git commit ({git.reason})"
+    cov = matrix.coverage()
+    lines = [f"# {title}", "", f"Source: {source}. Models: {', '.join(matrix.models) or 'none'}.", ""]
+    lines += ["## Coverage", "", f"{cov['total']} requirements. Only a passing check is coverage.", ""]
+    lines += _table(["Status", "All", "SYS", "HLR", "LLR"], [
+        [s, cov["by_status"][s]] + [cov["by_level"].get(lv, {}).get(s, 0) for lv in ("SYS", "HLR", "LLR")] for s in cov["by_status"]
+    ])
+    lines += ["## Findings", ""]
+    if matrix.findings:
+        lines += _table(["Severity", "Code", "Location", "Message"], [
+            [f.severity.value, f.code, str(f.span) if f.span else "", f.message] for f in matrix.findings
+        ])
+    else:
+        lines += ["No findings.", ""]
+    lines += ["## Requirements -> checks -> verdict per model", ""]
+    rows = []
+    for req in matrix.requirements:
+        st = matrix.statuses[req.id]
+        checks = ", ".join(st.checks) or (f"via {', '.join(st.children)}" if st.via_children else "none")
+        rows.append([req.id, req.title, st.status, checks] + [st.per_model.get(m, "") for m in matrix.models])
+    lines += _table(["Requirement", "Title", "Status", "Checks"] + matrix.models, rows)
+    lines += ["## Verdicts -> reasons -> artifacts", ""]
+    rows = []
+    for (model, check_id), outcome in sorted(matrix.outcomes.items()):
+        arts = [f"{p} ({(matrix.artifacts[p].sha256 or 'missing')[:16] if p in matrix.artifacts else 'missing'})"
+                for p in sorted(set(outcome.artifacts_read) | set(outcome.artifacts_written))]
+        rows.append([model, check_id, ", ".join(matrix.specs[check_id].requirements), outcome.verdict.value, outcome.reason, "; ".join(arts)])
+    for (model, check_id), outcome in sorted(matrix.unregistered.items()):
+        rows.append([model, check_id, "UNREGISTERED", outcome.verdict.value, outcome.reason, ""])
+    lines += _table(["Model", "Check", "Requirements", "Verdict", "Reason", "Artifacts (SHA-256 prefix)"], rows) if rows else ["No models.", ""]
+    lines += ["## Checks -> requirements", ""]
+    lines += _table(["Check", "Step", "Title", "Requirements"] + matrix.models, [
+        [s.id, s.step, s.title, ", ".join(s.requirements) or "NONE"] + [matrix.outcomes[(m, s.id)].verdict.value for m in matrix.models]
+        for s in matrix.specs.values()
+    ])
+    lines += ["## Artifacts -> checks -> requirements", ""]
+    rows = []
+    for path in sorted(matrix.artifacts):
+        data = matrix.artifacts[path].to_json(matrix.specs)
+        rows.append([path, data["model"], data["step"], data["sha256"] or "missing", data["size"] if data["size"] is not None else "",
+                     ", ".join(data["read_by"] + data["written_by"]), ", ".join(data["requirements"])])
+    lines += _table(["Artifact", "Model", "Step", "SHA-256", "Bytes", "Checks", "Requirements"], rows) if rows else ["No recorded artifacts.", ""]
+    lines += ["## Code trace", ""]
+    rows = [[t.model, t.item, t.target, f"{t.nnef_file}:{e.nnef_line}", e.instruction, f"{e.code_file}:{e.first_line}-{e.last_line}"]
+            for t in matrix.code_traces for e in t.entries]
+    lines += _table(["Model", "Item", "Target", "NNEF line", "Instruction", "Code lines"], rows) if rows else ["No code trace data.", ""]
+    return "\n".join(lines)
