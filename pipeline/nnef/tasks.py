@@ -1,16 +1,36 @@
-"""doit tasks of the check step: `check:<model>` for every exported model."""
+"""doit tasks of the check step: `check:<model>` for every exported model, and
+`check:examples` for the hand-written descriptions shipped under examples/nnef/."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.layout import checks_path, model_names, step_dir
-from pipeline.nnef.step import REPORT_FILE, run_check_step
+from doit.exceptions import TaskFailed
+
+from pipeline.atomic import write_json
+from pipeline.layout import ARTIFACTS_DIR, checks_path, model_names, step_dir
+from pipeline.nnef.checker import check_paths
+from pipeline.nnef.step import REPORT_FILE, report_document, run_check_step
+
+EXAMPLES = Path("examples") / "nnef"
+EXAMPLES_REPORT = Path(ARTIFACTS_DIR) / "examples" / "check" / REPORT_FILE
 
 
 def _run(model: str) -> bool:
     run_check_step(model)
     return True  # the verdicts are evidence; a failing check fails `verify`, not this task
+
+
+def _check_examples(paths: list[str]) -> TaskFailed | None:
+    """The shipped examples document the language: they must be free of errors."""
+    report = check_paths(paths, tensors=False)
+    write_json(EXAMPLES_REPORT, report_document(report, Path(".")))
+    errors = [f for f in report.findings if f.is_error]
+    if errors:
+        first = errors[0]
+        return TaskFailed(f"{len(errors)} error(s) in examples/nnef; first: {first.span}: {first.code}: {first.message}")
+    return None
 
 
 def task_check() -> Iterator[dict[str, Any]]:
@@ -23,5 +43,14 @@ def task_check() -> Iterator[dict[str, Any]]:
             "actions": [(_run, [model])],
             "file_dep": [str(export / "graph.nnef"), str(export / "provenance.json")],
             "targets": [str(out / REPORT_FILE), str(checks_path(model, "check")), str(out / "record.json")],
+            "clean": True,
+        }
+    examples = sorted(str(p) for p in EXAMPLES.glob("*.nnef"))
+    if examples:
+        yield {
+            "name": "examples",
+            "actions": [(_check_examples, [examples])],
+            "file_dep": examples,
+            "targets": [str(EXAMPLES_REPORT)],
             "clean": True,
         }
