@@ -1,0 +1,170 @@
+"""The reference interpreter: runs a checked flat graph with the kernels of the registry.
+
+Operations execute in program order (the graph is SSA and topologically ordered by the
+checker). Each operation's inputs are resolved (tensor references to arrays, literals
+passed as they are), its kernel runs with floating-point exceptions silenced (inf and
+NaN are defined results here, not errors), and its results are checked against the
+element type and shape the checker declared: the interpreter and the checker's shape
+rules are two independent readings of the spec, and a disagreement is reported
+(SEM-E006) rather than trusted.
+
+`external` tensors come from `inputs` (by tensor name), `variable` tensors from
+`variables` (by label, or by tensor name); `load_variables` reads them from the `.dat`
+files of an NNEF directory (`<dir>/<label>.dat`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from pipeline.diagnostics import PipelineError
+from pipeline.nnef.graph import Graph, Operation, Ref
+from pipeline.semantics.registry import lookup
+from pipeline.semantics.tensors import DTYPES
+
+log = logging.getLogger(__name__)
+
+
+def _where(op: Operation) -> str:
+    return str(op.span) if op.span else ""
+
+
+def _declared_dtype(op: Operation) -> np.dtype:
+    return DTYPES.get(op.dtype or "scalar", DTYPES["scalar"])
+
+
+def _bind(op: Operation, value: np.ndarray | None, what: str, key: str) -> np.ndarray:
+    """Check an externally supplied tensor against its declaration (no conversion)."""
+    if value is None:
+        raise PipelineError("SEM-E002", f"no value given for {what} '{key}'", _where(op))
+    value = np.asarray(value)
+    expected = _declared_dtype(op)
+    if value.dtype != expected:
+        raise PipelineError(
+            "SEM-E003", f"{what} '{key}' has element type {value.dtype}, expected {expected} "
+            f"(convert explicitly; the interpreter never rounds its inputs)", _where(op))
+    shape = [int(s) for s in op.attribs.get("shape", [])]
+    if list(value.shape) != shape:
+        raise PipelineError("SEM-E003", f"{what} '{key}' has shape {list(value.shape)}, declared {shape}", _where(op))
+    return value
+
+
+def _resolve(value: Any, env: Mapping[str, np.ndarray], op: Operation) -> Any:
+    if isinstance(value, Ref):
+        if value.name not in env:
+            raise PipelineError("SEM-E008", f"tensor '{value.name}' is used before it is defined", _where(op))
+        return env[value.name]
+    if isinstance(value, (list, tuple)):
+        return [_resolve(v, env, op) for v in value]
+    return value
+
+
+def _check_result(graph: Graph, op: Operation, ref: Ref, value: Any) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        value = np.asarray(value)
+    info = graph.tensors.get(ref.name)
+    if info is not None:
+        expected = DTYPES.get(info.dtype)
+        if expected is not None and value.dtype != expected:
+            raise PipelineError("SEM-E006", f"'{op.name}' produced {ref.name} as {value.dtype}, declared {info.dtype}", _where(op))
+        if info.shape is not None and list(value.shape) != list(info.shape):
+            raise PipelineError(
+                "SEM-E006", f"'{op.name}' produced {ref.name} with shape {list(value.shape)}, "
+                f"the checker inferred {list(info.shape)}", _where(op))
+    return value
+
+
+def _last_uses(graph: Graph) -> dict[int, list[str]]:
+    """Operation index -> tensors whose last reader it is (to free them when not kept)."""
+    last: dict[str, int] = {}
+    for index, op in enumerate(graph.operations):
+        for ref in op.input_refs():
+            last[ref.name] = index
+    keep = set(graph.outputs)
+    freed: dict[int, list[str]] = {}
+    for name, index in last.items():
+        if name not in keep:
+            freed.setdefault(index, []).append(name)
+    return freed
+
+
+def interpret(
+    graph: Graph,
+    inputs: Mapping[str, np.ndarray],
+    variables: Mapping[str, np.ndarray] | None = None,
+    *,
+    keep: bool = False,
+) -> dict[str, np.ndarray]:
+    """Run `graph`; return its outputs by name, or with `keep` every tensor by name.
+
+    Raises PipelineError: SEM-E001 unknown operation, SEM-E002 missing input/variable,
+    SEM-E003 input/variable of the wrong type or shape, SEM-E004/E005 invalid attributes
+    or operands, SEM-E006 result disagreeing with the declared type/shape, SEM-E008
+    use before definition. Every error names the operation's source location.
+    """
+    variables = variables or {}
+    env: dict[str, np.ndarray] = {}
+    freed = {} if keep else _last_uses(graph)
+    for index, op in enumerate(graph.operations):
+        outputs = list(op.outputs.values())
+        if op.name == "external":
+            name = outputs[0].name
+            results: tuple[Any, ...] = (_bind(op, inputs.get(name), "input", name),)
+        elif op.name == "variable":
+            label = str(op.attribs.get("label", ""))
+            name = outputs[0].name
+            value = variables.get(label, variables.get(name))
+            results = (_bind(op, value, "variable", label or name),)
+        else:
+            fn = lookup(op.name, op.span)
+            args = {key: _resolve(value, env, op) for key, value in op.inputs.items()}
+            try:
+                with np.errstate(all="ignore"):
+                    results = tuple(fn(args, op.attribs, op.dtype))
+            except PipelineError as exc:
+                if exc.location:
+                    raise
+                raise PipelineError(exc.code, f"{op.name}: {exc.message}", _where(op)) from exc
+        if len(results) != len(outputs):
+            raise PipelineError("SEM-E006", f"'{op.name}' gave {len(results)} results for {len(outputs)} outputs", _where(op))
+        for target, value in zip(outputs, results):
+            if isinstance(target, (list, tuple)):
+                if len(target) != len(value):
+                    raise PipelineError("SEM-E006", f"'{op.name}' gave {len(value)} tensors for {len(target)} names", _where(op))
+                for ref, item in zip(target, value):
+                    env[ref.name] = _check_result(graph, op, ref, item)
+            else:
+                env[target.name] = _check_result(graph, op, target, value)
+        for name in freed.get(index, ()):
+            env.pop(name, None)
+    missing = [name for name in graph.outputs if name not in env]
+    if missing:
+        raise PipelineError("SEM-E008", f"graph outputs never defined: {', '.join(missing)}", graph.name)
+    if keep:
+        return env
+    return {name: env[name] for name in graph.outputs}
+
+
+def load_variables(graph: Graph, directory: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Every `variable` of `graph` read from `<directory>/<label>.dat`, keyed by label."""
+    from pipeline.nnef.tensorfile import read_tensor
+
+    base = Path(directory)
+    values: dict[str, np.ndarray] = {}
+    for op in graph.operations:
+        if op.name != "variable":
+            continue
+        label = str(op.attribs.get("label", ""))
+        if label in values:
+            continue
+        path = base / f"{label}.dat"
+        if not path.is_file():
+            raise PipelineError("SEM-E007", f"tensor file for variable '{label}' not found: {path}", _where(op))
+        values[label] = read_tensor(path)
+        log.debug("loaded %s %s from %s", label, values[label].shape, path)
+    return values

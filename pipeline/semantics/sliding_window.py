@@ -1,0 +1,343 @@
+"""Sliding-window operations: conv, deconv, box, avg/max/rms pooling, argmax_pool, sample,
+and the up/down-sampling fragments built on box.
+
+Evaluation order (the C and CUDA generators mirror it loop for loop):
+
+conv   out[n, o, y] = (+0 + t(c=0, j=0) + t(0, 1) + ... + t(Cg-1, K-1)) + bias[o]
+       t(c, j) = filter[o, c, j] * xpad[n, g*Cg + c, y*s + j*d], g = o // (O/groups);
+       terms in lexicographic order of (c, j0, j1, ...): input channel of the group
+       outermost, then kernel row, kernel column; each `+` one float32 rounding, bias last.
+deconv out[n, o, y] = (+0 + sum over (c, j) lexicographic of
+       filter[g*Cg + c, o % Og, j] * x[n, g*Cg + c, i] for the i with i*s + j*d - p = y)
+       + bias[o]; a (c, j) with no such i in range contributes no term.
+box    out[y] = +0 + xpad[y*s + 0*d] + xpad[y*s + 1*d] + ... (taps row-major), then / count
+       if normalize; max_pool keeps the first maximal tap (NaN wins, see below).
+
+Padded positions. With border 'constant' or 'ignore' a padded tap of conv/deconv/box is
+*skipped* (no term). Because every accumulator starts at +0 and round-to-nearest
+addition can only produce -0 from two -0 operands, the accumulator is never -0, so
+adding a +-0 term never changes it: a generator may equally add `w * 0.0f` at padded
+taps (a zero-padded buffer), with the same bits, as long as the weight is finite. (With
+an infinite weight `inf * 0` is NaN: this implementation masks those terms, so the
+skip semantics holds exactly.) 'replicate', 'reflect', 'reflect-even' read real input
+elements and include them as terms.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+
+from pipeline.semantics.elementwise import first_max_update
+from pipeline.semantics.registry import kernel
+from pipeline.semantics.tensors import (
+    F32,
+    KernelError,
+    align,
+    broadcast_shape,
+    int_list,
+    integer,
+    scalar,
+)
+from pipeline.semantics.windows import Window, border_of, inside_mask, pad, padding_list, resolve
+
+Inputs = Mapping[str, Any]
+Attribs = Mapping[str, Any]
+ZERO = F32(0.0)
+NEG_INF = F32(-np.inf)
+WINDOW_BORDERS = ("constant", "ignore")
+
+
+def _add_bias(acc: np.ndarray, bias: Any) -> np.ndarray:
+    """acc + bias, bias aligned NNEF-style ([1, C] -> [1, C, 1, ...]); added last."""
+    b = scalar(bias, "bias")
+    if broadcast_shape([acc.shape, b.shape]) != acc.shape:
+        raise KernelError(f"bias of shape {list(b.shape)} does not fit output {list(acc.shape)}", "SEM-E005")
+    return np.asarray(acc + align(b, acc.ndim), dtype=F32)
+
+
+def _groups(attribs: Attribs, default: int) -> int:
+    groups = int(attribs["groups"])
+    if groups < 0:
+        raise KernelError(f"'groups' must be >= 0, got {groups}")
+    return groups or default
+
+
+# ---- conv ----------------------------------------------------------------------------
+
+@kernel("conv")
+def conv(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """Grouped N-d convolution (cross-correlation), accumulation order (c, j0, j1, ...), bias last."""
+    x = scalar(inputs["input"], "input")
+    w = scalar(inputs["filter"], "filter")
+    if x.ndim < 3 or w.ndim != x.ndim:
+        raise KernelError(f"conv needs input and filter of equal rank >= 3, got {x.shape} and {w.shape}", "SEM-E005")
+    n_batch, channels = x.shape[:2]
+    outs, cg = w.shape[:2]
+    groups = _groups(attribs, channels)
+    if cg * groups != channels or outs % groups:
+        raise KernelError(f"filter {list(w.shape)} with groups={groups} does not fit input channels {channels}", "SEM-E005")
+    border = border_of(attribs)
+    win = resolve(x.shape[2:], w.shape[2:], attribs["padding"], attribs["stride"], attribs["dilation"])
+    xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
+    og = outs // groups
+    positions = math.prod(win.out_shape)
+    xg = xp.reshape((n_batch, groups, cg) + win.padded_shape)
+    # weights as [c, taps..., 1, G, Og, 1]: w_t[(c,) + offset] multiplies [N, G, 1, positions]
+    w_t = np.ascontiguousarray(np.moveaxis(w.reshape((groups, og, cg) + win.size), 2, 0))
+    w_t = np.moveaxis(w_t, (1, 2), (-2, -1)).reshape((cg,) + win.size + (1, groups, og, 1))
+    skip = None
+    if border in WINDOW_BORDERS and not np.isfinite(w).all():
+        skip = ~inside_mask(win.in_shape, win.padding)
+    acc = np.zeros((n_batch, groups, og, positions), dtype=F32)
+    term = np.empty_like(acc)
+    taps = np.empty((n_batch, groups) + win.out_shape, dtype=F32)  # the tap, made contiguous
+    flat_taps = taps.reshape(n_batch, groups, 1, positions)
+    for c in range(cg):
+        for offset in win.offsets():
+            window = win.taps(offset)
+            np.copyto(taps, xg[(slice(None), slice(None), c) + window])
+            np.multiply(w_t[(c,) + offset], flat_taps, out=term)
+            if skip is not None:
+                np.copyto(term, ZERO, where=skip[window].reshape(positions))
+            np.add(acc, term, out=acc)
+    out = acc.reshape((n_batch, outs) + win.out_shape)
+    return (_add_bias(out, inputs["bias"]),)
+
+
+# ---- deconv --------------------------------------------------------------------------
+
+def _deconv_geometry(x: np.ndarray, w: np.ndarray, attribs: Attribs, groups: int) -> Window:
+    spatial_in = x.shape[2:]
+    size = w.shape[2:]
+    rank = len(spatial_in)
+    stride = int_list(attribs["stride"], "stride") or [1] * rank
+    dilation = int_list(attribs["dilation"], "dilation") or [1] * rank
+    output_shape = int_list(attribs.get("output_shape", []), "output_shape")
+    pads = padding_list(attribs["padding"])
+    if output_shape:
+        if len(output_shape) != x.ndim or output_shape[0] != x.shape[0] or output_shape[1] != w.shape[1] * groups:
+            raise KernelError(f"output_shape {output_shape} does not fit input {list(x.shape)} and filter {list(w.shape)}", "SEM-E005")
+        out = list(output_shape[2:])
+    elif pads:
+        out = [(n - 1) * s + (k - 1) * d + 1 - p - q for n, k, s, d, (p, q) in zip(spatial_in, size, stride, dilation, pads)]
+    else:
+        out = [n * s for n, s in zip(spatial_in, stride)]
+    if not pads:
+        pads = []
+        for n, k, s, d, o in zip(spatial_in, size, stride, dilation, out):
+            total = max(0, (n - 1) * s + (k - 1) * d + 1 - o)
+            pads.append((total // 2, total - total // 2))
+    if len(pads) != rank or len(stride) != rank or len(dilation) != rank or any(o <= 0 for o in out):
+        raise KernelError(f"invalid deconv geometry: padding {pads}, stride {stride}, dilation {dilation}, output {out}")
+    return Window(tuple(spatial_in), tuple(size), tuple(stride), tuple(dilation), tuple(pads), tuple(out))
+
+
+@kernel("deconv")
+def deconv(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """Transposed convolution; per output element the terms in (c, j0, j1, ...) order, bias last."""
+    x = scalar(inputs["input"], "input")
+    w = scalar(inputs["filter"], "filter")
+    if x.ndim < 3 or w.ndim != x.ndim or w.shape[0] != x.shape[1]:
+        raise KernelError(f"deconv needs filter[0] == input channels, got {x.shape} and {w.shape}", "SEM-E005")
+    border_of(attribs, WINDOW_BORDERS)
+    n_batch, channels = x.shape[:2]
+    output_shape = int_list(attribs.get("output_shape", []), "output_shape")
+    groups = _groups(attribs, output_shape[1] if output_shape else channels)
+    if channels % groups:
+        raise KernelError(f"groups={groups} does not divide input channels {channels}", "SEM-E005")
+    win = _deconv_geometry(x, w, attribs, groups)
+    cg, og = channels // groups, w.shape[1]
+    xg = x.reshape((n_batch, groups, cg) + win.in_shape)
+    wg = w.reshape((groups, cg, og) + win.size)
+    acc = np.zeros((n_batch, groups, og) + win.out_shape, dtype=F32)
+    w_shape = (1, groups, og) + (1,) * len(win.out_shape)
+    for c in range(cg):
+        for offset in win.offsets():
+            src, dst = [], []
+            for j, n, s, d, (p, _), o in zip(offset, win.in_shape, win.stride, win.dilation, win.padding, win.out_shape):
+                # inputs i whose tap j lands inside the output: 0 <= i*s + j*d - p < o
+                lo = max(0, -(-(p - j * d) // s))
+                hi = min(n - 1, (o - 1 + p - j * d) // s)
+                if lo > hi:
+                    break
+                first = lo * s + j * d - p
+                src.append(slice(lo, hi + 1))
+                dst.append(slice(first, first + (hi - lo) * s + 1, s))
+            else:
+                xs = xg[(slice(None), slice(None), c) + tuple(src)][:, :, None]
+                term = wg[(slice(None), c, slice(None)) + offset].reshape(w_shape) * xs
+                view = acc[(slice(None), slice(None), slice(None)) + tuple(dst)]
+                np.add(view, term, out=view)
+    out = acc.reshape((n_batch, groups * og) + win.out_shape)
+    return (_add_bias(out, inputs["bias"]),)
+
+
+# ---- box and pooling -----------------------------------------------------------------
+
+def _pool_window(x: np.ndarray, attribs: Attribs) -> Window:
+    size = int_list(attribs["size"], "size")
+    if len(size) != x.ndim:
+        raise KernelError(f"'size' {size} must have one item per input dimension ({x.ndim})")
+    return resolve(x.shape, size, attribs["padding"], attribs["stride"], attribs["dilation"])
+
+
+def box_sum(x: np.ndarray, win: Window, border: str) -> np.ndarray:
+    """Sum over each window, taps in row-major order, accumulator from +0 (padding adds +0)."""
+    xp = pad(x, win.padding, border, ZERO)
+    acc = np.zeros(win.out_shape, dtype=F32)
+    for offset in win.offsets():
+        np.add(acc, xp[win.taps(offset)], out=acc)
+    return acc
+
+
+def window_count(win: Window, border: str) -> np.ndarray:
+    """The divisor of a normalized box: the window volume, or for 'ignore' the number of
+    taps inside the input (exact integer, converted to float32; 1 if there is none)."""
+    if border != "ignore":
+        return np.asarray(F32(win.volume()))
+    inside = inside_mask(win.in_shape, win.padding).astype(np.int64)
+    count = np.zeros(win.out_shape, dtype=np.int64)
+    for offset in win.offsets():
+        count += inside[win.taps(offset)]
+    return np.maximum(count, 1).astype(F32)
+
+
+def box(x: np.ndarray, attribs: Attribs, normalize: bool) -> np.ndarray:
+    border = border_of(attribs)
+    win = _pool_window(x, attribs)
+    total = box_sum(x, win, border)
+    if normalize:
+        total = total / window_count(win, border)
+    return np.asarray(total, dtype=F32)
+
+
+@kernel("box")
+def box_kernel(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """Window sum (row-major taps, from +0), divided by the count if `normalize`."""
+    return (box(scalar(inputs["input"], "input"), attribs, bool(attribs["normalize"])),)
+
+
+@kernel("avg_pool")
+def avg_pool(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """box(normalize = true): 'constant' divides by the window volume, 'ignore' by the
+    number of taps inside the input (ONNX count_include_pad 1 / 0)."""
+    return (box(scalar(inputs["input"], "input"), attribs, True),)
+
+
+@kernel("rms_pool")
+def rms_pool(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """sqrt(avg_pool(x * x)) as the fragment."""
+    x = scalar(inputs["input"], "input")
+    return (np.asarray(np.sqrt(box(x * x, attribs, True)), dtype=F32),)
+
+
+def _max_padded(x: np.ndarray, attribs: Attribs) -> tuple[np.ndarray, Window]:
+    """Input padded for max-type windows: 'constant' pads +0 (a real tap), 'ignore' pads
+    -inf (never selected, so the tap is skipped), the others read input elements."""
+    border = border_of(attribs)
+    win = _pool_window(x, attribs)
+    return pad(x, win.padding, border, NEG_INF if border == "ignore" else ZERO), win
+
+
+def running_max(xp: np.ndarray, win: Window) -> tuple[np.ndarray, np.ndarray]:
+    """Maximum and its tap index (row-major in the window) over each window.
+
+    m = -inf, idx = 0; for each tap t (index j) in row-major order:
+        update = t > m  or  (t is NaN and m is not NaN);  m = update ? t : m;  idx = update ? j : idx
+    So the first maximal tap wins (first of +0/-0 ties too) and the first NaN wins.
+    C: `u = (t > m) | ((t != t) & (m == m)); m = u ? t : m; idx = u ? j : idx;`
+    """
+    m = np.full(win.out_shape, NEG_INF, dtype=F32)
+    idx = np.zeros(win.out_shape, dtype=np.int64)
+    for j, offset in enumerate(win.offsets()):
+        t = xp[win.taps(offset)]
+        update = first_max_update(t, m)
+        np.copyto(m, t, where=update)
+        idx[update] = j
+    return m, idx
+
+
+@kernel("max_pool")
+def max_pool(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """Running maximum over row-major taps (first maximum wins, NaN propagates);
+    'constant' border taps are +0, 'ignore' taps are skipped (-inf if a window has none)."""
+    xp, win = _max_padded(scalar(inputs["input"], "input"), attribs)
+    return (running_max(xp, win)[0],)
+
+
+@kernel("argmax_pool")
+def argmax_pool(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """Row-major index, within the window (padded taps counted), of the tap max_pool selects."""
+    xp, win = _max_padded(scalar(inputs["input"], "input"), attribs)
+    return (running_max(xp, win)[1],)
+
+
+def _sample(xp: np.ndarray, win: Window, index: np.ndarray) -> np.ndarray:
+    out = np.zeros(win.out_shape, dtype=F32)
+    for j, offset in enumerate(win.offsets()):
+        np.copyto(out, xp[win.taps(offset)], where=index == j)
+    return out
+
+
+@kernel("sample")
+def sample(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """The tap `index` (row-major within the window) of each window, bit for bit; padded
+    taps read +0 ('constant'), -inf ('ignore') or the border element."""
+    xp, win = _max_padded(scalar(inputs["input"], "input"), attribs)
+    index = integer(inputs["index"], "index")
+    if index.shape != win.out_shape:
+        raise KernelError(f"index shape {list(index.shape)} differs from the output shape {list(win.out_shape)}", "SEM-E005")
+    return (_sample(xp, win, index),)
+
+
+@kernel("max_pool_with_index")
+def max_pool_with_index(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """(sample(input, argmax_pool(input)), argmax_pool(input)) as the fragment; equal to max_pool."""
+    xp, win = _max_padded(scalar(inputs["input"], "input"), attribs)
+    value, index = running_max(xp, win)
+    return _sample(xp, win, index), index
+
+
+# ---- up/down-sampling fragments ------------------------------------------------------
+
+def _factor(x: np.ndarray, attribs: Attribs) -> list[int]:
+    factor = int_list(attribs["factor"], "factor")
+    if len(factor) != x.ndim - 2 or any(f <= 0 for f in factor):
+        raise KernelError(f"'factor' {factor} must have {x.ndim - 2} positive items")
+    return factor
+
+
+def _fixed_box(x: np.ndarray, size: list[int], stride: list[int], normalize: bool) -> np.ndarray:
+    attribs = {"size": size, "border": "constant", "padding": [(0, 0)] * x.ndim,
+               "stride": stride, "dilation": []}
+    return box(x, attribs, normalize)
+
+
+@kernel("nearest_downsample")
+def nearest_downsample(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """box(size 1, stride [1, 1] + factor): x[.., y*f] as a one-term sum (+0 + x: -0 -> +0)."""
+    x = scalar(inputs["input"], "input")
+    factor = _factor(x, attribs)
+    return (_fixed_box(x, [1] * x.ndim, [1, 1] + factor, False),)
+
+
+@kernel("area_downsample")
+def area_downsample(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """box(size = stride = [1, 1] + factor, normalize): row-major window sum / volume."""
+    x = scalar(inputs["input"], "input")
+    factor = _factor(x, attribs)
+    return (_fixed_box(x, [1, 1] + factor, [1, 1] + factor, True),)
+
+
+@kernel("nearest_upsample")
+def nearest_upsample(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """debox(size = stride = [1, 1] + factor): each output is the one-term sum +0 + x[y // f]
+    (every value copied exactly except -0, which becomes +0)."""
+    x = scalar(inputs["input"], "input")
+    out = x
+    for axis, f in enumerate(_factor(x, attribs), start=2):
+        out = np.repeat(out, f, axis=axis)
+    return (np.asarray(ZERO + out, dtype=F32),)
