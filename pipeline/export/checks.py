@@ -1,0 +1,202 @@
+"""The checks of the export step, and the functions that evaluate them for one model.
+
+export.numeric   ONNX (onnxruntime) and the NNEF (reference semantics) agree within the
+                 deployment tolerance on the validation vectors (validation.json).
+export.explicit  our checker, certification profile, reads the exported files (with their
+                 tensor files) without any finding: no defaulted or automatic attribute.
+export.trace     provenance.json accounts for every NNEF line, variable and tensor file
+                 (re-hashed) and every ONNX node, and matches the ONNX file.
+export.khronos   the Khronos parser reads the same graph, shapes and tensor data.
+export.reject    the exporter rejects an unsupported operator, a dynamic shape and a
+                 non-float32 input with the right code, naming node, op type, opset and
+                 the supported operators, and writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import onnx
+from onnx import TensorProto, helper
+
+from pipeline.evidence.checks import CheckResult, Verdict, register_check
+from pipeline.export.errors import ExportError
+from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE, export_model
+from pipeline.export.khronos import compare_with_khronos
+from pipeline.export.validate import ValidationReport
+from pipeline.nnef.checker import check_paths
+from pipeline.nnef.codes import PROFILE_DEPENDENT
+from pipeline.nnef.parser import parse_file
+
+STEP = "export"
+NUMERIC = "export.numeric"
+EXPLICIT = "export.explicit"
+TRACE = "export.trace"
+KHRONOS = "export.khronos"
+REJECT = "export.reject"
+
+register_check(
+    NUMERIC,
+    "Export: the NNEF description (reference semantics) and the ONNX model (onnxruntime) agree within the tolerance",
+    STEP,
+    ["HLR-EXP-001", "HLR-SEM-001"],
+    "Runs the ONNX model with onnxruntime (one thread) and the exported NNEF with the reference interpreter on "
+    "the deployment spec's seeded validation vectors; per output max abs error, max ULP distance, mean abs error "
+    "and max relative error against validation.tolerance.",
+)
+register_check(
+    EXPLICIT,
+    "Export: every attribute of the exported NNEF is explicit (certification profile, no finding)",
+    STEP,
+    ["HLR-FMT-003"],
+    "Re-reads graph.nnef and its tensor files with the checker's certification profile: no NNEF-E060/E061/E062 "
+    "(defaulted attribute, automatic padding/stride/dilation, defaulted type) and no other finding.",
+)
+register_check(
+    TRACE,
+    "Export: every NNEF line, variable and tensor file traces to its ONNX node and initializer",
+    STEP,
+    ["HLR-EXP-003"],
+    "Checks provenance.json against the files: every statement line of graph.nnef is listed with its ONNX node "
+    "(or graph input), every variable with its initializer, every tensor file re-hashed, every ONNX node listed.",
+)
+register_check(
+    KHRONOS,
+    "Export: the Khronos NNEF parser reads the export as the same graph (operations, shapes, tensor data)",
+    STEP,
+    ["HLR-FMT-005"],
+    "nnef.load_graph + nnef.infer_shapes on the export directory, compared operation by operation, shape by shape "
+    "and variable by variable (bit for bit) with our checker's graph; 'not run' without the nnef package.",
+)
+register_check(
+    REJECT,
+    "Export: unsupported constructs are rejected with node, op type, opset and supported list; nothing written",
+    STEP,
+    ["HLR-EXP-002"],
+    "Exports three small invalid models (unsupported operator, dynamic input shape, int32 input) into a fresh "
+    "directory and checks the error code, the message and that nothing was written.",
+)
+
+
+def numeric_result(model: str, report: ValidationReport, read: list[str], written: list[str]) -> CheckResult:
+    measured: dict[str, Any] = {
+        "vectors": report.settings.vectors,
+        "seed": report.settings.seed,
+        "reference": f"{report.reference['runtime']} {report.reference['version']}",
+        "tolerance_max_abs_error": report.settings.tolerance.max_abs_error,
+        "tolerance_max_rel_error": report.settings.tolerance.max_rel_error,
+    }
+    for output in report.outputs:
+        stats = output.stats.to_json()
+        for key in ("max_abs_error", "mean_abs_error", "max_rel_error", "max_ulp", "nan_mismatches"):
+            measured[f"{output.onnx_name}.{key}"] = stats[key]
+    reasons = "; ".join(o.reason for o in report.outputs if not o.passed)
+    verdict = Verdict.PASS if report.passed else Verdict.FAIL
+    return CheckResult(NUMERIC, model, verdict, reasons, measured, read, written)
+
+
+def explicit_result(model: str, export_dir: Path, read: list[str]) -> CheckResult:
+    report = check_paths([export_dir], profile="certification", tensors=True)
+    explicitness = [f for f in report.findings if f.code in PROFILE_DEPENDENT]
+    others = [f for f in report.findings if f.code not in PROFILE_DEPENDENT]
+    operations = sum(len(g.operations) for g in report.graphs)
+    measured = {"operations": operations, "explicitness_findings": len(explicitness), "other_findings": len(others)}
+    problems = explicitness + others
+    if problems:
+        first = problems[0]
+        return CheckResult(EXPLICIT, model, Verdict.FAIL, f"{len(problems)} finding(s), first: {first.span}: "
+                           f"{first.code}: {first.message}", measured, read)
+    return CheckResult(EXPLICIT, model, Verdict.PASS, "", measured, read)
+
+
+def _trace_problems(export_dir: Path, onnx_path: Path) -> tuple[list[str], dict[str, Any]]:
+    provenance = json.loads((export_dir / PROVENANCE_FILE).read_text(encoding="utf-8"))
+    problems: list[str] = []
+    text = (export_dir / GRAPH_FILE).read_bytes()
+    if hashlib.sha256(text).hexdigest() != provenance["graph"]["sha256"]:
+        problems.append("graph.nnef does not have the sha256 recorded in provenance.json")
+    if hashlib.sha256(onnx_path.read_bytes()).hexdigest() != provenance["source"]["sha256"]:
+        problems.append(f"{onnx_path.name} does not have the sha256 recorded in provenance.json")
+    parsed = parse_file(export_dir / GRAPH_FILE)
+    body = parsed.document.graphs[0].body if parsed.document and parsed.document.graphs else ()
+    by_line = {item["line"]: item for item in provenance["lines"]}
+    for statement in body:
+        item = by_line.get(statement.span.line)
+        rhs = statement.rhs
+        operation = rhs.name.value if hasattr(rhs, "name") else ""
+        if item is None:
+            problems.append(f"graph.nnef line {statement.span.line} is not in provenance.json")
+        elif item["node"] is None and item["graph_input"] is None:
+            problems.append(f"graph.nnef line {statement.span.line} names no ONNX node or graph input")
+        elif operation == "variable" and not item["initializer"]:
+            problems.append(f"variable on graph.nnef line {statement.span.line} names no initializer")
+    if len(by_line) != len(body):
+        problems.append(f"provenance.json lists {len(by_line)} lines, graph.nnef has {len(body)} statements")
+    for entry in provenance["tensor_files"]:
+        path = export_dir / entry["file"]
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+            problems.append(f"tensor file {entry['file']} is missing or differs from its recorded sha256")
+    model = onnx.load(str(onnx_path), load_external_data=False)
+    listed = [(n["index"], n["op_type"], n["name"]) for n in provenance["nodes"]]
+    actual = [(i, n.op_type, n.name) for i, n in enumerate(model.graph.node)]
+    if listed != actual:
+        problems.append("provenance.json does not list the ONNX model's nodes in order")
+    for node in provenance["nodes"]:
+        if not node["nnef_lines"] and not (node["op_type"] == "Constant" and node["outputs"]):
+            problems.append(f"ONNX node {node['index']} ({node['op_type']} '{node['name']}') has no NNEF line")
+    measured = {"lines": len(body), "nodes": len(provenance["nodes"]), "tensor_files": len(provenance["tensor_files"])}
+    return problems, measured
+
+
+def trace_result(model: str, export_dir: Path, onnx_path: Path, read: list[str]) -> CheckResult:
+    problems, measured = _trace_problems(export_dir, onnx_path)
+    if problems:
+        return CheckResult(TRACE, model, Verdict.FAIL, f"{len(problems)} problem(s), first: {problems[0]}", measured, read)
+    return CheckResult(TRACE, model, Verdict.PASS, "", measured, read)
+
+
+def khronos_result(model: str, export_dir: Path, read: list[str]) -> CheckResult:
+    comparison = compare_with_khronos(export_dir)
+    return CheckResult(KHRONOS, model, Verdict(comparison.verdict), comparison.reason, comparison.measured, read)
+
+
+def _tiny_model(node: onnx.NodeProto, elem_type: int, shape: list[Any]) -> onnx.ModelProto:
+    graph = helper.make_graph([node], "reject_probe", [helper.make_tensor_value_info("x", elem_type, shape)],
+                              [helper.make_tensor_value_info("y", elem_type, shape)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+
+
+REJECT_PROBES: list[tuple[str, str, Callable[[], onnx.ModelProto]]] = [
+    ("unsupported operator", "EXPORT-E003",
+     lambda: _tiny_model(helper.make_node("Erf", ["x"], ["y"], name="probe_erf"), TensorProto.FLOAT, [1, 4])),
+    ("dynamic input shape", "EXPORT-E005",
+     lambda: _tiny_model(helper.make_node("Relu", ["x"], ["y"], name="probe_relu"), TensorProto.FLOAT, ["N", 4])),
+    ("int32 input", "EXPORT-E006",
+     lambda: _tiny_model(helper.make_node("Relu", ["x"], ["y"], name="probe_relu"), TensorProto.INT32, [1, 4])),
+]
+
+
+def reject_result(model: str) -> CheckResult:
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="export-reject-") as scratch:
+        for what, code, make in REJECT_PROBES:
+            target = Path(scratch) / "out"
+            try:
+                export_model(make(), target)
+                failures.append(f"{what}: accepted")
+            except ExportError as error:
+                text = str(error)
+                if error.code != code:
+                    failures.append(f"{what}: code {error.code}, expected {code}")
+                if code == "EXPORT-E003" and not all(s in text for s in ("probe_erf", "Erf", "opset 13", "Relu, ")):
+                    failures.append(f"{what}: message lacks node, op type, opset or supported list: {text}")
+            if target.exists() or any(Path(scratch).iterdir()):
+                failures.append(f"{what}: something was written")
+    measured = {"probes": len(REJECT_PROBES), "failed": len(failures)}
+    if failures:
+        return CheckResult(REJECT, model, Verdict.FAIL, "; ".join(failures), measured)
+    return CheckResult(REJECT, model, Verdict.PASS, "", measured)

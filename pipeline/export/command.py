@@ -1,0 +1,78 @@
+"""`python -m pipeline export MODEL.onnx OUTDIR [--deploy deploy.yaml] [--vectors N] [--seed S] [--no-validate]`.
+
+Writes OUTDIR/graph.nnef, one <label>.dat per variable and provenance.json, then (unless
+--no-validate) runs the ONNX model (onnxruntime) and the NNEF (reference semantics) on
+the same seeded vectors, writes OUTDIR/validation.json and prints one row per output.
+Vectors, seed, input distribution and tolerance come from --deploy (a deploy.yaml), else
+the defaults: uniform [0, 1) inputs, 100 vectors, seed 0, max abs error 1e-5.
+Exit status: 0 exported (and validated), 1 validation failed, 2 bad input (unsupported
+construct, bad deployment spec, unusable OUTDIR): the error, and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from pipeline.atomic import write_json
+from pipeline.deploy import DeployError, check_inputs_match, load_deploy
+from pipeline.diagnostics import PipelineError
+from pipeline.export.exporter import convert, publish
+from pipeline.export.validate import VALIDATION_FILE, default_settings, settings_from_spec, validate_export
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "export",
+        help="export an ONNX model to NNEF and validate it",
+        description="Export an ONNX model to NNEF (graph.nnef + .dat tensors + provenance.json in OUTDIR), then "
+                    "validate it against onnxruntime on seeded random inputs.",
+    )
+    parser.add_argument("model", metavar="MODEL.onnx", help="the ONNX model")
+    parser.add_argument("outdir", metavar="OUTDIR", help="output directory (created; a previous export is replaced)")
+    parser.add_argument("--deploy", metavar="deploy.yaml", help="deployment spec: inputs, vectors, seed, tolerance")
+    parser.add_argument("--vectors", type=int, metavar="N", help="number of validation vectors (default: spec or 100)")
+    parser.add_argument("--seed", type=int, metavar="S", help="seed of the validation vectors (default: spec or 0)")
+    parser.add_argument("--no-validate", action="store_true", help="export only")
+    parser.set_defaults(func=run)
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.vectors is not None and args.vectors <= 0:
+        return _error("--vectors must be positive")
+    if args.seed is not None and args.seed < 0:
+        return _error("--seed must be non-negative")
+    try:
+        spec = load_deploy(args.deploy) if args.deploy else None
+        result = convert(args.model)
+        shapes = {onnx_name: result.graph.tensors[nnef].shape or [] for onnx_name, nnef in result.inputs.items()}
+        if spec is not None:
+            check_inputs_match(spec.inputs, shapes, spec.path)
+        publish(result.files, args.outdir)
+    except DeployError as exc:
+        print(exc.render(), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except PipelineError as exc:
+        return _error(str(exc))
+    tensors = len(result.files) - 2
+    print(f"exported {len(result.model.nodes)} ONNX nodes (opset {result.model.opset}) to "
+          f"{len(result.graph.operations)} NNEF operations and {tensors} tensor files in {args.outdir}")
+    if args.no_validate:
+        return EXIT_OK
+    settings = (settings_from_spec(spec, args.vectors, args.seed) if spec is not None
+                else default_settings(shapes, args.vectors, args.seed))
+    try:
+        report = validate_export(args.model, args.outdir, settings)
+    except PipelineError as exc:
+        return _error(str(exc))
+    write_json(f"{args.outdir}/{VALIDATION_FILE}", report.to_json())
+    print(report.table())
+    return EXIT_OK if report.passed else EXIT_FAILED

@@ -1,0 +1,1 @@
+"""The converters, one module per ONNX operator family (see pipeline.export.registry)."""

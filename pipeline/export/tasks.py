@@ -1,0 +1,53 @@
+"""doit tasks of the export step: `export:<model>` for every shipped model.
+
+Each sub-task exports models/<m>/model.onnx to artifacts/<m>/export/, validates it
+against onnxruntime on the vectors of models/<m>/deploy.yaml and writes checks.json
+(pipeline.export.step). It re-runs when the model, its deployment spec or the source of
+the exporter, the reference semantics, the NNEF front end or the shared vector/metric
+modules change. The tensor files are listed (with their sha256) in provenance.json, a
+target: a later task depending on provenance.json sees every tensor change.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE
+from pipeline.export.validate import VALIDATION_FILE
+from pipeline.layout import checks_path, model_dir, model_names, step_dir
+
+PACKAGE = Path(__file__).resolve().parents[1]
+SOURCE_PACKAGES = ("export", "export/ops", "semantics", "nnef", "compare")
+SOURCE_MODULES = ("vectors.py", "deploy.py", "atomic.py", "diagnostics.py", "layout.py")
+
+
+def _sources() -> list[str]:
+    root = PACKAGE.parent
+    files = [p for folder in SOURCE_PACKAGES for p in sorted((PACKAGE / folder).glob("*"))
+             if p.suffix in (".py", ".lark", ".nnef")]
+    files += [PACKAGE / name for name in SOURCE_MODULES]
+    return [p.relative_to(root).as_posix() for p in files if p.is_file()]
+
+
+def _export(model: str) -> None:
+    from pipeline.export.step import run_export_step
+
+    run_export_step(model, ".")
+
+
+def task_export() -> Iterator[dict[str, Any]]:
+    """Export each model to NNEF, validate it against onnxruntime, record the checks."""
+    sources = _sources()
+    for model in model_names("."):
+        out = step_dir(model, "export")
+        yield {
+            "name": model,
+            "doc": f"export {model} to NNEF and validate it",
+            "actions": [(_export, [model])],
+            "file_dep": [(model_dir(model) / "model.onnx").as_posix(), (model_dir(model) / "deploy.yaml").as_posix()]
+            + sources,
+            "targets": [(out / name).as_posix() for name in (GRAPH_FILE, PROVENANCE_FILE, VALIDATION_FILE)]
+            + [checks_path(model, "export").as_posix(), (out / "record.json").as_posix()],
+            "clean": True,
+        }

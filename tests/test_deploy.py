@@ -1,0 +1,164 @@
+"""Deployment specs (pipeline.deploy): the shipped ones load; every structural problem is
+reported with its DEPLOY code, key path and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.deploy import CODES, DeployError, check_inputs_match, load_deploy, parse_deploy_text
+from pipeline.vectors import Distribution, InputSpec
+
+ROOT = Path(__file__).parents[1]
+MODELS = ["branch3", "inception", "lenet5", "resnet8"]
+
+VALID = """\
+schema_version: 1
+model: tiny
+inputs:
+  x:
+    shape: [1, 4]
+    distribution: {kind: uniform, low: -1.0, high: 1.0}
+validation:
+  vectors: 10
+  seed: 3
+  tolerance:
+    max_abs_error: 1.0e-5
+    max_rel_error: null
+deployments:
+  single:
+    items: [{name: CPU0, target: cpu}]
+    default_item: CPU0
+    sync: event
+  two:
+    items: [{name: CPU0, target: cpu}, {name: GPU0, target: gpu}]
+    default_item: CPU0
+    allocation:
+      GPU0: [a, b]
+    sync: barrier
+met:
+  runs: 100
+  budget_us: 250
+"""
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_shipped_specs_load(model: str) -> None:
+    spec = load_deploy(ROOT / "models" / model / "deploy.yaml")
+    assert spec.model == model
+    assert spec.validation.vectors == 100 and spec.validation.seed == 1234
+    assert "single" in spec.deployments and spec.met.runs > 0
+    for deployment in spec.deployments.values():
+        assert deployment.default_item in {item.name for item in deployment.items}
+
+
+def test_valid_document() -> None:
+    spec = parse_deploy_text(VALID, "tiny.yaml")
+    assert spec.inputs["x"] == InputSpec("x", (1, 4), Distribution("uniform", -1.0, 1.0))
+    assert spec.validation.tolerance.max_abs_error == 1e-5 and spec.validation.tolerance.max_rel_error is None
+    two = spec.deployments["two"]
+    assert two.item_of("a") == "GPU0" and two.item_of("c") == "CPU0" and two.sync == "barrier"
+    assert spec.met.budget_us == 250.0
+
+
+def test_vectors_default_to_100() -> None:
+    spec = parse_deploy_text(VALID.replace("  vectors: 10\n", ""), "tiny.yaml")
+    assert spec.validation.vectors == 100
+
+
+def _problems(text: str) -> list:
+    with pytest.raises(DeployError) as info:
+        parse_deploy_text(text, "models/tiny/deploy.yaml")
+    return info.value.problems
+
+
+def test_yaml_1_1_exponent_is_a_string_with_a_hint() -> None:
+    with pytest.raises(DeployError) as info:
+        parse_deploy_text(VALID.replace("1.0e-5", "1e-5"), "models/tiny/deploy.yaml")
+    error = info.value
+    assert error.code == "DEPLOY-E003"
+    assert str(error).startswith("models/tiny/deploy.yaml: validation.tolerance.max_abs_error: DEPLOY-E003: "
+                                 "expected a number, got string '1e-5'")
+    assert "write e.g. 1.0e-5" in str(error)
+    assert error.problems[0].line == 11
+
+
+@pytest.mark.parametrize("old,new,code,path", [
+    ("schema_version: 1", "schema_version: 2", "DEPLOY-E008", "schema_version"),
+    ("model: tiny\n", "", "DEPLOY-E002", ""),
+    ("    shape: [1, 4]", "    shape: [1, 0]", "DEPLOY-E004", "inputs.x.shape[1]"),
+    ("    shape: [1, 4]", "    shape: 4", "DEPLOY-E003", "inputs.x.shape"),
+    ("kind: uniform", "kind: normal", "DEPLOY-E004", "inputs.x.distribution.kind"),
+    ("low: -1.0, high: 1.0", "low: 1.0, high: -1.0", "DEPLOY-E004", "inputs.x.distribution.high"),
+    ("  seed: 3", "  seed: -3", "DEPLOY-E004", "validation.seed"),
+    ("  seed: 3", "  seed: three", "DEPLOY-E003", "validation.seed"),
+    ("    max_rel_error: null", "    max_rel_error: true", "DEPLOY-E003", "validation.tolerance.max_rel_error"),
+    ("    max_rel_error: null", "    max_rel_eror: null", "DEPLOY-E005", "validation.tolerance.max_rel_eror"),
+    ("target: gpu", "target: fpga", "DEPLOY-E004", "deployments.two.items[1].target"),
+    ("    sync: barrier", "    sync: mutex", "DEPLOY-E004", "deployments.two.sync"),
+    ("    default_item: CPU0\n    allocation", "    default_item: CPU7\n    allocation", "DEPLOY-E007",
+     "deployments.two.default_item"),
+    ("      GPU0: [a, b]", "      GPU1: [a, b]", "DEPLOY-E007", "deployments.two.allocation.GPU1"),
+    ("      GPU0: [a, b]", "      GPU0: [a, a]", "DEPLOY-E007", "deployments.two.allocation.GPU0[1]"),
+    ("{name: GPU0, target: gpu}", "{name: CPU0, target: gpu}", "DEPLOY-E007", "deployments.two.items[1].name"),
+    ("  budget_us: 250", "  budget_us: 0", "DEPLOY-E004", "met.budget_us"),
+    ("  runs: 100", "  runs: 1.5", "DEPLOY-E003", "met.runs"),
+    ("met:\n", "met:\n  jitter: 3\n", "DEPLOY-E005", "met.jitter"),
+    ("  seed: 3", "  seed: 3\n  seed: 4", "DEPLOY-E006", "validation.seed"),
+])
+def test_structural_problems(old: str, new: str, code: str, path: str) -> None:
+    assert old in VALID
+    problems = _problems(VALID.replace(old, new, 1))
+    assert any(p.code == code and p.path == path for p in problems), [(p.code, p.path, p.message) for p in problems]
+    assert all(p.code in CODES for p in problems)
+
+
+def test_every_problem_is_reported_with_a_line() -> None:
+    text = VALID.replace("seed: 3", "seed: x").replace("runs: 100", "runs: -1").replace("sync: event", "sync: e")
+    problems = _problems(text)
+    assert {p.path for p in problems} == {"validation.seed", "met.runs", "deployments.single.sync"}
+    assert all(p.line > 0 for p in problems)
+    with pytest.raises(DeployError) as info:
+        parse_deploy_text(text, "f.yaml")
+    rendered = info.value.render().splitlines()
+    assert len(rendered) == 3 and rendered[0].startswith("f.yaml:")
+    assert "(and 2 more problem(s))" in str(info.value)
+
+
+def test_not_yaml_and_not_a_mapping() -> None:
+    problems = _problems("inputs: [unclosed\n")
+    assert problems[0].code == "DEPLOY-E001" and problems[0].line >= 1
+    assert _problems("- a list\n")[0].code == "DEPLOY-E003"
+    assert _problems("")[0].code == "DEPLOY-E003"
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(DeployError) as info:
+        load_deploy(tmp_path / "absent.yaml")
+    assert info.value.code == "DEPLOY-E001"
+
+
+def test_inputs_must_match_the_model() -> None:
+    spec = parse_deploy_text(VALID, "tiny.yaml")
+    check_inputs_match(spec.inputs, {"x": [1, 4]}, spec.path)
+    with pytest.raises(DeployError) as info:
+        check_inputs_match(spec.inputs, {"x": [1, 5], "y": [2]}, spec.path)
+    assert {p.path for p in info.value.problems} == {"inputs", "inputs.x.shape"}
+    assert all(p.code == "DEPLOY-E009" for p in info.value.problems)
+
+
+def test_codes_are_documented() -> None:
+    doc = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    for code in CODES:
+        assert f"| {code} |" in doc, code
+
+
+def test_split_keys_pass_through_structurally() -> None:
+    """pipeline_depth and rewrites belong to the split step; the loader checks their form only."""
+    text = VALID.replace("    sync: barrier\n", "    sync: barrier\n    pipeline_depth: 2\n    rewrites: [{kind: x}]\n")
+    spec = parse_deploy_text(text, "tiny.yaml")
+    assert spec.raw["deployments"]["two"]["pipeline_depth"] == 2
+    problems = _problems(VALID.replace("    sync: barrier\n", "    sync: barrier\n    pipeline_depth: 0\n    rewrites: [3]\n"))
+    assert {(p.code, p.path) for p in problems} == {("DEPLOY-E004", "deployments.two.pipeline_depth"),
+                                                   ("DEPLOY-E003", "deployments.two.rewrites[0]")}
