@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.atomic import write_json
-from pipeline.evidence.checks import CheckResult, results_document
+from pipeline.evidence.checks import CheckResult, Verdict, results_document
 from pipeline.evidence.records import record_step
 from pipeline.layout import checks_path, step_dir
 from pipeline.nnef import checks
@@ -73,6 +73,16 @@ def _counts(names: Any) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def _semantics_order(report: CheckReport, export: Path, base: Path, model: str, read: list[str]) -> CheckResult:
+    """The scalar-oracle check of the reference semantics on this model (needs a clean graph)."""
+    from pipeline.semantics.checks import ORDER, model_order_check
+
+    deploy = base / "models" / model / "deploy.yaml"
+    if not report.ok or len(report.graphs) != 1:
+        return CheckResult(ORDER, model, Verdict.NOT_RUN, "the exported description has errors", {}, read, [])
+    return model_order_check(report.graphs[0], export, deploy, model, read + [_relative(deploy, base)])
+
+
 def run_check_step(model: str, root: Path | str = ".") -> list[CheckResult]:
     """Check artifacts/<model>/export/graph.nnef in the certification profile; write report and results."""
     base = Path(root)
@@ -90,6 +100,7 @@ def run_check_step(model: str, root: Path | str = ".") -> list[CheckResult]:
         report.findings, model, (checks.SYNTAX, checks.SEMANTICS, checks.EXPLICIT, checks.TENSORS),
         read, written, {"operations": operations, "tensor_files": variables},
     )
+    results.append(_semantics_order(report, export, base, model, read))
     write_json(checks_path(model, "check", base), results_document(results))
     record_step(model, "check", inputs=[export], command=["python", "-m", "pipeline", "check", _relative(export, base)],
                 parameters={"profile": "certification"}, root=base)
