@@ -20,7 +20,7 @@ items, synchronisation) and its execution-time budget (met). Schema version 1:
         max_rel_error: null                # optional, non-negative number or null
     deployments:                           # required, non-empty mapping by deployment name
       single:
-        items: [{name: CPU0, target: cpu}] # required, non-empty; names unique; target cpu|gpu|dla
+        items: [{name: CPU0, target: cpu}] # required, non-empty; names unique; target cpu|cuda|nvdla
         default_item: CPU0                 # required, one of the items
         allocation: {CPU1: [fc1, ...]}     # optional; keys are items, values lists of names,
                                            # a name allocated at most once
@@ -53,7 +53,7 @@ from pipeline.vectors import DISTRIBUTION_KINDS, Distribution, InputSpec
 
 SCHEMA_VERSION = 1
 DEFAULT_VECTORS = 100
-TARGETS = ("cpu", "gpu", "dla")
+TARGETS = ("cpu", "cuda", "nvdla")
 SYNC_MODES = ("event", "barrier")
 
 CODES: dict[str, str] = {
@@ -130,6 +130,8 @@ class Deployment:
     default_item: str
     allocation: dict[str, tuple[str, ...]]
     sync: str
+    pipeline_depth: int = 1
+    rewrites: tuple[dict[str, Any], ...] = ()  # their contents are checked by the split step
 
     def item_of(self, name: str) -> str:
         """The item a tensor (ONNX name) is allocated to: its allocation, else the default item."""
@@ -408,12 +410,16 @@ class _Validator:
         if body is None:
             return None
         self.keys(body, path, ["items", "default_item", "sync"], ["allocation", "pipeline_depth", "rewrites"])
+        depth: int | None = 1
         if "pipeline_depth" in body:
-            self.integer(body["pipeline_depth"], f"{path}.pipeline_depth", minimum=1)
+            depth = self.integer(body["pipeline_depth"], f"{path}.pipeline_depth", minimum=1)
+        rewrites: list[dict[str, Any]] = []
         if "rewrites" in body:
-            rewrites = self.listing(body["rewrites"], f"{path}.rewrites", non_empty=False)
-            for index, rewrite in enumerate(rewrites or []):
-                self.mapping(rewrite, f"{path}.rewrites[{index}]")
+            entries = self.listing(body["rewrites"], f"{path}.rewrites", non_empty=False)
+            for index, rewrite in enumerate(entries or []):
+                mapping = self.mapping(rewrite, f"{path}.rewrites[{index}]")
+                if mapping is not None:
+                    rewrites.append(dict(mapping))
         items = self.items(body["items"], f"{path}.items") if "items" in body else None
         names = {item.name for item in items or ()}
         default = self.string(body.get("default_item"), f"{path}.default_item") if "default_item" in body else None
@@ -425,9 +431,10 @@ class _Validator:
         allocation: dict[str, tuple[str, ...]] | None = {}
         if "allocation" in body:
             allocation = self.allocation(body["allocation"], f"{path}.allocation", names if items is not None else None)
-        if None in (items, default, sync, allocation):
+        if None in (items, default, sync, allocation, depth):
             return None
-        return Deployment(name, tuple(items), default, allocation, sync)  # type: ignore[arg-type]
+        return Deployment(name, tuple(items), default, allocation, sync,  # type: ignore[arg-type]
+                          depth, tuple(rewrites))  # type: ignore[arg-type]
 
     def items(self, value: Any, path: str) -> list[Item] | None:
         entries = self.listing(value, path)

@@ -32,7 +32,7 @@ deployments:
     default_item: CPU0
     sync: event
   two:
-    items: [{name: CPU0, target: cpu}, {name: GPU0, target: gpu}]
+    items: [{name: CPU0, target: cpu}, {name: GPU0, target: cuda}]
     default_item: CPU0
     allocation:
       GPU0: [a, b]
@@ -95,13 +95,13 @@ def test_yaml_1_1_exponent_is_a_string_with_a_hint() -> None:
     ("  seed: 3", "  seed: three", "DEPLOY-E003", "validation.seed"),
     ("    max_rel_error: null", "    max_rel_error: true", "DEPLOY-E003", "validation.tolerance.max_rel_error"),
     ("    max_rel_error: null", "    max_rel_eror: null", "DEPLOY-E005", "validation.tolerance.max_rel_eror"),
-    ("target: gpu", "target: fpga", "DEPLOY-E004", "deployments.two.items[1].target"),
+    ("target: cuda", "target: fpga", "DEPLOY-E004", "deployments.two.items[1].target"),
     ("    sync: barrier", "    sync: mutex", "DEPLOY-E004", "deployments.two.sync"),
     ("    default_item: CPU0\n    allocation", "    default_item: CPU7\n    allocation", "DEPLOY-E007",
      "deployments.two.default_item"),
     ("      GPU0: [a, b]", "      GPU1: [a, b]", "DEPLOY-E007", "deployments.two.allocation.GPU1"),
     ("      GPU0: [a, b]", "      GPU0: [a, a]", "DEPLOY-E007", "deployments.two.allocation.GPU0[1]"),
-    ("{name: GPU0, target: gpu}", "{name: CPU0, target: gpu}", "DEPLOY-E007", "deployments.two.items[1].name"),
+    ("{name: GPU0, target: cuda}", "{name: CPU0, target: cuda}", "DEPLOY-E007", "deployments.two.items[1].name"),
     ("  budget_us: 250", "  budget_us: 0", "DEPLOY-E004", "met.budget_us"),
     ("  runs: 100", "  runs: 1.5", "DEPLOY-E003", "met.runs"),
     ("met:\n", "met:\n  jitter: 3\n", "DEPLOY-E005", "met.jitter"),

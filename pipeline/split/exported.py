@@ -1,0 +1,118 @@
+"""What the split step reads from the export: the checked graph, its tensors, provenance.
+
+From provenance.json (pipeline.export.provenance) it takes two facts:
+
+- followers: when the exporter turns one ONNX node into several NNEF instructions, the
+  ones it invents (`<output>_<what>`) follow the item of the node's named result, so an
+  allocation naming `conv1` takes the whole node (pipeline.split.allocation);
+- input names: ONNX graph input -> NNEF external, to feed the vectors of deploy.yaml
+  (drawn by the shared rule of pipeline.vectors, keyed by ONNX name).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from pipeline.deploy import DeploySpec
+from pipeline.nnef.checker import CheckReport, check_paths
+from pipeline.nnef.graph import Graph
+from pipeline.semantics import load_variables
+from pipeline.split.codes import SplitError
+from pipeline.split.emit import BINDINGS
+from pipeline.vectors import draw_vectors
+
+GRAPH_FILE = "graph.nnef"
+PROVENANCE_FILE = "provenance.json"
+
+
+@dataclass
+class Exported:
+    """A checked export: its folder, flat graph, findings, provenance (may be empty)."""
+
+    directory: Path
+    graph: Graph
+    report: CheckReport
+    provenance: dict[str, Any] = field(default_factory=dict)
+    graph_file: Path | None = None
+
+    @property
+    def file(self) -> Path:
+        return self.graph_file or self.directory / GRAPH_FILE
+
+    @property
+    def followers(self) -> dict[str, str]:
+        return followers_from_provenance(self.provenance)
+
+    @property
+    def input_names(self) -> dict[str, str]:
+        return input_names_from_provenance(self.provenance, self.graph)
+
+    def variables(self) -> dict[str, np.ndarray]:
+        return load_variables(self.graph, self.directory)
+
+
+def load_exported(path: str | os.PathLike[str]) -> Exported:
+    """Check a description (a graph.nnef file, or a folder holding one, its .dat files beside
+    it) in the certification profile; SPLIT-E020 unless it is exactly one graph without errors."""
+    given = Path(path)
+    graph_file = given / GRAPH_FILE if given.is_dir() else given
+    folder = graph_file.parent
+    if not graph_file.is_file():
+        raise SplitError("SPLIT-E020", f"no NNEF description at {graph_file} (has the export step run?)", str(given))
+    report = check_paths([graph_file], profile="certification", tensors=True)
+    errors = [f for f in report.findings if f.is_error]
+    if errors or len(report.graphs) != 1 or report.graphs[0].item is not None:
+        first = f"{errors[0].span}: {errors[0].code}: {errors[0].message}" if errors else "not exactly one plain graph"
+        raise SplitError("SPLIT-E020", f"the description does not check: {first}", str(graph_file))
+    provenance: dict[str, Any] = {}
+    if (folder / PROVENANCE_FILE).is_file():
+        try:
+            provenance = json.loads((folder / PROVENANCE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise SplitError("SPLIT-E020", f"unreadable {PROVENANCE_FILE}: {error}", str(folder)) from None
+    return Exported(folder, report.graphs[0], report, provenance, graph_file)
+
+
+def followers_from_provenance(provenance: Mapping[str, Any]) -> dict[str, str]:
+    """Invented result -> the NNEF name of its ONNX node's first output."""
+    tensors = provenance.get("tensors", {}) if isinstance(provenance, Mapping) else {}
+    nodes = {n.get("index"): n for n in provenance.get("nodes", [])} if isinstance(provenance, Mapping) else {}
+    result: dict[str, str] = {}
+    for line in provenance.get("lines", []) if isinstance(provenance, Mapping) else []:
+        node = line.get("node")
+        if not node or line.get("operation") in BINDINGS:
+            continue
+        outputs = [o for o in nodes.get(node.get("index"), {}).get("outputs", []) if o]
+        leaders = {tensors.get(o) for o in outputs} - {None}
+        if not outputs or tensors.get(outputs[0]) is None:
+            continue
+        for name in line.get("assigns", []):
+            if name not in leaders:
+                result[name] = tensors[outputs[0]]
+    return result
+
+
+def input_names_from_provenance(provenance: Mapping[str, Any], graph: Graph) -> dict[str, str]:
+    """ONNX input name -> NNEF external name (identity when provenance says nothing)."""
+    names = {str(i["onnx"]): str(i["nnef"]) for i in provenance.get("inputs", [])
+             if isinstance(i, Mapping) and "onnx" in i and "nnef" in i} if isinstance(provenance, Mapping) else {}
+    return names or {name: name for name in graph.inputs}
+
+
+def vectors_for(spec: DeploySpec, graph: Graph, input_names: Mapping[str, str], count: int,
+                seed: int) -> list[dict[str, np.ndarray]]:
+    """`count` vectors by the shared rule (pipeline.vectors), keyed by NNEF external name."""
+    mapping = dict(input_names)
+    missing = [name for name in spec.inputs if name not in mapping]
+    if missing or sorted(mapping[n] for n in spec.inputs) != sorted(graph.inputs):
+        raise SplitError("SPLIT-E021", f"the spec's inputs {sorted(spec.inputs)} do not map onto the graph's inputs "
+                         f"{graph.inputs} (mapping {mapping})", spec.path)
+    return [{mapping[name]: value for name, value in vector.items()}
+            for vector in draw_vectors(spec.inputs, count, seed)]
+

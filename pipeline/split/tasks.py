@@ -1,0 +1,99 @@
+"""doit tasks of the split step: `split:<model>` for every shipped model.
+
+Each sub-task splits every deployment of models/<m>/deploy.yaml over its items and
+verifies the split (pipeline.split.step). It depends on the spec, the export
+(graph.nnef and provenance.json, which holds the sha256 of every tensor file) and the
+sources of the split, the NNEF front end and the reference semantics, so doit runs the
+export first and re-runs the split when any of them changes. Without an export task
+(the exporter not installed) and no export on disk, the task still runs and records
+every check as `not run`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any, Iterator
+
+from doit.exceptions import TaskFailed
+
+from pipeline.deploy import DeployError, load_deploy
+from pipeline.diagnostics import PipelineError
+from pipeline.evidence.records import RECORD_FILE
+from pipeline.layout import checks_path, model_dir, model_names, step_dir
+from pipeline.split.plan import PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE
+
+PACKAGE = Path(__file__).resolve().parents[1]
+SOURCE_PACKAGES = ("split", "semantics", "nnef")
+SOURCE_MODULES = ("vectors.py", "deploy.py", "atomic.py", "diagnostics.py", "layout.py")
+EXPORT_FILES = ("graph.nnef", "provenance.json")
+
+
+def _sources() -> list[str]:
+    root = PACKAGE.parent
+    files = [p for folder in SOURCE_PACKAGES for p in sorted((PACKAGE / folder).glob("*"))
+             if p.suffix in (".py", ".lark", ".nnef")]
+    files += [PACKAGE / name for name in SOURCE_MODULES]
+    return [p.relative_to(root).as_posix() for p in files if p.is_file()]
+
+
+def _export_available(model: str) -> bool:
+    """Whether export outputs exist or a doit task can make them."""
+    if all((step_dir(model, "export") / name).is_file() for name in EXPORT_FILES):
+        return True
+    try:
+        return importlib.util.find_spec("pipeline.export.tasks") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _targets(model: str) -> list[str]:
+    """The files the step will write for `model` (as far as the spec tells before splitting)."""
+    out = step_dir(model, "split")
+    targets = [checks_path(model, "split"), out / RECORD_FILE]
+    try:
+        spec = load_deploy(model_dir(model) / "deploy.yaml")
+    except DeployError:
+        return [t.as_posix() for t in targets]
+    for name, deployment in spec.deployments.items():
+        folder = out / name
+        targets += [folder / PLAN_FILE, folder / SCHEDULE_FILE, folder / TRACE_FILE]
+        items = {deployment.default_item, *deployment.allocation}
+        rewrites = deployment.rewrites
+        if rewrites:
+            targets.append(folder / REWRITTEN_FILE)
+            for rewrite in rewrites:
+                if isinstance(rewrite, dict) and isinstance(rewrite.get("items"), list):
+                    items.update(str(i) for i in rewrite["items"])
+        targets += [folder / f"{item}.nnef" for item in sorted(items)]
+    return [t.as_posix() for t in targets]
+
+
+def _split(model: str) -> TaskFailed | None:
+    from pipeline.split.step import run_split_step
+
+    try:
+        run_split_step(model, ".")
+    except DeployError as error:
+        return TaskFailed(error.render())
+    except PipelineError as error:
+        return TaskFailed(str(error))
+    return None  # the verdicts are evidence; a failing check fails `verify`, not this task
+
+
+def task_split() -> Iterator[dict[str, Any]]:
+    """Split each model over the items of its deployments and verify the split."""
+    sources = _sources()
+    for model in model_names("."):
+        export = step_dir(model, "export")
+        file_dep = [(model_dir(model) / "deploy.yaml").as_posix()] + sources
+        if _export_available(model):
+            file_dep += [(export / name).as_posix() for name in EXPORT_FILES]
+        yield {
+            "name": model,
+            "doc": f"split {model} over the items of its deployments and verify the split",
+            "actions": [(_split, [model])],
+            "file_dep": file_dep,
+            "targets": _targets(model),
+            "clean": True,
+        }
