@@ -10,6 +10,7 @@ later 0-ULP comparison; this check is what ties that meaning to the written docu
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -32,7 +33,7 @@ register_check(ORDER, "The interpreter sums in the documented order (scalar orac
 
 def _positions(shape: list[int], count: int, rng: np.random.Generator) -> list[tuple[int, ...]]:
     """First and last element, then seeded random ones (distinct)."""
-    total = int(np.prod(shape))
+    total = math.prod(shape)
     flat = {0, total - 1}
     while len(flat) < min(count, total):
         flat.add(int(rng.integers(total)))

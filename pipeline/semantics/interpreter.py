@@ -93,6 +93,49 @@ def _last_uses(graph: Graph) -> dict[int, list[str]]:
     return freed
 
 
+def bind_declaration(op: Operation, inputs: Mapping[str, np.ndarray], variables: Mapping[str, np.ndarray],
+                     env: dict[str, np.ndarray]) -> None:
+    """Put the value of an `external` (from `inputs`) or `variable` (from `variables`, by label,
+    else by name) into `env`, checked against its declaration (type and shape, no conversion)."""
+    name = op.output_refs()[0].name
+    if op.name == "external":
+        env[name] = _bind(op, inputs.get(name), "input", name)
+        return
+    label = str(op.attribs.get("label", ""))
+    env[name] = _bind(op, variables.get(label, variables.get(name)), "variable", label or name)
+
+
+def run_operation(graph: Graph, op: Operation, env: dict[str, np.ndarray]) -> None:
+    """Run one computing instruction of `graph` with its kernel; its results go into `env`.
+
+    The unit both the interpreter and the split executor (one worker per item) use, so
+    the two can only differ in the order of instructions, never in what one computes.
+    """
+    fn = lookup(op.name, op.span)
+    args = {key: _resolve(value, env, op) for key, value in op.inputs.items()}
+    try:
+        with np.errstate(all="ignore"):
+            results = tuple(fn(args, op.attribs, op.dtype))
+    except PipelineError as exc:
+        if exc.location:
+            raise
+        raise PipelineError(exc.code, f"{op.name}: {exc.message}", _where(op)) from exc
+    outputs = list(op.outputs.values())
+    if len(results) != len(outputs):
+        raise PipelineError("SEM-E006", f"'{op.name}' gave {len(results)} results for {len(outputs)} outputs", _where(op))
+    for target, value in zip(outputs, results):
+        if isinstance(target, (list, tuple)):
+            if len(target) != len(value):
+                raise PipelineError("SEM-E006", f"'{op.name}' gave {len(value)} tensors for {len(target)} names", _where(op))
+            for ref, item in zip(target, value):
+                env[ref.name] = _check_result(graph, op, ref, item)
+        else:
+            env[target.name] = _check_result(graph, op, target, value)
+
+
+DECLARATIONS = frozenset({"external", "variable"})
+
+
 def interpret(
     graph: Graph,
     inputs: Mapping[str, np.ndarray],
@@ -111,35 +154,10 @@ def interpret(
     env: dict[str, np.ndarray] = {}
     freed = {} if keep else _last_uses(graph)
     for index, op in enumerate(graph.operations):
-        outputs = list(op.outputs.values())
-        if op.name == "external":
-            name = outputs[0].name
-            results: tuple[Any, ...] = (_bind(op, inputs.get(name), "input", name),)
-        elif op.name == "variable":
-            label = str(op.attribs.get("label", ""))
-            name = outputs[0].name
-            value = variables.get(label, variables.get(name))
-            results = (_bind(op, value, "variable", label or name),)
+        if op.name in DECLARATIONS:
+            bind_declaration(op, inputs, variables, env)
         else:
-            fn = lookup(op.name, op.span)
-            args = {key: _resolve(value, env, op) for key, value in op.inputs.items()}
-            try:
-                with np.errstate(all="ignore"):
-                    results = tuple(fn(args, op.attribs, op.dtype))
-            except PipelineError as exc:
-                if exc.location:
-                    raise
-                raise PipelineError(exc.code, f"{op.name}: {exc.message}", _where(op)) from exc
-        if len(results) != len(outputs):
-            raise PipelineError("SEM-E006", f"'{op.name}' gave {len(results)} results for {len(outputs)} outputs", _where(op))
-        for target, value in zip(outputs, results):
-            if isinstance(target, (list, tuple)):
-                if len(target) != len(value):
-                    raise PipelineError("SEM-E006", f"'{op.name}' gave {len(value)} tensors for {len(target)} names", _where(op))
-                for ref, item in zip(target, value):
-                    env[ref.name] = _check_result(graph, op, ref, item)
-            else:
-                env[target.name] = _check_result(graph, op, target, value)
+            run_operation(graph, op, env)
         for name in freed.get(index, ()):
             env.pop(name, None)
     missing = [name for name in graph.outputs if name not in env]

@@ -15,6 +15,7 @@ operations are reported as not sampled.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -106,7 +107,7 @@ def _window(x: np.ndarray, attribs: Mapping[str, Any], index: Index) -> tuple[li
     for offsets in itertools.product(*(range(k) for k in size)):
         position = [i * s + t * d - p for i, t, s, d, p in zip(index, offsets, strides, dilations, pads)]
         taps.append(_tap(x, position))
-    return taps, int(np.prod(size))
+    return taps, math.prod(size)
 
 
 def box(x: np.ndarray, attribs: Mapping[str, Any], index: Index, normalize: bool) -> np.float32:

@@ -31,9 +31,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from pipeline.nnef.graph import Graph, Operation, Ref
-from pipeline.semantics.registry import lookup
-from pipeline.semantics.tensors import DTYPES
+from pipeline.nnef.graph import Graph, Operation
+from pipeline.semantics.interpreter import DECLARATIONS, bind_declaration, run_operation
 from pipeline.split.codes import SplitError
 from pipeline.split.emit import BINDINGS, COMMUNICATION, first_result
 from pipeline.split.plan import SCHEMA_VERSION, Schedule
@@ -67,56 +66,6 @@ def trace_document(trace: Mapping[str, Sequence[Mapping[str, Any]]], times: bool
 
 def _fail(message: str, location: str = "") -> SplitError:
     return SplitError("SPLIT-E040", message, location)
-
-
-def _bind(op: Operation, value: Any, what: str) -> np.ndarray:
-    if value is None:
-        raise _fail(f"no value for {what}", str(op.span or ""))
-    array = np.asarray(value)
-    expected = DTYPES.get(op.dtype or "scalar")
-    shape = [int(s) for s in op.attribs.get("shape", [])]
-    if array.dtype != expected or list(array.shape) != shape:
-        raise _fail(f"{what} is {array.dtype}{list(array.shape)}, declared {expected}{shape}", str(op.span or ""))
-    return array
-
-
-def _resolve(value: Any, env: Mapping[str, np.ndarray], op: Operation) -> Any:
-    if isinstance(value, Ref):
-        if value.name not in env:
-            raise _fail(f"'{value.name}' is used before it is available", str(op.span or ""))
-        return env[value.name]
-    if isinstance(value, (list, tuple)):
-        return [_resolve(v, env, op) for v in value]
-    return value
-
-
-def _store(graph: Graph, op: Operation, target: Any, value: Any, env: dict[str, np.ndarray]) -> None:
-    if isinstance(target, (list, tuple)):
-        if len(target) != len(value):
-            raise _fail(f"'{op.name}' gave {len(value)} tensors for {len(target)} names", str(op.span or ""))
-        for t, v in zip(target, value):
-            _store(graph, op, t, v, env)
-        return
-    array = np.asarray(value)
-    info = graph.tensors.get(target.name)
-    if info is not None and info.shape is not None and (
-            list(array.shape) != list(info.shape) or array.dtype != DTYPES.get(info.dtype, array.dtype)):
-        raise _fail(f"'{op.name}' produced {target.name} as {array.dtype}{list(array.shape)}, declared "
-                    f"{info.dtype}{info.shape}", str(op.span or ""))
-    env[target.name] = array
-
-
-def run_operation(graph: Graph, op: Operation, env: dict[str, np.ndarray]) -> None:
-    """Run one computing instruction with its reference kernel; results go into `env`."""
-    kernel = lookup(op.name, op.span)
-    args = {key: _resolve(value, env, op) for key, value in op.inputs.items()}
-    with np.errstate(all="ignore"):
-        results = tuple(kernel(args, op.attribs, op.dtype))
-    outputs = list(op.outputs.values())
-    if len(results) != len(outputs):
-        raise _fail(f"'{op.name}' gave {len(results)} results for {len(outputs)} outputs", str(op.span or ""))
-    for target, value in zip(outputs, results):
-        _store(graph, op, target, value, env)
 
 
 def match_schedule(graph: Graph, steps: Sequence[Step]) -> dict[str, Operation]:
@@ -210,12 +159,8 @@ def _worker(run: _Run, graph: Graph, steps: Sequence[Step], inputs: Mapping[str,
     try:
         compute = match_schedule(graph, steps)
         for op in graph.operations:
-            if op.name == "external":
-                name = first_result(op)
-                env[name] = _bind(op, inputs.get(name), f"input '{name}'")
-            elif op.name == "variable":
-                name, label = first_result(op), str(op.attribs.get("label", ""))
-                env[name] = _bind(op, variables.get(label, variables.get(name)), f"variable '{label or name}'")
+            if op.name in DECLARATIONS:
+                bind_declaration(op, inputs, variables, env)
         for index, step in enumerate(steps):
             if run.failed.is_set():
                 return
@@ -246,9 +191,9 @@ def execute_split(items: Sequence[Graph], schedule: Schedule, inputs: Mapping[st
                   variables: Mapping[str, np.ndarray], *, timeout: float = DEFAULT_TIMEOUT_S) -> ExecutionResult:
     """Run the item graphs as threads following `schedule`; outputs of all items by name.
 
-    Raises SplitError SPLIT-E040 on a worker error, a deadlock (after `timeout` s) or a
-    schedule that does not match the item files or violates its sync mode; PipelineError
-    from the reference kernels as they raise it.
+    Raises SplitError SPLIT-E040 on a deadlock (after `timeout` s) or a schedule that does
+    not match the item files or violates its sync mode; PipelineError from the reference
+    interpreter as it raises it (a missing input or parameter: SEM-E002, with its location).
     """
     names = [str(g.item or g.name) for g in items]
     if sorted(names) != sorted(schedule.items):

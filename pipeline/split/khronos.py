@@ -12,26 +12,10 @@ graphs: operations with every attribute (defaults filled in), inputs, outputs, s
 
 from __future__ import annotations
 
-import os
-import tempfile
-from typing import Any
-
-import numpy as np
-
-from pipeline.nnef import ast, build
+from pipeline.nnef import ast, build, khronos
 from pipeline.nnef.checker import check_text
-from pipeline.nnef.graph import Ref
 from pipeline.nnef.parser import parse_text
 from pipeline.nnef.printer import print_document
-
-
-def khronos_available() -> bool:
-    """Whether the Khronos parser (`nnef` package) can be imported."""
-    try:
-        import nnef  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _invocation(assignment: ast.Assignment) -> ast.Invocation | None:
@@ -92,61 +76,18 @@ def strip_extension(text: str, file: str = "<item>") -> str:
     return print_document(ast.Document(document.version, document.extensions, document.fragments, graphs))
 
 
-def _value(value: Any) -> Any:
-    """A Khronos or flat-graph value in one comparable form."""
-    import nnef
-
-    if isinstance(value, nnef.Identifier):
-        return ("ref", str(value))
-    if isinstance(value, Ref):
-        return ("ref", value.name)
-    if isinstance(value, (list, tuple)):
-        return tuple(_value(v) for v in value)
-    if isinstance(value, (float, np.floating)):
-        return float(np.float32(value))
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    return value
-
-
 def compare_with_khronos(text: str) -> str:
     """Parse a plain-NNEF text with Khronos and with our checker; '' when the graphs agree,
     else the first difference. Raises ImportError when `nnef` is not installed."""
-    import nnef
+    import nnef  # noqa: F401 - ImportError tells the caller the reference is missing
 
     report = check_text(text, "graph.nnef")
     errors = [f for f in report.findings if f.is_error]
     if errors or len(report.graphs) != 1:
         first = errors[0] if errors else None
         return f"our checker rejects the plain text: {first.code}: {first.message}" if first else "no single graph"
-    ours = report.graphs[0]
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "graph.nnef")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        try:
-            theirs = nnef.load_graph(path, lowered=[], load_variables=False)
-            nnef.infer_shapes(theirs)
-        except Exception as error:  # noqa: BLE001 - the Khronos parser raises several kinds
-            return f"the Khronos parser rejects it: {error}"
-    if list(theirs.inputs) != list(ours.inputs) or list(theirs.outputs) != list(ours.outputs):
-        return (f"header differs: Khronos {list(theirs.inputs)} -> {list(theirs.outputs)}, ours "
-                f"{ours.inputs} -> {ours.outputs}")
-    if len(theirs.operations) != len(ours.operations):
-        return f"Khronos reads {len(theirs.operations)} operations, we read {len(ours.operations)}"
-    for index, (k, o) in enumerate(zip(theirs.operations, ours.operations)):
-        mine = (o.name, {n: _value(v) for n, v in o.attribs.items()}, {n: _value(v) for n, v in o.inputs.items()},
-                {n: _value(v) for n, v in o.outputs.items()})
-        their = (k.name, {n: _value(v) for n, v in k.attribs.items()}, {n: _value(v) for n, v in k.inputs.items()},
-                 {n: _value(v) for n, v in k.outputs.items()})
-        if mine != their:
-            return f"operation {index} ({o.name}) differs: Khronos {their}, ours {mine}"
-    for name, tensor in theirs.tensors.items():
-        info = ours.tensors.get(name)
-        shape = list(tensor.shape) if tensor.shape is not None else None
-        if info is None or info.shape != shape or info.dtype != tensor.dtype:
-            return f"tensor '{name}': Khronos {tensor.dtype}{shape}, ours " + (
-                f"{info.dtype}{info.shape}" if info else "undefined")
-    return ""
+    try:
+        theirs = khronos.load_text(text)
+    except Exception as error:  # noqa: BLE001 - the Khronos parser raises several kinds
+        return f"the Khronos parser rejects it: {error}"
+    return khronos.graph_difference(report.graphs[0], theirs)

@@ -38,7 +38,8 @@ from pipeline.split.allocation import Deployment, resolve_deployment
 from pipeline.split.codes import SplitError
 from pipeline.split.execute import compare_with_reference, trace_document
 from pipeline.split.exported import Exported, load_exported, vectors_for
-from pipeline.split.khronos import compare_with_khronos, khronos_available, strip_extension
+from pipeline.nnef.khronos import khronos_available
+from pipeline.split.khronos import compare_with_khronos, strip_extension
 from pipeline.split.plan import (PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE, load_schedule,
                                  plan_document, schedule_document)
 from pipeline.split.splitter import Split, split_deployment

@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pipeline.diagnostics import PipelineError
+
 from split_helpers import branch3_export, branch3_spec
 from pipeline.nnef.checker import check_paths
 from pipeline.split.allocation import resolve_deployment
@@ -76,9 +78,9 @@ def test_a_schedule_that_is_not_the_item_file_is_refused(paper3) -> None:
 def test_a_missing_parameter_stops_every_worker(paper3) -> None:
     split, graphs, vector, variables = paper3
     partial = {k: v for k, v in variables.items() if k != "v7"}
-    with pytest.raises(SplitError) as caught:
+    with pytest.raises(PipelineError) as caught:
         execute_split(graphs, schedule(split, "event"), vector, partial, timeout=5.0)
-    assert "variable 'v7'" in caught.value.message
+    assert caught.value.code == "SEM-E002" and "variable 'v7'" in caught.value.message
 
 
 def test_traces_follow_the_schedule(paper3) -> None:
