@@ -41,3 +41,15 @@ def step_dir(model: str, step: str, root: Path | str = ".") -> Path:
 def checks_path(model: str, step: str, root: Path | str = ".") -> Path:
     """The check-results document a step writes for a model."""
     return step_dir(model, step, root) / CHECKS_FILE
+
+
+def project_relative(path: Path | str, root: Path | str = ".") -> str:
+    """`path` as written in artifacts: POSIX, relative to the project root when inside it.
+
+    Artifacts must not hold absolute paths (they would differ between checkouts); a path
+    outside the root is kept as given.
+    """
+    try:
+        return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+    except ValueError:
+        return Path(path).as_posix()

@@ -23,7 +23,7 @@ from pipeline.nnef.graph import Graph, Ref
 def khronos_available() -> bool:
     """Whether the Khronos parser (`nnef` package) can be imported."""
     try:
-        import nnef  # noqa: F401
+        import nnef  # noqa: F401 - only whether it imports
     except ImportError:
         return False
     return True

@@ -22,8 +22,8 @@ import numpy as np
 from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.nnef import ast
 from pipeline.nnef import types as T
-from pipeline.nnef.catalogue import NO_DEFAULT, FragmentSig
-from pipeline.nnef.graph import Graph, Operation, Ref, TensorInfo
+from pipeline.nnef.catalogue import FragmentSig
+from pipeline.nnef.graph import Graph, Operation, Ref, TensorInfo, refs_in
 from pipeline.nnef.shapes import SHAPE_RULES, ShapeError
 
 MAX_FRAGMENT_DEPTH = 64
@@ -740,7 +740,7 @@ class GraphBuilder:
 
     def _reject_sync_operands(self, inputs: dict[str, Any], span: Span) -> None:
         for value in inputs.values():
-            for ref in _refs(value):
+            for ref in refs_in(value):
                 if ref.name in self.sync_names:
                     self.report("NNEF-E078", f"sync variable '{ref.name}' is used directly; read it with "
                                 f"get_var(<writer>, {ref.name}) and use the result", span)
@@ -908,14 +908,6 @@ class GraphBuilder:
                 if ref.name not in used:
                     verb = "declared" if op.name in TYPE_DECLARATIONS else "computed"
                     self.report("NNEF-W050", f"'{ref.name}' is {verb} but never used", op.span)
-
-
-def _refs(value: Any) -> Iterator[Ref]:
-    if isinstance(value, Ref):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _refs(item)
 
 
 def _element_type(spec: ast.TypeSpec) -> str:

@@ -15,6 +15,7 @@ from typing import Iterable
 import numpy as np
 
 from pipeline.nnef import ast
+from pipeline.nnef.types import format_type
 
 INDENT = "    "
 
@@ -51,16 +52,6 @@ def format_string(value: str) -> str:
     if '"' not in value:
         return f'"{value}"'
     raise ValueError(f"string {value!r} contains both quote characters and cannot be written in NNEF")
-
-
-def format_type(spec: ast.TypeSpec) -> str:
-    if isinstance(spec, ast.PrimitiveType):
-        return spec.name
-    if isinstance(spec, ast.TensorType):
-        return f"tensor<{spec.item or ''}>"
-    if isinstance(spec, ast.ArrayType):
-        return f"{format_type(spec.item)}[]"
-    return "(" + ", ".join(format_type(t) for t in spec.items) + ")"
 
 
 def _precedence(expr: ast.Expr) -> int:

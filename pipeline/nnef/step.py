@@ -14,7 +14,7 @@ from typing import Any
 from pipeline.atomic import write_json
 from pipeline.evidence.checks import CheckResult, Verdict, results_document
 from pipeline.evidence.records import record_step
-from pipeline.layout import checks_path, step_dir
+from pipeline.layout import checks_path, project_relative, step_dir
 from pipeline.nnef import checks
 from pipeline.nnef.checker import GRAPH_FILE, CheckReport, check_paths
 
@@ -24,20 +24,13 @@ SCHEMA_VERSION = 1
 REPORT_FILE = "report.json"
 
 
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
 def report_document(report: CheckReport, root: Path) -> dict[str, Any]:
     """report.json: findings and graph summaries, paths relative to the project root."""
     def relative_span(span: Any) -> Any:
         if span is None:
             return None
         data = span.to_json()
-        data["file"] = _relative(Path(data["file"]), root)
+        data["file"] = project_relative(Path(data["file"]), root)
         return data
 
     findings = []
@@ -54,7 +47,7 @@ def report_document(report: CheckReport, root: Path) -> dict[str, Any]:
             {
                 "name": g.name,
                 "item": g.item,
-                "source": _relative(Path(g.source), root),
+                "source": project_relative(Path(g.source), root),
                 "inputs": g.inputs,
                 "outputs": g.outputs,
                 "operations": len(g.operations),
@@ -80,7 +73,7 @@ def _semantics_order(report: CheckReport, export: Path, base: Path, model: str, 
     deploy = base / "models" / model / "deploy.yaml"
     if not report.ok or len(report.graphs) != 1:
         return CheckResult(ORDER, model, Verdict.NOT_RUN, "the exported description has errors", {}, read, [])
-    return model_order_check(report.graphs[0], export, deploy, model, read + [_relative(deploy, base)])
+    return model_order_check(report.graphs[0], export, deploy, model, read + [project_relative(deploy, base)])
 
 
 def run_check_step(model: str, root: Path | str = ".") -> list[CheckResult]:
@@ -94,15 +87,15 @@ def run_check_step(model: str, root: Path | str = ".") -> list[CheckResult]:
     write_json(report_file, report_document(report, base))
     operations = sum(len(g.operations) for g in report.graphs)
     variables = sum(1 for g in report.graphs for op in g.operations if op.name == "variable")
-    read = [_relative(graph_file, base), _relative(export, base)]
-    written = [_relative(report_file, base)]
+    read = [project_relative(graph_file, base), project_relative(export, base)]
+    written = [project_relative(report_file, base)]
     results = checks.verdicts(
         report.findings, model, (checks.SYNTAX, checks.SEMANTICS, checks.EXPLICIT, checks.TENSORS),
         read, written, {"operations": operations, "tensor_files": variables},
     )
     results.append(_semantics_order(report, export, base, model, read))
     write_json(checks_path(model, "check", base), results_document(results))
-    record_step(model, "check", inputs=[export], command=["python", "-m", "pipeline", "check", _relative(export, base)],
+    record_step(model, "check", inputs=[export], command=["python", "-m", "pipeline", "check", project_relative(export, base)],
                 parameters={"profile": "certification"}, root=base)
     log.info("check %s: %d finding(s), %d operation(s)", model, len(report.findings), operations)
     return results

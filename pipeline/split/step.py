@@ -28,7 +28,7 @@ from pipeline.atomic import write_json, write_text
 from pipeline.deploy import DeploySpec, load_deploy
 from pipeline.evidence.checks import CheckResult, results_document
 from pipeline.evidence.records import record_step
-from pipeline.layout import checks_path, model_dir, step_dir
+from pipeline.layout import checks_path, model_dir, project_relative, step_dir
 from pipeline.nnef import checks as nnef_checks
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph
@@ -48,13 +48,6 @@ from pipeline.split.union import check_union
 log = logging.getLogger(__name__)
 
 STEP = "split"
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 @dataclass
@@ -94,7 +87,7 @@ def verify_split(subject: str, split: Split, directory: Path, exported: Exported
     """Run every split check on the files in `directory`; also write the interpreter trace."""
     deployment = split.deployment
     item_files = [directory / item.file for item in split.items]
-    rel = lambda p: _relative(p, root)  # noqa: E731
+    rel = lambda p: project_relative(p, root)  # noqa: E731
     read = [rel(p) for p in item_files]
     export_graph = rel(exported.file)
     report = check_paths(item_files, profile="certification", tensors=True, tensor_dir=exported.directory)
@@ -229,7 +222,7 @@ def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int 
         out.mkdir(parents=True, exist_ok=True)
         write_json(checks_path(model, STEP, base), results_document(results))
         record_step(model, STEP, inputs=[d for d in (deploy_path, export) if d.exists()],
-                    command=["python", "-m", "pipeline", "split", _relative(model_dir(model, base), base)], root=base)
+                    command=["python", "-m", "pipeline", "split", project_relative(model_dir(model, base), base)], root=base)
         return results
     inputs.append(export)
     current = set(spec.deployments)
@@ -241,7 +234,7 @@ def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int 
     outcomes = split_to_directory(exported, spec, out, vectors=count, root=base)
     results = [r for outcome in outcomes for r in outcome.results]
     write_json(checks_path(model, STEP, base), results_document(results))
-    command = ["python", "-m", "pipeline", "split", _relative(model_dir(model, base), base)]
+    command = ["python", "-m", "pipeline", "split", project_relative(model_dir(model, base), base)]
     record_step(model, STEP, inputs=inputs, command=command + ([] if vectors is None else ["--execute", str(count)]),
                 parameters={"vectors": count, "seed": spec.validation.seed, "profile": "certification"}, root=base)
     return results
