@@ -95,7 +95,7 @@ OPERATION_CASES: dict[str, tuple[dict[str, tuple[str, list[int]]], list[str], li
     "prelu": ({"x": (S, [1, 2, 4, 4]), "a": (S, [1, 2])}, ["y = prelu(x, a);"], ["y"]),
     "leaky_relu": (X23, ["y = leaky_relu(x, alpha = 0.1);"], ["y"]),
     "max_pool_with_index": (IMG, [f"y, i = max_pool_with_index(x, size = [1, 1, 3, 3], {WINDOW_2D});"], ["y", "i"]),
-    "max_pool": (IMG, [f"y = max_pool(x, size = [1, 1, 2, 2], border = 'ignore', padding = [(0, 0), (0, 0), (0, 0), (0, 0)], "
+    "max_pool": (IMG, ["y = max_pool(x, size = [1, 1, 2, 2], border = 'ignore', padding = [(0, 0), (0, 0), (0, 0), (0, 0)], "
                        "stride = [1, 1, 2, 2], dilation = [1, 1, 1, 1]);"], ["y"]),
     "avg_pool": (IMG, [f"y = avg_pool(x, size = [1, 1, 3, 3], {WINDOW_2D});"], ["y"]),
     "rms_pool": (IMG, [f"y = rms_pool(x, size = [1, 1, 3, 3], {WINDOW_2D});"], ["y"]),
@@ -328,7 +328,7 @@ INVALID_CASES: list[tuple[str, str, str]] = [
 
 # Invalid for us, accepted by the Khronos parser: deliberate, documented differences.
 STRICTER_THAN_KHRONOS: list[tuple[str, str, str]] = [
-    ("enum_border", _mutate([f"y = conv(x, f, b, border = 'zeros', padding = [(1, 1), (1, 1)], stride = [1, 1], "
+    ("enum_border", _mutate(["y = conv(x, f, b, border = 'zeros', padding = [(1, 1), (1, 1)], stride = [1, 1], "
                              "dilation = [1, 1], groups = 1);"]), "NNEF-E021"),
     ("squeeze_non_singleton", _graph(X23, ["y = squeeze(x, axes = [1]);"], ["y"]), "NNEF-E020"),
     ("window_larger_than_input", _graph({"x": (S, [1, 1, 2, 2]), "f": (S, [1, 1, 3, 3])},
