@@ -1,0 +1,431 @@
+"""conv: grouped convolution, terms in (input channel, kernel row, kernel column) order, bias last.
+
+out[n, o, y] = (+0 + w[o, 0, 0, 0] * x(...) + ... + w[o, Cg-1, KH-1, KW-1] * x(...)) + bias[o]
+(docs/semantics/sliding_window.md). Every output element gets exactly this sequence of
+rounded products and rounded sums.
+
+Fast path (2-D, constant finite weights or a border that reads real values): the weights are
+re-arranged at generation time so that a block of output channels is contiguous
+([group][channel block][c][kh][kw][block lanes], zero lanes past the group's channels), and
+a block of P output positions times the channel block is accumulated in vector registers:
+for each tap (c, kh, kw) in order, acc[p][lanes] = acc[p][lanes] + w[lanes] * x[p]. The
+vectors run across independent outputs, never across the reduction, so every lane performs
+its own output's sum in the documented order; the bias is added once the sum is complete.
+The input is first copied into a padded buffer (zeros for constant/ignore borders: with a
+finite weight a zero tap adds +-0 to a sum that is never -0, which changes nothing).
+
+General path (any spatial rank, weights computed or non-finite): scalar loops with the valid
+tap range of each output position in index tables, so padded taps are skipped exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+import numpy as np
+
+from pipeline.codegen.c.kernels.common import F32, Kernel, Operand, emitter, strides
+from pipeline.codegen.c.kernels.padding import FILL_BORDERS, emit_padded_copy
+from pipeline.semantics.windows import BORDERS, resolve
+
+# Output positions per register block, by the number of channel vectors of the block: about 12
+# accumulators (measured on ResNet-8 with 8 lanes: 4 -> 6 positions for 2 vectors, 2 -> 3 for 4
+# vectors took its convolutions from 511 to 443 us per inference).
+POSITIONS_FOR_BLOCK = {1: 8, 2: 6, 3: 4, 4: 3}
+MAX_CHANNEL_VECTORS = 4
+
+
+def _groups(k: Kernel, channels: int) -> int:
+    groups = int(k.op.attribs["groups"])
+    if groups < 0:
+        raise k.fail(f"groups = {groups}")
+    return groups or channels
+
+
+def _bias_per_channel(k: Kernel, bias: Operand, outs: int) -> tuple[str, np.ndarray | None]:
+    """('zero' | 'scalar' | 'channel' | 'tensor_scalar' | 'tensor_channel', per-channel values)."""
+    if bias.is_literal:
+        if np.array([bias.literal], F32).view(np.uint32)[0] == 0:
+            return "zero", None
+        return "scalar", np.full(outs, bias.literal, F32)
+    shape = list(bias.shape)
+    scalar_like = all(d == 1 for d in shape)
+    channel_like = len(shape) >= 2 and shape[0] == 1 and shape[1] == outs and all(d == 1 for d in shape[2:])
+    if not (scalar_like or channel_like):
+        raise k.fail(f"bias of shape {shape} is neither per channel nor a scalar")
+    if bias.is_constant:
+        values = np.asarray(bias.value, F32).reshape(-1)
+        return "channel", (np.full(outs, values[0], F32) if scalar_like else values.copy())
+    return ("tensor_scalar" if scalar_like else "tensor_channel"), None
+
+
+@emitter("conv")
+def conv(k: Kernel) -> None:
+    x, f, bias = k.operand("input"), k.operand("filter"), k.operand("bias")
+    if len(x.shape) < 3 or len(f.shape) != len(x.shape):
+        raise k.fail(f"input {list(x.shape)} and filter {list(f.shape)} must have equal rank >= 3")
+    border = str(k.op.attribs["border"])
+    if border not in BORDERS:
+        raise k.fail(f"border '{border}'")
+    channels = x.shape[1]
+    groups = _groups(k, channels)
+    finite = f.is_constant and bool(np.isfinite(f.value).all())
+    if len(x.shape) == 4 and f.is_constant and (finite or border not in FILL_BORDERS):
+        if _prefer_positions(k, x, f, groups):
+            _fast_positions(k, x, f, bias, groups, border)
+        else:
+            _fast(k, x, f, bias, groups, border)
+    else:
+        _general(k, x, f, bias, groups, border)
+
+
+def _prefer_positions(k: Kernel, x: Operand, f: Operand, groups: int) -> bool:
+    """Vectors across output columns rather than output channels, when that wastes fewer lanes:
+    needs a unit stride along the width and at least one full vector of columns."""
+    win = _window(k, x, f)
+    og = f.shape[0] // groups
+    wo = win.out_shape[1]
+    lanes = k.lanes
+    if win.stride[1] != 1 or wo < lanes:
+        return False
+    channel_use = og / (-(-og // lanes) * lanes)
+    column_use = wo / (-(-wo // lanes) * lanes)
+    return column_use >= channel_use
+
+
+def _padded_input(k: Kernel, x: Operand, win, border: str) -> tuple[str, int, int]:
+    """(pointer, padded height, padded width) of the input the kernel reads (a zero- or
+    border-padded scratch copy when the window pads)."""
+    height, width = x.shape[2], x.shape[3]
+    if not any(p or q for p, q in win.padding):
+        return x.c, height, width
+    hp, wp = height + sum(win.padding[0]), width + sum(win.padding[1])
+    k.line(f"float *const xp = {k.scratch(math.prod(x.shape[:2]) * hp * wp)};")
+    emit_padded_copy(k, x.c, x.shape, [(0, 0), (0, 0)] + list(win.padding), border, 0.0, "xp", "padded input")
+    return "xp", hp, wp
+
+
+def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border: str) -> None:
+    """Vectors across NNEF_VL consecutive output columns of one row (unit width stride): for each
+    tap (c, kh, kw) in order, acc[r][q] = acc[r][q] + w[o_r, c, kh, kw] * x[row, col_q .. col_q + VL),
+    R output channels times Q column vectors in registers. The last vector of a row is shifted
+    back to end at the last column (it recomputes a few columns: same values, same bits)."""
+    n_batch, channels = x.shape[:2]
+    outs, cg, kh, kw = f.shape
+    og = outs // groups
+    win = _window(k, x, f)
+    (s0, _), (d0, d1) = win.stride, win.dilation
+    ho, wo = win.out_shape
+    lanes = k.lanes
+    starts = list(range(0, wo - lanes + 1, lanes))
+    if starts[-1] + lanes < wo:
+        starts.append(wo - lanes)
+    nvec = len(starts)
+    r_block = og if og <= 6 else 4 if nvec >= 2 else min(og, 8)
+    q_block = max(1, min(nvec, 12 // r_block))
+    wname = k.const_array(f"W_{f.label or f.name}", np.asarray(f.value, F32), "float",
+                          f"{f.label or f.name} as in its tensor file (row-major [o][c][kh][kw])", source=f.label,
+                          layout={"kind": "identity"})
+    kind, per_channel = _bias_per_channel(k, bias, outs)
+    bname = None
+    if per_channel is not None:
+        bname = k.const_array(f"B_{bias.label or k.function}", per_channel, "float",
+                              f"bias of {k.op.name} per output channel", source=bias.label,
+                              layout={"kind": "bias_channels", "outs": outs} if bias.label else {})
+    src, hp, wp = _padded_input(k, x, win, border)
+    k.comment(f"{r_block} output channels times {q_block} vectors of {lanes} output columns at a time; per output: "
+              "acc = +0, then acc = acc + w * x for (c, kh, kw) in order, then + bias")
+    loops = [(v, e) for v, e in (("n", n_batch), ("g", groups)) if e > 1]
+    for var, extent in loops:
+        k.open(f"for (int {var} = 0; {var} < {extent}; ++{var})")
+    nvar = "n" if n_batch > 1 else "0"
+    gvar = "g" if groups > 1 else "0"
+    k.line(f"const float *const xg = {src} + ({nvar} * {channels} + {gvar} * {cg}) * {hp * wp};")
+
+    def block(o0: str, rows: int, cols: list[str]) -> None:
+        accs = [[f"a{r}_{q}" for q in range(len(cols))] for r in range(rows)]
+        k.line("nnef_vf " + ", ".join(a for row in accs for a in row).replace(", ", " = nnef_vzero(), ")
+               + " = nnef_vzero();")
+        k.open(f"for (int c = 0; c < {cg}; ++c)")
+        k.open(f"for (int i = 0; i < {kh}; ++i)")
+        k.line(f"const float *const xr = xg + (c * {hp} + y * {s0} + i * {d0}) * {wp};")
+        k.line(f"const float *const wr = {wname} + ((({gvar} * {og} + {o0}) * {cg} + c) * {kh} + i) * {kw};")
+        for j in _taps(k, kw):
+            for q, col in enumerate(cols):
+                k.line(f"const nnef_vf xv{q} = nnef_vload(xr + {col} + {j} * {d1});")
+            for r in range(rows):
+                k.line(f"const nnef_vf w{r} = nnef_vset1(wr[{r * cg * kh * kw} + {j}]);")
+                for q in range(len(cols)):
+                    k.line(f"{accs[r][q]} = nnef_vadd({accs[r][q]}, nnef_vmul(w{r}, xv{q}));")
+            _end_tap(k, kw)
+        k.close()
+        k.close()
+        for r in range(rows):
+            o = f"{gvar} * {og} + {o0} + {r}"
+            if kind == "zero":
+                bias_v = None
+            elif kind in ("scalar", "channel"):
+                bias_v = f"nnef_vset1({bname}[{o}])"
+            elif kind == "tensor_scalar":
+                bias_v = f"nnef_vset1({bias.c}[0])"
+            else:
+                bias_v = f"nnef_vset1({bias.c}[{o}])"
+            for q, col in enumerate(cols):
+                value = accs[r][q] if bias_v is None else f"nnef_vadd({accs[r][q]}, {bias_v})"
+                k.line(f"nnef_vstore({k.out.c} + (({nvar} * {outs} + {o}) * {ho} + y) * {wo} + {col}, {value});")
+
+    def rows_loop(o0: str, rows: int) -> None:
+        k.open(f"for (int y = 0; y < {ho}; ++y)")
+        regular = [s for s in starts if s % lanes == 0]
+        full = (len(regular) // q_block) * q_block
+        if full:
+            k.open(f"for (int x0 = 0; x0 < {full * lanes}; x0 += {q_block * lanes})")
+            block(o0, rows, [f"x0 + {q * lanes}" for q in range(q_block)])
+            k.close()
+        rest = starts[full:]
+        for first in range(0, len(rest), q_block):
+            k.open("")
+            block(o0, rows, [str(s) for s in rest[first:first + q_block]])
+            k.close()
+        k.close()
+
+    full_blocks = og // r_block
+    if full_blocks:
+        k.open(f"for (int ob = 0; ob < {full_blocks * r_block}; ob += {r_block})")
+        rows_loop("ob", r_block)
+        k.close()
+    if og % r_block:
+        k.open("")
+        rows_loop(str(full_blocks * r_block), og % r_block)
+        k.close()
+    for _ in loops:
+        k.close()
+
+
+UNROLL_TAPS = 0  # measured: writing the taps out made LeNet-5 and the Inception net slower (gcc 12, -O2)
+
+
+def _taps(k: Kernel, kw: int) -> Iterator[str]:
+    """The kernel-column taps in order: written out one after the other (a block each, in
+    increasing j) for narrow kernels, else one loop over j. The caller closes each with _end_tap."""
+    if kw <= UNROLL_TAPS:
+        for j in range(kw):
+            k.open("")
+            yield str(j)
+    else:
+        k.open(f"for (int j = 0; j < {kw}; ++j)")
+        yield "j"
+
+
+def _end_tap(k: Kernel, kw: int) -> None:
+    k.close()
+
+
+def _window(k: Kernel, x: Operand, f: Operand):
+    return resolve(x.shape[2:], f.shape[2:], k.op.attribs["padding"], k.op.attribs["stride"],
+                   k.op.attribs["dilation"])
+
+
+def _fast(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border: str) -> None:
+    n_batch, channels, height, width = x.shape
+    outs, cg, kh, kw = f.shape
+    og = outs // groups
+    win = _window(k, x, f)
+    (s0, s1), (d0, d1) = win.stride, win.dilation
+    ho, wo = win.out_shape
+    lanes = k.lanes
+    vb = min(MAX_CHANNEL_VECTORS, -(-og // lanes))
+    block = vb * lanes
+    nblocks = -(-og // block)
+    positions = POSITIONS_FOR_BLOCK[vb]
+    taps = cg * kh * kw
+    # weights: [group][block][c][kh][kw][block lanes]
+    w = np.asarray(f.value, F32).reshape(groups, og, cg, kh, kw)
+    arranged = np.zeros((groups, nblocks, cg, kh, kw, block), F32)
+    for b in range(nblocks):
+        valid = min(block, og - b * block)
+        arranged[:, b, :, :, :, :valid] = np.moveaxis(w[:, b * block:b * block + valid], 1, -1)
+    wname = k.const_array(
+        f"W_{f.label or f.name}_ob{block}", arranged, "float",
+        f"{f.label or f.name} re-arranged for {k.op.name}: [group {groups}][channel block {nblocks}][c {cg}]"
+        f"[kh {kh}][kw {kw}][{block} output channels], zero past the group's {og} channels",
+        source=f.label, layout={"kind": "conv_blocks", "groups": groups, "og": og, "cg": cg, "kh": kh, "kw": kw,
+                                "block": block})
+    kind, per_channel = _bias_per_channel(k, bias, outs)
+    bname = None
+    if per_channel is not None:
+        arranged_b = np.zeros((groups, nblocks, block), F32)
+        pb = per_channel.reshape(groups, og)
+        for b in range(nblocks):
+            valid = min(block, og - b * block)
+            arranged_b[:, b, :valid] = pb[:, b * block:b * block + valid]
+        bname = k.const_array(f"B_{bias.label or k.function}_ob{block}", arranged_b, "float",
+                              f"bias of {k.op.name} per output channel block ({block} lanes, zero padded)",
+                              source=bias.label, layout={"kind": "bias_blocks", "groups": groups, "og": og,
+                                                         "block": block} if bias.label else {})
+    # the padded input
+    pads = [(0, 0), (0, 0)] + list(win.padding)
+    src, hp, wp = x.c, height, width
+    if any(p or q for p, q in win.padding):
+        src = k.scratch(math.prod(x.shape[:2]) * (height + sum(win.padding[0])) * (width + sum(win.padding[1])))
+        k.line(f"float *const xp = {src};")
+        padded = emit_padded_copy(k, x.c, x.shape, pads, border, 0.0, "xp", "padded input")
+        src, hp, wp = "xp", padded[2], padded[3]
+    k.comment(f"output channels in blocks of {block} ({vb} vectors) times {positions} output positions (row-major) "
+              "at a time; per output: acc = +0, then acc = acc + w * x for (c, kh, kw) in order, then + bias")
+    loops = []
+    if n_batch > 1:
+        loops.append(("n", n_batch))
+    if groups > 1:
+        loops.append(("g", groups))
+    for var, extent in loops:
+        k.open(f"for (int {var} = 0; {var} < {extent}; ++{var})")
+    nvar = "n" if n_batch > 1 else "0"
+    gvar = "g" if groups > 1 else "0"
+    full = og // block
+    remainder = og - full * block
+    total = ho * wo
+
+    def channel_block(bvar: str, valid: int) -> None:
+        k.line(f"const float *const wb = {wname} + ({gvar} * {nblocks} + {bvar}) * {taps * block};")
+        if kind in ("channel", "scalar"):
+            for v in range(vb):
+                k.line(f"const nnef_vf bias{v} = nnef_vload({bname} + ({gvar} * {nblocks} + {bvar}) * {block} + {v * lanes});")
+        elif kind == "tensor_scalar":
+            for v in range(vb):
+                k.line(f"const nnef_vf bias{v} = nnef_vset1({bias.c}[0]);")
+        elif kind == "tensor_channel":
+            k.line(f"float bt[{block}] = {{0}};")
+            k.open(f"for (int q = 0; q < {valid}; ++q)")
+            k.line(f"bt[q] = {bias.c}[{gvar} * {og} + {bvar} * {block} + q];")
+            k.close()
+            for v in range(vb):
+                k.line(f"const nnef_vf bias{v} = nnef_vload(bt + {v * lanes});")
+        k.line(f"const float *const xg = {src} + ({nvar} * {channels} + {gvar} * {cg}) * {hp * wp};")
+        k.line(f"float *const og = {k.out.c} + ({nvar} * {outs} + {gvar} * {og} + {bvar} * {block}) * {total};")
+        full_positions = (total // positions) * positions
+        if full_positions:
+            k.open(f"for (int pos = 0; pos < {full_positions}; pos += {positions})")
+            position_block(valid, positions)
+            k.close()
+        if total % positions:
+            k.open("")
+            k.line(f"const int pos = {full_positions};")
+            position_block(valid, total % positions)
+            k.close()
+
+    def position_block(valid: int, count: int) -> None:
+        for p in range(count):
+            k.line(f"const int off{p} = ((pos + {p}) / {wo}) * {s0 * wp} + ((pos + {p}) % {wo}) * {s1};")
+        accs = [[f"a{p}_{v}" for v in range(vb)] for p in range(count)]
+        k.line("nnef_vf " + ", ".join(f"{a} = nnef_vzero()" for row in accs for a in row) + ";")
+        k.open(f"for (int c = 0; c < {cg}; ++c)")
+        k.open(f"for (int i = 0; i < {kh}; ++i)")
+        k.line(f"const float *const xr = xg + c * {hp * wp} + i * {d0 * wp};")
+        k.line(f"const float *const wr = wb + (c * {kh} + i) * {kw * block};")
+        for j in _taps(k, kw):
+            for v in range(vb):
+                k.line(f"const nnef_vf w{v} = nnef_vload(wr + {j} * {block} + {v * lanes});")
+            for p in range(count):
+                k.line(f"const nnef_vf xv{p} = nnef_vset1(xr[off{p} + {j} * {d1}]);")
+                for v in range(vb):
+                    k.line(f"{accs[p][v]} = nnef_vadd({accs[p][v]}, nnef_vmul(w{v}, xv{p}));")
+            _end_tap(k, kw)
+        k.close()
+        k.close()
+        k.line(f"float t[{count}][{block}];")
+        for p in range(count):
+            for v in range(vb):
+                value = accs[p][v] if kind == "zero" else f"nnef_vadd({accs[p][v]}, bias{v})"
+                k.line(f"nnef_vstore(t[{p}] + {v * lanes}, {value});")
+        k.open(f"for (int q = 0; q < {valid}; ++q)")
+        for p in range(count):
+            k.line(f"og[q * {total} + pos + {p}] = t[{p}][q];")
+        k.close()
+
+    if full:
+        k.open(f"for (int b = 0; b < {full}; ++b)")
+        channel_block("b", block)
+        k.close()
+    if remainder:
+        k.open("")
+        k.line(f"const int b = {full};")
+        channel_block("b", remainder)
+        k.close()
+    for _ in loops:
+        k.close()
+
+
+def _general(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border: str) -> None:
+    """Scalar loops in the reference order for any rank; skipped taps through index tables."""
+    rank = len(x.shape) - 2
+    outs, cg = f.shape[:2]
+    og = outs // groups
+    if cg * groups != x.shape[1] or outs % groups:
+        raise k.fail(f"filter {list(f.shape)} with groups={groups} does not fit input channels {x.shape[1]}")
+    win = _window(k, x, f)
+    src, shape = x.c, tuple(x.shape)
+    pads = list(win.padding)
+    if border not in FILL_BORDERS and any(p or q for p, q in pads):
+        padded_size = math.prod(x.shape[:2]) * math.prod(n + p + q for n, (p, q) in zip(x.shape[2:], pads))
+        k.line(f"float *const xp = {k.scratch(padded_size)};")
+        shape = emit_padded_copy(k, x.c, x.shape, [(0, 0), (0, 0)] + pads, border, None, "xp", "padded input")
+        src, pads = "xp", [(0, 0)] * rank
+    xst, wst = strides(shape), strides(f.shape)
+    ost = strides(k.out.shape)
+    wref = f.c
+    if f.is_constant:
+        wref = k.const_array(f"W_{f.label or f.name}", np.asarray(f.value, F32), "float",
+                             f"{f.label or f.name} as in its tensor file (row-major)", source=f.label,
+                             layout={"kind": "identity"})
+    tables = []
+    for axis in range(rank):
+        n, kk, s, d = shape[2 + axis], f.shape[2 + axis], win.stride[axis], win.dilation[axis]
+        p = pads[axis][0]
+        lo, hi = [], []
+        for y in range(win.out_shape[axis]):
+            valid = [j for j in range(kk) if 0 <= y * s + j * d - p < n]
+            lo.append(valid[0] if valid else 0)
+            hi.append(valid[-1] + 1 if valid else 0)
+        tables.append((k.const_array(f"IX_{k.function}_lo{axis}", np.asarray(lo, np.int32), "int",
+                                     f"first tap inside the input, per output position of axis {axis}"),
+                       k.const_array(f"IX_{k.function}_hi{axis}", np.asarray(hi, np.int32), "int",
+                                     f"one past the last tap inside the input, axis {axis}")))
+    kind, per_channel = _bias_per_channel(k, bias, outs)
+    bref = None
+    if per_channel is not None:
+        bref = k.const_array(f"B_{bias.label or k.function}", per_channel, "float",
+                             f"bias of {k.op.name} per output channel", source=bias.label,
+                             layout={"kind": "bias_channels", "outs": outs} if bias.label else {})
+    k.comment("general path: per output, acc = +0, then acc = acc + w * x over (c, taps) in order, "
+              "padded taps skipped, then + bias")
+    ys = [f"y{a}" for a in range(rank)]
+    js = [f"j{a}" for a in range(rank)]
+    k.open(f"for (int n = 0; n < {x.shape[0]}; ++n)")
+    k.open(f"for (int o = 0; o < {outs}; ++o)")
+    for y, extent in zip(ys, win.out_shape):
+        k.open(f"for (int {y} = 0; {y} < {extent}; ++{y})")
+    k.line("float acc = 0.0f;")
+    k.open(f"for (int c = 0; c < {cg}; ++c)")
+    for axis, (j, y) in enumerate(zip(js, ys)):
+        lo, hi = tables[axis]
+        k.open(f"for (int {j} = {lo}[{y}]; {j} < {hi}[{y}]; ++{j})")
+    x_index = " + ".join([f"(n * {shape[1]} + o / {og} * {cg} + c) * {xst[1]}"]
+                         + [f"({y} * {win.stride[a]} + {j} * {win.dilation[a]} - {pads[a][0]}) * {xst[2 + a]}"
+                            for a, (y, j) in enumerate(zip(ys, js))])
+    w_index = " + ".join([f"o * {wst[0]}", f"c * {wst[1]}"] + [f"{j} * {wst[2 + a]}" for a, j in enumerate(js)])
+    k.line(f"acc = acc + {wref}[{w_index}] * {src}[{x_index}];")
+    for _ in range(rank + 1):
+        k.close()
+    o_index = " + ".join([f"n * {ost[0]}", f"o * {ost[1]}"] + [f"{y} * {ost[2 + a]}" for a, y in enumerate(ys)])
+    if kind == "zero":
+        k.line(f"{k.out.c}[{o_index}] = acc;")
+    elif kind in ("scalar", "channel"):
+        k.line(f"{k.out.c}[{o_index}] = acc + {bref}[o];")
+    elif kind == "tensor_scalar":
+        k.line(f"{k.out.c}[{o_index}] = acc + {bias.c}[0];")
+    else:
+        k.line(f"{k.out.c}[{o_index}] = acc + {bias.c}[o];")
+    for _ in range(rank + 2):
+        k.close()

@@ -1,0 +1,148 @@
+"""The checks of the codegen step (one result per check and deployment, subject `<model>/<deployment>`).
+
+codegen.static   HLR-COD-001   pipeline.codegen.static on the sources and objects
+codegen.trace    HLR-COD-002, LLR-COD-001, LLR-COD-002   pipeline.codegen.tracecheck
+codegen.compile  HLR-COD-003, LLR-COD-003   every source compiled with the qualified flags, no diagnostic
+
+The validators read the generated files (and compile them); they do not use the generator's
+data structures.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from pipeline.codegen import static, tracecheck
+from pipeline.evidence.checks import CheckResult, Verdict, register_check
+from pipeline.target.build import QUALIFIED_FLAGS, build_flags, compile_objects, compiler_path, compiler_version
+
+STEP = "codegen"
+STATIC = "codegen.static"
+TRACE = "codegen.trace"
+COMPILE = "codegen.compile"
+ALL = (STATIC, TRACE, COMPILE)
+
+register_check(STATIC, "Generated code is static: no allocation, no recursion, no libm, no branch in kernels, "
+               "fixed loop bounds, a consistent buffer plan", STEP, ["HLR-COD-001", "LLR-COD-004"],
+               "Source scan (forbidden calls, VLAs, goto), acyclic call graph, nm of the objects against libm's "
+               "exports, branch-free numeric kernels with constant loop bounds, selection primitives without "
+               "conditional jumps in the assembly, buffer plan without overlapping live buffers, item segregation.")
+register_check(TRACE, "Generated code is traced to every NNEF instruction and every weight to its tensor file",
+               STEP, ["HLR-COD-002", "LLR-COD-001", "LLR-COD-002"],
+               "trace.json covers every instruction of the item file with existing code lines naming it, every "
+               "kernel and weight array is inside an entry; every weight array equals its tensor file (sha256 "
+               "checked) in the documented layout, re-derived independently.")
+register_check(COMPILE, "Generated code compiles without a diagnostic under the qualified flags",
+               STEP, ["HLR-COD-003", "LLR-COD-003"],
+               "Every source compiled with -std=c99 -O2 -Wall -Wextra -Werror -ffp-contract=off (+ -fno-math-errno "
+               "-pthread, and -mavx2 -mno-fma for 8-lane code on AVX2 hosts): exit 0 and no output.")
+
+
+def not_run(check_id: str, subject: str, reason: str) -> CheckResult:
+    return CheckResult(check_id, subject, Verdict.NOT_RUN, reason)
+
+
+def failed_generation(check_id: str, subject: str, reason: str) -> CheckResult:
+    return CheckResult(check_id, subject, Verdict.FAIL, f"code generation failed: {reason}")
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _files(folder: Path) -> dict[str, str]:
+    return {_p.relative_to(folder).as_posix(): _p.read_text(encoding="utf-8")
+            for _p in sorted(folder.rglob("*")) if _p.suffix in (".c", ".h")}
+
+
+def _result(check_id: str, subject: str, problems: list[str], measured: dict[str, Any], read: list[str],
+            written: list[str] | None = None) -> CheckResult:
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        measured = {**measured, "problems": len(problems), "first_problems": problems[:10]}
+        return CheckResult(check_id, subject, Verdict.FAIL, problems[0] + more, measured, read, written or [])
+    return CheckResult(check_id, subject, Verdict.PASS, "", measured, read, written or [])
+
+
+def evaluate(subject: str, folder: Path, root: Path, scratch: Path) -> list[CheckResult]:
+    """The three codegen checks of one generated deployment folder."""
+    manifest = json.loads((folder / "build.json").read_text(encoding="utf-8"))
+    lanes = int(manifest["lanes"])
+    files = _files(folder)
+    read = [_rel(folder / name, root) for name in files] + [_rel(folder / "build.json", root)]
+    # compile (shared by codegen.compile and the libm part of codegen.static)
+    objects, commands, diagnostics = compile_objects(folder, manifest["sources"], scratch / "obj", lanes)
+    flags, _ = build_flags(lanes)
+    compile_problems = []
+    if diagnostics:
+        compile_problems.append(f"compiler output (warnings are errors): {diagnostics.splitlines()[0]}")
+    missing = [f for f in QUALIFIED_FLAGS if f not in flags]
+    if missing:
+        compile_problems.append(f"qualified flags missing: {missing}")
+    compile_result = _result(COMPILE, subject, compile_problems,
+                             {"compiler": compiler_version(), "flags": flags, "sources": len(manifest["sources"]),
+                              "objects": len(objects), "diagnostics_chars": len(diagnostics),
+                              "commands": commands}, read)
+    # static
+    problems = static.forbidden_constructs(files)
+    function_count, cycles = static.call_graph_cycles(files)
+    problems += [f"recursion: {' -> '.join(c)}" for c in cycles]
+    kernels = loops = 0
+    arena_bytes: dict[str, int] = {}
+    for item in manifest["items"]:
+        source = files[item["source"]]
+        k, n, p = static.kernel_problems(item["source"], source)
+        kernels, loops = kernels + k, loops + n
+        problems += p
+        memory_map = json.loads((folder / item["memory_map"]).read_text(encoding="utf-8"))
+        problems += [f"{item['name']}: {p}" for p in static.plan_problems(memory_map, source)]
+        arena_bytes[item["name"]] = int(memory_map["arena_bytes"])
+        problems += static.segregation_problems(item["name"], source, set(item["sends"]) | set(item["gets"]))
+        read.append(_rel(folder / item["memory_map"], root))
+    libm = static.libm_symbols(compiler_path())
+    undefined = static.undefined_symbols(objects)
+    libm_refs = sorted({f"{obj}: {sym}" for obj, syms in undefined.items() for sym in syms if sym in libm})
+    problems += [f"libm symbol referenced: {r}" for r in libm_refs]
+    if len(objects) != len(manifest["sources"]):
+        problems.append("not every source compiled, so the libm check is incomplete")
+    jumps = _primitive_jumps(folder, scratch, lanes)
+    problems += [f"selection primitive {name} compiles to conditional jumps: {j[:3]}" for name, j in jumps.items() if j]
+    static_result = _result(STATIC, subject, problems, {
+        "functions": function_count, "numeric_kernels": kernels, "kernel_loops": loops, "recursion_cycles": len(cycles),
+        "libm_references": len(libm_refs), "undefined_symbols": sorted({s for v in undefined.values() for s in v}),
+        "branch_free_primitives": sorted(n for n, j in jumps.items() if not j), "arena_bytes": arena_bytes}, read)
+    # trace
+    trace_problems: list[str] = []
+    trace_measured: dict[str, Any] = {"items": len(manifest["items"])}
+    for item in manifest["items"]:
+        item_dir = folder / item["dir"]
+        p, m = tracecheck.check_trace(item_dir, root)
+        trace_problems += [f"{item['name']}: {x}" for x in p]
+        q, w = tracecheck.check_weights(item_dir, root)
+        trace_problems += [f"{item['name']}: {x}" for x in q]
+        for key, value in {**m, **w}.items():
+            trace_measured[key] = trace_measured.get(key, 0) + value
+    trace_read = read + [_rel(folder / i["trace"], root) for i in manifest["items"]] \
+        + [_rel(folder / i["weights_json"], root) for i in manifest["items"]]
+    trace_result = _result(TRACE, subject, trace_problems, trace_measured, trace_read)
+    return [static_result, trace_result, compile_result]
+
+
+def _primitive_jumps(folder: Path, scratch: Path, lanes: int) -> dict[str, list[str]]:
+    """Conditional jumps in each selection primitive compiled alone with the build flags."""
+    probe = scratch / "probe.c"
+    probe.write_text(static.probe_source(), encoding="utf-8")
+    flags, _ = build_flags(lanes)
+    asm = scratch / "probe.s"
+    proc = subprocess.run([compiler_path(), *flags, f"-I{folder.resolve()}", "-S", str(probe), "-o", str(asm)],
+                          capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return {"probe": [f"probe did not compile: {proc.stderr.strip()[:300]}"]}
+    names = [f"probe_{n}" for n in static.SELECT_PRIMITIVES]
+    return static.conditional_jumps(asm.read_text(encoding="utf-8"), names)

@@ -1,0 +1,30 @@
+"""The CODEGEN-Ennn error codes (docs/codegen.md lists them).
+
+Every error names where it comes from: the NNEF file, line and column of the instruction,
+or the artifact path that is missing or malformed.
+"""
+
+from __future__ import annotations
+
+from pipeline.diagnostics import PipelineError
+
+CODES: dict[str, str] = {
+    "CODEGEN-E001": "operation not supported by the C generator (names it, its NNEF location and the supported list)",
+    "CODEGEN-E002": "operand or attribute the C generator cannot implement (element type other than scalar, "
+                    "rank, attribute value)",
+    "CODEGEN-E003": "input artifact missing or unreadable (split plan, schedule, item file, tensor file)",
+    "CODEGEN-E004": "the item description does not check, or its schedule does not match it",
+    "CODEGEN-E005": "tensor file does not match its declaration (shape, element type)",
+    "CODEGEN-E006": "deployment has items of a target without a generator (cuda, nvdla)",
+    "CODEGEN-E007": "generated code does not compile cleanly under the qualified flags",
+    "CODEGEN-E008": "internal: the generated code or its buffer plan violates an invariant (a generator bug)",
+}
+
+
+class CodegenError(PipelineError):
+    """A generator input the C generator cannot process; code from CODES."""
+
+    def __init__(self, code: str, message: str, location: str = "") -> None:
+        if code not in CODES:
+            raise ValueError(f"undocumented codegen code {code!r}")
+        super().__init__(code, message, location)

@@ -1,0 +1,249 @@
+"""Static analysis of generated C code (HLR-COD-001), from the files alone.
+
+A validator of the generator, not part of it: it reads the sources and the compiled objects
+and checks, independently of how they were produced,
+  * no dynamic allocation and no non-local jumps: no call of malloc, calloc, realloc, free,
+    alloca, setjmp, longjmp, no goto, no variable-length array;
+  * no recursion: the call graph of the functions defined in the sources is acyclic;
+  * no libm: no object references a symbol libm exports (nm), and the link uses no -lm;
+  * numeric kernels (every nnef_op_* function) contain no branch at all (no if, else, ?:,
+    switch, while, &&, ||): selections are bitwise, so no branch can depend on tensor data;
+    their loops are `for (int v = A; v < B; ...)` with A and B integer constants, enclosing
+    loop variables or reads of generation-time index tables (IX_*), so every bound is fixed;
+  * the runtime's selection primitives compile to code without conditional jumps (assembly);
+  * the buffer plan: no two buffers live at the same step share a byte, and the arena the C
+    code declares is as large as memory_map.json says;
+  * segregation: an item's code names only its own arena and the sync variables the plan
+    gives it.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+FORBIDDEN_CALLS = ("malloc", "calloc", "realloc", "free", "alloca", "setjmp", "longjmp", "sbrk", "mmap")
+BRANCH_TOKENS = re.compile(r"\b(if|else|switch|while|goto|case)\b|\?|&&|\|\|")
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+STRING = re.compile(r'"(?:\\.|[^"\\])*"')
+FUNCTION = re.compile(r"^(?:static\s+)?(?:inline\s+)?(?:__attribute__\(\(\w+\)\)\s*)?[A-Za-z_][\w\s\*]*?\b([A-Za-z_]\w*)"
+                      r"\s*\(([^;{}]*)\)\s*\{", re.M)
+CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+FOR = re.compile(r"\bfor\s*\(([^;]*);([^;]*);([^)]*)\)")
+FOR_INIT = re.compile(r"^\s*int\s+([A-Za-z_]\w*)\s*=\s*(.+?)\s*$")
+FOR_COND = re.compile(r"^\s*([A-Za-z_]\w*)\s*<\s*(.+?)\s*$")
+FOR_STEP = re.compile(r"^\s*(?:\+\+([A-Za-z_]\w*)|([A-Za-z_]\w*)\s*\+=\s*(\d+))\s*$")
+BOUND_TOKEN = re.compile(r"[A-Za-z_]\w*|\d+|[-+*/%()\[\]\s]")
+ARRAY_DECL = re.compile(r"\b(?:float|int|int32_t|uint32_t|nnef_vf)\s+[A-Za-z_]\w*((?:\s*\[[^\]]*\])+)")
+SELECT_PRIMITIVES = ("nnef_select", "nnef_max", "nnef_min", "nnef_relu", "nnef_max_update", "nnef_min_update",
+                     "nnef_rint", "nnef_floor", "nnef_ceil", "nnef_vmax", "nnef_vrelu", "nnef_vmax_update",
+                     "nnef_vselect", "nnef_sign")
+LIBM_FALLBACK = ("exp", "expf", "log", "logf", "pow", "powf", "sqrt", "sqrtf", "tanh", "tanhf", "floor", "floorf",
+                 "ceil", "ceilf", "rint", "rintf", "fabs", "fabsf", "sin", "cos", "lrint", "nearbyintf", "fmaf", "fma")
+
+
+def strip(text: str) -> str:
+    """Source without comments and string literals (so that neither is analysed as code)."""
+    return STRING.sub('""', COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text))
+
+
+def functions(text: str) -> dict[str, str]:
+    """Name -> body of every function defined in `text` (comments and strings stripped)."""
+    code = strip(text)
+    result = {}
+    for match in FUNCTION.finditer(code):
+        name = match.group(1)
+        if name in ("if", "for", "while", "switch", "return", "sizeof"):
+            continue
+        start = match.end() - 1
+        depth, end = 0, start
+        for end in range(start, len(code)):
+            if code[end] == "{":
+                depth += 1
+            elif code[end] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+        result[name] = code[start + 1:end]
+    return result
+
+
+@dataclass
+class StaticReport:
+    problems: list[str] = field(default_factory=list)
+    measured: dict[str, Any] = field(default_factory=dict)
+
+
+def forbidden_constructs(files: dict[str, str]) -> list[str]:
+    """Calls of allocation/jump functions, goto, and array declarators of non-constant size."""
+    problems = []
+    for name, text in files.items():
+        code = strip(text)
+        for call in CALL.finditer(code):
+            if call.group(1) in FORBIDDEN_CALLS:
+                line = code[:call.start()].count("\n") + 1
+                problems.append(f"{name}:{line}: call of {call.group(1)} (dynamic allocation or non-local jump)")
+        for match in re.finditer(r"\bgoto\b", code):
+            problems.append(f"{name}:{code[:match.start()].count(chr(10)) + 1}: goto")
+        for decl in ARRAY_DECL.finditer(code):
+            for size in re.findall(r"\[([^\]]*)\]", decl.group(1)):
+                if size.strip() and not re.fullmatch(r"[\d\s*+()A-Z_]*", size.strip()):
+                    line = code[:decl.start()].count("\n") + 1
+                    problems.append(f"{name}:{line}: array of non-constant size [{size.strip()}] (a VLA)")
+    return problems
+
+
+def call_graph_cycles(files: dict[str, str]) -> tuple[int, list[list[str]]]:
+    """(number of functions, cycles) of the call graph of every function defined in `files`."""
+    bodies: dict[str, str] = {}
+    for text in files.values():
+        bodies.update(functions(text))
+    graph = {f: sorted({c for c in CALL.findall(body) if c in bodies}) for f, body in bodies.items()}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return len(graph), cycles
+
+
+def kernel_problems(item_file: str, text: str) -> tuple[int, int, list[str]]:
+    """(kernels, loops, problems) of the nnef_op_* functions: branches and loop bounds."""
+    problems = []
+    loops = 0
+    kernels = {n: b for n, b in functions(text).items() if n.startswith("nnef_op_")}
+    for name, body in kernels.items():
+        for match in BRANCH_TOKENS.finditer(body):
+            problems.append(f"{item_file}: {name}: branch construct '{match.group(0)}' in a numeric kernel")
+        bound_vars: set[str] = set()
+        for loop in FOR.finditer(body):
+            loops += 1
+            init, cond, step = loop.groups()
+            mi, mc, ms = FOR_INIT.match(init), FOR_COND.match(cond), FOR_STEP.match(step)
+            var = mi.group(1) if mi else None
+            if not (mi and mc and ms) or mc.group(1) != var or (ms.group(1) or ms.group(2)) != var:
+                problems.append(f"{item_file}: {name}: loop 'for ({init};{cond};{step})' is not of the form "
+                                "for (int v = A; v < B; ++v / v += C)")
+                continue
+            for bound in (mi.group(2), mc.group(2)):
+                names = [t for t in BOUND_TOKEN.findall(bound) if re.fullmatch(r"[A-Za-z_]\w*", t)]
+                bad = [t for t in names if t not in bound_vars and not t.startswith("IX_")]
+                leftover = BOUND_TOKEN.sub("", bound)
+                if bad or leftover.strip():
+                    problems.append(f"{item_file}: {name}: loop bound '{bound.strip()}' depends on {bad or leftover}, "
+                                    "not only on constants, loop variables and index tables")
+            bound_vars.add(var)
+    return len(kernels), loops, problems
+
+
+def libm_symbols(cc: str = "gcc") -> set[str]:
+    """The symbols libm exports (from the library itself; a fixed list if it cannot be read)."""
+    try:
+        path = subprocess.run([cc, "-print-file-name=libm.so.6"], capture_output=True, text=True,
+                              check=False).stdout.strip()
+        if path and Path(path).is_file():
+            out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=False)
+            names = {line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip()}
+            if names:
+                return names
+    except OSError:
+        pass
+    return set(LIBM_FALLBACK)
+
+
+def undefined_symbols(objects: Iterable[Path]) -> dict[str, list[str]]:
+    """Object -> the symbols it references but does not define (nm -u)."""
+    result = {}
+    for obj in objects:
+        out = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=False)
+        result[obj.name] = sorted(line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip())
+    return result
+
+
+def conditional_jumps(assembly: str, names: Iterable[str]) -> dict[str, list[str]]:
+    """For each function of `names` present in the assembly: its conditional jumps (j* but jmp)."""
+    result: dict[str, list[str]] = {}
+    current = None
+    for line in assembly.splitlines():
+        label = re.match(r"^([A-Za-z_][\w.]*):", line)
+        if label:
+            base = label.group(1).split(".")[0]
+            current = base if base in names else (current if label.group(1).startswith(".L") else None)
+            if current and current == base:
+                result.setdefault(current, [])
+            continue
+        if current:
+            ins = line.strip().split()
+            if ins and re.fullmatch(r"j(?!mp\b)[a-z]+", ins[0]):
+                result[current].append(line.strip())
+    return result
+
+
+def probe_source() -> str:
+    """A translation unit that instantiates every selection primitive as an external function."""
+    lines = ['#include "nnef_runtime.h"']
+    scalar = {"nnef_select": "int c, float a, float b", "nnef_max": "float a, float b", "nnef_min": "float a, float b",
+              "nnef_relu": "float a", "nnef_max_update": "float a, float b", "nnef_min_update": "float a, float b",
+              "nnef_rint": "float a", "nnef_floor": "float a", "nnef_ceil": "float a", "nnef_sign": "float a"}
+    for name, params in scalar.items():
+        args = ", ".join(p.split()[-1] for p in params.split(", "))
+        lines.append(f"float probe_{name}({params});")
+        lines.append(f"float probe_{name}({params}) {{ return {name}({args}); }}")
+    vector = {"nnef_vmax": "a, b", "nnef_vrelu": "a", "nnef_vmax_update": "a, b"}
+    for name, args in vector.items():
+        lines.append(f"void probe_{name}(const float *pa, const float *pb, float *out);")
+        lines.append(f"void probe_{name}(const float *pa, const float *pb, float *out) "
+                     f"{{ nnef_vf a = nnef_vload(pa), b = nnef_vload(pb); (void)b; nnef_vstore(out, {name}({args})); }}")
+    return "\n".join(lines) + "\n"
+
+
+def plan_problems(memory_map: dict[str, Any], item_source: str) -> list[str]:
+    """Overlapping live buffers, buffers outside the arena, and an arena declared smaller than planned."""
+    problems = []
+    arena = memory_map["arena"]
+    size = int(memory_map["arena_bytes"])
+    buffers = memory_map["buffers"]
+    for b in buffers:
+        if b["offset"] < 0 or b["offset"] + b["size"] > size or b["offset"] % memory_map["alignment"]:
+            problems.append(f"buffer {b['tensor']} [{b['offset']}, +{b['size']}) misaligned or outside the arena")
+    for i, a in enumerate(buffers):
+        for b in buffers[i + 1:]:
+            live = a["first"] <= b["last"] and b["first"] <= a["last"]
+            shared = a["offset"] < b["offset"] + b["size"] and b["offset"] < a["offset"] + a["size"]
+            if live and shared:
+                problems.append(f"{a['tensor']} (steps {a['first']}..{a['last']}) and {b['tensor']} "
+                                f"(steps {b['first']}..{b['last']}) are live together and share bytes")
+    match = re.search(rf"\bfloat\s+{re.escape(arena)}\s*\[(\d+)\]", item_source)
+    if not match or int(match.group(1)) * 4 < size:
+        problems.append(f"the item declares {arena} with {match.group(1) if match else 'no'} floats, "
+                        f"the plan needs {size} bytes")
+    return problems
+
+
+def segregation_problems(item: str, text: str, allowed_sync: set[str]) -> list[str]:
+    """Names of other items' arenas, or of sync variables the plan does not give this item."""
+    code = strip(text)
+    problems = []
+    for arena in sorted(set(re.findall(r"\bnnef_arena_(\w+)", code))):
+        if arena != item:
+            problems.append(f"item {item} names the arena of item {arena}")
+    for var in sorted(set(re.findall(r"\bnnef_sync(?:buf)?_(\w+)", code))):
+        if var not in allowed_sync and var not in ("wait", "races"):
+            problems.append(f"item {item} names sync variable {var}, which the plan does not give it")
+    return problems

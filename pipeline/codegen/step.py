@@ -1,0 +1,90 @@
+"""The codegen step: C code for every deployment of a model whose items are all `cpu`.
+
+artifacts/<m>/codegen/c/<deployment>/...   the generated code (pipeline.codegen.c.generate)
+artifacts/<m>/codegen/status.json          per deployment: generated, or why not
+artifacts/<m>/codegen/checks.json          codegen.static, codegen.trace, codegen.compile
+artifacts/<m>/codegen/record.json
+
+The checks are validators that read the written files only (pipeline.codegen.checks).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pipeline.atomic import write_json
+from pipeline.codegen import checks
+from pipeline.codegen.c.generate import DEFAULT_LANES, generate_deployment
+from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.deployment import load_deployment, sha256_of
+from pipeline.deploy import load_deploy
+from pipeline.diagnostics import PipelineError
+from pipeline.evidence.checks import CheckResult, results_document
+from pipeline.evidence.records import record_step
+from pipeline.layout import checks_path, model_dir, project_relative, step_dir
+from pipeline.target.build import compiler_version
+
+log = logging.getLogger(__name__)
+
+STEP = "codegen"
+STATUS_FILE = "status.json"
+NO_GENERATOR = "no CUDA/NVDLA generator yet"
+
+
+def c_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
+    return step_dir(model, STEP, root) / "c" / deployment
+
+
+def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int = DEFAULT_LANES) -> list[CheckResult]:
+    """Generate, compile-check and trace-check the C code of every deployment of `model`."""
+    base = Path(root)
+    deploy_path = model_dir(model, base) / "deploy.yaml"
+    spec = load_deploy(deploy_path)
+    out = step_dir(model, STEP, base)
+    split = step_dir(model, "split", base)
+    export = step_dir(model, "export", base)
+    (out / "c").mkdir(parents=True, exist_ok=True)
+    for child in (out / "c").iterdir():
+        if child.is_dir() and child.name not in spec.deployments:
+            shutil.rmtree(child)
+    status: dict[str, Any] = {}
+    results: list[CheckResult] = []
+    for name, deployment in spec.deployments.items():
+        subject = f"{model}/{name}"
+        folder = c_folder(model, name, base)
+        others = [f"{i.name} ({i.target})" for i in deployment.items if i.target != "cpu"]
+        if others:
+            reason = f"{NO_GENERATOR}: items {', '.join(others)}"
+            status[name] = {"status": "not run", "reason": reason}
+            results += [checks.not_run(check, subject, reason) for check in checks.ALL]
+            if folder.is_dir():
+                shutil.rmtree(folder)
+            continue
+        try:
+            loaded = load_deployment(split / name, export, base)
+            if folder.is_dir():
+                shutil.rmtree(folder)
+            generated = generate_deployment(loaded, folder, lanes=lanes)
+        except (CodegenError, PipelineError) as error:
+            reason = f"{error.code}: {error.message}" + (f" ({error.location})" if error.location else "")
+            status[name] = {"status": "failed", "reason": reason}
+            results += [checks.failed_generation(check, subject, reason) for check in checks.ALL]
+            if folder.is_dir():
+                shutil.rmtree(folder)
+            log.error("codegen %s: %s", subject, reason)
+            continue
+        status[name] = {"status": "generated", "folder": project_relative(folder, base), "lanes": lanes,
+                        "files": {project_relative(p, base): sha256_of(p) for p in sorted(generated.files)}}
+        with tempfile.TemporaryDirectory(prefix="nnef-codegen-") as tmp:
+            results += checks.evaluate(subject, folder, base, Path(tmp))
+    write_json(out / STATUS_FILE, {"schema_version": 1, "model": model, "deployments": status})
+    write_json(checks_path(model, STEP, base), results_document(results))
+    record_step(model, STEP, inputs=[p for p in (deploy_path, split, export) if p.exists()],
+                command=["doit", f"codegen:{model}"], root=base, parameters={"lanes": lanes},
+                extra_tools={"gcc": compiler_version()})
+    return results

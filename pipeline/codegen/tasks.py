@@ -1,0 +1,66 @@
+"""doit tasks of the codegen step: `codegen:<model>` for every shipped model.
+
+Each sub-task generates the C code of every all-`cpu` deployment of models/<m>/deploy.yaml
+and checks it (pipeline.codegen.step). It depends on the spec, the split's plan and schedule
+of every deployment (and the item files existing when doit loads), the export (graph and
+provenance.json, which holds the sha256 of every tensor file) and the sources of the
+generator, its runtime, the reference programs it emits and the validators. status.json (a
+target) holds the sha256 of every generated file, so the run step re-runs on any change.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from pipeline.deploy import DeployError, load_deploy
+from pipeline.evidence.records import RECORD_FILE
+from pipeline.layout import checks_path, model_dir, model_names, step_dir
+
+PACKAGE = Path(__file__).resolve().parents[1]
+SOURCE_GLOBS = ("codegen/*.py", "codegen/c/*.py", "codegen/c/kernels/*.py", "codegen/c/runtime/*",
+                "semantics/transcendental.py", "semantics/windows.py", "target/build.py", "nnef/*.py",
+                "nnef/*.lark", "split/plan.py", "deploy.py", "layout.py", "atomic.py")
+
+
+def sources(globs: tuple[str, ...] = SOURCE_GLOBS) -> list[str]:
+    """Project-relative source files matching `globs` under pipeline/."""
+    root = PACKAGE.parent
+    files = sorted({p for pattern in globs for p in PACKAGE.glob(pattern) if p.is_file() and p.suffix != ".pyc"})
+    return [p.relative_to(root).as_posix() for p in files]
+
+
+def deployments(model: str) -> list[str]:
+    try:
+        return list(load_deploy(model_dir(model) / "deploy.yaml").deployments)
+    except DeployError:
+        return []
+
+
+def _generate(model: str) -> bool:
+    from pipeline.codegen.step import run_codegen_step
+
+    run_codegen_step(model, ".")
+    return True  # the verdicts are evidence; a failing check fails `verify`, not this task
+
+
+def task_codegen() -> Iterator[dict[str, Any]]:
+    """Generate and check the C code of every all-CPU deployment of each model."""
+    deps = sources()
+    for model in model_names("."):
+        split, export = step_dir(model, "split"), step_dir(model, "export")
+        file_dep = [(model_dir(model) / "deploy.yaml").as_posix(), (export / "graph.nnef").as_posix(),
+                    (export / "provenance.json").as_posix()]
+        for name in deployments(model):
+            file_dep += [(split / name / "plan.json").as_posix(), (split / name / "schedule.json").as_posix()]
+            file_dep += sorted(p.as_posix() for p in (split / name).glob("*.nnef"))
+        out = step_dir(model, "codegen")
+        yield {
+            "name": model,
+            "doc": f"generate and check the C code of {model}'s CPU deployments",
+            "actions": [(_generate, [model])],
+            "file_dep": sorted(set(file_dep)) + deps,
+            "targets": [checks_path(model, "codegen").as_posix(), (out / "status.json").as_posix(),
+                        (out / RECORD_FILE).as_posix()],
+            "clean": True,
+        }

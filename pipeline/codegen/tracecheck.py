@@ -1,0 +1,190 @@
+"""Trace and weight checks of generated code (HLR-COD-002, LLR-COD-001), from the files alone.
+
+Trace: every instruction of the item's NNEF file (as the checker reads it) has an entry in
+trace.json whose code lines exist and carry a comment naming that NNEF line; in the other
+direction every generated kernel function and every weight array lies inside an entry's
+range; the NNEF file still has the hash the trace recorded.
+
+Weights: every array weights.json lists is re-derived here from its tensor file (whose
+SHA-256 must still be the recorded one) by this module's own implementation of the layout,
+and compared bit for bit with the values parsed back from the generated header. So a weight
+in the executable is traced to the trained parameter, not merely to a comment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.nnef.checker import check_paths
+from pipeline.nnef.tensorfile import read_tensor
+
+ARRAY = re.compile(r"static const float (\w+)\[(\d+)\][^=]*=\s*\{(.*?)\};", re.S)
+DECLARATIONS = ("external", "variable", "variablesync", "constant")
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def parse_arrays(text: str) -> dict[str, np.ndarray]:
+    """Every `static const float NAME[n] = {...};` of a generated header, as float32 arrays."""
+    result = {}
+    for match in ARRAY.finditer(text):
+        items = [t.strip() for t in match.group(3).replace("\n", " ").split(",") if t.strip()]
+        values = []
+        special = {"INFINITY": np.inf, "(-INFINITY)": -np.inf, "NAN": np.nan, "(-NAN)": -np.nan}
+        for item in items:
+            if item in special:
+                values.append(np.float32(special[item]) if item != "(-NAN)" else -np.float32(np.nan))
+            else:
+                values.append(np.float32(float.fromhex(item.rstrip("fF"))))
+        array = np.asarray(values, np.float32)
+        if array.size != int(match.group(2)):
+            raise ValueError(f"array {match.group(1)} declares {match.group(2)} values, holds {array.size}")
+        result[match.group(1)] = array
+    return result
+
+
+def expected_layout(data: np.ndarray, layout: dict[str, Any]) -> np.ndarray:
+    """The array a layout description promises, built from the tensor file's data."""
+    kind = layout.get("kind")
+    data = np.asarray(data, np.float32)
+    if kind == "identity":
+        return data.reshape(-1)
+    if kind == "transpose2d":
+        return np.ascontiguousarray(data.reshape(data.shape[0], -1).T).reshape(-1)
+    if kind == "conv_blocks":
+        groups, og, cg, kh, kw, block = (int(layout[k]) for k in ("groups", "og", "cg", "kh", "kw", "block"))
+        nblocks = -(-og // block)
+        out = np.zeros((groups, nblocks, cg, kh, kw, block), np.float32)
+        w = data.reshape(groups, og, cg, kh, kw)
+        for g in range(groups):
+            for o in range(og):
+                out[g, o // block, :, :, :, o % block] = w[g, o]
+        return out.reshape(-1)
+    if kind == "bias_blocks":
+        groups, og, block = int(layout["groups"]), int(layout["og"]), int(layout["block"])
+        nblocks = -(-og // block)
+        flat = data.reshape(-1)
+        per_channel = np.full(groups * og, flat[0], np.float32) if flat.size == 1 else flat
+        out = np.zeros((groups, nblocks, block), np.float32)
+        for o in range(groups * og):
+            g, local = divmod(o, og)
+            out[g, local // block, local % block] = per_channel[o]
+        return out.reshape(-1)
+    if kind == "bias_channels":
+        flat = data.reshape(-1)
+        outs = int(layout["outs"])
+        return np.full(outs, flat[0], np.float32) if flat.size == 1 else flat.copy()
+    if kind == "linear_blocks":
+        outs, depth, block = int(layout["outs"]), int(layout["depth"]), int(layout["block"])
+        w = data.reshape(outs, depth)
+        nblocks = -(-outs // block)
+        out = np.zeros((nblocks, depth, block), np.float32)
+        for o in range(outs):
+            out[o // block, :, o % block] = w[o]
+        return out.reshape(-1)
+    raise ValueError(f"unknown layout {kind!r}")
+
+
+def check_weights(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]]:
+    """Problems with the item's weight arrays and (arrays, floats) checked."""
+    problems: list[str] = []
+    record = json.loads((item_dir / "weights.json").read_text(encoding="utf-8"))
+    headers = list(item_dir.glob("nnef_weights_*.h"))
+    if len(headers) != 1:
+        return [f"{item_dir}: expected one weights header, found {len(headers)}"], {}
+    text = headers[0].read_text(encoding="utf-8")
+    arrays = parse_arrays(text)
+    floats = 0
+    for entry in record["arrays"]:
+        name = entry["array"]
+        dat = root / entry["file"]
+        if not dat.is_file():
+            problems.append(f"{name}: tensor file {entry['file']} does not exist")
+            continue
+        if _sha256(dat) != entry["sha256"]:
+            problems.append(f"{name}: {entry['file']} changed since the code was generated (sha256 differs)")
+        if entry["sha256"] not in text or entry["file"] not in text:
+            problems.append(f"{name}: the header does not name {entry['file']} and its sha256")
+        if name not in arrays:
+            problems.append(f"{name}: listed in weights.json but not defined in {headers[0].name}")
+            continue
+        try:
+            expected = expected_layout(read_tensor(dat), entry["layout"])
+        except (ValueError, KeyError) as error:
+            problems.append(f"{name}: {error}")
+            continue
+        got = arrays[name]
+        if expected.shape != got.shape or expected.view(np.uint32).tobytes() != got.view(np.uint32).tobytes():
+            diff = int(np.argmax(expected.view(np.uint32) != got.view(np.uint32))) if expected.shape == got.shape else -1
+            problems.append(f"{name}: values differ from {entry['file']} in layout {entry['layout'].get('kind')}"
+                            + (f" (first at element {diff})" if diff >= 0 else f" (sizes {got.size} vs {expected.size})"))
+        floats += got.size
+    return problems, {"weight_arrays": len(record["arrays"]), "weight_floats": floats}
+
+
+def check_trace(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]]:
+    """Problems with the item's trace.json against its NNEF file and the generated code."""
+    problems: list[str] = []
+    trace = json.loads((item_dir / "trace.json").read_text(encoding="utf-8"))
+    nnef = root / trace["nnef_file"]
+    if not nnef.is_file():
+        return [f"NNEF file {trace['nnef_file']} does not exist"], {}
+    if _sha256(nnef) != trace["nnef_sha256"]:
+        problems.append(f"{trace['nnef_file']} changed since the code was generated")
+    report = check_paths([nnef], tensors=False)
+    graph = next((g for g in report.graphs if (g.item or g.name) == trace["item"]), None)
+    if graph is None:
+        return [f"{trace['nnef_file']} has no graph for item {trace['item']}"], {}
+    instruction_lines = sorted({op.span.line for op in graph.operations if op.span})
+    entries = trace["entries"]
+    covered = {e["nnef_line"] for e in entries}
+    for line in instruction_lines:
+        if line not in covered:
+            problems.append(f"NNEF line {line} of {trace['nnef_file']} has no trace entry")
+    files: dict[str, list[str]] = {}
+    for e in entries:
+        path = root / e["code_file"]
+        if e["code_file"] not in files:
+            if not path.is_file():
+                problems.append(f"code file {e['code_file']} does not exist")
+                files[e["code_file"]] = []
+                continue
+            files[e["code_file"]] = path.read_text(encoding="utf-8").splitlines()
+        lines = files[e["code_file"]]
+        first, last = e["code_lines"]
+        if not 1 <= first <= last <= len(lines):
+            problems.append(f"entry for NNEF line {e['nnef_line']}: lines {first}-{last} outside {e['code_file']}")
+            continue
+        block = "\n".join(lines[first - 1:last])
+        name = Path(trace["nnef_file"]).name
+        mentions = re.search(rf"{re.escape(name)}:{e['nnef_line']}\b", block) is not None
+        declared = e["code_file"].endswith("nnef_deployment.c") and "variablesync" in block
+        is_tensor_decl = re.search(r"static float \*const T_\w+", block) is not None
+        if not (mentions or declared or is_tensor_decl):
+            problems.append(f"entry for NNEF line {e['nnef_line']}: {e['code_file']}:{first}-{last} does not name "
+                            f"{name}:{e['nnef_line']}")
+    # back: every kernel function and weight array lies inside an entry's range
+    for code_file, lines in files.items():
+        ranges = [(e["code_lines"][0], e["code_lines"][1]) for e in entries if e["code_file"] == code_file]
+        for number, text in enumerate(lines, start=1):
+            defined = re.match(r"static (?:void (nnef_op_\w+)\(|const float (\w+)\[)", text)
+            if defined and not any(a <= number <= b for a, b in ranges):
+                what = defined.group(1) or defined.group(2)
+                if what.startswith(("D_", "B_nnef_op")):
+                    continue  # derived generation-time constants (divisors, literal biases)
+                problems.append(f"{code_file}:{number}: {what} is not inside any trace entry")
+    return problems, {"instructions": len(instruction_lines), "trace_entries": len(entries)}
+
+
+def code_to_nnef(trace: dict[str, Any], code_file: str, line: int) -> list[int]:
+    """The NNEF lines whose trace entries cover `code_file`:`line` (the backward direction)."""
+    return sorted({e["nnef_line"] for e in trace["entries"]
+                   if e["code_file"] == code_file and e["code_lines"][0] <= line <= e["code_lines"][1]})

@@ -1,0 +1,62 @@
+"""The checks of the compare step (one result per check and deployment, `<model>/<deployment>`).
+
+compare.reference    HLR-NUM-001, LLR-NUM-001  C outputs bit-identical to the reference semantics
+compare.onnxruntime  HLR-NUM-002, LLR-NUM-002            C outputs within the tolerance of onnxruntime's
+compare.traces       HLR-EXE-004, LLR-RUN-001  every captured trace (with and without noise) a valid
+                                               path of the net; outputs identical across runs
+met.budget           HLR-MET-001, LLR-MET-001  max measured time per inference <= budget
+met.stability        HLR-MET-002, LLR-MET-001  jitter bound; no drift against the accepted baseline
+met.path             HLR-MET-002, LLR-MET-002  identical instruction counts for every input
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from pipeline.evidence.checks import CheckResult, Verdict, register_check
+
+STEP = "compare"
+REFERENCE = "compare.reference"
+ONNXRUNTIME = "compare.onnxruntime"
+TRACES = "compare.traces"
+BUDGET = "met.budget"
+STABILITY = "met.stability"
+PATH = "met.path"
+ALL = (REFERENCE, ONNXRUNTIME, TRACES, BUDGET, STABILITY, PATH)
+
+register_check(REFERENCE, "Executed C code reproduces the reference semantics bit for bit on every validation vector",
+               STEP, ["HLR-NUM-001", "LLR-NUM-001", "LLR-COD-005"],
+               "Outputs of the uninstrumented build on the N seeded vectors against pipeline.semantics.interpret "
+               "on the exported description: 0 ULP, same sign of zero, NaN where NaN; the first diverging element "
+               "(vector, index, both values, ULP) on failure.")
+register_check(ONNXRUNTIME, "Executed C code agrees with onnxruntime within the deployment tolerance",
+               STEP, ["HLR-NUM-002", "LLR-NUM-002"],
+               "Outputs against the ONNX model run by onnxruntime (one thread) on the same vectors: max abs error "
+               "within min(HLR-NUM-002 max_abs_error, deploy.yaml tolerance), max rel error if given; top-1 "
+               "agreement reported.")
+register_check(TRACES, "Every captured execution trace, with and without temporal noise, is a valid path of the net",
+               STEP, ["HLR-EXE-004", "LLR-RUN-001"],
+               "Instrumented runs (one plain, seeded noise runs) replayed on the coloured Petri net of the items "
+               "under schedule.json (pipeline.petri.trace.replay, shared clock); every run's outputs byte-identical "
+               "to the uninstrumented run's.")
+register_check(BUDGET, "The maximum measured execution time of one inference is within the budget",
+               STEP, ["HLR-MET-001", "LLR-MET-001"],
+               "met.runs timed inferences of the uninstrumented build (after warm-up): max <= deploy.yaml "
+               "met.budget_us.")
+register_check(STABILITY, "Measured execution time is stable: bounded jitter and no drift against the accepted baseline",
+               STEP, ["HLR-MET-002", "LLR-MET-001"],
+               "(p99 - median) / median <= max_jitter_ratio; median <= accepted median * (1 + max_drift_ratio) "
+               "(models/<m>/met-baseline.json; not run without one).")
+register_check(PATH, "The execution path is data-independent: identical instruction counts for every input",
+               STEP, ["HLR-MET-002", "LLR-MET-002"],
+               "callgrind instruction count of one inference (item run functions, waits excluded) for several "
+               "validation vectors, an all-zero and a special-value input (NaN, inf, subnormals): all equal.")
+
+
+def result(check_id: str, subject: str, verdict: Verdict, reason: str = "", measured: dict[str, Any] | None = None,
+           read: Sequence[str] = (), written: Sequence[str] = ()) -> CheckResult:
+    return CheckResult(check_id, subject, verdict, reason, dict(measured or {}), list(read), list(written))
+
+
+def not_run_all(subject: str, reason: str, read: Sequence[str] = ()) -> list[CheckResult]:
+    return [result(check, subject, Verdict.NOT_RUN, reason, read=read) for check in ALL]

@@ -1,0 +1,268 @@
+"""The compare step: judge what the run step measured, per deployment (docs/compare.md).
+
+artifacts/<m>/compare/
+    reference/<output>.dat          the reference semantics on the run's N vectors
+    onnxruntime/<output>.dat        onnxruntime (one thread) on the same vectors
+    <deployment>/numeric.json       per output: against the reference and against onnxruntime
+    <deployment>/traces.json        replay verdict of every captured trace
+    <deployment>/met.json           whole-network and per-step statistics, budget, jitter, drift
+    <deployment>/met.md             the paper's table layout
+    <deployment>/met-histogram.svg  distribution of the whole-network times
+    <deployment>/path.json          instruction counts per input
+    checks.json, record.json
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.atomic import write_json, write_text
+from pipeline.compare import checks
+from pipeline.compare.checks import result
+from pipeline.compare.met import jitter_ratio, load_baseline, markdown_table, step_rows, stats_us
+from pipeline.compare.numeric import compare
+from pipeline.compare.reference import onnxruntime_outputs, read_inputs, reference_outputs
+from pipeline.compare.svg import histogram_svg
+from pipeline.compare.traces import replay_traces
+from pipeline.deploy import DeploySpec, load_deploy
+from pipeline.diagnostics import PipelineError
+from pipeline.evidence.checks import CheckResult, Verdict, results_document
+from pipeline.evidence.records import record_step
+from pipeline.evidence.requirements import load_requirements
+from pipeline.layout import checks_path, model_dir, project_relative, step_dir
+from pipeline.nnef.tensorfile import read_tensor
+from pipeline.target.execute import write_arrays
+
+log = logging.getLogger(__name__)
+
+STEP = "compare"
+
+
+def _parameters(root: Path) -> dict[str, float]:
+    """Normative values read from the requirements (not copied)."""
+    requirements = load_requirements(root)
+    return {"max_abs_error": float(requirements.parameter("HLR-NUM-002", "max_abs_error")),
+            "max_ulp": int(requirements.parameter("HLR-NUM-001", "max_ulp")),
+            "max_jitter_ratio": float(requirements.parameter("HLR-MET-002", "max_jitter_ratio")),
+            "max_drift_ratio": float(requirements.parameter("HLR-MET-002", "max_drift_ratio"))}
+
+
+def _numeric(subject: str, outputs: dict[str, np.ndarray], reference: dict[str, np.ndarray],
+             ort: dict[str, np.ndarray], spec: DeploySpec, params: dict[str, float], folder: Path,
+             read: list[str], root: Path) -> list[CheckResult]:
+    exact = compare(outputs, reference, exact=True)
+    tolerance = min(params["max_abs_error"], spec.validation.tolerance.max_abs_error)
+    rel = spec.validation.tolerance.max_rel_error
+    versus = compare(outputs, ort, max_abs_error=tolerance, max_rel_error=rel)
+    path = write_json(folder / "numeric.json", {
+        "schema_version": 1, "reference": exact.to_json(),
+        "onnxruntime": {**versus.to_json(), "tolerance": {"max_abs_error": tolerance, "max_rel_error": rel,
+                                                          "deploy_max_abs_error": spec.validation.tolerance.max_abs_error,
+                                                          "hlr_max_abs_error": params["max_abs_error"]}}})
+    written = [project_relative(path, root)]
+    failure = exact.first_failure()
+    results = [result(checks.REFERENCE, subject, Verdict.PASS if exact.passed else Verdict.FAIL,
+                      failure.reason if failure else "", exact.measured(), read, written)]
+    failure = versus.first_failure()
+    measured = {**versus.measured(), "tolerance_max_abs_error": tolerance, "tolerance_max_rel_error": rel}
+    results.append(result(checks.ONNXRUNTIME, subject, Verdict.PASS if versus.passed else Verdict.FAIL,
+                          failure.reason if failure else "", measured, read, written))
+    return results
+
+
+def _traces(subject: str, split_dir: Path, run_dir: Path, run_doc: dict[str, Any], folder: Path, root: Path
+            ) -> CheckResult:
+    traces = sorted(run_dir.glob("trace-*.json"))
+    read = [project_relative(p, root) for p in traces] + [project_relative(split_dir / "schedule.json", root)]
+    if not traces:
+        return result(checks.TRACES, subject, Verdict.NOT_RUN, "the run step captured no trace", read=read)
+    verdicts = replay_traces(split_dir, traces, root)
+    different = [r["name"] for r in run_doc.get("traced_runs", []) if not r.get("outputs_identical_to_plain")]
+    noisy = sum(1 for r in run_doc.get("traced_runs", []) if r.get("noise_seed") is not None)
+    path = write_json(folder / "traces.json", {"schema_version": 1, "traces": [v.to_json() for v in verdicts],
+                                               "runs_with_different_outputs": different})
+    measured = {"traces": len(verdicts), "noise_runs": noisy, "valid": sum(v.passed for v in verdicts),
+                "events": sum(v.measured.get("events", 0) for v in verdicts),
+                "inferences_per_trace": max((v.measured.get("inferences", 0) for v in verdicts), default=0),
+                "outputs_identical_across_runs": not different}
+    failed = next((v for v in verdicts if not v.passed), None)
+    if failed:
+        return result(checks.TRACES, subject, Verdict.FAIL, f"{failed.trace}: {failed.reason}", measured, read,
+                      [project_relative(path, root)])
+    if different:
+        return result(checks.TRACES, subject, Verdict.FAIL, f"outputs of {', '.join(different)} differ from the "
+                      "uninstrumented run", measured, read, [project_relative(path, root)])
+    if not noisy:
+        return result(checks.TRACES, subject, Verdict.NOT_RUN, "no run under temporal noise was captured", measured,
+                      read, [project_relative(path, root)])
+    return result(checks.TRACES, subject, Verdict.PASS, "", measured, read, [project_relative(path, root)])
+
+
+def _met(model: str, deployment: str, subject: str, spec: DeploySpec, run_dir: Path, run_doc: dict[str, Any],
+         split_dir: Path, params: dict[str, float], folder: Path, root: Path) -> list[CheckResult]:
+    timing_path, steps_path = run_dir / "timing.json", run_dir / "step-timing.json"
+    read = [project_relative(p, root) for p in (timing_path, steps_path) if p.is_file()]
+    if not timing_path.is_file():
+        reason = "the run step measured no execution time"
+        return [result(c, subject, Verdict.NOT_RUN, reason, read=read) for c in (checks.BUDGET, checks.STABILITY)]
+    timing = json.loads(timing_path.read_text(encoding="utf-8"))
+    whole = stats_us(timing["ns"])
+    schedule = json.loads((split_dir / "schedule.json").read_text(encoding="utf-8"))
+    rows = step_rows(json.loads(steps_path.read_text(encoding="utf-8")), schedule) if steps_path.is_file() else []
+    budget = spec.met.budget_us
+    jitter = jitter_ratio(whole)
+    build = (run_doc.get("builds") or [{}])[0]
+    baseline = load_baseline(model, root)
+    base = (baseline or {}).get("deployments", {}).get(deployment)
+    drift = None if not base else whole["median_us"] / base["median_us"] - 1.0
+    document = {"schema_version": 1, "model": model, "deployment": deployment, "whole_network": whole,
+                "steps": rows, "budget_us": budget, "jitter_ratio": round(jitter, 4),
+                "max_jitter_ratio": params["max_jitter_ratio"], "drift_ratio": None if drift is None else round(drift, 4),
+                "max_drift_ratio": params["max_drift_ratio"], "baseline": base,
+                "compiler": run_doc.get("compiler", ""), "flags": build.get("flags", []),
+                "host_isa": run_doc.get("host_isa", ""), "method": {
+                    "warmup": timing.get("warmup"), "runs": timing.get("runs"), "clock": "CLOCK_MONOTONIC",
+                    "whole_network": "uninstrumented build, start to end barrier of each inference",
+                    "steps": "instrumented build, start/end events of each schedule step"}}
+    written = [write_json(folder / "met.json", document),
+               write_text(folder / "met.md", markdown_table(model, deployment, whole, rows, budget)),
+               write_text(folder / "met-histogram.svg", histogram_svg(
+                   [n / 1e3 for n in timing["ns"]], f"{model}/{deployment}: time per inference ({whole['runs']} runs)",
+                   marks=[("median", whole["median_us"]), ("p99", whole["p99_us"]), ("budget", budget)]))]
+    written_rel = [project_relative(p, root) for p in written]
+    measured = {key: whole[key] for key in ("runs", "mean_us", "min_us", "max_us", "std_us", "median_us", "p99_us")}
+    out = []
+    if whole["max_us"] <= budget:
+        out.append(result(checks.BUDGET, subject, Verdict.PASS, "", {**measured, "budget_us": budget}, read, written_rel))
+    else:
+        out.append(result(checks.BUDGET, subject, Verdict.FAIL, f"max {whole['max_us']} us exceeds the budget {budget} us "
+                          f"(median {whole['median_us']} us)", {**measured, "budget_us": budget}, read, written_rel))
+    stability = {**measured, "jitter_ratio": round(jitter, 4), "max_jitter_ratio": params["max_jitter_ratio"],
+                 "drift_ratio": None if drift is None else round(drift, 4), "max_drift_ratio": params["max_drift_ratio"]}
+    jitter_ok = jitter <= params["max_jitter_ratio"]
+    baseline_rel = project_relative(model_dir(model, root) / "met-baseline.json", root)
+    if not jitter_ok:
+        out.append(result(checks.STABILITY, subject, Verdict.FAIL, f"jitter (p99 - median) / median = {jitter:.3f} exceeds "
+                          f"{params['max_jitter_ratio']} (median {whole['median_us']} us, p99 {whole['p99_us']} us)",
+                          stability, read, written_rel))
+    elif drift is None:
+        out.append(result(checks.STABILITY, subject, Verdict.NOT_RUN,
+                          f"jitter {jitter:.3f} <= {params['max_jitter_ratio']} passed, but the drift check did not run: "
+                          f"no accepted baseline for {deployment} in {baseline_rel} (accept with "
+                          f"`python -m pipeline compare accept-met {model}`)", stability, read, written_rel))
+    elif drift > params["max_drift_ratio"]:
+        out.append(result(checks.STABILITY, subject, Verdict.FAIL, f"median {whole['median_us']} us drifted by "
+                          f"{drift:+.1%} from the accepted {base['median_us']} us (bound {params['max_drift_ratio']:.0%})",
+                          stability, read + [baseline_rel], written_rel))
+    else:
+        out.append(result(checks.STABILITY, subject, Verdict.PASS, "", stability, read + [baseline_rel], written_rel))
+    return out
+
+
+def _path(subject: str, run_dir: Path, folder: Path, root: Path) -> CheckResult:
+    path = run_dir / "instructions.json"
+    if not path.is_file():
+        return result(checks.PATH, subject, Verdict.NOT_RUN, "the run step counted no instructions")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    read = [project_relative(path, root)]
+    if data.get("status") != "ran":
+        return result(checks.PATH, subject, Verdict.NOT_RUN, data.get("reason", "instruction counting did not run"),
+                      read=read)
+    counts = {e["input"]: e["instructions"] for e in data["inputs"]}
+    written = [project_relative(write_json(folder / "path.json", {"schema_version": 1, "tool": data.get("tool"),
+                                                                  "counts": counts}), root)]
+    measured = {"inputs": len(counts), "instructions": sorted(set(counts.values())), "tool": data.get("tool")}
+    if len(counts) < 2:
+        return result(checks.PATH, subject, Verdict.NOT_RUN, "fewer than two inputs counted", measured, read, written)
+    if len(set(counts.values())) != 1:
+        first = next(iter(counts.items()))
+        other = next((k, v) for k, v in counts.items() if v != first[1])
+        return result(checks.PATH, subject, Verdict.FAIL, f"instruction counts differ: {first[0]} {first[1]}, "
+                      f"{other[0]} {other[1]}", measured, read, written)
+    return result(checks.PATH, subject, Verdict.PASS, "", measured, read, written)
+
+
+def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[CheckResult]:
+    """Compare every deployment's run with the references; write checks.json and record.json."""
+    base = Path(root)
+    deploy_path = model_dir(model, base) / "deploy.yaml"
+    spec = load_deploy(deploy_path)
+    out = step_dir(model, STEP, base)
+    run = step_dir(model, "run", base)
+    out.mkdir(parents=True, exist_ok=True)
+    for child in out.iterdir():
+        if child.is_dir() and child.name not in spec.deployments and child.name not in ("reference", "onnxruntime"):
+            shutil.rmtree(child)
+    params = _parameters(base)
+    results: list[CheckResult] = []
+    inputs_read: list[Path] = [deploy_path]
+    documents = {name: (run / name / "run.json") for name in spec.deployments}
+    ran = {name: json.loads(p.read_text(encoding="utf-8")) for name, p in documents.items() if p.is_file()}
+    reference = ort = None
+    if any(doc.get("status") == "ran" for doc in ran.values()):
+        try:
+            inputs = read_inputs(model, base)
+            if not inputs:
+                raise PipelineError("COMPARE-E001", "no input vectors under artifacts/<m>/run/inputs")
+            reference = reference_outputs(model, base, inputs)
+            ort, _runner = onnxruntime_outputs(model, base, inputs)
+        except PipelineError as error:
+            if not error.code.startswith("COMPARE-"):
+                error = PipelineError("COMPARE-E002", f"a reference could not be computed: {error.code}: "
+                                      f"{error.message}", error.location)
+            raise error
+        write_arrays(reference, out / "reference")
+        write_arrays(ort, out / "onnxruntime")
+        inputs_read += [run / "inputs", step_dir(model, "export", base), model_dir(model, base) / "model.onnx"]
+    for name in spec.deployments:
+        subject = f"{model}/{name}"
+        doc = ran.get(name)
+        folder = out / name
+        if doc is None:
+            results += checks.not_run_all(subject, "the run step did not run this deployment")
+            continue
+        inputs_read.append(run / name)
+        if doc.get("status") != "ran":
+            verb = "did not run" if doc.get("status") == "not run" else "failed"
+            results += checks.not_run_all(subject, f"the run {verb}: {doc.get('reason', '')}",
+                                          [project_relative(documents[name], base)])
+            continue
+        assert reference is not None and ort is not None
+        run_dir = run / name
+        outputs = {n: read_tensor(base / p) for n, p in doc["outputs"].items()}
+        read = [project_relative(base / p, base) for p in doc["outputs"].values()] + \
+            [project_relative(out / "reference", base), project_relative(out / "onnxruntime", base)]
+        split_dir = step_dir(model, "split", base) / name
+        try:
+            results += _numeric(subject, outputs, reference, ort, spec, params, folder, read, base)
+            results.append(_traces(subject, split_dir, run_dir, doc, folder, base))
+            results += _met(model, name, subject, spec, run_dir, doc, split_dir, params, folder, base)
+            results.append(_path(subject, run_dir, folder, base))
+        except (PipelineError, ValueError, KeyError) as error:
+            log.error("compare %s: %s", subject, error)
+            done = {r.check_id for r in results if r.subject == subject}
+            results += [result(c, subject, Verdict.FAIL, f"comparison failed: {error}") for c in checks.ALL
+                        if c not in done]
+    write_json(checks_path(model, STEP, base), results_document(results))
+    baseline = model_dir(model, base) / "met-baseline.json"
+    record_step(model, STEP, inputs=[p for p in inputs_read + [baseline] if p.exists()],
+                command=["doit", f"compare:{model}"], root=base,
+                parameters={**params, "deploy_max_abs_error": spec.validation.tolerance.max_abs_error,
+                            "deploy_max_rel_error": spec.validation.tolerance.max_rel_error,
+                            "budget_us": spec.met.budget_us})
+    return results
+
+
+def current_met_documents(model: str, root: str | os.PathLike[str] = ".") -> dict[str, dict[str, Any]]:
+    """The met.json of every deployment the last compare step measured."""
+    out = step_dir(model, STEP, Path(root))
+    return {p.parent.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(out.glob("*/met.json"))}
+
+

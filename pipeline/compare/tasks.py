@@ -1,0 +1,51 @@
+"""doit tasks of the compare step: `compare:<model>` for every shipped model.
+
+Each sub-task judges the run step's measurements (pipeline.compare.step): against the
+reference semantics and onnxruntime, traces on the Petri net, MET against the budget and the
+accepted baseline, instruction counts. It depends on run.json of every deployment (which
+holds the sha256 of everything the run measured), the spec, the accepted MET baseline when
+there is one, the model, the export and the sources of the comparison, the reference
+semantics and the Petri trace replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from pipeline.codegen.tasks import deployments, sources
+from pipeline.compare.met import baseline_path
+from pipeline.evidence.records import RECORD_FILE
+from pipeline.layout import checks_path, model_dir, model_names, step_dir
+
+SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
+                "petri/load.py", "petri/net.py", "export/runtime.py", "nnef/*.py", "deploy.py")
+
+
+def _compare(model: str) -> bool:
+    from pipeline.compare.step import run_compare_step
+
+    run_compare_step(model, ".")
+    return True  # the verdicts are evidence; a failing check fails `verify`, not this task
+
+
+def task_compare() -> Iterator[dict[str, Any]]:
+    """Numeric, trace and MET verdicts of each model's executed code."""
+    deps = sources(SOURCE_GLOBS) + ["requirements/hlr.yaml"]
+    for model in model_names("."):
+        run = step_dir(model, "run")
+        export = step_dir(model, "export")
+        file_dep = [(model_dir(model) / "deploy.yaml").as_posix(), (model_dir(model) / "model.onnx").as_posix(),
+                    (export / "graph.nnef").as_posix(), (export / "provenance.json").as_posix(),
+                    (run / RECORD_FILE).as_posix()]
+        file_dep += [(run / name / "run.json").as_posix() for name in deployments(model)]
+        if baseline_path(model).is_file():
+            file_dep.append(baseline_path(model).as_posix())
+        out = step_dir(model, "compare")
+        yield {
+            "name": model,
+            "doc": f"compare {model}'s executed code with the references; traces; MET",
+            "actions": [(_compare, [model])],
+            "file_dep": sorted(set(file_dep)) + deps,
+            "targets": [checks_path(model, "compare").as_posix(), (out / RECORD_FILE).as_posix()],
+            "clean": True,
+        }

@@ -1,0 +1,147 @@
+"""Compile generated C code with the qualified flags (docs/codegen.md "Flags").
+
+QUALIFIED_FLAGS fix the language and the floating-point contract: C99, -O2, every warning an
+error, no contraction of a*b+c into a fused multiply-add. Added, with the reason:
+    -fno-math-errno   sqrt becomes the IEEE instruction instead of a libm call that sets errno;
+                      it changes no result (errno is never read)
+    -pthread          one thread per item (POSIX threads, barriers)
+    -mavx2 -mno-fma   (only for code generated with 8 lanes, on an x86-64 host with AVX2)
+                      256-bit registers for the same IEEE single-precision operations;
+                      -mno-fma makes fused multiply-add instructions unavailable outright
+Never: -ffast-math, -Ofast, -ffinite-math-only, -fno-trapping-math, -march=native or any flag
+enabling FMA. Linking uses no -lm: a libm symbol left in the code fails the link.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from pipeline.atomic import write_bytes
+from pipeline.diagnostics import PipelineError
+
+QUALIFIED_FLAGS: tuple[str, ...] = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off")
+EXTRA_FLAGS: tuple[str, ...] = ("-fno-math-errno", "-pthread")
+ISA_FLAGS: dict[str, tuple[str, ...]] = {"avx2": ("-mavx2", "-mno-fma"), "baseline": ()}
+FORBIDDEN_FLAGS = ("-ffast-math", "-Ofast", "-ffinite-math-only", "-fno-trapping-math", "-march=native",
+                   "-mfma", "-ffp-contract=fast", "-funsafe-math-optimizations", "-fassociative-math")
+SANITIZE_FLAGS: tuple[str, ...] = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
+
+
+@dataclass
+class BuildResult:
+    """A built executable and how it was built."""
+
+    binary: Path
+    command: list[str]
+    compiler: str
+    flags: list[str]
+    defines: list[str]
+    diagnostics: str = ""
+    objects: list[Path] = field(default_factory=list)
+
+
+def compiler_path(cc: str | None = None) -> str:
+    """The C compiler: `cc`, $CC, or gcc; RUN-E001 when it is not installed."""
+    name = cc or os.environ.get("CC") or "gcc"
+    found = shutil.which(name)
+    if not found:
+        raise PipelineError("RUN-E001", f"C compiler '{name}' not found (install gcc: Debian package gcc)")
+    return name
+
+
+def compiler_version(cc: str | None = None) -> str:
+    """The first line of `cc --version` (recorded with every build)."""
+    name = compiler_path(cc)
+    out = subprocess.run([name, "--version"], capture_output=True, text=True, check=False)
+    return (out.stdout.splitlines() or ["unknown"])[0].strip()
+
+
+def host_isa() -> str:
+    """'avx2' on an x86-64 host whose CPU reports AVX2, else 'baseline'."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return "baseline"
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "baseline"
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return "avx2" if "avx2" in line.split(":", 1)[-1].split() else "baseline"
+    return "baseline"
+
+
+def isa_for(lanes: int) -> str:
+    """The instruction-set flags for code generated with `lanes` lanes on this host."""
+    return "avx2" if lanes == 8 and host_isa() == "avx2" else "baseline"
+
+
+def build_flags(lanes: int, *, trace: bool = False, sanitize: bool = False,
+                defines: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    """(compiler flags, -D defines) of a build; never one of FORBIDDEN_FLAGS."""
+    flags = list(QUALIFIED_FLAGS) + list(EXTRA_FLAGS) + list(ISA_FLAGS[isa_for(lanes)])
+    if sanitize:
+        flags += list(SANITIZE_FLAGS)
+    all_defines = (["NNEF_TRACE"] if trace else []) + list(defines)
+    bad = [f for f in flags if f in FORBIDDEN_FLAGS]
+    if bad:
+        raise PipelineError("RUN-E002", f"forbidden compiler flags {bad}")
+    return flags, all_defines
+
+
+def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], binary: str | os.PathLike[str],
+                     lanes: int, *, trace: bool = False, sanitize: bool = False, defines: Sequence[str] = (),
+                     include_dirs: Sequence[str] = (".",), cc: str | None = None,
+                     timeout: float = 600.0) -> BuildResult:
+    """Compile `sources` (relative to `code_dir`) into `binary`; RUN-E003 with the diagnostics on
+    any error or warning (warnings are errors under -Werror, so an empty stderr is the proof
+    that none was issued). Written atomically: a failed build leaves no binary."""
+    name = compiler_path(cc)
+    flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines)
+    folder = Path(code_dir)
+    target = Path(binary).resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    command = [name, *flags, *[f"-I{d}" for d in include_dirs], *[f"-D{d}" for d in defs], *sources,
+               "-o", str(temporary)]
+    proc = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout, check=False)
+    diagnostics = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0 or diagnostics:
+        temporary.unlink(missing_ok=True)
+        raise PipelineError("RUN-E003", f"build failed (exit {proc.returncode}) in {folder}: "
+                            f"{shlex.join(command)}\n{diagnostics}", str(folder))
+    write_bytes(target, temporary.read_bytes())
+    temporary.unlink(missing_ok=True)
+    os.chmod(target, 0o755)
+    shown = [c if c != str(temporary) else target.name for c in command]
+    return BuildResult(target, shown, compiler_version(cc), flags, defs, diagnostics)
+
+
+def compile_objects(code_dir: str | os.PathLike[str], sources: Sequence[str], out_dir: str | os.PathLike[str],
+                    lanes: int, *, defines: Sequence[str] = (), include_dirs: Sequence[str] = (".",),
+                    cc: str | None = None) -> tuple[list[Path], list[str], str]:
+    """Compile each source to an object with the build flags (for static analysis); returns the
+    objects, the command lines and the concatenated diagnostics (empty when clean)."""
+    name = compiler_path(cc)
+    flags, defs = build_flags(lanes, defines=defines)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    objects, commands, diagnostics = [], [], []
+    for source in sources:
+        obj = out / (Path(source).name.rsplit(".", 1)[0] + ".o")
+        command = [name, *flags, *[f"-I{d}" for d in include_dirs], *[f"-D{d}" for d in defs], "-c", source,
+                   "-o", str(obj.resolve())]
+        proc = subprocess.run(command, cwd=code_dir, capture_output=True, text=True, check=False)
+        text = (proc.stdout + proc.stderr).strip()
+        commands.append(shlex.join(command[:-1] + [obj.name]))
+        if text or proc.returncode != 0:
+            diagnostics.append(f"{source} (exit {proc.returncode}):\n{text}")
+        if proc.returncode == 0:
+            objects.append(obj)
+    return objects, commands, "\n".join(diagnostics)

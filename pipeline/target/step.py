@@ -1,0 +1,250 @@
+"""The run step: build and run every generated deployment of a model (docs/target.md).
+
+artifacts/<m>/run/
+    inputs/<input>.dat                 the N validation vectors ([N, *shape], pipeline.vectors rule)
+    <deployment>/run.json              what ran: builds (compiler, flags), runs, status
+    <deployment>/bin/nnef_run[_trace]  the executables that were run
+    <deployment>/outputs/<output>.dat  outputs of the uninstrumented build on the N vectors
+    <deployment>/trace-*.json          instrumented runs (trace-plain, trace-noise-<seed>), Petri format
+    <deployment>/timing.json           MET campaign: ns of each of met.runs inferences (uninstrumented)
+    <deployment>/step-timing.json      per step: ns of each inference of the campaign (instrumented)
+    <deployment>/instructions.json     callgrind instruction counts of one inference per input
+    checks.json, record.json
+
+The step measures and records; pipeline/compare judges. A deployment without generated C
+code (an item of target cuda or nvdla, or codegen not run) gets run.json with status
+"not run" and the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pipeline.atomic import write_json
+from pipeline.codegen.c.generate import BUILD_FILE
+from pipeline.deploy import load_deploy
+from pipeline.diagnostics import PipelineError
+from pipeline.evidence.checks import results_document
+from pipeline.evidence.records import record_step
+from pipeline.layout import checks_path, model_dir, step_dir
+from pipeline.target.build import compile_and_link, compiler_version, host_isa, isa_for
+from pipeline.target.execute import read_outputs, run_harness, write_arrays, write_input_vectors
+from pipeline.target.instructions import count_instructions, special_vector, valgrind_version
+
+log = logging.getLogger(__name__)
+
+STEP = "run"
+RUN_FILE = "run.json"
+TIMING_FILE = "timing.json"
+STEP_TIMING_FILE = "step-timing.json"
+INSTRUCTIONS_FILE = "instructions.json"
+NOISE_SEEDS = (1, 2)
+WARMUP = 10
+PATH_VECTORS = 4      # validation vectors whose instruction counts are compared, plus zeros and specials
+NO_GENERATOR = "no CUDA/NVDLA generator yet"
+
+
+def _rel(path: Path, base: Path) -> str:
+    try:
+        return path.resolve().relative_to(base.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def code_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
+    return step_dir(model, "codegen", root) / "c" / deployment
+
+
+def run_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
+    return step_dir(model, STEP, root) / deployment
+
+
+def _canonical_trace(raw: Path, target: Path) -> dict[str, Any]:
+    """Rewrite the harness's trace as canonical JSON; returns it."""
+    data = json.loads(raw.read_text(encoding="utf-8"))
+    write_json(target, data)
+    return data
+
+
+def _step_durations(trace: dict[str, Any], first_inference: int) -> dict[str, list[list[int]]]:
+    """Per item and step: the ns between start and end, for inferences >= first_inference."""
+    result: dict[str, list[list[int]]] = {}
+    for item, events in trace["items"].items():
+        started: dict[tuple[int, int], int] = {}
+        steps: dict[int, list[int]] = {}
+        for e in events:
+            if e["inference"] < first_inference:
+                continue
+            key = (e["inference"], e["step"])
+            if e["event"] == "start":
+                started[key] = e["t"]
+            else:
+                steps.setdefault(e["step"], []).append(e["t"] - started[key])
+        count = 1 + max(steps, default=-1)
+        result[item] = [steps.get(k, []) for k in range(count)]
+    return result
+
+
+def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int, runs: int,
+                   *, instructions: bool = True, noise_seeds: tuple[int, ...] = NOISE_SEEDS) -> dict[str, Any]:
+    """Build and run one deployment; returns its run.json document."""
+    code = code_folder(model, deployment, root)
+    out = run_folder(model, deployment, root)
+    manifest_path = code / BUILD_FILE
+    if not manifest_path.is_file():
+        reason = "no generated C code (codegen did not produce build.json)"
+        codegen_status = step_dir(model, "codegen", root) / "status.json"
+        if codegen_status.is_file():
+            status = json.loads(codegen_status.read_text(encoding="utf-8")).get("deployments", {}).get(deployment)
+            if status:
+                reason = status.get("reason", reason)
+        document = {"schema_version": 1, "model": model, "deployment": deployment, "status": "not run",
+                    "reason": reason}
+        write_json(out / RUN_FILE, document)
+        return document
+    if out.is_dir():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    lanes = int(manifest["lanes"])
+    sources = list(manifest["sources"])
+    output_names = [o["name"] for o in manifest["outputs"]]
+    capacity = vectors + runs + WARMUP
+    plain = compile_and_link(code, sources, out / "bin" / "nnef_run", lanes)
+    traced = compile_and_link(code, sources, out / "bin" / "nnef_run_trace", lanes,
+                              trace=True, defines=[f"NNEF_TRACE_INFERENCES={capacity}"])
+    builds = [{"binary": _rel(b.binary, root), "command": b.command, "flags": b.flags, "defines": b.defines,
+               "diagnostics": b.diagnostics} for b in (plain, traced)]
+    outputs_dir = out / "outputs"
+    run_harness(plain.binary, inputs_dir, outputs_dir, vectors)
+    reference = read_outputs(outputs_dir, output_names)
+    traced_runs = []
+    with tempfile.TemporaryDirectory(prefix="nnef-run-") as tmp:
+        scratch = Path(tmp)
+        for index, seed in enumerate((None,) + tuple(noise_seeds)):
+            name = "trace-plain" if seed is None else f"trace-noise-{seed}"
+            raw = scratch / f"{name}.json"
+            outs = scratch / name
+            result = run_harness(traced.binary, inputs_dir, outs, vectors, trace=raw, noise_seed=seed)
+            _canonical_trace(raw, out / f"{name}.json")
+            got = read_outputs(outs, output_names)
+            identical = all(got[n].tobytes() == reference[n].tobytes() for n in output_names)
+            traced_runs.append({"name": name, "trace": _rel(out / f"{name}.json", root),
+                                "noise_seed": seed, "vectors": vectors, "seconds": round(result.seconds, 3),
+                                "outputs_identical_to_plain": identical})
+        # MET campaign, uninstrumented: whole-inference times
+        timing_raw = scratch / "timing.json"
+        run_harness(plain.binary, inputs_dir, scratch / "timing-out", vectors, time_runs=runs, timing=timing_raw,
+                    warmup=WARMUP)
+        timing = json.loads(timing_raw.read_text(encoding="utf-8"))
+        write_json(out / TIMING_FILE, {"schema_version": 1, "build": "uninstrumented", "runs": timing["runs"],
+                                       "warmup": timing["warmup"], "vectors": timing["vectors"],
+                                       "clock": "CLOCK_MONOTONIC", "ns": timing["ns"]})
+        # per instruction, instrumented
+        steps_raw = scratch / "steps.json"
+        run_harness(traced.binary, inputs_dir, scratch / "steps-out", vectors, time_runs=runs,
+                    timing=scratch / "steps-timing.json", warmup=WARMUP, trace=steps_raw)
+        durations = _step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
+        schedule = {item["name"]: item for item in manifest["items"]}
+        write_json(out / STEP_TIMING_FILE, {"schema_version": 1, "build": "instrumented", "runs": runs,
+                                            "clock": "CLOCK_MONOTONIC",
+                                            "items": {item: [{"step": k, "ns": ns} for k, ns in enumerate(steps)]
+                                                      for item, steps in sorted(durations.items())},
+                                            "functions": {name: item["functions"] for name, item in schedule.items()}})
+        # instruction counts
+        if instructions:
+            write_json(out / INSTRUCTIONS_FILE, _instruction_counts(plain.binary, inputs_dir, manifest, scratch))
+    document = {
+        "schema_version": 1,
+        "model": model,
+        "deployment": deployment,
+        "status": "ran",
+        "compiler": compiler_version(),
+        "host_isa": host_isa(),
+        "isa_flags": isa_for(lanes),
+        "lanes": lanes,
+        "builds": builds,
+        "vectors": vectors,
+        "outputs": {n: _rel(outputs_dir / f"{n}.dat", root) for n in output_names},
+        "traced_runs": traced_runs,
+        "met_runs": runs,
+        "warmup": WARMUP,
+    }
+    write_json(out / RUN_FILE, document)
+    return document
+
+
+def _instruction_counts(binary: Path, inputs_dir: Path, manifest: dict[str, Any], scratch: Path) -> dict[str, Any]:
+    version = valgrind_version()
+    if version is None:
+        return {"schema_version": 1, "status": "not run", "reason": "valgrind is not installed", "inputs": []}
+    from pipeline.nnef.tensorfile import read_tensor
+
+    stacks = {i["name"]: read_tensor(inputs_dir / f"{i['name']}.dat") for i in manifest["inputs"]}
+    cases: list[tuple[str, dict[str, np.ndarray]]] = []
+    for v in range(min(PATH_VECTORS, min(s.shape[0] for s in stacks.values()))):
+        cases.append((f"vector {v}", {n: s[v:v + 1] for n, s in stacks.items()}))
+    cases.append(("zeros", {n: np.zeros_like(s[:1]) for n, s in stacks.items()}))
+    cases.append(("special values", {n: special_vector(s[:1].shape) for n, s in stacks.items()}))
+    counted = []
+    for label, arrays in cases:
+        folder = scratch / "path" / label.replace(" ", "-")
+        write_arrays(arrays, folder / "inputs")
+        count = count_instructions(binary, folder / "inputs", folder)
+        counted.append({"input": label, "instructions": count})
+    return {"schema_version": 1, "status": "ran", "tool": f"{version} --tool=callgrind",
+            "toggle_collect": ["nnef_item_*_run", "nnef_sync_wait (off)", "nnef_barrier (off)"],
+            "inputs": counted}
+
+
+def run_run_step(model: str, root: str | os.PathLike[str] = ".", *, vectors: int | None = None,
+                 runs: int | None = None, instructions: bool = True,
+                 deployments: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Build and run every deployment of `model`; writes run artifacts, checks.json and record.json."""
+    base = Path(root)
+    deploy_path = model_dir(model, base) / "deploy.yaml"
+    spec = load_deploy(deploy_path)
+    count = vectors or spec.validation.vectors
+    campaign = runs or spec.met.runs
+    out = step_dir(model, STEP, base)
+    out.mkdir(parents=True, exist_ok=True)
+    inputs_dir = out / "inputs"
+    write_input_vectors(spec.inputs, count, spec.validation.seed, inputs_dir)
+    documents: dict[str, dict[str, Any]] = {}
+    names = deployments or list(spec.deployments)
+    for child in out.iterdir():
+        if child.is_dir() and child.name not in ("inputs",) and child.name not in spec.deployments:
+            shutil.rmtree(child)
+    for name in names:
+        deployment = spec.deployments[name]
+        if any(item.target != "cpu" for item in deployment.items):
+            others = ", ".join(f"{i.name} ({i.target})" for i in deployment.items if i.target != "cpu")
+            document = {"schema_version": 1, "model": model, "deployment": name, "status": "not run",
+                        "reason": f"{NO_GENERATOR}: items {others}"}
+            write_json(run_folder(model, name, base) / RUN_FILE, document)
+            documents[name] = document
+            continue
+        try:
+            documents[name] = run_deployment(model, name, base, inputs_dir, count, campaign, instructions=instructions)
+        except PipelineError as error:
+            document = {"schema_version": 1, "model": model, "deployment": name, "status": "failed",
+                        "reason": f"{error.code}: {error.message}"[:4000]}
+            write_json(run_folder(model, name, base) / RUN_FILE, document)
+            documents[name] = document
+            log.error("run %s/%s: %s", model, name, error)
+    write_json(checks_path(model, STEP, base), results_document([]))
+    codegen = step_dir(model, "codegen", base)
+    record_step(model, STEP, inputs=[p for p in (deploy_path, codegen) if p.exists()],
+                command=["doit", f"run:{model}"], root=base,
+                parameters={"vectors": count, "seed": spec.validation.seed, "met_runs": campaign,
+                            "noise_seeds": list(NOISE_SEEDS), "warmup": WARMUP},
+                extra_tools={"gcc": compiler_version(), **({"valgrind": v} if (v := valgrind_version()) else {})})
+    return documents

@@ -1,0 +1,133 @@
+"""Every shipped model and every CPU deployment, end to end through codegen, run and compare.
+
+In a scratch project (models/ and requirements/ linked): export and split (the other steps'
+own functions), then our three steps. Asserted here: the code checks pass (static, trace,
+compile); 0 ULP against the reference semantics on the spec's seeded vectors (100); within
+the tolerance of onnxruntime; every trace (plain and under seeded noise) is a valid path of
+the net and the traced runs' outputs are identical; identical instruction counts for every
+input (not run without valgrind, with that reason). MET verdicts depend on the machine's load
+and are only required to be present and honest (not asserted to pass).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import cghelpers as H  # noqa: E402
+
+from pipeline.evidence.checks import Verdict  # noqa: E402
+from pipeline.layout import model_names  # noqa: E402
+
+MODELS = model_names(H.ROOT)
+MET_RUNS = 50
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is not installed")
+    from pipeline.export.step import run_export_step
+    from pipeline.split.step import run_split_step
+
+    root = H.project_root(tmp_path_factory.mktemp("project"))
+    for model in MODELS:
+        run_export_step(model, root)
+        run_split_step(model, root, vectors=1)
+    return root
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def model_results(request, project):
+    from pipeline.codegen.step import run_codegen_step
+    from pipeline.compare.step import run_compare_step
+    from pipeline.target.step import run_run_step
+
+    model = request.param
+    codegen = run_codegen_step(model, project)
+    runs = run_run_step(model, project, runs=MET_RUNS)
+    compare = run_compare_step(model, project)
+    return model, codegen, runs, compare
+
+
+def _by(results, check_id):
+    return {r.subject: r for r in results if r.check_id == check_id}
+
+
+def test_every_cpu_deployment_ran(model_results):
+    model, _, runs, _ = model_results
+    assert runs, model
+    for name, doc in runs.items():
+        assert doc["status"] == "ran", (name, doc.get("reason"))
+        assert doc["vectors"] == 100
+
+
+@pytest.mark.parametrize("check", ["codegen.static", "codegen.trace", "codegen.compile"])
+def test_code_checks_pass(model_results, check):
+    _, codegen, _, _ = model_results
+    results = _by(codegen, check)
+    assert results
+    for subject, r in results.items():
+        assert r.verdict is Verdict.PASS, f"{subject}: {r.reason}"
+
+
+def test_zero_ulp_against_reference(model_results):
+    _, _, _, compare = model_results
+    for subject, r in _by(compare, "compare.reference").items():
+        assert r.verdict is Verdict.PASS, f"{subject}: {r.reason}"
+        assert r.measured["max_ulp"] == 0 and r.measured["bit_identical"] and r.measured["vectors"] == 100
+
+
+def test_within_onnxruntime_tolerance(model_results):
+    _, _, _, compare = model_results
+    for subject, r in _by(compare, "compare.onnxruntime").items():
+        assert r.verdict is Verdict.PASS, f"{subject}: {r.reason}"
+        assert r.measured["top1_agreement"] == 1.0
+
+
+def test_traces_valid_with_and_without_noise(model_results):
+    _, _, _, compare = model_results
+    for subject, r in _by(compare, "compare.traces").items():
+        assert r.verdict is Verdict.PASS, f"{subject}: {r.reason}"
+        assert r.measured["noise_runs"] >= 2 and r.measured["valid"] == r.measured["traces"]
+        assert r.measured["outputs_identical_across_runs"]
+
+
+def test_instruction_counts_identical(model_results):
+    _, _, _, compare = model_results
+    for subject, r in _by(compare, "met.path").items():
+        if shutil.which("valgrind") is None:
+            assert r.verdict is Verdict.NOT_RUN and "valgrind" in r.reason
+        else:
+            assert r.verdict is Verdict.PASS, f"{subject}: {r.reason}"
+            assert len(r.measured["instructions"]) == 1 and r.measured["inputs"] >= 6
+
+
+def test_met_verdicts_are_honest(model_results, project):
+    model, _, _, compare = model_results
+    for check in ("met.budget", "met.stability"):
+        for subject, r in _by(compare, check).items():
+            assert r.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.NOT_RUN)
+            assert r.measured["runs"] == MET_RUNS
+            if r.verdict is not Verdict.PASS:
+                assert r.reason
+    for folder in (project / "artifacts" / model / "compare").iterdir():
+        if folder.is_dir() and (folder / "met.json").is_file():
+            met = json.loads((folder / "met.json").read_text())
+            assert met["steps"] and met["whole_network"]["min_us"] > 0
+            assert (folder / "met.md").read_text().startswith(f"# MET {model}/")
+            assert "<svg" in (folder / "met-histogram.svg").read_text()
+
+
+def test_code_traces_read_by_the_evidence_builder(model_results, project):
+    from pipeline.evidence.codetrace import read_code_traces
+
+    model = model_results[0]
+    traces, findings = read_code_traces(model, project)
+    assert traces and not findings, [f.message for f in findings]

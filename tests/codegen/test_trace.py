@@ -1,0 +1,107 @@
+"""trace.json and weights: written in the evidence shape, read back, reversed, and tampering seen."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import cghelpers as H  # noqa: E402
+
+from pipeline.codegen import tracecheck  # noqa: E402
+from pipeline.nnef.tensorfile import write_tensor  # noqa: E402
+
+BODY = """
+    x = external<scalar>(shape = [2, 6]);
+    w = variable<scalar>(shape = [5, 6], label = 'w');
+    b = variable<scalar>(shape = [1, 5], label = 'b');
+    k = constant<scalar>(shape = [1, 5], value = [0.5, -1.0, 2.0, 0.0, 3.0]);
+    l = linear(x, w, b);
+    m = mul(l, k);
+    y = softmax(m, axes = [1]);
+"""
+
+
+@pytest.fixture()
+def project(tmp_path):
+    """A project root with artifacts/t/codegen/... so that the evidence reader finds the trace."""
+    root = tmp_path
+    split = H.single_item(root / "artifacts" / "t" / "split" / "unit", BODY,
+                          {"w": np.linspace(-1, 1, 30, dtype=np.float32).reshape(5, 6),
+                           "b": np.array([[0.1, 0.2, 0.3, 0.4, np.inf]], np.float32)})
+    code = root / "artifacts" / "t" / "codegen" / "c" / "unit"
+    H.generate(split, split, code, 4, root)
+    return root, split, code / "CPU0"
+
+
+def test_trace_shape_round_trip_and_reverse(project):
+    from pipeline.evidence.codetrace import read_code_traces
+
+    root, split, item = project
+    traces, findings = read_code_traces("t", root)
+    assert len(traces) == 1 and not findings, [f.message for f in findings]
+    trace = json.loads((item / "trace.json").read_text())
+    assert set(trace) == {"schema_version", "item", "target", "nnef_file", "nnef_sha256", "entries"}
+    assert trace["target"] == "c" and trace["nnef_file"].endswith("CPU0.nnef")
+    lines = (split / "CPU0.nnef").read_text().splitlines()
+    instructions = [i + 1 for i, text in enumerate(lines) if "=" in text and "(" in text]
+    assert sorted({e["nnef_line"] for e in trace["entries"]}) == instructions
+    source = (item / "nnef_item_CPU0.c").read_text().splitlines()
+    for e in trace["entries"]:
+        if e["code_file"].endswith("nnef_item_CPU0.c") and "nnef_op_" in source[e["code_lines"][0] + 3 - 1]:
+            first = e["code_lines"][0]
+            assert tracecheck.code_to_nnef(trace, e["code_file"], first + 1) == [e["nnef_line"]]
+    problems, measured = tracecheck.check_trace(item, root)
+    assert problems == [] and measured["instructions"] == len(instructions)
+
+
+def test_weights_are_the_tensor_files(project):
+    root, _, item = project
+    problems, measured = tracecheck.check_weights(item, root)
+    assert problems == [] and measured["weight_arrays"] >= 2
+    header = (item / "nnef_weights_CPU0.h").read_text()
+    record = json.loads((item / "weights.json").read_text())
+    for entry in record["arrays"]:
+        assert entry["sha256"] in header and entry["file"] in header
+
+
+def test_changed_tensor_file_and_changed_array_are_seen(project):
+    root, split, item = project
+    header = item / "nnef_weights_CPU0.h"
+    text = header.read_text()
+    first_value = text.split("= {\n", 1)[1].split(",", 1)[0].strip()
+    header.write_text(text.replace(first_value, "0x1.8p+3f", 1))
+    problems, _ = tracecheck.check_weights(item, root)
+    assert any("values differ" in p for p in problems)
+    header.write_text(text)
+    write_tensor(split / "w.dat", np.zeros((5, 6), np.float32))
+    problems, _ = tracecheck.check_weights(item, root)
+    assert any("changed since the code was generated" in p for p in problems)
+
+
+def test_missing_entry_and_edited_nnef_are_seen(project):
+    root, split, item = project
+    path = item / "trace.json"
+    trace = json.loads(path.read_text())
+    dropped = trace["entries"].pop()
+    path.write_text(json.dumps(trace))
+    problems, _ = tracecheck.check_trace(item, root)
+    assert any(f"NNEF line {dropped['nnef_line']}" in p for p in problems)
+    nnef = split / "CPU0.nnef"
+    nnef.write_text(nnef.read_text() + "\n")
+    problems, _ = tracecheck.check_trace(item, root)
+    assert any("changed since the code was generated" in p for p in problems)
+
+
+def test_every_function_names_its_nnef_line(project):
+    _, _, item = project
+    source = (item / "nnef_item_CPU0.c").read_text()
+    for name in ("nnef_op_l", "nnef_op_m", "nnef_op_y"):
+        head = source[:source.index(f"static void {name}(")]
+        comment = head[head.rindex("/*"):]
+        assert "CPU0.nnef:" in comment and "=" in comment
