@@ -18,6 +18,14 @@ from pipeline import __version__
 # Modules providing sub-commands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
     "pipeline.nnef.command",
+    "pipeline.semantics.command",
+    "pipeline.evidence.command",
+    "pipeline.petri.command",
+    "pipeline.export.command",
+    "pipeline.split.command",
+    "pipeline.codegen.command",
+    "pipeline.target.command",
+    "pipeline.compare.command",
 )
 
 EXIT_OK = 0

@@ -22,7 +22,13 @@ SCHEMA_VERSION = 1
 # Modules that register checks when imported. Add a line when a step adds checks.
 CHECK_MODULES: tuple[str, ...] = (
     "pipeline.nnef.checks",
+    "pipeline.semantics.checks",
+    "pipeline.petri.checks",
     "pipeline.evidence.selfchecks",
+    "pipeline.export.checks",
+    "pipeline.split.checks",
+    "pipeline.codegen.checks",
+    "pipeline.compare.checks",
 )
 
 

@@ -1,0 +1,174 @@
+"""Scale of the Petri verification: a generated 10,000-operation network split over 8 items.
+
+    python benchmarks/petri_bench.py [--operations 10000] [--items 8] [--seed 7]
+                                     [--explore-states 200000] [--explore-seconds 20]
+
+Generates, as the splitter would write them, the original description, one graphitem file
+per item (a send_var right after each value another item reads, a get_var right before
+its first use there), plan.json and schedule.json (each item's program order), and a
+trace of one execution (per-item clocks). Then verifies it all through the product's
+readers and analyses, printing the time of each phase: NNEF checking of the files, the
+translations, the analyses of the split net (reachability, deadlock, leftover tokens,
+fire-once, valid paths), equivalence with the original, the schedules, the trace replay,
+the pipelined net (depth 2). Next to it, an explicit-state exploration of the same split
+net, with a state and time limit: all interleavings, and stubborn sets (which reduce a
+conflict-free net to a single interleaving, but still pay for every state's successor
+computation); both are expected to give up, and we print how far they got.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "petri"))
+
+from petri_helpers import network_text, random_network, split_network  # noqa: E402
+from petri_oracle import explore  # noqa: E402
+
+from pipeline.gcpause import gc_paused  # noqa: E402
+from pipeline.petri.analysis import analyse  # noqa: E402
+from pipeline.petri.equivalence import check_equivalence  # noqa: E402
+from pipeline.petri.load import load_graphs  # noqa: E402
+from pipeline.petri.pipelining import check_pipeline  # noqa: E402
+from pipeline.petri.plan import load_plan  # noqa: E402
+from pipeline.petri.schedule import Schedule, check_schedule, default_schedule, load_schedule  # noqa: E402
+from pipeline.petri.trace import Event, Trace, load_trace, replay  # noqa: E402
+from pipeline.petri.translate import translate  # noqa: E402
+
+
+def run_order(schedule: Schedule) -> list[tuple[str, int]]:
+    """One interleaving of the items' steps (gets after their sends), as a run would produce."""
+    order: list[tuple[str, int]] = []
+    pc = {item: 0 for item in schedule.items}
+    sent: set[tuple[str, str]] = set()
+    progress = True
+    while progress:
+        progress = False
+        for item, steps in schedule.items.items():
+            while pc[item] < len(steps):
+                step = steps[pc[item]]
+                if step.kind == "get" and (step.source, step.var) not in sent:
+                    break
+                if step.kind == "send":
+                    sent.add((item, step.var))
+                order.append((item, pc[item]))
+                pc[item] += 1
+                progress = True
+    assert all(pc[i] == len(s) for i, s in schedule.items.items()), "generated schedule deadlocks"
+    return order
+
+
+def write_split(folder: Path, operations: int, n_items: int, seed: int) -> dict[str, int]:
+    rng = random.Random(seed)
+    network = random_network(rng, operations, n_inputs=2, n_params=16, fan=8)
+    (folder / "graph.nnef").write_text(network_text(network, "big"))
+    items = [f"ITEM{i}" for i in range(n_items)]
+    # contiguous blocks of 40 instructions per item, round robin: locality, with long edges crossing items
+    allocation = {r: items[(i // 40) % n_items] for i, (r, _, _) in enumerate(network.ops)}
+    texts = split_network(network, items, rng, allocation)
+    for item, text in texts.items():
+        (folder / f"{item}.nnef").write_text("version 1.0;\n\n" + text)
+    item_graphs, _ = load_graphs([folder / f"{item}.nnef" for item in items])
+    net = translate(item_graphs)
+    schedule = default_schedule(net)
+    (folder / "schedule.json").write_text(json.dumps(schedule.to_json()))
+    syncs = [t for t in net.transitions if t.kind.value == "sync"]
+    plan = {"schema_version": 1, "model": "bench", "deployment": "bench8", "sync": "event", "pipeline_depth": 2,
+            "items": [{"name": item, "target": "cpu", "file": f"{item}.nnef"} for item in items],
+            "sync_variables": [{"name": t.name, "writer": t.colour, "readers": list(t.dest), "value": t.inputs[0],
+                                "shape": [1, 4], "dtype": "scalar", "bytes": 16} for t in syncs],
+            "allocation": dict(network.items)}
+    (folder / "plan.json").write_text(json.dumps(plan))
+    events: dict[str, list[Event]] = {item: [] for item in items}
+    clock = {item: 0 for item in items}
+    for item, k in run_order(schedule):
+        events[item] += [Event("start", k, 0, clock[item]), Event("end", k, 0, clock[item] + 500)]
+        clock[item] += 1000
+    (folder / "trace.json").write_text(json.dumps(Trace(events).to_json()))
+    return {"operations": operations, "items": n_items, "sync_variables": len(syncs),
+            "steps": sum(len(s) for s in schedule.items.values())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--operations", type=int, default=10_000)
+    parser.add_argument("--items", type=int, default=8)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--explore-states", type=int, default=200_000)
+    parser.add_argument("--explore-seconds", type=float, default=20.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        sizes = write_split(folder, args.operations, args.items, args.seed)
+        times: dict[str, float] = {}
+
+        def lap(name: str, start: float) -> float:
+            now = time.perf_counter()
+            times[name] = now - start
+            return now
+
+        with gc_paused():
+            t0 = start = time.perf_counter()
+            plan = load_plan(folder / "plan.json")
+            items, _ = load_graphs(plan.item_files)
+            original, _ = load_graphs([folder / "graph.nnef"])
+            schedule = load_schedule(folder / "schedule.json")
+            trace = load_trace(folder / "trace.json")
+            start = lap("NNEF check of the 9 files (not Petri)", start)
+            petri_start = start
+            split_net = translate(items)
+            original_net = translate(original)
+            start = lap("translation (split + original)", start)
+            outcomes = analyse(split_net)
+            start = lap("analyses (reach, deadlock, leftover, once, paths)", start)
+            equivalence = check_equivalence(split_net, original_net)
+            start = lap("equivalence (split vs original)", start)
+            sched = check_schedule(split_net, schedule)
+            start = lap("schedule (event sync)", start)
+            traced = replay(split_net, schedule, trace)
+            start = lap("trace replay (per-item clocks)", start)
+            pipeline = check_pipeline(split_net, plan.pipeline_depth, schedule)
+            end = lap(f"pipeline (depth {plan.pipeline_depth}, dataflow + schedule nets)", start)
+        verdicts = {**{k: v.verdict.value for k, v in outcomes.items()}, "equivalence": equivalence.verdict.value,
+                    "schedule": sched.verdict.value, "trace": traced.verdict.value, "pipeline": pipeline.verdict.value}
+        counts = split_net.counts()
+        print(f"network: {sizes['operations']} operations over {sizes['items']} items, {sizes['sync_variables']} sync "
+              f"variables, {sizes['steps']} schedule steps")
+        print(f"split net: {counts['places']} places, {counts['transitions']} transitions, {counts['arcs']} arcs, "
+              f"{counts['initial_tokens']} initial tokens")
+        print()
+        print("| phase | seconds |")
+        print("|---|---|")
+        for name, seconds in times.items():
+            print(f"| {name} | {seconds:.3f} |")
+        petri = end - petri_start
+        print(f"| **Petri verification total** | **{petri:.3f}** |")
+        print(f"| **total with the NNEF check** | **{end - t0:.3f}** |")
+        print()
+        print("verdicts:", ", ".join(f"{k} {v}" for k, v in verdicts.items()))
+        paths = outcomes["valid_paths"].measured
+        if "valid_paths_lower" in paths:
+            print(f"valid paths: the dependency order is not series-parallel; bounds {paths['valid_paths_lower']} <= paths "
+                  f"<= {paths['valid_paths_upper']}")
+        else:
+            print(f"valid paths: exact, {paths.get('valid_paths_digits')} digits")
+        print(f"under 5 s: {'yes' if petri < 5.0 else 'NO'} (Petri phases), {'yes' if end - t0 < 5.0 else 'no'} (with the NNEF check)")
+        print()
+        for reduce in (False, True):
+            name = "stubborn sets" if reduce else "all interleavings"
+            result = explore(split_net, reduce=reduce, max_states=args.explore_states, time_limit=args.explore_seconds)
+            fate = f"gave up ({result.reason})" if result.gave_up else "finished"
+            print(f"explicit-state exploration, {name}: {fate} after {result.states} states, {result.edges} edges, "
+                  f"{result.seconds:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

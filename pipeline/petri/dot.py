@@ -1,0 +1,110 @@
+"""DOT pictures of the nets (items coloured), and SVG when Graphviz's `dot` is installed.
+
+Places are circles labelled with their variable and tokens, transitions boxes labelled
+with their operation and result; each item is a cluster in its own colour, sync
+transitions are dashed, arcs of weight > 1 are labelled. The DOT text is deterministic;
+SVG rendering is optional (Debian package graphviz): without `dot`, or for nets too large
+to lay out usefully, it is skipped with a note.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from pipeline.atomic import write_bytes, write_text
+from pipeline.petri.net import Net, PlaceKind, TransitionKind
+
+log = logging.getLogger(__name__)
+
+# (stroke, fill) per item, in the order of the net's colours; control elements are grey.
+PALETTE = (("#1f77b4", "#aec7e8"), ("#d62728", "#ff9896"), ("#2ca02c", "#98df8a"), ("#9467bd", "#c5b0d5"),
+           ("#ff7f0e", "#ffbb78"), ("#8c564b", "#c49c94"), ("#e377c2", "#f7b6d2"), ("#17becf", "#9edae5"))
+CONTROL = ("#7f7f7f", "#d9d9d9")
+SVG_NODE_LIMIT = 2000
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def _tokens(n: int) -> str:
+    return "" if n == 0 else ("\n" + "\u25cf" * n if n <= 3 else f"\n{n}")
+
+
+def dot_document(net: Net) -> str:
+    """The DOT text of `net`."""
+    colour_of = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(net.colours)}
+    lines = [f"digraph {_quote(net.name)} {{",
+             f"  graph [rankdir=LR, fontname=Helvetica, label={_quote(f'{net.name} ({net.encoding} encoding)')}];",
+             "  node [fontname=Helvetica, fontsize=10];",
+             "  edge [arrowsize=0.6];"]
+    members: dict[str, list[str]] = {}
+    for place in net.places:
+        stroke, _ = colour_of.get(place.colour, CONTROL)
+        style = "dashed" if place.kind in (PlaceKind.MISSING, PlaceKind.UNUSED) else "solid"
+        shape = "doublecircle" if place.kind is PlaceKind.OUTPUT else "circle"
+        members.setdefault(place.colour, []).append(
+            f"{_quote(place.id)} [shape={shape}, style={style}, color={_quote(stroke)}, "
+            f"label={_quote(place.variable + _tokens(place.initial))}];")
+    for transition in net.transitions:
+        stroke, fill = colour_of.get(transition.colour, CONTROL)
+        style = "filled,dashed" if transition.kind is TransitionKind.SYNC else "filled"
+        label = f"sync\n{transition.name}" if transition.kind is TransitionKind.SYNC else f"{transition.op}\n{transition.name}"
+        members.setdefault(transition.colour, []).append(
+            f"{_quote(transition.id)} [shape=box, style={_quote(style)}, color={_quote(stroke)}, "
+            f"fillcolor={_quote(fill)}, label={_quote(label)}];")
+    for colour, nodes in members.items():
+        stroke, _ = colour_of.get(colour, CONTROL)
+        if len(net.colours) > 1 and colour in colour_of:
+            lines.append(f"  subgraph {_quote('cluster_' + colour)} {{")
+            lines.append(f"    label={_quote(colour)}; color={_quote(stroke)}; style=rounded;")
+            lines.extend("    " + n for n in nodes)
+            lines.append("  }")
+        else:
+            lines.extend("  " + n for n in nodes)
+    for source, target, weight in net.arcs():
+        label = f" [label={_quote(str(weight))}]" if weight != 1 else ""
+        lines.append(f"  {_quote(source)} -> {_quote(target)}{label};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write_dot(net: Net, path: str | os.PathLike[str]) -> Path:
+    return write_text(path, dot_document(net))
+
+
+def dot_version() -> str | None:
+    """`dot -V` (e.g. '2.43.0'), None when Graphviz is not installed."""
+    exe = shutil.which("dot")
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    words = (out.stderr or out.stdout).split()
+    return next((w for w in words if w[:1].isdigit()), "unknown")
+
+
+def render_svg(net: Net, dot_path: str | os.PathLike[str], svg_path: str | os.PathLike[str],
+               node_limit: int = SVG_NODE_LIMIT) -> str | None:
+    """Render `dot_path` to `svg_path`; returns None when written, else the note saying why not."""
+    nodes = len(net.places) + len(net.transitions)
+    if nodes > node_limit:
+        return f"SVG skipped: {nodes} nodes is more than {node_limit}, too many to lay out usefully (see the DOT file)"
+    exe = shutil.which("dot")
+    if exe is None:
+        return "SVG skipped: Graphviz 'dot' is not installed (Debian package graphviz)"
+    try:
+        out = subprocess.run([exe, "-Tsvg", str(dot_path)], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"SVG skipped: dot failed: {exc}"
+    if out.returncode != 0:
+        return f"SVG skipped: dot exited {out.returncode}: {out.stderr.decode(errors='replace').strip()[:200]}"
+    write_bytes(svg_path, out.stdout)
+    log.info("wrote %s", svg_path)
+    return None

@@ -1,0 +1,186 @@
+"""Equivalence of a split (coloured) net with its original net, decided structurally.
+
+Claim (HLR-EXE-002): with the sync transitions hidden, the multi-item net has exactly the
+valid paths of the original and computes the same final values.
+
+Both nets are conflict-free marked graphs in our encoding, so their behaviours are the
+linear extensions of their dependency orders (pipeline.petri.analysis). A sync transition
+has exactly one input place; hiding it (contracting producer -> sync -> consumers into
+producer -> consumers) is a projection that keeps the order between the other transitions
+(a linear extension of the restricted order extends to one of the full order by placing
+each sync right after its producer). So the valid paths are equal when, after
+contraction, the two labelled dependency graphs are equal. We check, in one linear pass:
+
+1. a bijection between the non-sync transitions, by instruction name (first result);
+2. for each pair, the same operation, attributes and literal arguments;
+3. for each argument, the same origin: the same producing instruction and result (through
+   any chain of syncs), or the same declared input/parameter;
+4. the same graph outputs (origins), and no value delivered to an item that never reads it.
+
+(3) for every argument gives the same pre-sets, hence the same edges and order; with (2)
+it also gives the same values, argument by argument. A failure names the first
+difference: the instruction, its item and location, and both origins.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from pipeline.petri.net import INITIAL_KINDS, Net, PlaceKind, TransitionKind
+from pipeline.petri.outcome import Outcome, failed, listed, passed
+
+ANALYSIS = "equivalence"
+Origin = tuple[str, ...]
+
+
+class _Origins:
+    """Where the value in a place comes from, looking through sync transitions (memoised)."""
+
+    def __init__(self, net: Net) -> None:
+        self.net = net
+        self.memo: dict[int, tuple[Origin, tuple[str, ...]]] = {}
+        self.cycles: list[str] = []
+
+    def of_place(self, p: int) -> tuple[Origin, tuple[str, ...]]:
+        """(origin, syncs passed through) of the value in place p."""
+        net = self.net
+        trail: list[int] = []
+        seen: set[int] = set()
+        current = p
+        while True:
+            if current in self.memo:
+                origin, via = self.memo[current]
+                break
+            place = net.places[current]
+            if place.kind in INITIAL_KINDS:
+                origin, via = (("declared", place.variable) if place.kind is not PlaceKind.ONCE else ("once",)), ()
+                break
+            if not net.producers[current]:
+                origin, via = ("missing", place.colour, place.variable), ()
+                break
+            u = net.producers[current][0][0]
+            tr = net.transitions[u]
+            if tr.kind is not TransitionKind.SYNC:
+                produced = place.variable if place.variable in tr.outputs else tr.outputs[0]
+                origin, via = ("value", tr.name, produced), ()
+                break
+            if current in seen:
+                self.cycles.append(" -> ".join(net.transitions[net.producers[q][0][0]].id for q in trail))
+                origin, via = ("cycle", tr.id), ()
+                break
+            seen.add(current)
+            trail.append(current)
+            if not net.pre[u]:
+                origin, via = ("missing", tr.colour, tr.inputs[0] if tr.inputs else tr.name), ()
+                break
+            current = net.pre[u][0][0]
+        # unwind: each place on the trail gets the origin, with the syncs passed from it
+        result = (origin, via)
+        for q in reversed(trail):
+            sync = net.transitions[net.producers[q][0][0]]
+            result = (result[0], (f"{sync.name} ({sync.colour} -> {net.places[q].colour})",) + result[1])
+            self.memo[q] = result
+        if p not in self.memo:
+            self.memo[p] = result
+        return self.memo[p]
+
+
+def _describe_origin(origin: Origin, via: tuple[str, ...], original: bool = False) -> str:
+    if origin[0] == "declared":
+        text = f"the declared tensor '{origin[1]}'"
+    elif origin[0] == "value":
+        text = f"'{origin[2]}' computed by instruction {origin[1]}"
+    elif origin[0] == "missing":
+        text = f"'{origin[2]}', which nothing produces in {origin[1]}"
+    elif origin[0] == "once":
+        text = "no tensor"
+    else:
+        text = f"a cycle of syncs through {origin[1]}"
+    if via and not original:
+        text += " delivered through sync " + ", ".join(via)
+    return text
+
+
+def _arguments(net: Net, t: int, origins: _Origins) -> list[tuple[Origin, tuple[str, ...]]]:
+    place_of = {net.places[p].variable: p for p, _ in net.pre[t]}
+    return [origins.of_place(place_of[var]) for var in net.transitions[t].inputs if var in place_of]
+
+
+def check_equivalence(split: Net, original: Net) -> Outcome:
+    """Pass when the split net, syncs hidden, has the original's labelled dependency graph (module doc)."""
+    differences: list[dict[str, Any]] = []
+
+    def differ(code: str, message: str, **where: Any) -> None:
+        differences.append({"code": code, "message": message, **where})
+
+    def visible(net: Net) -> dict[str, list[int]]:
+        names: dict[str, list[int]] = {}
+        for t, tr in enumerate(net.transitions):
+            if tr.kind is TransitionKind.COMPUTE:
+                names.setdefault(tr.name, []).append(t)
+        return names
+
+    ours, theirs = visible(split), visible(original)
+    for name in sorted(set(theirs) - set(ours), key=lambda n: theirs[n][0]):
+        differ("PETRI-E110", f"instruction {original.describe_transition(theirs[name][0])} of the original is in no item",
+               instruction=name)
+    for name in sorted(set(ours) - set(theirs), key=lambda n: ours[n][0]):
+        differ("PETRI-E110", f"instruction {split.describe_transition(ours[name][0])} of the split is not in the original",
+               instruction=name)
+    for name, ts in ours.items():
+        if len(ts) > 1:
+            differ("PETRI-E110", f"instruction {name} is computed {len(ts)} times in the split: "
+                   + "; ".join(split.describe_transition(t) for t in ts), instruction=name)
+    split_origins, original_origins = _Origins(split), _Origins(original)
+    compared = edges = 0
+    for name in sorted(set(ours) & set(theirs), key=lambda n: theirs[n][0]):
+        t, u = ours[name][0], theirs[name][0]
+        compared += 1
+        mine, ref = split.transitions[t], original.transitions[u]
+        if mine.signature != ref.signature:
+            differ("PETRI-E111", f"{split.describe_transition(t)} differs from the original's "
+                   f"{original.describe_transition(u)}: {mine.signature} vs {ref.signature}", instruction=name)
+            continue
+        args, ref_args = _arguments(split, t, split_origins), _arguments(original, u, original_origins)
+        edges += len(ref_args)
+        for index, ((origin, via), (ref_origin, _)) in enumerate(zip(args, ref_args)):
+            if origin != ref_origin:
+                differ("PETRI-E112", f"argument {index + 1} of {split.describe_transition(t)} is "
+                       f"{_describe_origin(origin, via)}; in the original it is {_describe_origin(ref_origin, (), True)}",
+                       instruction=name, argument=index + 1)
+                break
+    if split_origins.cycles:
+        differ("PETRI-E114", f"sync transitions forward each other in a cycle: {split_origins.cycles[0]}")
+
+    def sinks(net: Net, origins: _Origins, kind: PlaceKind) -> Counter[Origin]:
+        return Counter(origins.of_place(p)[0] for p, place in enumerate(net.places) if place.kind is kind)
+
+    out_split, out_orig = sinks(split, split_origins, PlaceKind.OUTPUT), sinks(original, original_origins, PlaceKind.OUTPUT)
+    if out_split != out_orig:
+        extra, lacking = out_split - out_orig, out_orig - out_split
+        parts = [f"the split also outputs {_describe_origin(o, ())}" for o in extra] + \
+                [f"the split does not output {_describe_origin(o, (), True)}" for o in lacking]
+        differ("PETRI-E113", "outputs differ: " + "; ".join(parts))
+    unread = [p for p, place in enumerate(split.places) if place.kind is PlaceKind.UNUSED
+              and split.producers[p] and split.transitions[split.producers[p][0][0]].kind is TransitionKind.SYNC]
+    for p in unread:
+        place = split.places[p]
+        sync = split.transitions[split.producers[p][0][0]]
+        differ("PETRI-E113", f"{sync.colour} sends '{place.variable}' as {sync.name} to {place.colour}, "
+               "which never reads it (a value the original does not deliver)")
+    syncs = sum(1 for t in split.transitions if t.kind is TransitionKind.SYNC)
+    measured = {"instructions_original": sum(len(v) for v in theirs.values()),
+                "instructions_split": sum(len(v) for v in ours.values()),
+                "instructions_compared": compared, "arguments_compared": edges, "sync_transitions_hidden": syncs}
+    if differences:
+        first = differences[0]
+        more = f" (and {len(differences) - 1} more)" if len(differences) > 1 else ""
+        return failed(ANALYSIS, first["code"], first["message"] + more,
+                      {"differences": listed(differences), "difference_count": len(differences)}, **measured)
+    return passed(ANALYSIS, **measured)
+
+
+def equivalence_not_applicable(reason: str) -> Outcome:
+    """`not run` with the reason (e.g. no original description given)."""
+    return Outcome(ANALYSIS, "not run", reason)

@@ -1,0 +1,216 @@
+"""Liveness and place bounds of marked graphs, by the classical structural theorems.
+
+A marked graph is a P/T net in which every place has exactly one input and one output
+transition, arcs of weight 1. For them (Commoner, Holt, Even, Pnueli, "Marked directed
+graphs", J. Comput. Syst. Sci. 5, 1971; Murata, "Petri nets: properties, analysis and
+applications", Proc. IEEE 77(4), 1989, section VI-A):
+
+* the token count of every directed cycle is invariant under firing;
+* the net is live iff every directed cycle carries at least one token initially, i.e. iff
+  the subgraph of initially empty places is acyclic (one Kahn pass);
+* in a live marked graph, the maximum number of tokens a place can hold over the
+  reachable markings is the minimum token count of the directed cycles through it, and a
+  place on no cycle is unbounded (the marked graph is bounded iff strongly connected).
+
+Bounds: a simple cycle through an unmarked place p (a -> p -> b) must contain a marked
+place; self-loops (a place from t back to t, as the per-transition slot places are) only
+lie on their own cycle. For a marked place q (q0 -> q -> q1) we run one Dijkstra from q1
+forward and one to q0 backward, with place tokens as edge weights; then
+bound(p) = M0(p) + min_q [dist(b, q0) + M0(q) + dist(q1, a)] (a shortest closed walk
+through p and q; the shortest closed walk through p is a simple cycle since weights are
+non-negative). A place with a place straight back (b -> a) lies on a 2-cycle of U tokens;
+cycles whose marked places all hold U tokens or more cannot beat it, so only marked places
+with fewer tokens need their runs. Cost O(K · (P + T) log T) for the K marked places
+needed: one (the in-flight place) for the periodic net of a pipeline, one per item (its
+loop) for the periodic schedule net, whose sync buffers all have a credit place straight
+back. Boundedness itself (every place on a cycle) is one strong-components pass.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from pipeline.petri.net import Net
+
+INFINITE = float("inf")
+
+
+@dataclass
+class MarkedGraphResult:
+    """What the theorems give: the form problems, liveness, a token-free cycle, the bounds."""
+
+    not_marked_graph: list[int] = field(default_factory=list)   # places without one producer and one consumer
+    live: bool = True
+    empty_cycle: list[int] = field(default_factory=list)        # transitions of a token-free cycle
+    bounds: dict[int, float] = field(default_factory=dict)      # place -> bound (inf: unbounded)
+
+
+def form_problems(net: Net) -> list[int]:
+    return [p for p in range(len(net.places))
+            if len(net.producers[p]) != 1 or len(net.consumers[p]) != 1
+            or net.producers[p][0][1] != 1 or net.consumers[p][0][1] != 1]
+
+
+def _token_free_cycle(net: Net) -> list[int]:
+    """Transitions on a cycle of initially empty places ([] when there is none)."""
+    n = len(net.transitions)
+    succ: list[list[int]] = [[] for _ in range(n)]
+    indegree = [0] * n
+    for p, place in enumerate(net.places):
+        if place.initial == 0 and net.producers[p] and net.consumers[p]:
+            a, b = net.producers[p][0][0], net.consumers[p][0][0]
+            succ[a].append(b)
+            indegree[b] += 1
+    ready = deque(t for t in range(n) if indegree[t] == 0)
+    alive = [True] * n
+    while ready:
+        t = ready.popleft()
+        alive[t] = False
+        for b in succ[t]:
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                ready.append(b)
+    if not any(alive):
+        return []
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for a in range(n):
+        if alive[a]:
+            for b in succ[a]:
+                if alive[b]:
+                    pred[b].append(a)
+    current = next(t for t in range(n) if alive[t])
+    order: list[int] = []
+    seen: dict[int, int] = {}
+    while current not in seen:
+        seen[current] = len(order)
+        order.append(current)
+        current = pred[current][0]
+    cycle = order[seen[current]:]
+    cycle.reverse()
+    return cycle
+
+
+def _dijkstra(start: int, adjacency: list[list[tuple[int, int]]], cutoff: float = INFINITE) -> dict[int, float]:
+    """Token distances from `start`, only up to `cutoff` (farther nodes are left out: they cannot improve a bound)."""
+    dist: dict[int, float] = {start: 0}
+    heap = [(0, start)]
+    while heap:
+        d, x = heapq.heappop(heap)
+        if d > dist[x]:
+            continue
+        for y, w in adjacency[x]:
+            nd = d + w
+            if nd <= cutoff and nd < dist.get(y, INFINITE):
+                dist[y] = nd
+                heapq.heappush(heap, (nd, y))
+    return dist
+
+
+def _strong_components(n: int, succ: list[list[int]]) -> list[int]:
+    """Component number of each transition (iterative Tarjan, linear)."""
+    index = [-1] * n
+    low = [0] * n
+    comp = [-1] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    counter = 0
+    components = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            recurse = False
+            while i < len(succ[v]):
+                w = succ[v][i]
+                i += 1
+                if index[w] < 0:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    recurse = True
+                    break
+                if on_stack[w]:
+                    low[v] = min(low[v], index[w])
+            if recurse:
+                continue
+            if low[v] == index[v]:
+                while True:
+                    w = stack.pop()
+                    on_stack[w] = False
+                    comp[w] = components
+                    if w == v:
+                        break
+                components += 1
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return comp
+
+
+def analyse_marked_graph(net: Net, places: Sequence[int] | None = None) -> MarkedGraphResult:
+    """Liveness (token-free cycle), boundedness (strong components) and the bounds of `places` (default all).
+
+    Bounds: a place p (a -> b) with a place straight back (b -> a) lies on a 2-cycle, which
+    bounds it by U = M0(p) + M0(back). A cycle through p whose marked places all hold >= U
+    tokens cannot do better, so only marked places with fewer tokens than U (every marked
+    place when there is no such 2-cycle) need their two Dijkstra runs (module doc).
+    """
+    result = MarkedGraphResult(not_marked_graph=form_problems(net))
+    result.empty_cycle = _token_free_cycle(net)
+    result.live = not result.empty_cycle and not any(not net.producers[p] for p in result.not_marked_graph)
+    n = len(net.transitions)
+    forward: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    backward: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    succ: list[list[int]] = [[] for _ in range(n)]
+    arcs: dict[int, tuple[int, int, int]] = {}   # place -> (producer, consumer, tokens)
+    back: dict[tuple[int, int], int] = {}        # (producer, consumer) -> fewest tokens on such a place
+    for p, place in enumerate(net.places):
+        if len(net.producers[p]) == 1 and len(net.consumers[p]) == 1:
+            a, b = net.producers[p][0][0], net.consumers[p][0][0]
+            arcs[p] = (a, b, place.initial)
+            forward[a].append((b, place.initial))
+            backward[b].append((a, place.initial))
+            succ[a].append(b)
+            back[(a, b)] = min(back.get((a, b), place.initial), place.initial)
+    component = _strong_components(n, succ)
+    for p, (a, b, _) in arcs.items():
+        if component[a] != component[b]:
+            result.bounds[p] = INFINITE
+    for p in result.not_marked_graph:
+        if net.producers[p] and not net.consumers[p]:
+            result.bounds[p] = INFINITE
+    wanted = [p for p in (places if places is not None else range(len(net.places))) if p in arcs and p not in result.bounds]
+    upper: dict[int, float] = {}
+    for p in wanted:
+        a, b, m = arcs[p]
+        upper[p] = m if a == b else (m + back[(b, a)] if (b, a) in back else INFINITE)
+    limit = max((u for p, u in upper.items() if arcs[p][0] != arcs[p][1]), default=0)
+    hubs = [(q, a, b, m) for q, (a, b, m) in arcs.items() if m > 0 and a != b and m < limit]
+    # a run through q only matters below the largest 2-cycle bound: cut the searches there
+    runs = [(q, m, _dijkstra(b, forward, limit - m - 1), _dijkstra(a, backward, limit - m - 1)) for q, a, b, m in hubs]
+    for p in wanted:
+        a, b, m = arcs[p]
+        if a == b:
+            result.bounds[p] = m
+            continue
+        best: float = upper[p]
+        for q, tokens, from_q1, to_q0 in runs:
+            if tokens >= best:
+                continue
+            if q == p:
+                # p is itself marked: the cycle p, then b ~> a
+                best = min(best, m + from_q1.get(a, INFINITE))
+            else:
+                # closed walk: p (a -> b), then b ~> q0, q (its tokens), q1 ~> a
+                best = min(best, m + to_q0.get(b, INFINITE) + tokens + from_q1.get(a, INFINITE))
+        result.bounds[p] = best
+    return result

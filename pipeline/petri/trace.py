@@ -1,0 +1,322 @@
+"""Trace replay: is an observed execution a valid path of the net, under the schedule?
+
+A trace is what the items' code logs while it runs: per item, in the order the item
+observed them, start and end events of its schedule steps. No shared clock is needed:
+
+    {"schema_version": 1,
+     "clock": "per-item",                       # or "shared": every "t" on one time base
+     "items": {"ITEM1": [{"event": "start", "step": 0, "t": 1200},
+                         {"event": "end",   "step": 0, "t": 9800}, ...], ...}}
+
+`step` indexes the item's schedule (schedule.json, or its program order); `t` (optional,
+integer nanoseconds of the item's monotonic clock) must not decrease along an item's
+list; `inference` (optional, default 0) numbers the inference of a pipelined run.
+
+`replay` decides, in time linear in the number of events:
+
+1. per item (its list is a total order): every step of every inference starts once and
+   ends once, after it started; steps start in schedule order, and step k of inference
+   i + 1 only after step k of inference i ended (PETRI-E130);
+2. per item: a step starts only after the local steps producing its inputs ended: a
+   consumer never starts before its producer ended (PETRI-E131);
+3. between items, the only causality is the communication: a get cannot end before the
+   matching send started, and no item leaves barrier b before every item reached it.
+   The per-item logs are a valid execution iff some global order extends every item's
+   order and these constraints, i.e. iff the graph of events (item chains + those edges)
+   is acyclic; with a shared clock the timestamps must order each edge. A failure names
+   the violated constraint and the events on the cycle (PETRI-E132).
+
+Together with the schedule check (each schedule is a valid path of the coloured net),
+this makes the observed execution a valid path of the net.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipeline.petri.documents import Shape, read_json
+from pipeline.petri.net import Net
+from pipeline.petri.outcome import Outcome, failed, listed, passed
+from pipeline.petri.schedule import Schedule, local_producers, place_steps
+
+ANALYSIS = "trace"
+CLOCKS = ("per-item", "shared")
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    event: str        # "start" | "end"
+    step: int
+    inference: int = 0
+    t: int | None = None
+
+
+@dataclass
+class Trace:
+    items: dict[str, list[Event]]
+    clock: str = "per-item"
+    source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        def one(e: Event) -> dict[str, Any]:
+            data: dict[str, Any] = {"event": e.event, "step": e.step}
+            if e.inference:
+                data["inference"] = e.inference
+            if e.t is not None:
+                data["t"] = e.t
+            return data
+        return {"schema_version": 1, "clock": self.clock,
+                "items": {item: [one(e) for e in events] for item, events in self.items.items()}}
+
+
+def parse_trace(doc: Any, file: str = "trace.json") -> Trace:
+    """A trace from its JSON document; PETRI-E012 with the JSON path on any schema problem."""
+    shape = Shape("PETRI-E012", file)
+    data = shape.mapping(doc, "")
+    shape.version(data)
+    clock = shape.choice(data.get("clock", "per-item"), "clock", CLOCKS)
+    items: dict[str, list[Event]] = {}
+    for item, raw_events in shape.mapping(shape.key(data, "items", ""), "items").items():
+        events = []
+        for index, raw in enumerate(shape.array(raw_events, f"items.{item}")):
+            path = f"items.{item}[{index}]"
+            entry = shape.mapping(raw, path)
+            kind = shape.choice(shape.key(entry, "event", path), f"{path}.event", ("start", "end"))
+            step = shape.integer(shape.key(entry, "step", path), f"{path}.step", 0)
+            inference = shape.integer(entry.get("inference", 0), f"{path}.inference", 0)
+            t = entry.get("t")
+            if t is not None:
+                t = shape.integer(t, f"{path}.t")
+            elif clock == "shared":
+                raise shape.fail(f"{path}.t", "a shared-clock trace needs a time on every event")
+            events.append(Event(kind, step, inference, t))
+        items[item] = events
+    return Trace(items, clock, file)
+
+
+def load_trace(path: str | os.PathLike[str]) -> Trace:
+    return parse_trace(read_json(path), str(path))
+
+
+@dataclass
+class _Graph:
+    """Events as nodes (per-item positions, plus one virtual node per barrier and inference)."""
+
+    node: dict[tuple[str, int], int] = field(default_factory=dict)
+    label: list[str] = field(default_factory=list)
+    succ: list[list[tuple[int, str]]] = field(default_factory=list)
+
+    def add(self, label: str) -> int:
+        self.label.append(label)
+        self.succ.append([])
+        return len(self.label) - 1
+
+    def edge(self, a: int, b: int, why: str) -> None:
+        self.succ[a].append((b, why))
+
+
+def _cycle(graph: _Graph, alive: list[bool]) -> list[tuple[int, str]]:
+    """One cycle among the nodes Kahn could not remove: [(node, why the next edge holds)...]."""
+    pred: list[list[tuple[int, str]]] = [[] for _ in graph.label]
+    for a, edges in enumerate(graph.succ):
+        if alive[a]:
+            for b, why in edges:
+                if alive[b]:
+                    pred[b].append((a, why))
+    start = next(i for i, a in enumerate(alive) if a)
+    walk: list[tuple[int, str]] = []
+    position: dict[int, int] = {}
+    current = start
+    while current not in position:
+        position[current] = len(walk)
+        previous, why = pred[current][0]
+        walk.append((current, why))
+        current = previous
+    loop = walk[position[current]:]
+    loop.reverse()
+    # loop[i] = (node, why) where `why` justified the edge previous -> node; rotate to edges node -> next
+    nodes = [n for n, _ in loop]
+    whys = [w for _, w in loop]
+    return [(nodes[i], whys[(i + 1) % len(nodes)]) for i in range(len(nodes))]
+
+
+def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
+    """Pass when the per-item logs are a valid execution of the net under the schedule (module doc)."""
+    events = sum(len(v) for v in trace.items.values())
+    inferences = {e.inference for v in trace.items.values() for e in v}
+    measured: dict[str, Any] = {"events": events, "items": len(trace.items), "clock": trace.clock,
+                                "inferences": len(inferences)}
+    problems: list[dict[str, Any]] = []
+
+    def problem(code: str, message: str, **where: Any) -> None:
+        problems.append({"code": code, "message": message, **where})
+
+    for item in schedule.items:
+        if item not in trace.items:
+            problem("PETRI-E130", f"the trace has no events for item {item}", item=item)
+    for item in trace.items:
+        if item not in schedule.items:
+            problem("PETRI-E130", f"the trace has events for item {item}, which has no schedule", item=item)
+    if problems:
+        return failed(ANALYSIS, problems[0]["code"], problems[0]["message"], {"problems": listed(problems)}, **measured)
+
+    placement, mismatch = place_steps(net, schedule)
+    if mismatch:
+        return failed(ANALYSIS, "PETRI-E130", "the schedule does not match the net, so the trace cannot be replayed: "
+                      + mismatch[0]["message"], {"problems": listed(mismatch)}, **measured)
+    producers = local_producers(net, schedule, placement)
+
+    # 1-2: each item alone
+    at: dict[tuple[str, int, int, str], int] = {}   # (item, inference, step, event) -> position in the item's list
+    for item, item_events in trace.items.items():
+        steps = schedule.items[item]
+        next_start: dict[int, int] = {}
+        last_t: int | None = None
+        for pos, e in enumerate(item_events):
+            label = f"{item} event {pos} ({e.event} step {e.step}"
+            if e.step >= len(steps):
+                problem("PETRI-E130", f"{label}): {item}'s schedule has {len(steps)} steps", item=item, event=pos)
+                break
+            label += f": {steps[e.step].describe()}" + (f", inference {e.inference}" if e.inference else "") + ")"
+            if e.t is not None:
+                if last_t is not None and e.t < last_t:
+                    problem("PETRI-E130", f"{label}: its time {e.t} is before the previous event's {last_t}", item=item, event=pos)
+                    break
+                last_t = e.t
+            key = (item, e.inference, e.step, e.event)
+            if key in at:
+                problem("PETRI-E130", f"{label}: repeated (first at event {at[key]})", item=item, event=pos)
+                break
+            if e.event == "start":
+                for producer, variable in producers[item][e.step]:
+                    if (item, e.inference, producer, "end") not in at:
+                        problem("PETRI-E131", f"{label} started before its producer step {producer} "
+                                f"({steps[producer].describe()}, which produces {variable}) ended",
+                                item=item, event=pos, producer_step=producer)
+                        break
+                if problems:
+                    break
+                expected = next_start.get(e.inference, 0)
+                if e.step != expected:
+                    problem("PETRI-E130", f"{label} started out of schedule order: the next step to start is "
+                            f"{expected} ({steps[expected].describe() if expected < len(steps) else 'none'})",
+                            item=item, event=pos)
+                    break
+                if e.inference and (item, e.inference - 1, e.step, "end") not in at:
+                    problem("PETRI-E130", f"{label} started before the same step of inference {e.inference - 1} ended",
+                            item=item, event=pos)
+                    break
+                next_start[e.inference] = expected + 1
+            elif (item, e.inference, e.step, "start") not in at:
+                problem("PETRI-E130", f"{label} ended before it started", item=item, event=pos)
+                break
+            at[key] = pos
+        if problems:
+            break
+        for inference in sorted(inferences):
+            for step in range(len(steps)):
+                if (item, inference, step, "end") not in at:
+                    problem("PETRI-E130", f"{item} step {step} ({steps[step].describe()}) of inference {inference} "
+                            "never ended in the trace", item=item)
+                    break
+            if problems:
+                break
+        if problems:
+            break
+    if problems:
+        return failed(ANALYSIS, problems[0]["code"], problems[0]["message"], {"problems": listed(problems)}, **measured)
+
+    # 3: between items
+    graph = _Graph()
+    for item, item_events in trace.items.items():
+        previous = None
+        for pos, e in enumerate(item_events):
+            node = graph.add(f"{item} event {pos} ({e.event} {schedule.items[item][e.step].describe()}"
+                             + (f", inference {e.inference}" if e.inference else "") + ")")
+            graph.node[(item, pos)] = node
+            if previous is not None:
+                graph.edge(previous, node, f"{item} logged them in this order")
+            previous = node
+    sends = {(item, s.var): k for item, steps in schedule.items.items() for k, s in enumerate(steps) if s.kind == "send"}
+    barrier_nodes: dict[tuple[int, int], int] = {}
+    shared = trace.clock == "shared"
+    times: dict[int, int] = {}
+    if shared:
+        for item, item_events in trace.items.items():
+            for pos, e in enumerate(item_events):
+                times[graph.node[(item, pos)]] = int(e.t or 0)
+    for item, steps in schedule.items.items():
+        for k, step in enumerate(steps):
+            for inference in sorted(inferences):
+                if step.kind == "get":
+                    send = sends.get((step.source, step.var))
+                    if send is None:
+                        continue
+                    src = graph.node[(step.source, at[(step.source, inference, send, "start")])]
+                    dst = graph.node[(item, at[(item, inference, k, "end")])]
+                    graph.edge(src, dst, f"a get cannot end before its send started ({step.var})")
+                elif step.kind == "barrier":
+                    key = (step.barrier, inference)
+                    if key not in barrier_nodes:
+                        barrier_nodes[key] = graph.add(f"barrier {step.barrier}" + (f", inference {inference}" if inference else ""))
+                    virtual = barrier_nodes[key]
+                    graph.edge(graph.node[(item, at[(item, inference, k, "start")])], virtual,
+                               f"barrier {step.barrier} opens only when every item reached it")
+                    graph.edge(virtual, graph.node[(item, at[(item, inference, k, "end")])],
+                               f"no item leaves barrier {step.barrier} before it opens")
+    if shared:
+        arrivals: dict[int, list[int]] = {}
+        for a, edges in enumerate(graph.succ):
+            for b, why in edges:
+                if a in times and b in times and times[b] < times[a]:
+                    problem("PETRI-E132", f"{graph.label[b]} at t={times[b]} comes before {graph.label[a]} at "
+                            f"t={times[a]}: {why}", t=times[b])
+                elif b not in times:
+                    arrivals.setdefault(b, []).append(a)
+        for virtual, sources in arrivals.items():   # a barrier: every item arrives before any leaves
+            last = max(sources, key=lambda n: times[n])
+            first_out = min((b for b, _ in graph.succ[virtual]), key=lambda n: times[n], default=None)
+            if first_out is not None and times[first_out] < times[last]:
+                problem("PETRI-E132", f"{graph.label[first_out]} at t={times[first_out]} leaves {graph.label[virtual]} "
+                        f"before {graph.label[last]} reached it at t={times[last]}", t=times[first_out])
+        problems.sort(key=lambda p: (p["t"], p["message"]))
+    else:
+        indegree = [0] * len(graph.label)
+        for edges in graph.succ:
+            for b, _ in edges:
+                indegree[b] += 1
+        ready = deque(i for i, d in enumerate(indegree) if d == 0)
+        alive = [True] * len(graph.label)
+        removed = 0
+        while ready:
+            a = ready.popleft()
+            alive[a] = False
+            removed += 1
+            for b, _ in graph.succ[a]:
+                indegree[b] -= 1
+                if indegree[b] == 0:
+                    ready.append(b)
+        if removed < len(graph.label):
+            cycle = _cycle(graph, alive)
+            steps_text = [f"{graph.label[n]} before {graph.label[cycle[(i + 1) % len(cycle)][0]]} ({why})"
+                          for i, (n, why) in enumerate(cycle)]
+            crossing = next((s for s in steps_text if "logged them" not in s), steps_text[0])
+            problem("PETRI-E132", "no global order explains the per-item logs: they require " + crossing
+                    + f", and the {len(cycle)} constraints form a cycle", cycle=steps_text)
+    if problems:
+        return failed(ANALYSIS, problems[0]["code"], problems[0]["message"], {"problems": listed(problems)}, **measured)
+    return passed(ANALYSIS, **measured)
+
+
+def trace_of_run(schedule: Schedule, order: list[tuple[str, int]], inference: int = 0) -> Trace:
+    """A trace in which each (item, step) of `order` starts and ends in turn (used by tests and benchmarks)."""
+    items: dict[str, list[Event]] = {item: [] for item in schedule.items}
+    clock = 0
+    for item, step in order:
+        items[item].append(Event("start", step, inference, clock))
+        items[item].append(Event("end", step, inference, clock + 1))
+        clock += 2
+    return Trace(items, "shared")

@@ -1,0 +1,272 @@
+"""Translations 1 and 2: NNEF flat graphs -> Petri nets (../shared/NNEF-EXTENSION.md).
+
+Translation 1 (one description): transitions are the instructions that compute something
+(declarations of inputs, parameters and constants create none; their places hold the
+initial tokens); places are the variables. Translation 2 (several graphitems): each item
+is translated with its own colour; `variablesync` creates no place, `get_var` no transition
+(the reader's consumers read the writer's value), `send_var` a `sync` transition fed by the
+sent value with one output per reader in the reader's colour; inputs and parameters of the
+same name in several items are one value.
+
+Two encodings of "the variables":
+
+* ``ours`` (default): one place per (value, consumer) arc. Every place has at most one
+  producer and one consumer and holds at most one token, so the net is an acyclic,
+  conflict-free, 1-safe marked graph and the structural analyses of
+  pipeline.petri.analysis are exact. A computed value nobody consumes gets an ``unused``
+  place (a token left over: dead code, or a send nobody reads); a value with no producer a
+  ``missing`` place (its consumer can never fire).
+* ``paper``: one place per variable (per colour) holding one token per consumer, as the
+  paper defines it. Kept to report the paper's counts and to exhibit its flaw: with
+  ``a = relu(x); b = sigmoid(x)`` relu can take both tokens of x (pipeline.petri.analysis
+  decides when that happens).
+
+What the translation preserves is checked by pipeline.petri.analysis (each description's
+net) and pipeline.petri.equivalence (a split against its original).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from pipeline.diagnostics import PipelineError
+from pipeline.nnef.graph import Graph, Operation, Ref
+from pipeline.petri.net import GetInfo, Net, PlaceKind, TransitionKind
+
+ENCODINGS = ("ours", "paper")
+DECLARATIONS = {"external": PlaceKind.INPUT, "variable": PlaceKind.PARAMETER, "constant": PlaceKind.CONSTANT}
+SYNC_OPS = ("variablesync", "send_var", "get_var")
+
+
+def _literal_shape(value: Any) -> Any:
+    """An argument with tensor references replaced by '$' (their identity is compared elsewhere)."""
+    if isinstance(value, Ref):
+        return "$"
+    if isinstance(value, list):
+        return [_literal_shape(v) for v in value]
+    if isinstance(value, tuple):
+        return {"tuple": [_literal_shape(v) for v in value]}
+    return value
+
+
+def signature(op: Operation) -> str:
+    """Canonical text of what an instruction computes, apart from where its tensors come from.
+
+    The repr of plain values (str, int, float, bool, lists, tuples, dicts in declaration
+    order) is deterministic; it is six times cheaper than JSON on large graphs.
+    """
+    return repr((op.name, op.dtype, [(k, _literal_shape(v)) for k, v in op.attribs.items()],
+                 [(k, _literal_shape(v)) for k, v in op.inputs.items()]))
+
+
+@dataclass
+class _Item:
+    """What one graph (one colour) declares and computes."""
+
+    graph: Graph
+    colour: str
+    declared: dict[str, PlaceKind] = field(default_factory=dict)
+    syncvars: set[str] = field(default_factory=set)
+    aliases: dict[str, tuple[str, str]] = field(default_factory=dict)   # get result -> (writer, sync var)
+    producer: dict[str, int] = field(default_factory=dict)              # variable -> transition
+    transitions: list[int] = field(default_factory=list)                # in program order
+
+
+def _check_graphs(graphs: Sequence[Graph], encoding: str) -> None:
+    if encoding not in ENCODINGS:
+        raise PipelineError("PETRI-E003", f"unknown encoding {encoding!r}; encodings are {', '.join(ENCODINGS)}")
+    if not graphs:
+        raise PipelineError("PETRI-E002", "no graph to translate")
+    kinds = {g.item is not None for g in graphs}
+    if len(kinds) > 1:
+        where = next(str(g.span) for g in graphs if g.item is None and g.span) if any(g.span for g in graphs) else ""
+        raise PipelineError("PETRI-E002", "plain graphs and graphitems given together; translate the original "
+                            "and the items separately", where)
+    if kinds == {False} and len(graphs) > 1:
+        raise PipelineError("PETRI-E002", f"{len(graphs)} plain graphs given; a description has one graph "
+                            "(or several graphitems)", str(graphs[1].span or ""))
+
+
+def _collect(net: Net, graphs: Sequence[Graph], prefix: bool) -> tuple[list[_Item], dict[tuple[str, str], int]]:
+    """Create the transitions (instructions and syncs) of every item; remember declarations and gets."""
+    items: list[_Item] = []
+    syncs: dict[tuple[str, str], int] = {}
+    for graph in graphs:
+        colour = graph.item or graph.name
+        item = _Item(graph, colour)
+        items.append(item)
+        net.colours.append(colour)
+        program = net.program.setdefault(colour, [])
+        head = f"{colour}." if prefix else ""
+        for op in graph.operations:
+            outs = [r.name for r in op.output_refs()]
+            if op.name in DECLARATIONS:
+                item.declared[outs[0]] = DECLARATIONS[op.name]
+            elif op.name == "variablesync":
+                item.syncvars.add(outs[0])
+            elif op.name == "get_var":
+                source = str(op.attribs.get("source", ""))
+                var = op.input_refs()[0].name
+                item.aliases[outs[0]] = (source, var)
+                program.append(("g", len(net.gets)))
+                net.gets.append(GetInfo(colour, outs[0], var, source, op.span))
+            elif op.name == "send_var":
+                var, value = outs[0], op.input_refs()[0].name
+                dest = tuple(str(d) for d in op.attribs.get("dest", []))
+                t = net.add_transition(f"sync.{head}{var}", var, "sync", colour, TransitionKind.SYNC,
+                                       inputs=(value,), outputs=(var,), span=op.span, dest=dest,
+                                       signature=repr(("sync", dest)))
+                syncs.setdefault((colour, var), t)
+                item.transitions.append(t)
+                program.append(("t", t))
+            else:
+                t = net.add_transition(f"t.{head}{outs[0]}", outs[0], op.name, colour, TransitionKind.COMPUTE,
+                                       inputs=tuple(r.name for r in op.input_refs()), outputs=tuple(outs),
+                                       signature=signature(op), span=op.span)
+                for name in outs:
+                    item.producer[name] = t
+                item.transitions.append(t)
+                program.append(("t", t))
+    return items, syncs
+
+
+def translate(graphs: Sequence[Graph], encoding: str = "ours", name: str = "") -> Net:
+    """The net of one description (one plain graph) or of a multi-item description (graphitems).
+
+    A single graphitem is translated as an item: its gets have no writer among the graphs
+    given and become `missing` places. Raises PipelineError (PETRI-E002/E003) on bad input.
+    """
+    _check_graphs(graphs, encoding)
+    net = Net(name or (graphs[0].name if len(graphs) == 1 else "+".join(g.item or g.name for g in graphs)), encoding)
+    prefix = len(graphs) > 1
+    items, syncs = _collect(net, graphs, prefix)
+    if encoding == "ours":
+        _places_ours(net, items, syncs, prefix)
+    else:
+        _places_paper(net, items, syncs, prefix)
+    return net
+
+
+# ---------------------------------------------------------------------- our encoding
+def _suffix(net: Net, t: int) -> str:
+    tid = net.transitions[t].id
+    return tid[2:] if tid.startswith("t.") else tid
+
+
+def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int], prefix: bool) -> None:
+    consumed: set[int] = set()                     # producing transitions with at least one reader
+    delivered: set[tuple[int, str]] = set()        # (sync, reader colour) that something reads
+
+    def feed(item: _Item, var: str, place_base: str, kind: PlaceKind) -> int:
+        """A place carrying `var` (as item names it) from its producer; returns the place."""
+        if var in item.producer:
+            t = item.producer[var]
+            p = net.add_place(place_base, var, item.colour, kind)
+            net.arc_out(t, p)
+            consumed.add(t)
+            return p
+        if var in item.declared:
+            initial_kind = item.declared[var]
+            return net.add_place(place_base, var, item.colour, initial_kind if kind is PlaceKind.VALUE else kind, 1)
+        if var in item.aliases:
+            writer, syncvar = item.aliases[var]
+            s = syncs.get((writer, syncvar))
+            if s is not None and item.colour in net.transitions[s].dest:
+                p = net.add_place(place_base, var, item.colour, kind)
+                net.arc_out(s, p)
+                delivered.add((s, item.colour))
+                return p
+        return net.add_place(place_base, var, item.colour, PlaceKind.MISSING)
+
+    for item in items:
+        head = f"{item.colour}." if prefix else ""
+        for t in item.transitions:
+            tr = net.transitions[t]
+            seen: set[str] = set()
+            for var in tr.inputs:
+                if var in seen:
+                    continue
+                seen.add(var)
+                p = feed(item, var, f"p.{var}.{_suffix(net, t)}", PlaceKind.VALUE)
+                net.places[p].consumer = t
+                net.arc_in(p, t)
+            if not tr.inputs:
+                p = net.add_place(f"p.once.{_suffix(net, t)}", tr.name, item.colour, PlaceKind.ONCE, 1)
+                net.places[p].consumer = t
+                net.arc_in(p, t)
+        for var in item.graph.outputs:
+            if var in item.syncvars:
+                continue
+            p = feed(item, var, f"p.{head}{var}.output", PlaceKind.OUTPUT)
+            if net.places[p].kind is not PlaceKind.MISSING:
+                net.places[p].kind = PlaceKind.OUTPUT
+                net.final[p] = 1
+    for item in items:
+        head = f"{item.colour}." if prefix else ""
+        for t in item.transitions:
+            tr = net.transitions[t]
+            if tr.kind is TransitionKind.COMPUTE and t not in consumed:
+                p = net.add_place(f"p.{head}{tr.name}.unused", tr.name, item.colour, PlaceKind.UNUSED)
+                net.arc_out(t, p)
+            elif tr.kind is TransitionKind.SYNC:
+                for reader in tr.dest:
+                    if (t, reader) not in delivered:
+                        p = net.add_place(f"p.{reader}.{tr.name}.unused", tr.inputs[0], reader, PlaceKind.UNUSED)
+                        net.arc_out(t, p)
+
+
+# ---------------------------------------------------------------------- the paper's encoding
+def _places_paper(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int], prefix: bool) -> None:
+    """One place per variable and colour; one token per consuming instruction (+1 for an output)."""
+    alias_places: dict[tuple[str, str, str], int] = {}   # (reader, writer, sync var) -> place
+    for item in items:
+        head = f"{item.colour}." if prefix else ""
+        readers: dict[str, list[int]] = {}
+        for t in item.transitions:
+            for var in dict.fromkeys(net.transitions[t].inputs):
+                readers.setdefault(var, []).append(t)
+        outputs = [v for v in item.graph.outputs if v not in item.syncvars]
+        demand = {var: len(ts) for var, ts in readers.items()}
+        for var in outputs:
+            demand[var] = demand.get(var, 0) + 1
+        place_of: dict[str, int] = {}
+        # variables in declaration/definition order: declared, computed, then received
+        for var, kind in item.declared.items():
+            place_of[var] = net.add_place(f"p.{head}{var}", var, item.colour, kind, demand.get(var, 0))
+        for t in item.transitions:
+            tr = net.transitions[t]
+            if tr.kind is TransitionKind.COMPUTE:
+                for var in tr.outputs:
+                    p = net.add_place(f"p.{head}{var}", var, item.colour, PlaceKind.VALUE)
+                    place_of[var] = p
+                    if demand.get(var, 0):
+                        net.arc_out(t, p, demand[var])
+        for var, (writer, syncvar) in item.aliases.items():
+            s = syncs.get((writer, syncvar))
+            sent = net.transitions[s].inputs[0] if s is not None else var
+            p = net.add_place(f"p.{head}{sent}", sent, item.colour, PlaceKind.VALUE)
+            alias_places[(item.colour, writer, syncvar)] = p
+            place_of[var] = p
+            if s is None or item.colour not in net.transitions[s].dest:
+                net.places[p].kind = PlaceKind.MISSING
+        for var in readers:
+            if var not in place_of:
+                place_of[var] = net.add_place(f"p.{head}{var}", var, item.colour, PlaceKind.MISSING)
+        for var, ts in readers.items():
+            for t in ts:
+                net.arc_in(place_of[var], t)
+        for t in item.transitions:
+            if not net.transitions[t].inputs:
+                p = net.add_place(f"p.once.{_suffix(net, t)}", net.transitions[t].name, item.colour, PlaceKind.ONCE, 1)
+                net.arc_in(p, t)
+        for var in outputs:
+            if var in place_of:
+                net.final[place_of[var]] = 1
+                if net.places[place_of[var]].kind is PlaceKind.VALUE:
+                    net.places[place_of[var]].kind = PlaceKind.OUTPUT
+        _demand_of_alias = {var: demand.get(var, 0) for var in item.aliases}
+        for var, (writer, syncvar) in item.aliases.items():
+            s = syncs.get((writer, syncvar))
+            if s is not None and item.colour in net.transitions[s].dest and _demand_of_alias[var]:
+                net.arc_out(s, alias_places[(item.colour, writer, syncvar)], _demand_of_alias[var])
