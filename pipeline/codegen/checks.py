@@ -23,6 +23,8 @@ STEP = "codegen"
 STATIC = "codegen.static"
 TRACE = "codegen.trace"
 COMPILE = "codegen.compile"
+TRANSCENDENTAL = "codegen.transcendental"
+ACCELERATORS = "codegen.accelerators"
 ALL = (STATIC, TRACE, COMPILE)
 
 register_check(STATIC, "Generated code is static: no allocation, no recursion, no libm, no branch in kernels, "
@@ -35,6 +37,16 @@ register_check(TRACE, "Generated code is traced to every NNEF instruction and ev
                "trace.json covers every instruction of the item file with existing code lines naming it, every "
                "kernel and weight array is inside an entry; every weight array equals its tensor file (sha256 "
                "checked) in the documented layout, re-derived independently.")
+register_check(TRANSCENDENTAL, "The generator emits the reference's transcendental programs: same bits",
+               STEP, ["HLR-SEM-001", "LLR-SEM-002"],
+               "exp, log, tanh, sigmoid, softplus and pow as generated C (nnef_math.h, built with the build flags, "
+               "linked without -lm) against the NumPy evaluation of the same programs on special values and "
+               "seeded random inputs: every result bit-identical (NaN payloads aside).")
+register_check(ACCELERATORS, "GPU (CUDA) and DLA (NVDLA) items are generated and compared with the reference",
+               STEP, ["HLR-NUM-003", "HLR-NUM-004"],
+               "Deployments with cuda or nvdla items: their code generated, run and compared (0 ULP for CUDA, the "
+               "precision tolerance for NVDLA). No such generator exists yet, so this check reports not run with "
+               "the reason for every model: GPU and DLA semantics preservation is not verified.")
 register_check(COMPILE, "Generated code compiles without a diagnostic under the qualified flags",
                STEP, ["HLR-COD-003", "LLR-COD-003"],
                "Every source compiled with -std=c99 -O2 -Wall -Wextra -Werror -ffp-contract=off (+ -fno-math-errno "
@@ -146,3 +158,32 @@ def _primitive_jumps(folder: Path, scratch: Path, lanes: int) -> dict[str, list[
         return {"probe": [f"probe did not compile: {proc.stderr.strip()[:300]}"]}
     names = [f"probe_{n}" for n in static.SELECT_PRIMITIVES]
     return static.conditional_jumps(asm.read_text(encoding="utf-8"), names)
+
+
+def transcendental_result(subject: str, scratch: Path) -> CheckResult:
+    """`codegen.transcendental`: the C programs against the NumPy programs (pipeline.codegen.c.mathcheck)."""
+    from pipeline.codegen.c.mathcheck import MathCheckError, check_programs
+
+    read = ["pipeline/semantics/transcendental.py", "pipeline/codegen/c/programs.py"]
+    try:
+        mismatches, compared = check_programs(scratch)
+    except MathCheckError as error:
+        return CheckResult(TRANSCENDENTAL, subject, Verdict.NOT_RUN if "not installed" in str(error) else Verdict.FAIL,
+                           str(error), {}, read, [])
+    measured = {"inputs_compared": compared, "functions": 6, "mismatches": sum(m.count for m in mismatches)}
+    if mismatches:
+        m = mismatches[0]
+        reason = (f"{m.function}{m.first_input}: C gives {m.c_value!r}, the reference program {m.reference_value!r} "
+                  f"({m.count} mismatches)")
+        return CheckResult(TRANSCENDENTAL, subject, Verdict.FAIL, reason, measured, read, [])
+    return CheckResult(TRANSCENDENTAL, subject, Verdict.PASS, "", measured, read, [])
+
+
+def accelerators_result(subject: str, deployments: dict[str, list[str]]) -> CheckResult:
+    """`codegen.accelerators`: never pass until a CUDA/NVDLA generator exists (say why it did not run)."""
+    if deployments:
+        listed = "; ".join(f"{name}: {', '.join(items)}" for name, items in sorted(deployments.items()))
+        reason = f"no CUDA/NVDLA generator yet; deployments with such items: {listed}"
+    else:
+        reason = "no deployment of this model has a cuda or nvdla item, and no CUDA/NVDLA generator exists yet"
+    return CheckResult(ACCELERATORS, subject, Verdict.NOT_RUN, reason, {"deployments": len(deployments)}, [], [])

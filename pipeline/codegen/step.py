@@ -82,6 +82,11 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
                         "files": {project_relative(p, base): sha256_of(p) for p in sorted(generated.files)}}
         with tempfile.TemporaryDirectory(prefix="nnef-codegen-") as tmp:
             results += checks.evaluate(subject, folder, base, Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="nnef-math-") as tmp:
+        results.append(checks.transcendental_result(model, Path(tmp)))
+    accelerated = {name: [f"{i.name} ({i.target})" for i in d.items if i.target != "cpu"]
+                   for name, d in spec.deployments.items()}
+    results.append(checks.accelerators_result(model, {k: v for k, v in accelerated.items() if v}))
     write_json(out / STATUS_FILE, {"schema_version": 1, "model": model, "deployments": status})
     write_json(checks_path(model, STEP, base), results_document(results))
     record_step(model, STEP, inputs=[p for p in (deploy_path, split, export) if p.exists()],

@@ -58,10 +58,11 @@ register_check(SCHEDULE.check_id, "The items' static schedules are deadlock-free
                "schedule.json covers each item's instructions, respects local dependencies, and the items run as "
                "sequential processes (gets wait for sends, barriers for all) never deadlock; barrier mode also "
                "separates each send from its gets by a barrier.")
-register_check(TRACE.check_id, "Every observed execution trace is a valid path of the net",
+register_check(TRACE.check_id, "Every trace of the executable split semantics is a valid path of the net",
                STEP, ["HLR-EXE-004", "LLR-EXE-005"],
-               "Per-item logs follow the schedule and the local dependencies, and some global order satisfies the "
-               "communication constraints between items.")
+               "The split step's run of the items as concurrent workers (trace-interpreter.json): per-item logs "
+               "follow the schedule and the local dependencies, and some global order satisfies the communication "
+               "constraints between items. The generated code's traces are replayed by compare.traces.")
 register_check(PIPELINE.check_id, "The periodic net is live and bounded for the deployment's pipeline depth",
                STEP, ["HLR-EXE-001", "LLR-EXE-006"],
                "Marked-graph theorems: live iff every cycle carries a token; a place's bound is the minimum token "

@@ -2,7 +2,7 @@
 
 Reads artifacts/<m>/export/graph.nnef, and for each deployment of models/<m>/deploy.yaml
 the splitter's artifacts/<m>/split/<deployment>/ (plan.json, schedule.json, the item
-files) and any traces the run step left in artifacts/<m>/run/<deployment>/trace*.json.
+files) and the trace of the split step's executable semantics (trace-interpreter.json).
 Writes artifacts/<m>/petri/: `<net>.pnml`, `<net>.dot` (and `<net>.svg` when Graphviz is
 installed) for the original and each split, report.json (every analysis, its verdict,
 counts and counterexample), checks.json, then the step's record. Missing upstream outputs
@@ -30,6 +30,7 @@ from pipeline.petri.plan import load_plan
 from pipeline.petri.pnml import write_pnml
 from pipeline.petri.schedule import load_schedule
 from pipeline.petri.trace import load_trace
+from pipeline.split.plan import TRACE_FILE as SPLIT_TRACE_FILE
 from pipeline.petri.verify import Verification, verify
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,13 @@ def deployments(model: str, root: Path) -> tuple[list[str], str]:
 
 
 def trace_files(model: str, deployment: str, root: Path) -> list[Path]:
-    return sorted((step_dir(model, "run", root) / deployment).glob("trace*.json"))
+    """The traces of the executable split semantics (the split step's interpreter run).
+
+    Traces of the generated code are replayed by the compare step (check compare.traces),
+    which runs after the code; this step verifies the split before any code exists.
+    """
+    path = step_dir(model, "split", root) / deployment / SPLIT_TRACE_FILE
+    return [path] if path.is_file() else []
 
 
 def _write_net(verification: Verification, name: str, out: Path, root: Path) -> dict[str, Any]:

@@ -134,8 +134,6 @@ def verify_split(subject: str, split: Split, directory: Path, exported: Exported
     elif deployment.rewrites:
         reason = "no input vectors requested (0)" if not vectors else f"{source_read[0]} does not check"
         results.append(checks.not_run(checks.REWRITE, subject, reason, source_read))
-    else:
-        results.append(checks.not_run(checks.REWRITE, subject, "this deployment has no rewrite"))
     return results, trace_path
 
 
@@ -233,6 +231,8 @@ def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int 
     count = spec.validation.vectors if vectors is None else vectors
     outcomes = split_to_directory(exported, spec, out, vectors=count, root=base)
     results = [r for outcome in outcomes for r in outcome.results]
+    if not any(r.check_id == checks.REWRITE for r in results):  # the check applies to rewrites only
+        results.append(checks.not_run(checks.REWRITE, model, "no deployment of this model has a layer-parallel rewrite"))
     write_json(checks_path(model, STEP, base), results_document(results))
     command = ["python", "-m", "pipeline", "split", project_relative(model_dir(model, base), base)]
     record_step(model, STEP, inputs=inputs, command=command + ([] if vectors is None else ["--execute", str(count)]),

@@ -1,0 +1,148 @@
+"""The transcendental programs in generated C against the reference's, bit for bit.
+
+Requirement LLR-SEM-002: exp, log, tanh, sigmoid, softplus and pow have one implementation
+(pipeline.semantics.transcendental), which the reference evaluates with NumPy and the
+generator emits as C (programs.py). This module compiles the generated `nnef_math.h` with a
+small driver under the build's flags, linked without -lm (a libm call would not link),
+runs it on a fixed sample (special values, random bit patterns, normal and uniform
+values; seeded) and compares every result with the NumPy program's, NaN payloads aside.
+The codegen step runs it as check `codegen.transcendental`; tests/codegen runs it on a
+larger sample.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.codegen.c.generate import RUNTIME_DIR
+from pipeline.codegen.c.programs import math_header
+from pipeline.semantics import transcendental as T
+from pipeline.target.build import build_flags
+
+LIBM_SYMBOLS = ("expf", "logf", "powf", "tanhf", "rintf", "floorf", "sqrtf", "ceilf", "exp", "log", "pow")
+
+DRIVER = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nnef_math.h"
+#define CAPACITY 700000
+static float in[2 * CAPACITY], out[CAPACITY];
+int main(int argc, char **argv)
+{
+    if (argc != 3) return 2;
+    long n = atol(argv[2]);
+    int two = !strcmp(argv[1], "pow");
+    if (n > CAPACITY || fread(in, 4, (size_t)(n * (two ? 2 : 1)), stdin) != (size_t)(n * (two ? 2 : 1))) return 3;
+    for (long i = 0; i < n; ++i) {
+        float x = two ? in[2 * i] : in[i], y = two ? in[2 * i + 1] : 0.0f;
+        if (!strcmp(argv[1], "exp")) out[i] = nnef_exp(x);
+        else if (!strcmp(argv[1], "log")) out[i] = nnef_log(x);
+        else if (!strcmp(argv[1], "tanh")) out[i] = nnef_tanh(x);
+        else if (!strcmp(argv[1], "sigmoid")) out[i] = nnef_sigmoid(x);
+        else if (!strcmp(argv[1], "softplus")) out[i] = nnef_softplus(x);
+        else if (!strcmp(argv[1], "pow")) out[i] = nnef_pow(x, y);
+        else if (!strcmp(argv[1], "rint")) out[i] = nnef_rint(x);
+        else if (!strcmp(argv[1], "floor")) out[i] = nnef_floor(x);
+        else if (!strcmp(argv[1], "ceil")) out[i] = nnef_ceil(x);
+        else if (!strcmp(argv[1], "sqrt")) out[i] = nnef_sqrt(x);
+        else return 4;
+    }
+    fwrite(out, 4, (size_t)n, stdout);
+    return 0;
+}
+"""
+
+UNARY = {"exp": T.exp, "log": T.log, "tanh": T.tanh, "sigmoid": T.sigmoid, "softplus": T.softplus}
+SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 2.0 ** 22 + 0.5, 2.0 ** 23 - 0.5,
+           -(2.0 ** 23 - 0.5), 2.0 ** 23, 1e-45, -1e-45, 0.49999997, -0.49999997, 88.72283, 88.72284, -103.972,
+           -104.0, 9.01, 44.4, 1e-30]
+
+
+class MathCheckError(RuntimeError):
+    """The driver did not build or run (a compiler diagnostic, a libm reference)."""
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    function: str
+    count: int
+    first_input: tuple[float, ...]
+    c_value: float
+    reference_value: float
+
+
+def sample_inputs(random: int, seed: int = 11) -> np.ndarray:
+    """Special values, then `random` random bit patterns, `random` normal and `random / 2` uniform values."""
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2 ** 32, random, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([np.array(SPECIAL, np.float32), bits, rng.normal(0, 10, random).astype(np.float32),
+                           rng.uniform(-3, 3, random // 2).astype(np.float32)])
+
+
+def pow_exponents(count: int, seed: int = 12) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    y = np.concatenate([rng.uniform(-4, 4, count // 2), rng.integers(-5, 6, count - count // 2)]).astype(np.float32)
+    y[:10] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 2.0, 0.5, -1.0, 3.0]
+    return y
+
+
+def build_driver(folder: Path, lanes: int = 4) -> Path:
+    """Write and compile the driver in `folder` with the build flags, without -lm."""
+    if shutil.which("gcc") is None:
+        raise MathCheckError("gcc is not installed")
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "nnef_math.h").write_text(math_header(), encoding="utf-8")
+    shutil.copy(RUNTIME_DIR / "nnef_runtime.h", folder)
+    (folder / "nnef_config.h").write_text(f"#define NNEF_VL {lanes}\n", encoding="utf-8")
+    (folder / "driver.c").write_text(DRIVER, encoding="utf-8")
+    flags, _ = build_flags(lanes)
+    binary = folder / "driver"
+    proc = subprocess.run(["gcc", *flags, "-I.", "driver.c", "-o", str(binary)], cwd=folder, capture_output=True,
+                          text=True)
+    if proc.returncode != 0 or proc.stderr:
+        raise MathCheckError(f"the math driver does not build cleanly: {proc.stderr.strip()[:400]}")
+    undefined = subprocess.run(["nm", "-u", str(binary)], capture_output=True, text=True).stdout.split()
+    used = sorted(set(LIBM_SYMBOLS) & set(undefined))
+    if used:
+        raise MathCheckError(f"the math driver references libm: {', '.join(used)}")
+    return binary
+
+
+def run_driver(binary: Path, name: str, data: np.ndarray, count: int) -> np.ndarray:
+    proc = subprocess.run([str(binary), name, str(count)], input=data.tobytes(), capture_output=True, check=True)
+    return np.frombuffer(proc.stdout, np.float32)
+
+
+def same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))
+
+
+def compare(binary: Path, name: str, x: np.ndarray, y: np.ndarray | None = None) -> Mismatch | None:
+    """Run one function in C and with the NumPy program; the mismatches, or None."""
+    with np.errstate(all="ignore"):
+        expected = np.asarray(T.pow(x, y) if name == "pow" else UNARY[name](x), np.float32)
+    data = np.stack([x, y], 1) if name == "pow" else x
+    got = run_driver(binary, name, data, x.size)
+    wrong = ~same_bits(got, expected)
+    if not wrong.any():
+        return None
+    at = int(np.argmax(wrong))
+    first = (float(x[at]),) if y is None else (float(x[at]), float(y[at]))
+    return Mismatch(name, int(wrong.sum()), first, float(got[at]), float(expected[at]))
+
+
+def check_programs(scratch: Path, random: int = 20_000) -> tuple[list[Mismatch], int]:
+    """Every transcendental program in C against NumPy; (mismatches, inputs compared)."""
+    binary = build_driver(scratch)
+    x = sample_inputs(random)
+    mismatches = [m for name in UNARY if (m := compare(binary, name, x)) is not None]
+    powered = compare(binary, "pow", x, pow_exponents(x.size))
+    if powered is not None:
+        mismatches.append(powered)
+    return mismatches, x.size * (len(UNARY) + 1)
