@@ -1,8 +1,8 @@
 """doit tasks of the codegen step: `codegen:<model>` for every shipped model.
 
 Each sub-task generates the C code of every all-`cpu` deployment of models/<m>/deploy.yaml
-and checks it (pipeline.codegen.step). It depends on the spec, the split's plan and schedule
-of every deployment (and the item files existing when doit loads), the export (graph and
+and checks it (pipeline.codegen.step). It depends on the spec, every file the split step declares (plans, schedules,
+item files), the export (graph and
 provenance.json, which holds the sha256 of every tensor file) and the sources of the
 generator, its runtime, the reference programs it emits and the validators. status.json (a
 target) holds the sha256 of every generated file, so the run step re-runs on any change.
@@ -16,6 +16,7 @@ from typing import Any, Iterator
 from pipeline.deploy import DeployError, load_deploy
 from pipeline.evidence.records import RECORD_FILE
 from pipeline.layout import checks_path, model_dir, model_names, step_dir
+from pipeline.split.tasks import split_targets
 
 PACKAGE = Path(__file__).resolve().parents[1]
 SOURCE_GLOBS = ("codegen/*.py", "codegen/c/*.py", "codegen/c/kernels/*.py", "codegen/c/runtime/*",
@@ -48,12 +49,10 @@ def task_codegen() -> Iterator[dict[str, Any]]:
     """Generate and check the C code of every all-CPU deployment of each model."""
     deps = sources()
     for model in model_names("."):
-        split, export = step_dir(model, "split"), step_dir(model, "export")
+        export = step_dir(model, "export")
         file_dep = [(model_dir(model) / "deploy.yaml").as_posix(), (export / "graph.nnef").as_posix(),
                     (export / "provenance.json").as_posix()]
-        for name in deployments(model):
-            file_dep += [(split / name / "plan.json").as_posix(), (split / name / "schedule.json").as_posix()]
-            file_dep += sorted(p.as_posix() for p in (split / name).glob("*.nnef"))
+        file_dep += split_targets(model)
         out = step_dir(model, "codegen")
         yield {
             "name": model,

@@ -44,7 +44,7 @@ register_check(BUDGET, "The maximum measured execution time of one inference is 
                "met.runs timed inferences of the uninstrumented build (after warm-up): max <= deploy.yaml "
                "met.budget_us.")
 register_check(STABILITY, "Measured execution time is stable: bounded jitter and no drift against the accepted baseline",
-               STEP, ["HLR-MET-002", "LLR-MET-001"],
+               STEP, ["HLR-MET-002"],
                "(p99 - median) / median <= max_jitter_ratio; median <= accepted median * (1 + max_drift_ratio) "
                "(models/<m>/met-baseline.json; not run without one).")
 register_check(PATH, "The execution path is data-independent: identical instruction counts for every input",
