@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -54,6 +55,9 @@ from pipeline.vectors import DISTRIBUTION_KINDS, Distribution, InputSpec
 SCHEMA_VERSION = 1
 DEFAULT_VECTORS = 100
 TARGETS = ("cpu", "cuda", "nvdla")
+
+# libyaml's loader when PyYAML has it (same results, node marks included), else the Python one.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SYNC_MODES = ("event", "barrier")
 
 CODES: dict[str, str] = {
@@ -522,8 +526,8 @@ def _display(path: str | os.PathLike[str]) -> str:
 def parse_deploy_text(text: str, file: str = "<string>") -> DeploySpec:
     """Validate a deployment spec given as YAML text; DeployError lists every problem."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root = yaml.compose(text, Loader=_LOADER)
+        data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
@@ -543,8 +547,21 @@ def parse_deploy_text(text: str, file: str = "<string>") -> DeploySpec:
 
 
 def load_deploy(path: str | os.PathLike[str]) -> DeploySpec:
-    """Load and validate `path` (e.g. models/lenet5/deploy.yaml); DeployError lists every problem."""
+    """Load and validate `path` (e.g. models/lenet5/deploy.yaml); DeployError lists every problem.
+
+    Results are cached per file and modification: doit's task generators of every step read
+    every spec each time `doit` starts, and a no-op `doit verify` must stay fast.
+    """
     file = _display(path)
+    try:
+        stat = Path(path).stat()
+    except OSError as exc:
+        raise DeployError(file, [DeployProblem("DEPLOY-E001", "", f"cannot read the file: {exc}")]) from None
+    return _load_cached(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, file)
+
+
+@lru_cache(maxsize=64)
+def _load_cached(path: str, mtime_ns: int, size: int, file: str) -> DeploySpec:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

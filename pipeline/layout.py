@@ -18,6 +18,13 @@ STEPS: tuple[str, ...] = ("export", "check", "split", "petri", "codegen", "run",
 
 CHECKS_FILE = "checks.json"
 
+# Artifact file names the doit task generators need before any step module is imported
+# (importing the steps pulls in onnx, lark and the rest: a no-op `doit verify` must stay fast).
+EXPORT_GRAPH_FILE = "graph.nnef"
+EXPORT_PROVENANCE_FILE = "provenance.json"
+EXPORT_VALIDATION_FILE = "validation.json"
+CHECK_REPORT_FILE = "report.json"
+
 
 def model_names(root: Path | str = ".") -> list[str]:
     """Every shipped model: a folder under models/ holding model.onnx, sorted by name."""

@@ -9,8 +9,25 @@ semantics) on the same inputs, pipeline.export.khronos re-reads the files with t
 parser, and pipeline.export.checks turns both into check results.
 """
 
-from pipeline.export.errors import ExportError
-from pipeline.export.exporter import ExportResult, convert, export_model
-from pipeline.export.registry import supported_operators
+from typing import Any
+
+# Public names, imported on first use (PEP 562): doit's task generator imports this package
+# and must not pay for onnx and the converters on a no-op run.
+_PUBLIC = {
+    "ExportError": "pipeline.export.errors",
+    "ExportResult": "pipeline.export.exporter",
+    "convert": "pipeline.export.exporter",
+    "export_model": "pipeline.export.exporter",
+    "supported_operators": "pipeline.export.registry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        import importlib
+
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'pipeline.export' has no attribute {name!r}")
+
 
 __all__ = ["ExportError", "ExportResult", "convert", "export_model", "supported_operators"]

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from pipeline.layout import EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE
 from pipeline.atomic import canonical_json, write_bytes
 from pipeline.export.context import ExportContext
 from pipeline.export.errors import ExportError, node_error
@@ -44,8 +45,8 @@ from pipeline.nnef.tensorfile import encode_tensor
 
 log = logging.getLogger(__name__)
 
-GRAPH_FILE = "graph.nnef"
-PROVENANCE_FILE = "provenance.json"
+GRAPH_FILE = EXPORT_GRAPH_FILE
+PROVENANCE_FILE = EXPORT_PROVENANCE_FILE
 EXPORT_FILES = (GRAPH_FILE, PROVENANCE_FILE)
 
 

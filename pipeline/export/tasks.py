@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE
-from pipeline.export.validate import VALIDATION_FILE
-from pipeline.layout import checks_path, model_dir, model_names, step_dir
+from pipeline.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
+                             model_names, step_dir)
 
 PACKAGE = Path(__file__).resolve().parents[1]
 SOURCE_PACKAGES = ("export", "export/ops", "semantics", "nnef", "compare")
@@ -47,7 +46,7 @@ def task_export() -> Iterator[dict[str, Any]]:
             "actions": [(_export, [model])],
             "file_dep": [(model_dir(model) / "model.onnx").as_posix(), (model_dir(model) / "deploy.yaml").as_posix()]
             + sources,
-            "targets": [(out / name).as_posix() for name in (GRAPH_FILE, PROVENANCE_FILE, VALIDATION_FILE)]
+            "targets": [(out / name).as_posix() for name in (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE)]
             + [checks_path(model, "export").as_posix(), (out / "record.json").as_posix()],
             "clean": True,
         }

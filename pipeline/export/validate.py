@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import onnx
 
+from pipeline.layout import EXPORT_VALIDATION_FILE
 from pipeline.compare.metrics import ErrorAccumulator, ErrorStats, within_tolerance
 from pipeline.deploy import DeploySpec, Tolerance, check_inputs_match
 from pipeline.export.errors import ExportError
@@ -38,7 +39,7 @@ from pipeline.vectors import RULE, Distribution, InputSpec, iter_vectors
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-VALIDATION_FILE = "validation.json"
+VALIDATION_FILE = EXPORT_VALIDATION_FILE
 DEFAULT_VECTORS = 100
 DEFAULT_SEED = 0
 # HLR-EXP-001's parameter: the tolerance when no deployment spec gives one.

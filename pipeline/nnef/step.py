@@ -14,14 +14,14 @@ from typing import Any
 from pipeline.atomic import write_json
 from pipeline.evidence.checks import CheckResult, Verdict, results_document
 from pipeline.evidence.records import record_step
-from pipeline.layout import checks_path, project_relative, step_dir
+from pipeline.layout import CHECK_REPORT_FILE, checks_path, project_relative, step_dir
 from pipeline.nnef import checks
 from pipeline.nnef.checker import GRAPH_FILE, CheckReport, check_paths
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-REPORT_FILE = "report.json"
+REPORT_FILE = CHECK_REPORT_FILE
 
 
 def report_document(report: CheckReport, root: Path) -> dict[str, Any]:

@@ -8,22 +8,25 @@ from typing import Any, Iterator
 
 from doit.exceptions import TaskFailed
 
-from pipeline.atomic import write_json
-from pipeline.layout import ARTIFACTS_DIR, checks_path, model_names, step_dir
-from pipeline.nnef.checker import check_paths
-from pipeline.nnef.step import REPORT_FILE, report_document, run_check_step
+from pipeline.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, model_names, step_dir
 
 EXAMPLES = Path("examples") / "nnef"
-EXAMPLES_REPORT = Path(ARTIFACTS_DIR) / "examples" / "check" / REPORT_FILE
+EXAMPLES_REPORT = Path(ARTIFACTS_DIR) / "examples" / "check" / CHECK_REPORT_FILE
 
 
 def _run(model: str) -> bool:
+    from pipeline.nnef.step import run_check_step
+
     run_check_step(model)
     return True  # the verdicts are evidence; a failing check fails `verify`, not this task
 
 
 def _check_examples(paths: list[str]) -> TaskFailed | None:
     """The shipped examples document the language: they must be free of errors."""
+    from pipeline.atomic import write_json
+    from pipeline.nnef.checker import check_paths
+    from pipeline.nnef.step import report_document
+
     report = check_paths(paths, tensors=False)
     write_json(EXAMPLES_REPORT, report_document(report, Path(".")))
     errors = [f for f in report.findings if f.is_error]
@@ -42,7 +45,7 @@ def task_check() -> Iterator[dict[str, Any]]:
             "name": model,
             "actions": [(_run, [model])],
             "file_dep": [str(export / "graph.nnef"), str(export / "provenance.json")],
-            "targets": [str(out / REPORT_FILE), str(checks_path(model, "check")), str(out / "record.json")],
+            "targets": [str(out / CHECK_REPORT_FILE), str(checks_path(model, "check")), str(out / "record.json")],
             "clean": True,
         }
     examples = sorted(str(p) for p in EXAMPLES.glob("*.nnef"))

@@ -13,12 +13,39 @@ the unsplit interpreter (execute.py), the rewrite check, and the Petri-net equiv
 (pipeline.petri). docs/split.md is the user documentation.
 """
 
-from pipeline.split.allocation import Deployment, resolve_deployment
-from pipeline.split.execute import ExecutionResult, compare_with_reference, execute_split, trace_document
-from pipeline.split.layer_parallel import LayerParallelSpec, layer_parallel, rewrite_graph
-from pipeline.split.plan import Schedule, load_plan, load_schedule, plan_document, schedule_document
-from pipeline.split.splitter import Split, split_deployment
-from pipeline.split.step import run_split_step, split_to_directory
+from typing import Any
+
+# Public names, imported on first use (PEP 562): doit's task generator imports this package
+# and must not pay for the splitter, the interpreter and numpy on a no-op run.
+_PUBLIC = {
+    "Deployment": "pipeline.split.allocation",
+    "resolve_deployment": "pipeline.split.allocation",
+    "ExecutionResult": "pipeline.split.execute",
+    "compare_with_reference": "pipeline.split.execute",
+    "execute_split": "pipeline.split.execute",
+    "trace_document": "pipeline.split.execute",
+    "LayerParallelSpec": "pipeline.split.layer_parallel",
+    "layer_parallel": "pipeline.split.layer_parallel",
+    "rewrite_graph": "pipeline.split.layer_parallel",
+    "Schedule": "pipeline.split.plan",
+    "load_plan": "pipeline.split.plan",
+    "load_schedule": "pipeline.split.plan",
+    "plan_document": "pipeline.split.plan",
+    "schedule_document": "pipeline.split.plan",
+    "Split": "pipeline.split.splitter",
+    "split_deployment": "pipeline.split.splitter",
+    "run_split_step": "pipeline.split.step",
+    "split_to_directory": "pipeline.split.step",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        import importlib
+
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'pipeline.split' has no attribute {name!r}")
+
 
 __all__ = [
     "Deployment", "resolve_deployment", "ExecutionResult", "compare_with_reference", "execute_split",
