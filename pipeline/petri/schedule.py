@@ -21,6 +21,10 @@ other. `check_schedule` decides it in linear time:
    (PETRI-E123), and each get comes at least one barrier after its send (PETRI-E124); a get
    in the same barrier epoch as its send is a race for an implementation whose get does not
    wait.
+
+schedule.json is read here with its own parser and data model, not the splitter's
+(pipeline.split.plan): the Petri step is the splitter's independent validator (DESIGN,
+"every transformation has an independent validator"), so it trusts only the file.
 """
 
 from __future__ import annotations
