@@ -25,6 +25,7 @@ class _ItemFacts:
     declarations: dict[str, Operation] = field(default_factory=dict)
     sends: dict[str, Operation] = field(default_factory=dict)
     gets: list[Operation] = field(default_factory=list)
+    received: set[tuple[str, str]] = field(default_factory=set)  # (writer item, sync variable) read
 
 
 def _facts(graph: Graph) -> _ItemFacts:
@@ -36,6 +37,9 @@ def _facts(graph: Graph) -> _ItemFacts:
             facts.sends[op.output_refs()[0].name] = op
         elif op.name == "get_var":
             facts.gets.append(op)
+            data = op.inputs.get("data")
+            if isinstance(data, Ref):
+                facts.received.add((str(op.attribs.get("source")), data.name))
     return facts
 
 
@@ -81,9 +85,7 @@ def check_items(graphs: list[Graph]) -> list[Finding]:
             for dest in op.attribs.get("dest", []):
                 if dest == name:
                     findings.append(_finding("NNEF-E077", f"item '{name}' sends '{var}' to itself", op.span))
-                elif known(dest, op.span) and not any(
-                    g.attribs.get("source") == name and g.inputs["data"] == Ref(var) for g in items[dest].gets
-                ):
+                elif known(dest, op.span) and (name, var) not in items[dest].received:
                     findings.append(_finding("NNEF-W079", f"'{var}' is sent by '{name}' to '{dest}', which never "
                                              f"reads it with get_var({name}, {var})", op.span))
             declared = facts.declarations.get(var)
