@@ -12,11 +12,11 @@ DOIT_CONFIG = {
     "verbosity": 2,
 }
 
-from pipeline.nnef.tasks import task_check  # noqa: E402,F401
+from pipeline.check.tasks import task_check  # noqa: E402,F401
 from pipeline.evidence.tasks import task_evidence, task_verify  # noqa: E402,F401
 from pipeline.export.tasks import task_export  # noqa: E402,F401
 from pipeline.split.tasks import task_split  # noqa: E402,F401
 from pipeline.petri.tasks import task_petri  # noqa: E402,F401
 from pipeline.codegen.tasks import task_codegen  # noqa: E402,F401
-from pipeline.target.tasks import task_target  # noqa: E402,F401
+from pipeline.execute.tasks import task_execute  # noqa: E402,F401
 from pipeline.compare.tasks import task_compare  # noqa: E402,F401

@@ -4,7 +4,7 @@
 
 For each model under models/: export and split in a scratch project (the pipeline's own
 steps), generate the C code of the `single` deployment, build it with the qualified flags
-(build flags as the run step uses them), check its outputs are bit-identical to the reference
+(build flags as the execute step uses them), check its outputs are bit-identical to the reference
 semantics on a few vectors, then time `runs` inferences with the harness (CLOCK_MONOTONIC
 around each, after 100 warm-up inferences) and onnxruntime (InferenceSession with
 intra_op_num_threads = inter_op_num_threads = 1, sequential execution, batch 1,
@@ -35,7 +35,7 @@ from pipeline.export.step import run_export_step  # noqa: E402
 from pipeline.layout import model_names  # noqa: E402
 from pipeline.nnef.tensorfile import read_tensor, write_tensor  # noqa: E402
 from pipeline.split.step import run_split_step  # noqa: E402
-from pipeline.target.build import build_flags, compile_and_link, compiler_version, host_isa  # noqa: E402
+from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa  # noqa: E402
 from pipeline.vectors import draw_vectors  # noqa: E402
 
 

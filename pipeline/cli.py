@@ -14,6 +14,7 @@ import sys
 from typing import Sequence
 
 from pipeline import __version__
+from pipeline.terminal import EXIT_BAD_INPUT
 
 # Modules providing sub-commands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -24,13 +25,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pipeline.export.command",
     "pipeline.split.command",
     "pipeline.codegen.command",
-    "pipeline.target.command",
+    "pipeline.execute.command",
     "pipeline.compare.command",
 )
 
-EXIT_OK = 0
-EXIT_CHECK_FAILED = 1
-EXIT_BAD_INPUT = 2
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -49,7 +49,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 from pipeline.vectors import DISTRIBUTION_KINDS, Distribution, InputSpec
 
 SCHEMA_VERSION = 1
@@ -83,10 +83,6 @@ class DeployProblem:
     line: int = 0
     column: int = 0
 
-    def render(self, file: str) -> str:
-        where = f"{file}:{self.line}:{self.column}" if self.line else file
-        key = f" {self.path}:" if self.path else ""
-        return f"{where}:{key} {self.code}: {self.message}"
 
 
 class DeployError(PipelineError):
@@ -97,12 +93,12 @@ class DeployError(PipelineError):
         self.problems = list(problems)
         first = self.problems[0]
         more = f" (and {len(self.problems) - 1} more problem(s))" if len(self.problems) > 1 else ""
-        location = f"{file}: {first.path}" if first.path else file
+        location = Location(file=file, line=first.line, column=first.column, key_path=first.path)
         super().__init__(first.code, first.message + more, location)
 
-    def render(self) -> str:
-        """Every problem, one per line, compiler style."""
-        return "\n".join(p.render(self.file) for p in self.problems)
+    def all_problems(self) -> list[PipelineError]:
+        return [PipelineError(p.code, p.message, Location(self.file, p.line, p.column, key_path=p.path))
+                for p in self.problems]
 
 
 @dataclass(frozen=True)

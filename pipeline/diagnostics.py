@@ -84,17 +84,77 @@ def has_errors(findings: Iterable[Finding]) -> bool:
     return any(f.is_error for f in findings)
 
 
-class PipelineError(Exception):
-    """An input the pipeline cannot process; carries a stable code and a location.
+@dataclass(frozen=True)
+class Location:
+    """Where an input problem is: a position in a file, a key path in a document, a model element.
 
-    Raised for bad input that stops a step (unsupported ONNX operator, unreadable tensor
-    file, malformed deployment spec). `location` is free text: file:line:col, a YAML key
-    path or an ONNX node name.
+    Every coded error carries one, so that the command line draws the same
+    `file:line:col: ... ` head and caret for a deployment spec, a plan or an NNEF file
+    (`pipeline.terminal.render_error`). Any field may be empty: a missing tensor file has
+    only `file`; an ONNX node has only `element`; a YAML key has all of file, line, column
+    and `key_path`.
     """
 
-    def __init__(self, code: str, message: str, location: str = "") -> None:
+    file: str = ""
+    line: int = 0
+    column: int = 0
+    end_line: int = 0
+    end_column: int = 0
+    key_path: str = ""    # dotted path inside a YAML/JSON document: deployments.single.sync
+    element: str = ""     # a named element of a model: "node 'conv1'", "graph output 'y'"
+
+    @classmethod
+    def of_span(cls, span: Span | None, key_path: str = "", element: str = "") -> "Location":
+        """The location of a source span (an NNEF token, a YAML node); empty without one."""
+        if span is None:
+            return cls(key_path=key_path, element=element)
+        return cls(span.file, span.line, span.column, span.end_line, span.end_column, key_path, element)
+
+    @classmethod
+    def in_file(cls, path: Any, key_path: str = "") -> "Location":
+        """A whole file (or a key of it whose line is unknown)."""
+        return cls(file=str(path), key_path=key_path)
+
+    @property
+    def span(self) -> Span | None:
+        """The source span, when a line is known (for the caret)."""
+        if not self.file or self.line <= 0:
+            return None
+        return Span(self.file, self.line, self.column, self.end_line, self.end_column)
+
+    def __bool__(self) -> bool:
+        return bool(self.file or self.key_path or self.element)
+
+    def __str__(self) -> str:
+        position = self.file + (f":{self.line}:{self.column}" if self.file and self.line > 0 else "")
+        return ": ".join(part for part in (position, self.key_path, self.element) if part)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "column": self.column,
+                "end_line": self.end_line or self.line, "end_column": self.end_column or self.column,
+                "key_path": self.key_path, "element": self.element}
+
+
+NOWHERE = Location()
+
+
+class PipelineError(Exception):
+    """An input the pipeline cannot process; carries a stable code and a structured location.
+
+    Raised for bad input that stops a step (unsupported ONNX operator, unreadable tensor
+    file, malformed deployment spec). `location` says where (`Location`); the command line
+    renders it with `pipeline.terminal.render_error`.
+    """
+
+    def __init__(self, code: str, message: str, location: Location = NOWHERE) -> None:
+        if not isinstance(location, Location):
+            raise TypeError(f"{code}: location must be a Location, not {type(location).__name__}")
         self.code = code
         self.message = message
         self.location = location
         prefix = f"{location}: " if location else ""
         super().__init__(f"{prefix}{code}: {message}")
+
+    def all_problems(self) -> list["PipelineError"]:
+        """Every problem this error stands for: itself; a document validator's error lists them all."""
+        return [self]

@@ -14,7 +14,7 @@ REPORTS_DIR = "reports"
 REQUIREMENTS_DIR = "requirements"
 
 # The steps in chain order; each writes artifacts/<model>/<step>/ and a checks.json there.
-STEPS: tuple[str, ...] = ("export", "check", "split", "petri", "codegen", "run", "compare")
+STEPS: tuple[str, ...] = ("export", "check", "split", "petri", "codegen", "execute", "compare")
 
 CHECKS_FILE = "checks.json"
 

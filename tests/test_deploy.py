@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.terminal import render_error
 from pipeline.deploy import CODES, DeployError, check_inputs_match, load_deploy, parse_deploy_text
 from pipeline.vectors import Distribution, InputSpec
 
@@ -78,8 +79,9 @@ def test_yaml_1_1_exponent_is_a_string_with_a_hint() -> None:
         parse_deploy_text(VALID.replace("1.0e-5", "1e-5"), "models/tiny/deploy.yaml")
     error = info.value
     assert error.code == "DEPLOY-E003"
-    assert str(error).startswith("models/tiny/deploy.yaml: validation.tolerance.max_abs_error: DEPLOY-E003: "
+    assert str(error).startswith("models/tiny/deploy.yaml:11:20: validation.tolerance.max_abs_error: DEPLOY-E003: "
                                  "expected a number, got string '1e-5'")
+    assert error.location.key_path == "validation.tolerance.max_abs_error" and error.location.line == 11
     assert "write e.g. 1.0e-5" in str(error)
     assert error.problems[0].line == 11
 
@@ -121,8 +123,8 @@ def test_every_problem_is_reported_with_a_line() -> None:
     assert all(p.line > 0 for p in problems)
     with pytest.raises(DeployError) as info:
         parse_deploy_text(text, "f.yaml")
-    rendered = info.value.render().splitlines()
-    assert len(rendered) == 3 and rendered[0].startswith("f.yaml:")
+    rendered = [line for line in render_error(info.value).splitlines() if line.startswith("f.yaml:")]
+    assert len(rendered) == 3 and all(" error DEPLOY-E" in line for line in rendered)
     assert "(and 2 more problem(s))" in str(info.value)
 
 

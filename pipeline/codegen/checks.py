@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.codegen import static, tracecheck
-from pipeline.evidence.checks import CheckResult, Verdict, register_check
-from pipeline.target.build import QUALIFIED_FLAGS, build_flags, compile_objects, compiler_path, compiler_version
+from pipeline.registry.checks import CheckResult, Verdict, register_check
+from pipeline.toolchain.cc import QUALIFIED_FLAGS, build_flags, compile_objects, compiler_path, compiler_version
 
 STEP = "codegen"
 STATIC = "codegen.static"

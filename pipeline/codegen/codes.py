@@ -6,7 +6,7 @@ or the artifact path that is missing or malformed.
 
 from __future__ import annotations
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import NOWHERE, Location, PipelineError
 
 CODES: dict[str, str] = {
     "CODEGEN-E001": "operation not supported by the C generator (names it, its NNEF location and the supported list)",
@@ -24,7 +24,7 @@ CODES: dict[str, str] = {
 class CodegenError(PipelineError):
     """A generator input the C generator cannot process; code from CODES."""
 
-    def __init__(self, code: str, message: str, location: str = "") -> None:
+    def __init__(self, code: str, message: str, location: Location = NOWHERE) -> None:
         if code not in CODES:
             raise ValueError(f"undocumented codegen code {code!r}")
         super().__init__(code, message, location)

@@ -10,34 +10,10 @@ Exit status: 0 every check passed or did not apply, 1 a check failed, 2 bad inpu
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 from typing import Any
 
 from pipeline.diagnostics import PipelineError
-from pipeline.evidence.checks import Verdict, results_document
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-
-
-def model_and_root(text: str) -> tuple[str, Path]:
-    """A model name or models/<m> folder -> (model, project root)."""
-    path = Path(text)
-    if path.is_dir() and (path / "deploy.yaml").is_file():
-        return path.resolve().name, path.resolve().parents[1]
-    return text, Path(".")
-
-
-def print_results(results: list[Any], as_json: bool) -> int:
-    if as_json:
-        print(json.dumps(results_document(results), indent=2, sort_keys=True))
-    else:
-        for r in results:
-            line = f"{r.verdict.value:8} {r.check_id:20} {r.subject}"
-            print(line + (f": {r.reason}" if r.reason else ""))
-    return EXIT_FAILED if any(r.verdict is Verdict.FAIL for r in results) else EXIT_OK
-
+from pipeline.terminal import EXIT_OK, fail_usage, model_and_root, print_results, report_error
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -64,16 +40,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.split:
             if not (args.export and args.out):
-                print("error: --split needs --export and --out", file=sys.stderr)
-                return EXIT_BAD_INPUT
+                return fail_usage("--split needs --export and --out")
             generated = generate_deployment(load_deployment(args.split, args.export, "."), args.out, lanes=lanes)
             print(f"{len(generated.files)} files written to {args.out}")
             return EXIT_OK
         if not args.model:
-            print("error: give a model (or --split)", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return fail_usage("give a model (or --split)")
         model, root = model_and_root(args.model)
         return print_results(run_codegen_step(model, root, lanes=lanes), args.json)
-    except (PipelineError, OSError, KeyError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except PipelineError as error:
+        return report_error(error)
+    except (OSError, KeyError) as error:
+        return fail_usage(str(error))

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.codegen.codes import CodegenError
-from pipeline.diagnostics import PipelineError, Severity
+from pipeline.diagnostics import Location, PipelineError, Severity
 from pipeline.layout import project_relative
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph, Operation
@@ -94,7 +94,7 @@ class DeploymentInput:
         raise KeyError(name)
 
 
-def _match_steps(item: str, graph: Graph, steps: list[Step], where: str) -> list[Operation | None]:
+def _match_steps(item: str, graph: Graph, steps: list[Step], where: Location) -> list[Operation | None]:
     """The instruction of each step; CODEGEN-E004 if the schedule and the description disagree."""
     by_result: dict[str, Operation] = {}
     sends: dict[str, Operation] = {}
@@ -141,21 +141,21 @@ def load_deployment(split_dir: str | os.PathLike[str], export_dir: str | os.Path
     plan_path, schedule_path = folder / PLAN_FILE, folder / SCHEDULE_FILE
     for path in (plan_path, schedule_path):
         if not path.is_file():
-            raise CodegenError("CODEGEN-E003", "split artifact missing (run the split step first)", str(path))
+            raise CodegenError("CODEGEN-E003", "split artifact missing (run the split step first)", Location.in_file(path))
     try:
         plan = load_plan(plan_path)
         schedule = load_schedule(schedule_path)
     except PipelineError as error:
-        raise CodegenError("CODEGEN-E003", f"{error.code}: {error.message}", error.location or str(folder)) from None
+        raise CodegenError("CODEGEN-E003", f"{error.code}: {error.message}", error.location or Location.in_file(folder)) from None
     files = [folder / entry["file"] for entry in plan["items"]]
     for path in files:
         if not path.is_file():
-            raise CodegenError("CODEGEN-E003", "item description missing", str(path))
+            raise CodegenError("CODEGEN-E003", "item description missing", Location.in_file(path))
     report = check_paths(files, profile="certification", tensors=True, tensor_dir=export)
     errors = [f for f in report.findings if f.severity is Severity.ERROR]
     if errors:
         first = errors[0]
-        raise CodegenError("CODEGEN-E004", f"{first.code}: {first.message}", str(first.span or folder))
+        raise CodegenError("CODEGEN-E004", f"{first.code}: {first.message}", Location.of_span(first.span) if first.span else Location.in_file(folder))
     graphs = {g.item or g.name: g for g in report.graphs}
     items: list[ItemInput] = []
     weights: dict[str, Weight] = {}
@@ -163,11 +163,11 @@ def load_deployment(split_dir: str | os.PathLike[str], export_dir: str | os.Path
         name = entry["name"]
         graph = graphs.get(name)
         if graph is None:
-            raise CodegenError("CODEGEN-E004", f"no graphitem {name} in the item file", str(path))
+            raise CodegenError("CODEGEN-E004", f"no graphitem {name} in the item file", Location.in_file(path))
         steps = schedule.items.get(name, [])
         text = report.texts.get(str(path))
         lines = (text if text is not None else path.read_text(encoding="utf-8")).splitlines()
-        matched = _match_steps(name, graph, steps, str(schedule_path))
+        matched = _match_steps(name, graph, steps, Location.in_file(schedule_path))
         items.append(ItemInput(name, entry["target"], path, project_relative(path, base), sha256_of(path), graph,
                                lines, steps, matched))
         for op in graph.operations:
@@ -178,15 +178,15 @@ def load_deployment(split_dir: str | os.PathLike[str], export_dir: str | os.Path
                 continue
             dat = export / f"{label}.dat"
             if not dat.is_file():
-                raise CodegenError("CODEGEN-E003", f"tensor file of variable '{label}' missing", str(dat))
+                raise CodegenError("CODEGEN-E003", f"tensor file of variable '{label}' missing", Location.in_file(dat))
             try:
                 array = read_tensor(dat)
             except PipelineError as error:
-                raise CodegenError("CODEGEN-E005", error.message, str(dat)) from None
+                raise CodegenError("CODEGEN-E005", error.message, Location.in_file(dat)) from None
             shape = [int(s) for s in op.attribs.get("shape", [])]
             if array.dtype != np.float32 or list(array.shape) != shape:
                 raise CodegenError("CODEGEN-E005", f"'{label}' holds {array.dtype} {list(array.shape)}, declared "
-                                   f"scalar {shape}", str(op.span or dat))
+                                   f"scalar {shape}", Location.of_span(op.span) if op.span else Location.in_file(dat))
             weights[label] = Weight(label, dat, project_relative(dat, base), sha256_of(dat), array)
     return DeploymentInput(str(plan["model"]), str(plan["deployment"]), schedule.sync, items,
                            list(plan["sync_variables"]), dict(plan["outputs"]), weights, folder, export, base,

@@ -24,10 +24,10 @@ from pipeline.codegen.codes import CodegenError
 from pipeline.codegen.deployment import load_deployment, sha256_of
 from pipeline.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
-from pipeline.evidence.checks import CheckResult, results_document
-from pipeline.evidence.records import record_step
+from pipeline.registry.checks import CheckResult, results_document
+from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, model_dir, project_relative, step_dir
-from pipeline.target.build import compiler_version
+from pipeline.toolchain.cc import compiler_version
 
 log = logging.getLogger(__name__)
 

@@ -5,37 +5,21 @@ and checks it (pipeline.codegen.step). It depends on the spec, every file the sp
 item files), the export (graph and
 provenance.json, which holds the sha256 of every tensor file) and the sources of the
 generator, its runtime, the reference programs it emits and the validators. status.json (a
-target) holds the sha256 of every generated file, so the run step re-runs on any change.
+target) holds the sha256 of every generated file, so the execute step re-runs on any change.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.deploy import DeployError, load_deploy
-from pipeline.evidence.records import RECORD_FILE
+from pipeline.registry.records import RECORD_FILE
 from pipeline.layout import checks_path, model_dir, model_names, step_dir
 from pipeline.split.tasks import split_targets
+from pipeline.tasking import package_sources
 
-PACKAGE = Path(__file__).resolve().parents[1]
 SOURCE_GLOBS = ("codegen/*.py", "codegen/c/*.py", "codegen/c/kernels/*.py", "codegen/c/runtime/*",
-                "semantics/transcendental.py", "semantics/windows.py", "target/build.py", "nnef/*.py",
+                "semantics/transcendental.py", "semantics/windows.py", "toolchain/*.py", "nnef/*.py",
                 "nnef/*.lark", "split/plan.py", "deploy.py", "layout.py", "atomic.py")
-
-
-def sources(globs: tuple[str, ...] = SOURCE_GLOBS) -> list[str]:
-    """Project-relative source files matching `globs` under pipeline/."""
-    root = PACKAGE.parent
-    files = sorted({p for pattern in globs for p in PACKAGE.glob(pattern) if p.is_file() and p.suffix != ".pyc"})
-    return [p.relative_to(root).as_posix() for p in files]
-
-
-def deployments(model: str) -> list[str]:
-    try:
-        return list(load_deploy(model_dir(model) / "deploy.yaml").deployments)
-    except DeployError:
-        return []
 
 
 def _generate(model: str) -> bool:
@@ -47,7 +31,7 @@ def _generate(model: str) -> bool:
 
 def task_codegen() -> Iterator[dict[str, Any]]:
     """Generate and check the C code of every all-CPU deployment of each model."""
-    deps = sources()
+    deps = package_sources(SOURCE_GLOBS)
     for model in model_names("."):
         export = step_dir(model, "export")
         file_dep = [(model_dir(model) / "deploy.yaml").as_posix(), (export / "graph.nnef").as_posix(),

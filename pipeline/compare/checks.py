@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pipeline.evidence.checks import CheckResult, Verdict, register_check
+from pipeline.registry.checks import CheckResult, Verdict, register_check
 
 STEP = "compare"
 REFERENCE = "compare.reference"

@@ -1,6 +1,6 @@
 """`python -m pipeline compare MODEL [--json]` and `python -m pipeline compare accept-met MODEL`.
 
-The first judges the run step's measurements of MODEL (a name or models/<m>): numbers against
+The first judges the execute step's measurements of MODEL (a name or models/<m>): numbers against
 the reference semantics and onnxruntime, traces on the Petri net, MET against the budget and
 the accepted baseline, instruction counts; writes artifacts/<m>/compare/.
 `accept-met` writes models/<m>/met-baseline.json from the last comparison's met.json files:
@@ -11,13 +11,10 @@ Exit status: 0 every check passed or did not apply, 1 a check failed, 2 bad inpu
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from pipeline.codegen.command import model_and_root, print_results
 from pipeline.diagnostics import PipelineError
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from pipeline.terminal import EXIT_OK, fail_usage, model_and_root, print_results, report_error
 
 
 def register(subparsers: Any) -> None:
@@ -41,16 +38,14 @@ def run(args: argparse.Namespace) -> int:
     if accept:
         words = words[1:]
     if len(words) != 1:
-        print("error: give one model", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail_usage("give one model")
     model, root = model_and_root(words[0])
     try:
         if accept:
             documents = current_met_documents(model, root)
             if not documents:
-                print(f"error: COMPARE-E004: no met.json under artifacts/{model}/compare/: run the compare step first",
-                      file=sys.stderr)
-                return EXIT_BAD_INPUT
+                return report_error(PipelineError("COMPARE-E004", f"no met.json under artifacts/{model}/compare/: "
+                                                  "run the compare step first"))
             path = accept_baseline(model, documents, root)
             for name, doc in documents.items():
                 whole = doc["whole_network"]
@@ -58,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"wrote {path}; review and commit it")
             return EXIT_OK
         return print_results(run_compare_step(model, root), args.json)
-    except (PipelineError, OSError, KeyError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except PipelineError as error:
+        return report_error(error)
+    except (OSError, KeyError, ValueError) as error:
+        return fail_usage(str(error))

@@ -1,6 +1,6 @@
 """Measured execution time (MET): statistics, the paper's table, budget, jitter, drift, baseline.
 
-Method (docs/compare.md, LLR-MET-001): the run step times met.runs inferences of the
+Method (docs/compare.md, LLR-MET-001): the execute step times met.runs inferences of the
 uninstrumented build after 10 warm-up inferences, cycling through the validation vectors,
 with CLOCK_MONOTONIC around each inference; the per-instruction times come from the
 instrumented build's start/end events over the same campaign. Here:
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pipeline.atomic import write_json
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 from pipeline.layout import model_dir
 
 BASELINE_FILE = "met-baseline.json"
@@ -104,9 +104,9 @@ def load_baseline(model: str, root: str | Path = ".") -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as error:
-        raise PipelineError("COMPARE-E003", f"MET baseline unreadable: {error}", str(path)) from None
+        raise PipelineError("COMPARE-E003", f"MET baseline unreadable: {error}", Location.in_file(path)) from None
     if not isinstance(data, dict) or data.get("schema_version") != 1 or not isinstance(data.get("deployments"), dict):
-        raise PipelineError("COMPARE-E003", "not a schema_version 1 MET baseline with 'deployments'", str(path))
+        raise PipelineError("COMPARE-E003", "not a schema_version 1 MET baseline with 'deployments'", Location.in_file(path))
     return data
 
 

@@ -2,11 +2,11 @@
 
 * The reference semantics: pipeline.semantics.interpret on the exported description
   (artifacts/<m>/export/graph.nnef and its tensor files), one vector at a time.
-* onnxruntime on models/<m>/model.onnx (one thread; pipeline.export.runtime, the same
+* onnxruntime on models/<m>/model.onnx (one thread; pipeline.onnx_runner, the same
   runner the export validation uses), with the ONNX names mapped to the NNEF names through
   the exporter's provenance.json.
 
-The inputs are read back from the run step's tensor files, so the comparison uses exactly
+The inputs are read back from the execute step's tensor files, so the comparison uses exactly
 the vectors the executable consumed.
 """
 
@@ -26,8 +26,8 @@ from pipeline.semantics import interpret, load_variables
 
 
 def read_inputs(model: str, root: Path) -> dict[str, np.ndarray]:
-    """The run step's input vectors: name -> [N, *shape] float32."""
-    folder = step_dir(model, "run", root) / "inputs"
+    """The execute step's input vectors: name -> [N, *shape] float32."""
+    folder = step_dir(model, "execute", root) / "inputs"
     return {path.stem: read_tensor(path) for path in sorted(folder.glob("*.dat"))}
 
 
@@ -57,7 +57,7 @@ def _names(model: str, root: Path) -> tuple[dict[str, str], dict[str, str]]:
 def onnxruntime_outputs(model: str, root: Path, inputs: Mapping[str, np.ndarray]
                         ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The ONNX model run by onnxruntime (one thread) on every vector, NNEF output names."""
-    from pipeline.export.runtime import reference_runner
+    from pipeline.onnx_runner import reference_runner
 
     runner = reference_runner(onnx.load(str(model_dir(model, root) / "model.onnx")))
     to_onnx, to_nnef = _names(model, root)

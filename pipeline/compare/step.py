@@ -1,4 +1,4 @@
-"""The compare step: judge what the run step measured, per deployment (docs/compare.md).
+"""The compare step: judge what the execute step measured, per deployment (docs/compare.md).
 
 artifacts/<m>/compare/
     reference/<output>.dat          the reference semantics on the run's N vectors
@@ -33,12 +33,12 @@ from pipeline.compare.svg import histogram_svg
 from pipeline.compare.traces import replay_traces
 from pipeline.deploy import DeploySpec, load_deploy
 from pipeline.diagnostics import PipelineError
-from pipeline.evidence.checks import CheckResult, Verdict, results_document
-from pipeline.evidence.records import record_step
-from pipeline.evidence.requirements import load_requirements
+from pipeline.registry.checks import CheckResult, Verdict, results_document
+from pipeline.registry.records import record_step
+from pipeline.registry.requirements import load_requirements
 from pipeline.layout import checks_path, model_dir, project_relative, step_dir
 from pipeline.nnef.tensorfile import read_tensor
-from pipeline.target.execute import write_arrays
+from pipeline.execute.harness import write_arrays
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def _traces(subject: str, split_dir: Path, run_dir: Path, run_doc: dict[str, Any
     traces = sorted(run_dir.glob("trace-*.json"))
     read = [project_relative(p, root) for p in traces] + [project_relative(split_dir / "schedule.json", root)]
     if not traces:
-        return result(checks.TRACES, subject, Verdict.NOT_RUN, "the run step captured no trace", read=read)
+        return result(checks.TRACES, subject, Verdict.NOT_RUN, "the execute step captured no trace", read=read)
     verdicts = replay_traces(split_dir, traces, root)
     different = [r["name"] for r in run_doc.get("traced_runs", []) if not r.get("outputs_identical_to_plain")]
     noisy = sum(1 for r in run_doc.get("traced_runs", []) if r.get("noise_seed") is not None)
@@ -110,7 +110,7 @@ def _met(model: str, deployment: str, subject: str, spec: DeploySpec, run_dir: P
     timing_path, steps_path = run_dir / "timing.json", run_dir / "step-timing.json"
     read = [project_relative(p, root) for p in (timing_path, steps_path) if p.is_file()]
     if not timing_path.is_file():
-        reason = "the run step measured no execution time"
+        reason = "the execute step measured no execution time"
         return [result(c, subject, Verdict.NOT_RUN, reason, read=read) for c in (checks.BUDGET, checks.STABILITY)]
     timing = json.loads(timing_path.read_text(encoding="utf-8"))
     whole = stats_us(timing["ns"])
@@ -169,7 +169,7 @@ def _met(model: str, deployment: str, subject: str, spec: DeploySpec, run_dir: P
 def _path(subject: str, run_dir: Path, folder: Path, root: Path) -> CheckResult:
     path = run_dir / "instructions.json"
     if not path.is_file():
-        return result(checks.PATH, subject, Verdict.NOT_RUN, "the run step counted no instructions")
+        return result(checks.PATH, subject, Verdict.NOT_RUN, "the execute step counted no instructions")
     data = json.loads(path.read_text(encoding="utf-8"))
     read = [project_relative(path, root)]
     if data.get("status") != "ran":
@@ -195,7 +195,7 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
     deploy_path = model_dir(model, base) / "deploy.yaml"
     spec = load_deploy(deploy_path)
     out = step_dir(model, STEP, base)
-    run = step_dir(model, "run", base)
+    run = step_dir(model, "execute", base)
     out.mkdir(parents=True, exist_ok=True)
     for child in out.iterdir():
         if child.is_dir() and child.name not in spec.deployments and child.name not in ("reference", "onnxruntime"):
@@ -210,7 +210,7 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
         try:
             inputs = read_inputs(model, base)
             if not inputs:
-                raise PipelineError("COMPARE-E001", "no input vectors under artifacts/<m>/run/inputs")
+                raise PipelineError("COMPARE-E001", "no input vectors under artifacts/<m>/execute/inputs")
             reference = reference_outputs(model, base, inputs)
             ort, _runner = onnxruntime_outputs(model, base, inputs)
         except PipelineError as error:
@@ -226,7 +226,7 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
         doc = ran.get(name)
         folder = out / name
         if doc is None:
-            results += checks.not_run_all(subject, "the run step did not run this deployment")
+            results += checks.not_run_all(subject, "the execute step did not run this deployment")
             continue
         inputs_read.append(run / name)
         if doc.get("status") != "ran":

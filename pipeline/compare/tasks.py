@@ -1,6 +1,6 @@
 """doit tasks of the compare step: `compare:<model>` for every shipped model.
 
-Each sub-task judges the run step's measurements (pipeline.compare.step): against the
+Each sub-task judges the execute step's measurements (pipeline.compare.step): against the
 reference semantics and onnxruntime, traces on the Petri net, MET against the budget and the
 accepted baseline, instruction counts. It depends on run.json of every deployment (which
 holds the sha256 of everything the run measured), the spec, the accepted MET baseline when
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.codegen.tasks import deployments, sources
 from pipeline.compare.met import baseline_path
-from pipeline.evidence.records import RECORD_FILE
+from pipeline.registry.records import RECORD_FILE
 from pipeline.layout import checks_path, model_dir, model_names, step_dir
+from pipeline.tasking import package_sources, spec_deployments
 
 SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
-                "petri/load.py", "petri/net.py", "export/runtime.py", "nnef/*.py", "deploy.py")
+                "petri/load.py", "petri/net.py", "onnx_runner.py", "metrics.py", "nnef/*.py", "deploy.py")
 
 
 def _compare(model: str) -> bool:
@@ -30,14 +30,14 @@ def _compare(model: str) -> bool:
 
 def task_compare() -> Iterator[dict[str, Any]]:
     """Numeric, trace and MET verdicts of each model's executed code."""
-    deps = sources(SOURCE_GLOBS) + ["requirements/hlr.yaml"]
+    deps = package_sources(SOURCE_GLOBS) + ["requirements/hlr.yaml"]
     for model in model_names("."):
-        run = step_dir(model, "run")
+        run = step_dir(model, "execute")
         export = step_dir(model, "export")
         file_dep = [(model_dir(model) / "deploy.yaml").as_posix(), (model_dir(model) / "model.onnx").as_posix(),
                     (export / "graph.nnef").as_posix(), (export / "provenance.json").as_posix(),
                     (run / RECORD_FILE).as_posix()]
-        file_dep += [(run / name / "run.json").as_posix() for name in deployments(model)]
+        file_dep += [(run / name / "run.json").as_posix() for name in spec_deployments(model)]
         if baseline_path(model).is_file():
             file_dep.append(baseline_path(model).as_posix())
         out = step_dir(model, "compare")

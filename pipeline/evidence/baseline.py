@@ -18,8 +18,8 @@ from typing import Any, Mapping
 
 from pipeline.atomic import write_json
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.evidence.checks import CheckSpec
-from pipeline.evidence.requirements import RequirementSet
+from pipeline.registry.checks import CheckSpec
+from pipeline.registry.requirements import RequirementSet
 from pipeline.layout import REQUIREMENTS_DIR
 
 SCHEMA_VERSION = 1

@@ -15,14 +15,14 @@ from pathlib import Path
 
 from pipeline.atomic import canonical_json, write_json, write_text
 from pipeline.evidence import selfchecks
-from pipeline.evidence.checks import CheckResult, Verdict, results_document
+from pipeline.registry.checks import CheckResult, Verdict, results_document
 from pipeline.evidence.collect import package_check_path
 from pipeline.evidence.junit import junit_xml
 from pipeline.evidence.matrix import TraceMatrix, build_matrix
 from pipeline.evidence.package import VerifyReport, build_package, package_path, write_package
 from pipeline.evidence.render_html import render_html
 from pipeline.evidence.render_text import render_csv, render_markdown
-from pipeline.evidence.tools import GitState, git_state
+from pipeline.registry.tools import GitState, git_state
 from pipeline.layout import REPORTS_DIR, model_names
 
 LOG = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.evidence.hashing import relative_posix, sha256_file
+from pipeline.registry.hashing import relative_posix, sha256_file
 from pipeline.layout import step_dir
 
 SCHEMA_VERSION = 1

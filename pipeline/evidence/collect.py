@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.evidence.checks import CheckResult, CheckSpec, Verdict
-from pipeline.evidence.hashing import relative_posix
+from pipeline.registry.checks import CheckResult, CheckSpec, Verdict
+from pipeline.registry.hashing import relative_posix
 from pipeline.layout import REPORTS_DIR, STEPS, checks_path
 
 E_RESULTS_INVALID = "EVID-E022"

@@ -13,22 +13,11 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Iterable, TextIO
 
-from pipeline.diagnostics import Finding, PipelineError
+from pipeline.diagnostics import Location, PipelineError
+from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, print_findings, report_error
 from pipeline.layout import model_names
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-
-
-def format_finding(finding: Finding) -> str:
-    where = f"{finding.span}: " if finding.span else ""
-    return f"{where}{finding.severity.value} {finding.code}: {finding.message}"
-
-
-def _print_findings(findings: Iterable[Finding], out: TextIO) -> None:
-    for finding in findings:
-        print(format_finding(finding), file=out)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -45,7 +34,7 @@ def _verify(args: argparse.Namespace) -> int:
     for name in report.extra:
         print(f"EXTRA    {name}")
     other = [f for f in report.findings if f.code not in ("EVID-E050", "EVID-E051", "EVID-E052")]
-    _print_findings(other, sys.stdout)
+    print_findings(other, sys.stdout)
     if report.ok:
         print(f"OK {args.package}: {report.checked} entries match the manifest")
     else:
@@ -61,8 +50,8 @@ def _build(args: argparse.Namespace) -> int:
     known = model_names(root)
     unknown = [m for m in args.model or [] if m not in known]
     if unknown:
-        print(f"error EVID-E060: unknown model(s) {', '.join(unknown)}; models: {', '.join(known) or 'none'}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return report_error(PipelineError("EVID-E060", f"unknown model(s) {', '.join(unknown)}; "
+                                          f"models: {', '.join(known) or 'none'}"))
     packages, matrix = build_all(root, args.model or None)
     for package in packages:
         state = "verified" if package.verify.ok else "DOES NOT VERIFY"
@@ -80,15 +69,15 @@ def _summary(args: argparse.Namespace) -> int:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        print(f"error EVID-E061: cannot read {path}: {exc} (run `doit evidence` first)", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return report_error(PipelineError("EVID-E061", f"cannot read {path}: {exc} (run `doit evidence` first)",
+                                          Location.in_file(path)))
     print(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
 
 
 def _requirements(args: argparse.Namespace) -> int:
     from pipeline.evidence.registry import load_checks, registry_findings
-    from pipeline.evidence.requirements import read_requirements
+    from pipeline.registry.requirements import read_requirements
 
     requirements, findings = read_requirements(args.root)
     if args.checks:
@@ -100,7 +89,7 @@ def _requirements(args: argparse.Namespace) -> int:
             "findings": [f.to_json() for f in findings],
         }, indent=2, sort_keys=True))
     else:
-        _print_findings(findings, sys.stdout)
+        print_findings(findings, sys.stdout)
         print(f"{len(requirements)} requirements in {len(requirements.files)} files; "
               f"{sum(f.is_error for f in findings)} errors, {sum(not f.is_error for f in findings)} warnings")
     return EXIT_FAILED if any(f.is_error for f in findings) else EXIT_OK
@@ -109,15 +98,15 @@ def _requirements(args: argparse.Namespace) -> int:
 def _baseline(args: argparse.Namespace) -> int:
     from pipeline.evidence.baseline import write_baseline
     from pipeline.evidence.registry import load_checks
-    from pipeline.evidence.requirements import RequirementsInvalid, load_requirements
+    from pipeline.registry.requirements import RequirementsInvalid, load_requirements
 
     try:
         requirements = load_requirements(args.root)
     except RequirementsInvalid as exc:
-        _print_findings(exc.findings, sys.stderr)
+        print_findings(exc.findings, sys.stderr)
         return EXIT_BAD_INPUT
     specs, findings = load_checks()
-    _print_findings(findings, sys.stderr)
+    print_findings(findings, sys.stderr)
     path = write_baseline(specs, requirements, args.root)
     print(f"{path}: baselined the links of {len(requirements)} requirements and {len(specs)} checks")
     return EXIT_OK
@@ -130,8 +119,7 @@ def _guard(func):  # type: ignore[no-untyped-def]
         try:
             return int(func(args))
         except PipelineError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            return report_error(exc)
 
     return run
 

@@ -21,7 +21,7 @@ from typing import Iterable
 
 from junit_xml import TestCase, TestSuite
 
-from pipeline.evidence.checks import Verdict
+from pipeline.registry.checks import Verdict
 from pipeline.evidence.collect import Outcome
 from pipeline.evidence.matrix import FAILED, NO_CHECK, NOT_VERIFIED, PARTIAL, TraceMatrix
 

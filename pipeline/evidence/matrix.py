@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping
 from pipeline.diagnostics import Finding, Severity, Span, sorted_findings
 from pipeline.evidence import selfchecks
 from pipeline.evidence.baseline import Link, current_links, link_findings, read_baseline
-from pipeline.evidence.checks import CheckSpec, Verdict
+from pipeline.registry.checks import CheckSpec, Verdict
 from pipeline.evidence.codetrace import CodeTrace, read_code_traces
 from pipeline.evidence.collect import (
     ModelResults,
@@ -32,11 +32,11 @@ from pipeline.evidence.collect import (
     package_check_path,
     read_results_file,
 )
-from pipeline.evidence.hashing import FileDigest, file_digest, relative_posix
-from pipeline.evidence.records import RecordCheck, check_records
+from pipeline.registry.hashing import FileDigest, file_digest, relative_posix
+from pipeline.registry.records import RecordCheck, check_records
 from pipeline.evidence.registry import load_checks, registry_findings
-from pipeline.evidence.requirements import RequirementSet, read_requirements
-from pipeline.evidence.tools import GitState, git_state
+from pipeline.registry.requirements import RequirementSet, read_requirements
+from pipeline.registry.tools import GitState, git_state
 from pipeline.layout import model_names
 
 SCHEMA_VERSION = 1
@@ -324,7 +324,7 @@ def _model_link_findings(
                         E_RECORDED_REQUIREMENTS,
                         Severity.ERROR,
                         f"{model}: result of {check_id} recorded requirements {', '.join(stored.recorded_requirements) or 'none'} "
-                        f"but the check now traces to {', '.join(spec.requirements) or 'none'}; re-run step {spec.step}",
+                        f"but the check now traces to {', '.join(spec.requirements) or 'none'}; re-execute step {spec.step}",
                         Span(stored.source, 1, 1),
                     )
                 )

@@ -30,16 +30,16 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from pipeline.atomic import canonical_json, write_bytes
-from pipeline.diagnostics import Finding, PipelineError, Severity, Span
+from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span
 from pipeline.evidence.baseline import baseline_path
-from pipeline.evidence.checks import Verdict
-from pipeline.evidence.hashing import CHUNK, iter_files, relative_posix, sha256_bytes, sha256_file
+from pipeline.registry.checks import Verdict
+from pipeline.registry.hashing import CHUNK, iter_files, relative_posix, sha256_bytes, sha256_file
 from pipeline.evidence.junit import junit_xml, testcase_name
 from pipeline.evidence.matrix import TraceMatrix
 from pipeline.evidence.render_html import render_html
 from pipeline.evidence.render_text import render_csv, render_markdown
-from pipeline.evidence.requirements import requirement_files
-from pipeline.evidence.tools import GitState, environment, tool_versions
+from pipeline.registry.requirements import requirement_files
+from pipeline.registry.tools import GitState, environment, tool_versions
 from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, REPORTS_DIR
 
 LOG = logging.getLogger(__name__)
@@ -205,7 +205,7 @@ def zip_entries(entries: list[Entry]) -> bytes:
                     digest.update(chunk)
                     target.write(chunk)
             if digest.hexdigest() != entry.sha256:
-                raise PipelineError(E_CHANGED_WHILE_PACKING, f"{entry.name} changed while the package was built; rebuild", entry.name)
+                raise PipelineError(E_CHANGED_WHILE_PACKING, f"{entry.name} changed while the package was built; rebuild", Location.in_file(entry.name))
     return buffer.getvalue()
 
 

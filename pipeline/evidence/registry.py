@@ -1,8 +1,8 @@
 """The check registry seen from the evidence side: tolerant loading and link checks.
 
-`checks.all_checks()` stops at the first check module that cannot be imported. The evidence
-builder must still report everything else, so here a module that fails to import becomes a
-finding, and the registry is validated against the requirement set: every check must name
+`all_checks()` stops at the first check module that cannot be imported. The evidence
+builder must still report everything else, so `load_checks()` turns a module that fails to
+import into a finding, and the registry is validated against the requirement set: every check must name
 at least one requirement, and only requirements that exist.
 """
 
@@ -14,9 +14,9 @@ import re
 from typing import Iterable, Mapping
 
 from pipeline.diagnostics import Finding, Severity
-from pipeline.evidence import checks
-from pipeline.evidence.checks import CheckSpec
-from pipeline.evidence.requirements import RequirementSet
+from pipeline.registry import checks
+from pipeline.registry.checks import CheckSpec
+from pipeline.registry.requirements import RequirementSet
 from pipeline.layout import STEPS
 
 LOG = logging.getLogger(__name__)
@@ -48,6 +48,13 @@ def load_checks(modules: Iterable[str] | None = None) -> tuple[dict[str, CheckSp
                 )
             )
     return dict(sorted(checks._REGISTRY.items())), findings
+
+
+def all_checks() -> dict[str, CheckSpec]:
+    """Every registered check, after importing every module in CHECK_MODULES (an import error propagates)."""
+    for module in checks.CHECK_MODULES:
+        importlib.import_module(module)
+    return dict(sorted(checks._REGISTRY.items()))
 
 
 def registry_findings(specs: Mapping[str, CheckSpec], requirements: RequirementSet) -> list[Finding]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Iterable
 
 from pipeline.diagnostics import Finding
-from pipeline.evidence.checks import CheckResult, Verdict, check_spec, register_check
+from pipeline.registry.checks import CheckResult, Verdict, check_spec, register_check
 from pipeline.evidence.collect import StoredResult
-from pipeline.evidence.records import RecordCheck
+from pipeline.registry.records import RecordCheck
 
 STEP = "evidence"
 RECORDS = "evidence.records"

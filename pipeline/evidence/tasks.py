@@ -22,17 +22,17 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from pipeline.evidence import checks
+from pipeline.registry import checks
 from pipeline.evidence.build import build_model_package, build_reports, report_paths
 from pipeline.evidence.collect import package_check_path
 from pipeline.evidence.package import package_path
-from pipeline.evidence.requirements import requirement_files
+from pipeline.registry.requirements import requirement_files
 from pipeline.evidence.baseline import baseline_path
 from pipeline.evidence.summary import error_count, summary_text
-from pipeline.evidence.tools import git_state
+from pipeline.registry.tools import git_state
 from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, model_names
 
-EVIDENCE_SOURCES = Path(__file__).parent
+EVIDENCE_SOURCES = (Path(__file__).parent, Path(__file__).parents[1] / "registry")
 STAMP_KEY = "evidence_stamp"
 
 
@@ -117,7 +117,7 @@ def _common_file_deps() -> list[str]:
     deps = [p.as_posix() for p in requirement_files(".")]
     if baseline_path(".").is_file():
         deps.append(baseline_path(".").as_posix())
-    deps += sorted(_relative(p) for p in EVIDENCE_SOURCES.glob("*.py"))
+    deps += sorted(_relative(p) for folder in EVIDENCE_SOURCES for p in folder.glob("*.py"))
     return sorted(set(deps + _check_module_sources()))
 
 

@@ -23,7 +23,7 @@ from typing import Any, Callable
 import onnx
 from onnx import TensorProto, helper
 
-from pipeline.evidence.checks import CheckResult, Verdict, register_check
+from pipeline.registry.checks import CheckResult, Verdict, register_check
 from pipeline.export.errors import ExportError
 from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE, export_model
 from pipeline.export.khronos import compare_with_khronos

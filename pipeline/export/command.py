@@ -12,16 +12,14 @@ construct, bad deployment spec, unusable OUTDIR): the error, and nothing written
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from pipeline.atomic import write_json
-from pipeline.deploy import DeployError, check_inputs_match, load_deploy
+from pipeline.deploy import check_inputs_match, load_deploy
 from pipeline.diagnostics import PipelineError
 from pipeline.export.exporter import convert, publish
 from pipeline.export.validate import VALIDATION_FILE, default_settings, settings_from_spec, validate_export
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, report_error
 
 
 def register(subparsers: Any) -> None:
@@ -40,16 +38,11 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _error(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 def run(args: argparse.Namespace) -> int:
     if args.vectors is not None and args.vectors <= 0:
-        return _error("--vectors must be positive")
+        return fail_usage("--vectors must be positive")
     if args.seed is not None and args.seed < 0:
-        return _error("--seed must be non-negative")
+        return fail_usage("--seed must be non-negative")
     try:
         spec = load_deploy(args.deploy) if args.deploy else None
         result = convert(args.model)
@@ -57,11 +50,8 @@ def run(args: argparse.Namespace) -> int:
         if spec is not None:
             check_inputs_match(spec.inputs, shapes, spec.path)
         publish(result.files, args.outdir)
-    except DeployError as exc:
-        print(exc.render(), file=sys.stderr)
-        return EXIT_BAD_INPUT
     except PipelineError as exc:
-        return _error(str(exc))
+        return report_error(exc)
     tensors = len(result.files) - 2
     print(f"exported {len(result.model.nodes)} ONNX nodes (opset {result.model.opset}) to "
           f"{len(result.graph.operations)} NNEF operations and {tensors} tensor files in {args.outdir}")
@@ -72,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = validate_export(args.model, args.outdir, settings)
     except PipelineError as exc:
-        return _error(str(exc))
+        return report_error(exc)
     write_json(f"{args.outdir}/{VALIDATION_FILE}", report.to_json())
     print(report.table())
     return EXIT_OK if report.passed else EXIT_FAILED

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 from onnx import TensorProto
 
+from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError, node_error
 from pipeline.export.names import NameTable
 from pipeline.export.onnx_model import Node, OnnxModel, elem_type_name
@@ -130,7 +131,7 @@ class ExportContext:
         for name in node.outputs:
             if name and name not in self.defined and name not in self.constants and name not in record.dropped:
                 raise ExportError("EXPORT-E011", f"converter of {node.op_type} left output '{name}' undefined",
-                                  f"node '{node.label}'")
+                                  Location(element=f"node '{node.label}'"))
         self.node = None
 
     def _current(self) -> Node:
@@ -241,7 +242,7 @@ class ExportContext:
             return TensorName(self.defined[name])
         if name in self.constants:
             return self.variable(name)
-        raise ExportError("EXPORT-E011", f"input '{name}' is used before it is defined", f"node '{node.label}'")
+        raise ExportError("EXPORT-E011", f"input '{name}' is used before it is defined", Location(element=f"node '{node.label}'"))
 
     def variable(self, onnx_name: str, shape: Sequence[int] | None = None) -> TensorName:
         """The NNEF variable holding constant `onnx_name` stored with `shape` (default: its own)."""

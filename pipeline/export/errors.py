@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import NOWHERE, Location, PipelineError
 
 CODES: dict[str, str] = {
     "EXPORT-E001": "the model file cannot be read or is not a valid ONNX model",
@@ -30,7 +30,7 @@ CODES: dict[str, str] = {
 class ExportError(PipelineError):
     """An export that cannot be done; nothing has been written when it is raised."""
 
-    def __init__(self, code: str, message: str, location: str = "") -> None:
+    def __init__(self, code: str, message: str, location: Location = NOWHERE) -> None:
         if code not in CODES:
             raise ValueError(f"unknown export error code {code!r}")
         super().__init__(code, message, location)
@@ -41,4 +41,4 @@ def node_error(code: str, message: str, *, node_name: str, op_type: str, opset: 
     """An error about one node: location = the node, message = what, node, op type, opset, supported list."""
     detail = (f"{message} [node '{node_name}', op type {op_type}, opset {opset}; "
               f"supported operators: {', '.join(supported)}]")
-    return ExportError(code, detail, f"node '{node_name}'")
+    return ExportError(code, detail, Location(element=f"node '{node_name}'"))

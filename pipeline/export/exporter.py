@@ -31,6 +31,7 @@ import onnx
 from pipeline.layout import EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE
 from pipeline.atomic import canonical_json, write_bytes
 from pipeline.export.context import ExportContext
+from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError, node_error
 from pipeline.export.names import sanitize
 from pipeline.export.onnx_model import DEFAULT_DOMAINS, OnnxModel, load_onnx
@@ -91,9 +92,9 @@ def _graph_outputs(ctx: ExportContext) -> list[str]:
     for name in ctx.model.outputs:
         if name in ctx.model.inputs or name in ctx.model.initializers:
             raise ExportError("EXPORT-E004", f"graph output '{name}' is a graph input or an initializer, not computed "
-                              "by a node", f"graph output '{name}'")
+                              "by a node", Location(element=f"graph output '{name}'"))
         if name not in ctx.defined:
-            raise ExportError("EXPORT-E011", f"graph output '{name}' was never defined", f"graph output '{name}'")
+            raise ExportError("EXPORT-E011", f"graph output '{name}' was never defined", Location(element=f"graph output '{name}'"))
         outputs.append(ctx.defined[name])
     return outputs
 
@@ -114,7 +115,7 @@ def _self_check(ctx: ExportContext, text: str) -> tuple[Graph, list[int]]:
         theirs = ctx.shape_of(onnx_name)
         if ours is None or list(ours) != theirs:
             raise ExportError("EXPORT-E011", f"tensor '{onnx_name}': the NNEF checker infers shape {ours}, ONNX "
-                              f"shape inference {theirs}", f"NNEF '{nnef_name}'")
+                              f"shape inference {theirs}", Location(element=f"NNEF tensor '{nnef_name}'"))
     document = report.documents[GRAPH_FILE]
     lines = [assignment.span.line for assignment in document.graphs[0].body]
     return graph, lines
@@ -127,7 +128,7 @@ def convert(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> ExportR
     inputs = ctx.declare_inputs()
     _convert_nodes(ctx)
     if not inputs:
-        raise ExportError("EXPORT-E004", "the graph has no input; an NNEF graph needs at least one", "graph")
+        raise ExportError("EXPORT-E004", "the graph has no input; an NNEF graph needs at least one", Location(element="graph"))
     outputs = _graph_outputs(ctx)
     graph_name = sanitize(model.graph_name) if model.graph_name else "main"
     document = build.document([build.graph(graph_name, inputs, outputs, ctx.body)])
@@ -158,10 +159,10 @@ def _check_outdir(outdir: Path) -> None:
     if not outdir.exists():
         return
     if not outdir.is_dir():
-        raise ExportError("EXPORT-E010", "the output path exists and is not a directory", str(outdir))
+        raise ExportError("EXPORT-E010", "the output path exists and is not a directory", Location.in_file(outdir))
     if any(outdir.iterdir()) and not (outdir / PROVENANCE_FILE).is_file():
         raise ExportError("EXPORT-E010", f"the output directory is not empty and holds no previous export "
-                          f"({PROVENANCE_FILE}); refusing to replace it", str(outdir))
+                          f"({PROVENANCE_FILE}); refusing to replace it", Location.in_file(outdir))
 
 
 def publish(files: dict[str, bytes], outdir: str | os.PathLike[str]) -> Path:
@@ -175,7 +176,7 @@ def publish(files: dict[str, bytes], outdir: str | os.PathLike[str]) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
     except OSError as exc:
-        raise ExportError("EXPORT-E010", f"cannot create the output directory: {exc}", str(target)) from None
+        raise ExportError("EXPORT-E010", f"cannot create the output directory: {exc}", Location.in_file(target)) from None
     try:
         for name in sorted(files):
             write_bytes(staging / name, files[name])
@@ -189,7 +190,7 @@ def publish(files: dict[str, bytes], outdir: str | os.PathLike[str]) -> Path:
             os.replace(staging, target)
     except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        raise ExportError("EXPORT-E010", f"cannot write the export: {exc}", str(target)) from None
+        raise ExportError("EXPORT-E010", f"cannot write the export: {exc}", Location.in_file(target)) from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

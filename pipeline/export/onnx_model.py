@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
 
 MIN_OPSET = 7
@@ -131,24 +132,24 @@ def _read(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> tuple[onn
         try:
             return onnx.load_model_from_string(data), data, "<memory>"
         except Exception as exc:  # noqa: BLE001 - protobuf raises several types
-            raise ExportError("EXPORT-E001", f"not an ONNX model: {exc}", "<memory>") from None
+            raise ExportError("EXPORT-E001", f"not an ONNX model: {exc}", Location.in_file("<memory>")) from None
     path = Path(source)
     try:
         data = path.read_bytes()
         model = onnx.load(str(path))
     except Exception as exc:  # noqa: BLE001 - OSError, DecodeError, external-data errors
-        raise ExportError("EXPORT-E001", f"cannot read the ONNX model: {exc}", str(path)) from None
+        raise ExportError("EXPORT-E001", f"cannot read the ONNX model: {exc}", Location.in_file(path)) from None
     return model, data, path.name
 
 
 def _default_opset(model: onnx.ModelProto, where: str) -> int:
     versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
     if not versions:
-        raise ExportError("EXPORT-E002", "the model imports no default-domain (ai.onnx) opset", where)
+        raise ExportError("EXPORT-E002", "the model imports no default-domain (ai.onnx) opset", Location.in_file(where))
     opset = max(versions)
     if not MIN_OPSET <= opset <= max_opset():
         raise ExportError("EXPORT-E002", f"opset {opset} is not supported; supported opsets are {MIN_OPSET} to "
-                          f"{max_opset()} (the newest the installed onnx {onnx.__version__} defines)", where)
+                          f"{max_opset()} (the newest the installed onnx {onnx.__version__} defines)", Location.in_file(where))
     return opset
 
 
@@ -174,12 +175,12 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> OnnxM
         onnx.checker.check_model(model)
     except onnx.checker.ValidationError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid model"
-        raise ExportError("EXPORT-E001", f"not a valid ONNX model: {first}", where) from None
+        raise ExportError("EXPORT-E001", f"not a valid ONNX model: {first}", Location.in_file(where)) from None
     try:
         inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
     except Exception as exc:  # noqa: BLE001 - InferenceError and friends
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ExportError("EXPORT-E009", f"ONNX shape inference failed: {message}", where) from None
+        raise ExportError("EXPORT-E009", f"ONNX shape inference failed: {message}", Location.in_file(where)) from None
     graph = inferred.graph
     initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     tensors: dict[str, TensorInfo] = {}
@@ -211,7 +212,7 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> OnnxM
 
 
 def _check_graph_input(info: TensorInfo) -> None:
-    location = f"graph input '{info.name}'"
+    location = Location(element=f"graph input '{info.name}'")
     if info.elem_type != TensorProto.FLOAT:
         raise ExportError("EXPORT-E006", f"graph input '{info.name}' is {elem_type_name(info.elem_type)}; "
                           "only float32 tensors are supported", location)

@@ -10,23 +10,14 @@ target: a later task depending on provenance.json sees every tensor change.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterator
 
+from pipeline.tasking import package_sources
 from pipeline.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
                              model_names, step_dir)
 
-PACKAGE = Path(__file__).resolve().parents[1]
-SOURCE_PACKAGES = ("export", "export/ops", "semantics", "nnef", "compare")
-SOURCE_MODULES = ("vectors.py", "deploy.py", "atomic.py", "diagnostics.py", "layout.py")
-
-
-def _sources() -> list[str]:
-    root = PACKAGE.parent
-    files = [p for folder in SOURCE_PACKAGES for p in sorted((PACKAGE / folder).glob("*"))
-             if p.suffix in (".py", ".lark", ".nnef")]
-    files += [PACKAGE / name for name in SOURCE_MODULES]
-    return [p.relative_to(root).as_posix() for p in files if p.is_file()]
+SOURCE_GLOBS = ("export", "export/ops", "semantics", "nnef", "vectors.py", "deploy.py", "atomic.py", "diagnostics.py",
+                "layout.py", "metrics.py", "onnx_runner.py")
 
 
 def _export(model: str) -> None:
@@ -37,7 +28,7 @@ def _export(model: str) -> None:
 
 def task_export() -> Iterator[dict[str, Any]]:
     """Export each model to NNEF, validate it against onnxruntime, record the checks."""
-    sources = _sources()
+    sources = package_sources(SOURCE_GLOBS)
     for model in model_names("."):
         out = step_dir(model, "export")
         yield {

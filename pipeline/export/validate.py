@@ -3,8 +3,8 @@
 The validator does not trust the exporter: it reads the files the export wrote
 (graph.nnef with our checker, the .dat tensors, provenance.json only for the ONNX ->
 NNEF names of inputs and outputs), runs the reference interpreter on them, runs the
-ONNX model with onnxruntime (pipeline.export.runtime), both on the same seeded vectors
-(pipeline.vectors), and compares every output with pipeline.compare.metrics against the
+ONNX model with onnxruntime (pipeline.onnx_runner), both on the same seeded vectors
+(pipeline.vectors), and compares every output with pipeline.metrics against the
 tolerance of the deployment spec. The result is validation.json:
 
     schema_version, model, onnx {file, sha256}, nnef {file, sha256},
@@ -27,11 +27,12 @@ import numpy as np
 import onnx
 
 from pipeline.layout import EXPORT_VALIDATION_FILE
-from pipeline.compare.metrics import ErrorAccumulator, ErrorStats, within_tolerance
+from pipeline.metrics import ErrorAccumulator, ErrorStats, within_tolerance
 from pipeline.deploy import DeploySpec, Tolerance, check_inputs_match
+from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
 from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE
-from pipeline.export.runtime import ReferenceRunner, reference_runner
+from pipeline.onnx_runner import ReferenceRunner, reference_runner
 from pipeline.nnef.checker import check_paths
 from pipeline.semantics import interpret, load_variables
 from pipeline.vectors import RULE, Distribution, InputSpec, iter_vectors
@@ -158,7 +159,7 @@ def validate_export(onnx_path: str | os.PathLike[str], export_dir: str | os.Path
     errors = [f for f in report.findings if f.is_error]
     if errors or not report.graphs:
         first = "; ".join(f"{f.code}: {f.message}" for f in errors[:3]) or "no graph"
-        raise ExportError("EXPORT-E011", f"the exported NNEF does not pass the checker: {first}", str(export))
+        raise ExportError("EXPORT-E011", f"the exported NNEF does not pass the checker: {first}", Location.in_file(export))
     graph = report.graphs[0]
     variables = load_variables(graph, export)
     provenance = json.loads((export / PROVENANCE_FILE).read_text(encoding="utf-8"))

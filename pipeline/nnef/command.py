@@ -16,8 +16,9 @@ import json
 import sys
 from typing import Any, TextIO
 
-from pipeline.diagnostics import Finding, Severity
+from pipeline.diagnostics import Severity
 from pipeline.nnef.checker import PROFILES, CheckReport, check_paths, resolve_path
+from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail_usage, format_finding
 
 SCHEMA_VERSION = 1
 SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.NOTE)
@@ -37,30 +38,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--no-tensors", action="store_true", help="do not check the variables' tensor files")
     parser.add_argument("--tensor-dir", metavar="DIR", help="look for tensor files in DIR (default: beside each file)")
     parser.set_defaults(func=run)
-
-
-def caret_lines(finding: Finding, texts: dict[str, str]) -> list[str]:
-    """The source line of a finding and a caret under the span (empty when unknown)."""
-    span = finding.span
-    if span is None or span.line <= 0:
-        return []
-    lines = texts.get(span.file, "").splitlines()
-    if span.line > len(lines):
-        return []
-    source = lines[span.line - 1].replace("\t", " ")
-    start = max(span.column, 1)
-    end = span.end_column if span.end_line == span.line and span.end_column > start else start + 1
-    width = max(1, min(end, len(source) + 1) - start)
-    return [f"    {source}", "    " + " " * (start - 1) + "^" + "~" * (width - 1)]
-
-
-def format_finding(finding: Finding, texts: dict[str, str]) -> str:
-    where = f"{finding.span}: " if finding.span else ""
-    head = f"{where}{finding.severity.value} {finding.code}: {finding.message}"
-    lines = [head, *caret_lines(finding, texts)]
-    for message, span in finding.related:
-        lines.append(f"{span}: note: {message}")
-    return "\n".join(lines)
 
 
 def report_json(report: CheckReport, files: list[str]) -> dict[str, Any]:
@@ -98,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not resolve_path(p).exists()]
     if missing:
         for path in missing:
-            print(f"error: no NNEF description at '{path}' (a file, or a directory holding graph.nnef)", file=sys.stderr)
-        return 2
+            fail_usage(f"no NNEF description at '{path}' (a file, or a directory holding graph.nnef)")
+        return EXIT_BAD_INPUT
     report = check_paths(args.paths, profile=args.profile, tensors=not args.no_tensors, tensor_dir=args.tensor_dir)
     files = [str(resolve_path(p)) for p in args.paths]
     if args.json:
@@ -107,4 +84,4 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_text(report, files, sys.stdout)
-    return 0 if report.ok else 1
+    return EXIT_OK if report.ok else EXIT_FAILED

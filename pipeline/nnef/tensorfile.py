@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.atomic import write_bytes
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 
 HEADER_SIZE = 128
 MAX_RANK = 8
@@ -56,7 +56,7 @@ class TensorFileError(PipelineError):
     """A `.dat` file that is not a valid NNEF tensor file."""
 
     def __init__(self, path: str | os.PathLike[str], message: str) -> None:
-        super().__init__(CODE, message, str(path))
+        super().__init__(CODE, message, Location.in_file(path))
 
 
 @dataclass(frozen=True)

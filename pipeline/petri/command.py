@@ -15,7 +15,8 @@ import sys
 from typing import Any, TextIO
 
 from pipeline.diagnostics import PipelineError
-from pipeline.evidence.checks import Verdict
+from pipeline.terminal import EXIT_BAD_INPUT, fail_usage, report_error
+from pipeline.registry.checks import Verdict
 from pipeline.nnef.checker import resolve_path
 from pipeline.petri.dot import render_svg, write_dot
 from pipeline.petri.load import load_graphs
@@ -92,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
     missing = [p for p in paths if not resolve_path(p).exists()]
     if missing:
         for path in missing:
-            print(f"error: no NNEF description at '{path}'", file=sys.stderr)
-        return 2
+            fail_usage(f"no NNEF description at '{path}'")
+        return EXIT_BAD_INPUT
     try:
         graphs, findings = load_graphs(args.files)
         original = load_graphs([args.original])[0] if args.original else None
@@ -114,8 +115,7 @@ def run(args: argparse.Namespace) -> int:
                               schedule=schedule, traces=traces, depth=depth, sync=sync, findings=findings,
                               sources=list(args.files))
     except PipelineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return report_error(exc)
     if args.pnml:
         write_pnml(verification.net, args.pnml)
     if args.dot or args.svg:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
@@ -20,11 +20,12 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise PipelineError("PETRI-E013", f"cannot read the file: {exc}", str(path)) from None
+        raise PipelineError("PETRI-E013", f"cannot read the file: {exc}", Location.in_file(path)) from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise PipelineError("PETRI-E013", f"not JSON: {exc.msg}", f"{path}:{exc.lineno}:{exc.colno}") from None
+        raise PipelineError("PETRI-E013", f"not JSON: {exc.msg}",
+                            Location(str(path), exc.lineno, exc.colno)) from None
 
 
 class Shape:
@@ -35,7 +36,7 @@ class Shape:
         self.file = file
 
     def fail(self, path: str, message: str) -> PipelineError:
-        return PipelineError(self.code, message, f"{self.file}: {path}" if path else self.file)
+        return PipelineError(self.code, message, Location.in_file(self.file, key_path=path))
 
     def mapping(self, value: Any, path: str) -> dict[str, Any]:
         if not isinstance(value, dict):

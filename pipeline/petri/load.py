@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from pipeline.diagnostics import Finding, PipelineError, Span
+from pipeline.diagnostics import Finding, Location, PipelineError, Span
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph
 
@@ -44,7 +44,7 @@ def load_graphs(paths: Sequence[str | os.PathLike[str]], root: str | os.PathLike
         first = blocking[0]
         more = f" (and {len(blocking) - 1} more error(s))" if len(blocking) > 1 else ""
         raise PipelineError("PETRI-E001", f"the description does not check: {first.code}: {first.message}{more}",
-                            str(first.span or ""))
+                            Location.of_span(first.span))
     if root is not None:
         base = Path(root)
         for graph in report.graphs:

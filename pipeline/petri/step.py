@@ -18,9 +18,9 @@ from typing import Any
 
 from pipeline.atomic import write_json
 from pipeline.deploy import DeployError, load_deploy
-from pipeline.diagnostics import PipelineError
-from pipeline.evidence.checks import CheckResult, Verdict, results_document
-from pipeline.evidence.records import record_step
+from pipeline.diagnostics import Location, PipelineError
+from pipeline.registry.checks import CheckResult, Verdict, results_document
+from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, model_dir, step_dir
 from pipeline.petri import checks
 from pipeline.petri.dot import dot_version, render_svg, write_dot
@@ -94,7 +94,7 @@ def _verify_split(model: str, deployment: str, base: Path, original_graphs: Any,
         read.append(_rel(schedule_path, base))
         if schedule.sync != plan.sync:
             raise PipelineError("PETRI-E010", f"schedule.json says sync {schedule.sync!r}, plan.json says {plan.sync!r}",
-                                _rel(schedule_path, base))
+                                Location.in_file(_rel(schedule_path, base)))
     original = original_graphs
     if plan.original is not None:
         original, _ = load_graphs([plan.original], base) if plan.original.is_file() else (None, [])
@@ -139,7 +139,7 @@ def run_petri_step(model: str, root: Path | str = ".") -> list[CheckResult]:
             graphs, findings = load_graphs([export], base)
         except PipelineError as exc:
             results += checks.unavailable(model, f"bad input: {exc}", Verdict.FAIL, split=False, read=[_rel(export, base)])
-            nets[ORIGINAL] = {"error": {"code": exc.code, "message": exc.message, "location": exc.location}}
+            nets[ORIGINAL] = {"error": {"code": exc.code, "message": exc.message, "location": str(exc.location)}}
         else:
             original_graphs = graphs
             verification = verify(graphs, label=ORIGINAL, findings=findings, sources=[_rel(export, base)],
@@ -168,7 +168,7 @@ def run_petri_step(model: str, root: Path | str = ".") -> list[CheckResult]:
         except PipelineError as exc:
             results += checks.unavailable(subject, f"bad input: {exc}", Verdict.FAIL, split=True,
                                           read=[_rel(split, base)])
-            nets[deployment] = {"error": {"code": exc.code, "message": exc.message, "location": exc.location}}
+            nets[deployment] = {"error": {"code": exc.code, "message": exc.message, "location": str(exc.location)}}
             continue
         inputs.extend(trace_files(model, deployment, base))
         files = _write_net(verification, deployment, out, base)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 from pipeline.nnef.graph import Graph, Operation, Ref
 from pipeline.petri.net import GetInfo, Net, PlaceKind, TransitionKind
 
@@ -80,12 +80,12 @@ def _check_graphs(graphs: Sequence[Graph], encoding: str) -> None:
         raise PipelineError("PETRI-E002", "no graph to translate")
     kinds = {g.item is not None for g in graphs}
     if len(kinds) > 1:
-        where = next(str(g.span) for g in graphs if g.item is None and g.span) if any(g.span for g in graphs) else ""
+        where = Location.of_span(next((g.span for g in graphs if g.item is None and g.span), None))
         raise PipelineError("PETRI-E002", "plain graphs and graphitems given together; translate the original "
                             "and the items separately", where)
     if kinds == {False} and len(graphs) > 1:
         raise PipelineError("PETRI-E002", f"{len(graphs)} plain graphs given; a description has one graph "
-                            "(or several graphitems)", str(graphs[1].span or ""))
+                            "(or several graphitems)", Location.of_span(graphs[1].span))
 
 
 def _collect(net: Net, graphs: Sequence[Graph], prefix: bool) -> tuple[list[_Item], dict[tuple[str, str], int]]:

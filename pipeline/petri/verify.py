@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from pipeline.diagnostics import Finding
-from pipeline.evidence.checks import Verdict
+from pipeline.registry.checks import Verdict
 from pipeline.nnef.graph import Graph
 from pipeline.petri.analysis import analyse
 from pipeline.petri.equivalence import check_equivalence
@@ -115,7 +115,7 @@ def verify(
         outcome.measured["traces"] = len(results)
         analyses["trace"] = outcome
     else:
-        analyses["trace"] = not_run("trace", "no execution trace yet (the run step writes them)")
+        analyses["trace"] = not_run("trace", "no execution trace yet (the execute step writes them)")
     start = clock.phase("trace", start)
     analyses["pipeline"] = check_pipeline(ours, depth, effective if len(ours.colours) > 1 else None)
     clock.phase("pipeline", start)

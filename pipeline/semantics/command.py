@@ -21,9 +21,10 @@ import numpy as np
 
 from pipeline.atomic import write_json
 from pipeline.diagnostics import PipelineError
+from pipeline.terminal import EXIT_OK, fail_usage, format_finding, report_error
 
 SCHEMA_VERSION = 1
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
+
 
 
 def register(subparsers: Any) -> None:
@@ -52,11 +53,6 @@ def digest(array: np.ndarray) -> str:
     return hashlib.sha256(data.tobytes()).hexdigest()
 
 
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
-
-
 def _random_input(rng: np.random.Generator, dtype: str | None, shape: list[int]) -> np.ndarray:
     if dtype == "logical":
         return rng.random(shape) < 0.5
@@ -67,22 +63,21 @@ def _random_input(rng: np.random.Generator, dtype: str | None, shape: list[int])
 
 def run(args: argparse.Namespace) -> int:
     from pipeline.nnef.checker import check_paths, resolve_path
-    from pipeline.nnef.command import format_finding
     from pipeline.nnef.tensorfile import read_tensor, write_tensor
     from pipeline.semantics.interpreter import interpret, load_variables
 
     source = resolve_path(args.path)
     if not source.exists():
-        return _fail(f"no NNEF description at '{args.path}' (a file, or a directory holding graph.nnef)")
+        return fail_usage(f"no NNEF description at '{args.path}' (a file, or a directory holding graph.nnef)")
     report = check_paths([args.path], profile=args.profile)
     for finding in report.findings:
         print(format_finding(finding, report.texts), file=sys.stderr)
     if not report.ok:
-        return _fail(f"{source} does not check; nothing run")
+        return fail_usage(f"{source} does not check; nothing run")
     graphs = [g for g in report.graphs if args.graph in (None, g.name, g.item)]
     if len(graphs) != 1:
         names = ", ".join(g.item or g.name for g in report.graphs)
-        return _fail(f"choose one graph with --graph (available: {names})")
+        return fail_usage(f"choose one graph with --graph (available: {names})")
     graph = graphs[0]
 
     externals = {op.outputs["output"].name: op for op in graph.operations if op.name == "external"}
@@ -91,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         for item in args.input:
             name, sep, file = item.partition("=")
             if not sep or name not in externals:
-                return _fail(f"--input {item!r}: expected NAME=FILE with NAME one of {', '.join(externals)}")
+                return fail_usage(f"--input {item!r}: expected NAME=FILE with NAME one of {', '.join(externals)}")
             given[name] = read_tensor(file)
         rng = np.random.default_rng(args.seed)
         inputs = {
@@ -104,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         outputs = interpret(graph, inputs, variables)
         elapsed = time.perf_counter() - start
     except PipelineError as exc:
-        return _fail(str(exc))
+        return report_error(exc)
 
     for name, value in outputs.items():
         head = np.ravel(value)[:4].tolist()

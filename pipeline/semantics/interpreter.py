@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 from pipeline.nnef.graph import Graph, Operation, Ref
 from pipeline.semantics.registry import lookup
 from pipeline.semantics.tensors import DTYPES
@@ -30,8 +30,8 @@ from pipeline.semantics.tensors import DTYPES
 log = logging.getLogger(__name__)
 
 
-def _where(op: Operation) -> str:
-    return str(op.span) if op.span else ""
+def _where(op: Operation) -> Location:
+    return Location.of_span(op.span)
 
 
 def _declared_dtype(op: Operation) -> np.dtype:
@@ -162,7 +162,8 @@ def interpret(
             env.pop(name, None)
     missing = [name for name in graph.outputs if name not in env]
     if missing:
-        raise PipelineError("SEM-E008", f"graph outputs never defined: {', '.join(missing)}", graph.name)
+        raise PipelineError("SEM-E008", f"graph outputs never defined: {', '.join(missing)}",
+                            Location(element=f"graph '{graph.name}'"))
     if keep:
         return env
     return {name: env[name] for name in graph.outputs}

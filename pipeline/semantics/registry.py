@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, Mapping
 
-from pipeline.diagnostics import PipelineError, Span
+from pipeline.diagnostics import Location, PipelineError, Span
 
 Kernel = Callable[[Mapping[str, Any], Mapping[str, Any], "str | None"], tuple[Any, ...]]
 
@@ -70,7 +70,7 @@ def lookup(name: str, span: Span | None = None) -> Kernel:
         raise PipelineError(
             "SEM-E001",
             f"operation '{name}' has no reference semantics; supported: {', '.join(supported_operations())}",
-            str(span) if span else "",
+            Location.of_span(span),
         )
     return fn
 

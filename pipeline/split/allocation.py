@@ -28,6 +28,7 @@ import yaml
 
 from pipeline.deploy import DeployError, DeployProblem, DeploySpec, Item
 from pipeline.nnef.graph import Graph, Operation
+from pipeline.diagnostics import Location
 from pipeline.split.codes import SplitError
 from pipeline.split.emit import BINDINGS, COMMUNICATION, first_result
 from pipeline.split.layer_parallel import LayerParallelSpec, Rewritten, rewrite_graph
@@ -175,7 +176,7 @@ def resolve_deployment(spec: DeploySpec, name: str, graph: Graph, *,
     """
     if name not in spec.deployments:
         raise SplitError("SPLIT-E001", f"no deployment '{name}'; the spec has {', '.join(spec.deployments)}",
-                         f"{spec.path}: deployments")
+                         Location.in_file(spec.path, key_path="deployments"))
     deployment = spec.deployments[name]
     problems = _Problems(spec)
     depth = pipeline_depth if pipeline_depth is not None else spec.deployments[name].pipeline_depth
@@ -186,7 +187,7 @@ def resolve_deployment(spec: DeploySpec, name: str, graph: Graph, *,
     try:
         outcome = rewrite_graph(graph, specs)
     except SplitError as error:
-        path = error.location or f"deployments.{name}.rewrites"
+        path = error.location.key_path or f"deployments.{name}.rewrites"
         if error.code == "SPLIT-E050":
             raise
         problems.add(error.code, path, error.message)

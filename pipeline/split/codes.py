@@ -8,7 +8,7 @@ cannot be applied, split artifacts that do not read back, an execution that fail
 
 from __future__ import annotations
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import NOWHERE, Location, PipelineError
 
 CODES: dict[str, str] = {
     "SPLIT-E001": "deployment not found in the spec",
@@ -35,7 +35,7 @@ CODES: dict[str, str] = {
 class SplitError(PipelineError):
     """A split input or artifact the step cannot process; code from CODES."""
 
-    def __init__(self, code: str, message: str, location: str = "") -> None:
+    def __init__(self, code: str, message: str, location: Location = NOWHERE) -> None:
         if code not in CODES:
             raise ValueError(f"undocumented split code {code!r}")
         super().__init__(code, message, location)

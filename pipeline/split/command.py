@@ -21,12 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.atomic import write_json
-from pipeline.deploy import DeployError, load_deploy
+from pipeline.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
-from pipeline.evidence.checks import Verdict, results_document
+from pipeline.registry.checks import Verdict, results_document
 from pipeline.layout import step_dir
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, report_error
 
 
 def register(subparsers: Any) -> None:
@@ -47,11 +46,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, metavar="S", help="seed of the vectors (default: the spec's)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=run)
-
-
-def _error(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return EXIT_BAD_INPUT
 
 
 def _print(results: list[Any], summaries: list[dict[str, Any]] | None, as_json: bool) -> None:
@@ -75,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from pipeline.split.step import run_split_step, split_to_directory, summary
 
     if args.execute is not None and args.execute < 0:
-        return _error("--execute must be >= 0")
+        return fail_usage("--execute must be >= 0")
     path = Path(args.path)
     model_folder = path.is_dir() and (path / "deploy.yaml").is_file() and not (path / "graph.nnef").is_file()
     try:
@@ -85,20 +79,17 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_FAILED if any(r.verdict is Verdict.FAIL for r in results) else EXIT_OK
         deploy = args.deploy or (str(path / "deploy.yaml") if model_folder else None)
         if deploy is None:
-            return _error("--deploy is required unless PATH is a model folder holding deploy.yaml")
+            return fail_usage("--deploy is required unless PATH is a model folder holding deploy.yaml")
         if args.out is None and not model_folder:
-            return _error("--out is required unless PATH is a model folder")
+            return fail_usage("--out is required unless PATH is a model folder")
         spec = load_deploy(deploy)
         source = step_dir(path.name, "export") if model_folder else path
         out = Path(args.out) if args.out else step_dir(path.name, "split")
         exported = load_exported(source)
         outcomes = split_to_directory(exported, spec, out, deployments=args.deployment, vectors=args.execute,
                                       seed=args.seed)
-    except DeployError as exc:
-        print(exc.render(), file=sys.stderr)
-        return EXIT_BAD_INPUT
     except PipelineError as exc:
-        return _error(str(exc))
+        return report_error(exc)
     results = [r for outcome in outcomes for r in outcome.results]
     write_json(out / "checks.json", results_document(results))
     _print(results, summary(outcomes), args.json)

@@ -64,8 +64,8 @@ def trace_document(trace: Mapping[str, Sequence[Mapping[str, Any]]], times: bool
     return {"schema_version": SCHEMA_VERSION, "clock": "shared" if times else "per-item", "items": items}
 
 
-def _fail(message: str, location: str = "") -> SplitError:
-    return SplitError("SPLIT-E040", message, location)
+def _fail(message: str) -> SplitError:
+    return SplitError("SPLIT-E040", message)
 
 
 def match_schedule(graph: Graph, steps: Sequence[Step]) -> dict[str, Operation]:

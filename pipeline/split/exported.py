@@ -23,6 +23,7 @@ from pipeline.deploy import DeploySpec
 from pipeline.nnef.checker import CheckReport, check_paths
 from pipeline.nnef.graph import Graph
 from pipeline.semantics import load_variables
+from pipeline.diagnostics import Location
 from pipeline.split.codes import SplitError
 from pipeline.split.emit import BINDINGS
 from pipeline.vectors import draw_vectors
@@ -64,18 +65,18 @@ def load_exported(path: str | os.PathLike[str]) -> Exported:
     graph_file = given / GRAPH_FILE if given.is_dir() else given
     folder = graph_file.parent
     if not graph_file.is_file():
-        raise SplitError("SPLIT-E020", f"no NNEF description at {graph_file} (has the export step run?)", str(given))
+        raise SplitError("SPLIT-E020", f"no NNEF description at {graph_file} (has the export step run?)", Location.in_file(given))
     report = check_paths([graph_file], profile="certification", tensors=True)
     errors = [f for f in report.findings if f.is_error]
     if errors or len(report.graphs) != 1 or report.graphs[0].item is not None:
         first = f"{errors[0].span}: {errors[0].code}: {errors[0].message}" if errors else "not exactly one plain graph"
-        raise SplitError("SPLIT-E020", f"the description does not check: {first}", str(graph_file))
+        raise SplitError("SPLIT-E020", f"the description does not check: {first}", Location.in_file(graph_file))
     provenance: dict[str, Any] = {}
     if (folder / PROVENANCE_FILE).is_file():
         try:
             provenance = json.loads((folder / PROVENANCE_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
-            raise SplitError("SPLIT-E020", f"unreadable {PROVENANCE_FILE}: {error}", str(folder)) from None
+            raise SplitError("SPLIT-E020", f"unreadable {PROVENANCE_FILE}: {error}", Location.in_file(folder)) from None
     return Exported(folder, report.graphs[0], report, provenance, graph_file)
 
 
@@ -112,7 +113,7 @@ def vectors_for(spec: DeploySpec, graph: Graph, input_names: Mapping[str, str], 
     missing = [name for name in spec.inputs if name not in mapping]
     if missing or sorted(mapping[n] for n in spec.inputs) != sorted(graph.inputs):
         raise SplitError("SPLIT-E021", f"the spec's inputs {sorted(spec.inputs)} do not map onto the graph's inputs "
-                         f"{graph.inputs} (mapping {mapping})", spec.path)
+                         f"{graph.inputs} (mapping {mapping})", Location.in_file(spec.path, key_path="inputs"))
     return [{mapping[name]: value for name, value in vector.items()}
             for vector in draw_vectors(spec.inputs, count, seed)]
 

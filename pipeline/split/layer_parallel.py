@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from pipeline.nnef.graph import Graph, Operation, Ref
+from pipeline.diagnostics import Location
 from pipeline.split.codes import SplitError
 from pipeline.split.halo import LayerPart, Window, chain_parts, split_rows
 
@@ -78,7 +79,7 @@ class Rewritten:
 
 
 def _fail(code: str, spec: LayerParallelSpec, message: str) -> SplitError:
-    return SplitError(code, message, spec.where)
+    return SplitError(code, message, Location(key_path=spec.where))
 
 
 def _ints(value: Any, rank: int, default: int) -> list[int]:
@@ -260,7 +261,8 @@ def rewrite_graph(graph: Graph, specs: Sequence[LayerParallelSpec], file: str = 
         if report.findings or len(report.graphs) != 1:
             first = report.findings[0] if report.findings else None
             detail = f"{first.span}: {first.code}: {first.message}" if first else "no graph"
-            raise SplitError("SPLIT-E050", f"the rewritten description does not check: {detail}", spec.where)
+            raise SplitError("SPLIT-E050", f"the rewritten description does not check: {detail}",
+                             Location(key_path=spec.where))
         current = report.graphs[0]
     if not done:
         document = build.document([graph_def(graph.name, graph.inputs, graph.outputs, graph.operations)])

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from pipeline.split.allocation import computing
+from pipeline.diagnostics import Location
 from pipeline.split.codes import SplitError
 from pipeline.split.schedule import SYNC_MODES, item_schedules
 from pipeline.split.splitter import Split, Step
@@ -84,22 +85,22 @@ def _read(path: str | os.PathLike[str]) -> Mapping[str, Any]:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError) as error:
-        raise SplitError("SPLIT-E030", f"cannot read: {error}", str(path)) from None
+        raise SplitError("SPLIT-E030", f"cannot read: {error}", Location.in_file(path)) from None
     if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        raise SplitError("SPLIT-E030", f"not a schema_version {SCHEMA_VERSION} document", str(path))
+        raise SplitError("SPLIT-E030", f"not a schema_version {SCHEMA_VERSION} document", Location.in_file(path))
     return data
 
 
-def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: str) -> Any:
+def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: Location) -> Any:
     value = data.get(key)
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise SplitError("SPLIT-E030", f"'{key}' missing or of the wrong type", path)
+        raise SplitError("SPLIT-E030", f"'{key}' missing or of the wrong type", Location(path.file, key_path=key))
     return value
 
 
 def load_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
     """plan.json, checked for the keys and types of the contract above."""
-    where = str(path)
+    where = Location.in_file(path)
     data = dict(_read(path))
     for key, kind in (("model", str), ("deployment", str), ("sync", str), ("pipeline_depth", int),
                       ("items", list), ("sync_variables", list), ("allocation", dict), ("outputs", dict),
@@ -127,7 +128,7 @@ def load_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 def load_schedule(path: str | os.PathLike[str]) -> Schedule:
     """schedule.json as a Schedule, every step checked."""
-    where = str(path)
+    where = Location.in_file(path)
     data = _read(path)
     sync = _require(data, "sync", str, where)
     items = _require(data, "items", dict, where)

@@ -26,8 +26,8 @@ import numpy as np
 
 from pipeline.atomic import write_json, write_text
 from pipeline.deploy import DeploySpec, load_deploy
-from pipeline.evidence.checks import CheckResult, results_document
-from pipeline.evidence.records import record_step
+from pipeline.registry.checks import CheckResult, results_document
+from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, model_dir, project_relative, step_dir
 from pipeline.nnef import checks as nnef_checks
 from pipeline.nnef.checker import check_paths

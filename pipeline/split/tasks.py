@@ -12,29 +12,19 @@ every check as `not run`.
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from typing import Any, Iterator
 
 from doit.exceptions import TaskFailed
 
 from pipeline.deploy import DeployError, load_deploy
 from pipeline.diagnostics import PipelineError
-from pipeline.evidence.records import RECORD_FILE
+from pipeline.registry.records import RECORD_FILE
+from pipeline.tasking import package_sources
 from pipeline.layout import checks_path, model_dir, model_names, step_dir
 from pipeline.split.plan import PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE
 
-PACKAGE = Path(__file__).resolve().parents[1]
-SOURCE_PACKAGES = ("split", "semantics", "nnef")
-SOURCE_MODULES = ("vectors.py", "deploy.py", "atomic.py", "diagnostics.py", "layout.py")
+SOURCE_GLOBS = ("split", "semantics", "nnef", "vectors.py", "deploy.py", "atomic.py", "diagnostics.py", "layout.py")
 EXPORT_FILES = ("graph.nnef", "provenance.json")
-
-
-def _sources() -> list[str]:
-    root = PACKAGE.parent
-    files = [p for folder in SOURCE_PACKAGES for p in sorted((PACKAGE / folder).glob("*"))
-             if p.suffix in (".py", ".lark", ".nnef")]
-    files += [PACKAGE / name for name in SOURCE_MODULES]
-    return [p.relative_to(root).as_posix() for p in files if p.is_file()]
 
 
 def _export_available(model: str) -> bool:
@@ -78,16 +68,16 @@ def _split(model: str) -> TaskFailed | None:
 
     try:
         run_split_step(model, ".")
-    except DeployError as error:
-        return TaskFailed(error.render())
     except PipelineError as error:
-        return TaskFailed(str(error))
+        from pipeline.terminal import render_error
+
+        return TaskFailed(render_error(error))
     return None  # the verdicts are evidence; a failing check fails `verify`, not this task
 
 
 def task_split() -> Iterator[dict[str, Any]]:
     """Split each model over the items of its deployments and verify the split."""
-    sources = _sources()
+    sources = package_sources(SOURCE_GLOBS)
     for model in model_names("."):
         export = step_dir(model, "export")
         file_dep = [(model_dir(model) / "deploy.yaml").as_posix()] + sources

@@ -1,9 +1,9 @@
-"""Helpers shared by tests/codegen, tests/target and tests/compare.
+"""Helpers shared by tests/codegen, tests/execute and tests/compare.
 
 `single_item(folder, text, variables)` writes a one-item deployment by hand (graphitem file,
 plan.json, schedule.json in program order, tensor files) so that kernels can be tested on
 small graphs without the exporter or the splitter; `build_and_run` generates, compiles and
-runs it; `reference` interprets the same description; `project_root` makes a scratch project
+runs it; `reference` interprets the same description; `tests.projects` makes scratch projects
 with the shipped models and requirements linked in.
 """
 
@@ -24,7 +24,7 @@ from pipeline.codegen.deployment import load_deployment
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.tensorfile import read_tensor, write_tensor
 from pipeline.semantics import interpret
-from pipeline.target.build import compile_and_link, host_isa
+from pipeline.toolchain.cc import compile_and_link, host_isa
 
 ROOT = Path(__file__).resolve().parents[2]
 ITEM = "CPU0"
@@ -113,16 +113,6 @@ def assert_bit_identical(actual: Mapping[str, np.ndarray], expected: Mapping[str
             flat = int(np.argmax(~same.reshape(-1)))
             raise AssertionError(f"{what} {name}: {int((~same).sum())} element(s) differ, first at flat {flat}: "
                                  f"{a.reshape(-1)[flat]!r} vs reference {e.reshape(-1)[flat]!r}")
-
-
-def project_root(tmp: Path) -> Path:
-    """A scratch project: models/ and requirements/ linked from the repository."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    for name in ("models", "requirements"):
-        link = tmp / name
-        if not link.exists():
-            os.symlink(ROOT / name, link)
-    return tmp
 
 
 def strip_comments(text: str) -> str:

@@ -10,32 +10,30 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-import cghelpers as H  # noqa: E402
+from tests.codegen import cghelpers as H
+from tests.projects import copy_exports
 
-from pipeline.codegen import static  # noqa: E402
-from pipeline.target.build import FORBIDDEN_FLAGS, QUALIFIED_FLAGS, build_flags  # noqa: E402
+from pipeline.codegen import static
+from pipeline.toolchain.cc import FORBIDDEN_FLAGS, QUALIFIED_FLAGS, build_flags
 
 DEPLOYMENTS = [("branch3", "paper3"), ("lenet5", "split2"), ("lenet5", "single")]
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
+def project(tmp_path_factory, exported_project):
     if not shutil.which("gcc"):
         pytest.skip("gcc is not installed")
-    from pipeline.export.step import run_export_step
     from pipeline.split.step import run_split_step
 
-    root = H.project_root(tmp_path_factory.mktemp("builds"))
-    for model in sorted({m for m, _ in DEPLOYMENTS}):
-        run_export_step(model, root)
+    models = sorted({m for m, _ in DEPLOYMENTS})
+    root = copy_exports(exported_project, tmp_path_factory.mktemp("builds") / "p", models)
+    for model in models:
         run_split_step(model, root, vectors=1)
     return root
 

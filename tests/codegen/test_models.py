@@ -13,32 +13,28 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-import cghelpers as H  # noqa: E402
+from tests.codegen import cghelpers as H
+from tests.projects import copy_exports
 
-from pipeline.evidence.checks import Verdict  # noqa: E402
-from pipeline.layout import model_names  # noqa: E402
+from pipeline.registry.checks import Verdict
+from pipeline.layout import model_names
 
 MODELS = model_names(H.ROOT)
 MET_RUNS = 50
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory):
+def project(tmp_path_factory, exported_project):
     if not shutil.which("gcc"):
         pytest.skip("gcc is not installed")
-    from pipeline.export.step import run_export_step
     from pipeline.split.step import run_split_step
 
-    root = H.project_root(tmp_path_factory.mktemp("project"))
+    root = copy_exports(exported_project, tmp_path_factory.mktemp("project") / "p", MODELS)
     for model in MODELS:
-        run_export_step(model, root)
         run_split_step(model, root, vectors=1)
     return root
 
@@ -47,11 +43,11 @@ def project(tmp_path_factory):
 def model_results(request, project):
     from pipeline.codegen.step import run_codegen_step
     from pipeline.compare.step import run_compare_step
-    from pipeline.target.step import run_run_step
+    from pipeline.execute.step import run_execute_step
 
     model = request.param
     codegen = run_codegen_step(model, project)
-    runs = run_run_step(model, project, runs=MET_RUNS)
+    runs = run_execute_step(model, project, runs=MET_RUNS)
     compare = run_compare_step(model, project)
     return model, codegen, runs, compare
 

@@ -6,19 +6,17 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-import cghelpers as H  # noqa: E402
+from tests.codegen import cghelpers as H
 
-from pipeline.codegen import checks, static  # noqa: E402
-from pipeline.codegen.c.planner import Buffer, Plan, check_plan, plan_buffers  # noqa: E402
-from pipeline.evidence.checks import Verdict  # noqa: E402
+from pipeline.codegen import checks, static
+from pipeline.codegen.c.planner import Buffer, Plan, check_plan, plan_buffers
+from pipeline.registry.checks import Verdict
 
 BODY = """
     x = external<scalar>(shape = [1, 3, 8, 8]);

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-import cghelpers as H  # noqa: E402
+from tests.codegen import cghelpers as H
 
-from pipeline.codegen import tracecheck  # noqa: E402
-from pipeline.nnef.tensorfile import write_tensor  # noqa: E402
+from pipeline.codegen import tracecheck
+from pipeline.nnef.tensorfile import write_tensor
 
 BODY = """
     x = external<scalar>(shape = [2, 6]);

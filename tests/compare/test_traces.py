@@ -4,28 +4,24 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "codegen"))
 
-import cghelpers as H  # noqa: E402
+from tests.codegen import cghelpers as H
+from tests.projects import copy_exports
 
-from pipeline.compare.traces import replay_traces  # noqa: E402
+from pipeline.compare.traces import replay_traces
 
 
 @pytest.fixture(scope="module")
-def captured(tmp_path_factory):
+def captured(tmp_path_factory, exported_project):
     if not shutil.which("gcc"):
         pytest.skip("gcc is not installed")
-    from pipeline.export.step import run_export_step
     from pipeline.split.step import run_split_step
 
-    root = H.project_root(tmp_path_factory.mktemp("traces"))
-    run_export_step("branch3", root)
+    root = copy_exports(exported_project, tmp_path_factory.mktemp("traces") / "p", ["branch3"])
     run_split_step("branch3", root, vectors=1)
     split = root / "artifacts" / "branch3" / "split" / "paper3"
     code = root / "code"

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from evidence_fakeproject import FAKE_CHECKS, FakeProject, isolated_registry  # noqa: E402
+from tests.evidence.evidence_fakeproject import FAKE_CHECKS, FakeProject, isolated_registry
 
 
 @pytest.fixture

@@ -17,10 +17,10 @@ from typing import Iterator, Mapping
 import yaml
 
 from pipeline.atomic import write_bytes, write_json, write_text
-from pipeline.evidence import checks
-from pipeline.evidence.checks import CheckResult, Verdict, register_check, results_document
-from pipeline.evidence.hashing import sha256_file
-from pipeline.evidence.records import record_step
+from pipeline.registry import checks
+from pipeline.registry.checks import CheckResult, Verdict, register_check, results_document
+from pipeline.registry.hashing import sha256_file
+from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, step_dir
 
 REPO = Path(__file__).resolve().parents[2]

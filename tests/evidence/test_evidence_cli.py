@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from evidence_fakeproject import FakeProject
+from tests.evidence.evidence_fakeproject import FakeProject
 from pipeline import cli
-from pipeline.evidence.requirements import load_requirements
+from pipeline.registry.requirements import load_requirements
 
 ROOT = Path(__file__).parents[2]
 

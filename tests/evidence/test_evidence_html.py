@@ -16,7 +16,7 @@ from typing import Iterator
 
 import pytest
 
-from evidence_fakeproject import REPO, FakeProject
+from tests.evidence.evidence_fakeproject import REPO, FakeProject
 from pipeline.evidence.build import build_reports
 from pipeline.evidence.matrix import TraceMatrix
 

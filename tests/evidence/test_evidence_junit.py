@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evidence_fakeproject import FakeProject
+from tests.evidence.evidence_fakeproject import FakeProject
 from pipeline.evidence.build import build_reports
 from pipeline.evidence.junit import junit_xml
 from pipeline.evidence.matrix import build_matrix
@@ -50,7 +50,7 @@ def test_strict_form_validates_against_published_junit_10_xsd(mixed: Path) -> No
 
 
 def test_consumer_reads_expected_counts(mixed: Path) -> None:
-    from pipeline.evidence import checks
+    from pipeline.registry import checks
 
     xml = junitparser.JUnitXml.fromfile(str(mixed))
     suites = {suite.name: suite for suite in xml}

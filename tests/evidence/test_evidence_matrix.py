@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evidence_fakeproject import FakeProject
+from tests.evidence.evidence_fakeproject import FakeProject
 from pipeline.evidence.baseline import write_baseline
-from pipeline.evidence.checks import Verdict, register_check
+from pipeline.registry.checks import Verdict, register_check
 from pipeline.evidence.matrix import build_matrix
 from pipeline.evidence.registry import load_checks
-from pipeline.evidence.requirements import load_requirements
+from pipeline.registry.requirements import load_requirements
 
 
 def finding(matrix, code: str, text: str = ""):  # type: ignore[no-untyped-def]
@@ -120,7 +120,7 @@ def test_result_recorded_against_other_requirements(project: FakeProject) -> Non
     path = project.root / "artifacts/alpha/export/checks.json"
     path.write_text(path.read_text().replace('"HLR-EXP-001"', '"HLR-EXP-002"'))
     matrix = build_matrix(project.root)
-    assert "re-run step export" in finding(matrix, "EVID-E024", "export.numeric").message
+    assert "re-execute step export" in finding(matrix, "EVID-E024", "export.numeric").message
 
 
 def test_stale_link_after_requirement_change(project: FakeProject) -> None:
@@ -148,7 +148,7 @@ def test_new_links_and_obsolete_entries_are_warnings(project: FakeProject) -> No
     write_baseline(specs, load_requirements(project.root), project.root)
     register_check("petri.new", "new", "petri", ["HLR-EXE-002"])
     del specs["nnef.syntax"]
-    from pipeline.evidence import checks
+    from pipeline.registry import checks
 
     del checks._REGISTRY["nnef.syntax"]
     matrix = build_matrix(project.root)
@@ -179,7 +179,7 @@ def test_changed_artifact_fails_evidence_records(project: FakeProject) -> None:
 
 
 def test_missing_check_module_is_reported(project: FakeProject) -> None:
-    from pipeline.evidence import checks
+    from pipeline.registry import checks
 
     checks.CHECK_MODULES = ("pipeline.evidence.selfchecks", "pipeline.nosuchstep.checks")
     matrix = build_matrix(project.root)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from evidence_fakeproject import FakeProject, load
+from tests.evidence.evidence_fakeproject import FakeProject, load
 from pipeline import cli
 from pipeline.evidence.build import build_all, build_model_package
-from pipeline.evidence.hashing import sha256_bytes
+from pipeline.registry.hashing import sha256_bytes
 from pipeline.evidence.package import MANIFEST, package_path, verify_package
 
 

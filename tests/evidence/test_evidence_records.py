@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from evidence_fakeproject import FakeProject, load
+from tests.evidence.evidence_fakeproject import FakeProject, load
 from pipeline.diagnostics import PipelineError
-from pipeline.evidence.hashing import sha256_file
-from pipeline.evidence.records import check_records, read_record, record_step
+from pipeline.registry.hashing import sha256_file
+from pipeline.registry.records import check_records, read_record, record_step
 
 
 def test_record_lists_outputs_inputs_tools_and_nothing_run_dependent(project: FakeProject) -> None:
@@ -39,7 +39,7 @@ def test_record_lists_outputs_inputs_tools_and_nothing_run_dependent(project: Fa
 def test_record_rejects_missing_and_outside_files(project: FakeProject, tmp_path_factory: pytest.TempPathFactory) -> None:
     with pytest.raises(PipelineError) as missing:
         record_step("alpha", "export", inputs=["models/alpha/nope.onnx"], root=project.root)
-    assert missing.value.code == "EVID-E030" and "nope.onnx" in missing.value.location
+    assert missing.value.code == "EVID-E030" and "nope.onnx" in missing.value.location.file
     outside = tmp_path_factory.mktemp("elsewhere") / "x.bin"
     outside.write_bytes(b"x")
     with pytest.raises(PipelineError) as out:
@@ -91,10 +91,10 @@ def test_unreadable_record(project: FakeProject) -> None:
 def test_record_of_explicit_outputs(tmp_path: Path) -> None:
     (tmp_path / "models/m").mkdir(parents=True)
     (tmp_path / "models/m/model.onnx").write_bytes(b"onnx")
-    out = tmp_path / "artifacts/m/run/outputs"
+    out = tmp_path / "artifacts/m/execute/outputs"
     out.mkdir(parents=True)
     (out / "y.bin").write_bytes(b"1234")
-    path = record_step("m", "run", inputs=["models/m/model.onnx"], outputs=[out], command="run --x 1", parameters={"seed": 7}, extra_tools={"gcc": "12.2.0"}, root=tmp_path)
+    path = record_step("m", "execute", inputs=["models/m/model.onnx"], outputs=[out], command="run --x 1", parameters={"seed": 7}, extra_tools={"gcc": "12.2.0"}, root=tmp_path)
     data = load(path)
-    assert [d["path"] for d in data["outputs"]] == ["artifacts/m/run/outputs/y.bin"]
+    assert [d["path"] for d in data["outputs"]] == ["artifacts/m/execute/outputs/y.bin"]
     assert data["command"] == ["run", "--x", "1"] and data["parameters"] == {"seed": 7} and data["tools"]["gcc"] == "12.2.0"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evidence_fakeproject import REPO
-from pipeline.evidence.requirements import RequirementsInvalid, load_requirements, read_requirements
+from tests.evidence.evidence_fakeproject import REPO
+from pipeline.registry.requirements import RequirementsInvalid, load_requirements, read_requirements
 
 GOOD_SYS = """\
 schema_version: 1

@@ -11,19 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from evidence_fakeproject import MINIMAL_CHECKS, REPO, FakeProject, isolated_registry
+from tests.evidence.evidence_fakeproject import MINIMAL_CHECKS, REPO, FakeProject, isolated_registry
 
-HERE = Path(__file__).parent
+
 
 FAKECHECKS = """\
-from pipeline.evidence.checks import register_check
+from pipeline.registry.checks import register_check
 {registrations}
 """
 
 DODO = """\
-import sys
-sys.path.insert(0, {here!r})
-from pipeline.evidence import checks
+from pipeline.registry import checks
 checks.CHECK_MODULES = ("fakechecks", "pipeline.evidence.selfchecks")
 import fakechecks  # noqa: F401
 
@@ -31,7 +29,7 @@ DOIT_CONFIG = {{"default_tasks": ["verify"], "backend": "json", "dep_file": ".do
 
 
 def _export(model):
-    from evidence_fakeproject import FakeProject
+    from tests.evidence.evidence_fakeproject import FakeProject
     FakeProject(__import__("pathlib").Path("."), requirements=False).add_model(model, steps=("export",))
     return True
 
@@ -42,12 +40,12 @@ def task_export():
                "targets": ["artifacts/alpha/export/graph.nnef"]}}
 
 
-from pipeline.evidence.tasks import task_evidence, task_verify  # noqa: E402,F401
+from pipeline.evidence.tasks import task_evidence, task_verify  # noqa: F401
 """
 
 
 def doit(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(HERE)]))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
     return subprocess.run([sys.executable, "-m", "doit", *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -62,7 +60,7 @@ def covered(tmp_path: Path) -> Path:
         fake = FakeProject(tmp_path, minimal=True)
         fake.add_model("alpha", steps=("export", "codegen"))
     (tmp_path / "fakechecks.py").write_text(FAKECHECKS.format(registrations=registrations(MINIMAL_CHECKS)))
-    (tmp_path / "dodo.py").write_text(DODO.format(here=str(HERE)))
+    (tmp_path / "dodo.py").write_text(DODO.format())
     return tmp_path
 
 
@@ -131,7 +129,7 @@ def test_zero_models(tmp_path: Path) -> None:
     with isolated_registry(MINIMAL_CHECKS):
         FakeProject(tmp_path, minimal=True)
     (tmp_path / "fakechecks.py").write_text(FAKECHECKS.format(registrations=registrations(MINIMAL_CHECKS)))
-    (tmp_path / "dodo.py").write_text(DODO.format(here=str(HERE)).replace('for model in ("alpha",)', "for model in ()"))
+    (tmp_path / "dodo.py").write_text(DODO.format().replace('for model in ("alpha",)', "for model in ()"))
     result = doit(tmp_path, "verify")
     assert result.returncode != 0
     assert "Models: none under models/" in result.stdout and "no model results" in result.stdout

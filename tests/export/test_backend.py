@@ -12,17 +12,15 @@ from __future__ import annotations
 import collections
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from backend import CaseResult, run_subset  # noqa: E402
+from tests.export.backend import CaseResult, run_subset
 
-from pipeline.atomic import canonical_json  # noqa: E402
-from pipeline.nnef.catalogue import EXECUTABLE  # noqa: E402
+from pipeline.atomic import canonical_json
+from pipeline.nnef.catalogue import EXECUTABLE
 
 pytest.importorskip("nnef")
 

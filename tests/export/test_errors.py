@@ -3,7 +3,6 @@ nothing written; output-directory handling; the CLI's exit codes."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,13 +10,12 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import make_model, node, value_info  # noqa: E402
+from tests.export.helpers import make_model, node, value_info
 
-from pipeline.cli import main  # noqa: E402
-from pipeline.export import ExportError, export_model, supported_operators  # noqa: E402
-from pipeline.export.errors import CODES  # noqa: E402
+from pipeline.cli import main
+from pipeline.export import ExportError, export_model, supported_operators
+from pipeline.export.errors import CODES
 
 
 def _expect(model: onnx.ModelProto, tmp_path: Path, code: str, *fragments: str) -> ExportError:
@@ -37,7 +35,7 @@ def test_unsupported_operator_names_node_op_opset_and_supported_list(tmp_path: P
                        {"x": [2, 3]}, {"y": [2, 3]}, opset=13)
     error = _expect(model, tmp_path, "EXPORT-E003", "node 'my_erf'", "op type Erf", "opset 13")
     assert f"supported operators: {', '.join(supported_operators())}" in str(error)
-    assert error.location == "node 'my_erf'"
+    assert error.location.element == "node 'my_erf'" and str(error.location) == "node 'my_erf'"
 
 
 def test_unsupported_domain(tmp_path: Path) -> None:

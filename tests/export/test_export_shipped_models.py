@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.atomic import canonical_json
 from pipeline.deploy import load_deploy
-from pipeline.evidence.checks import read_results_document
+from pipeline.registry.checks import read_results_document
 from pipeline.export import export_model
 from pipeline.export.khronos import compare_with_khronos
 from pipeline.export.step import run_export_step
@@ -114,7 +114,7 @@ def test_runner_falls_back_to_onnx_reference_when_onnxruntime_refuses_to_run(tmp
     import numpy as np
     from onnx import helper, numpy_helper
 
-    from pipeline.export.runtime import reference_runner
+    from pipeline.onnx_runner import reference_runner
 
     w = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
     graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", dilations=[2, 2])],

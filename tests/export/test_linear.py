@@ -4,15 +4,13 @@ and numpy.matmul's broadcasting and 1-D rules."""
 from __future__ import annotations
 
 import itertools
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import check_against_ort, make_model, node, operations  # noqa: E402
+from tests.export.helpers import check_against_ort, make_model, node, operations
 
 M, K, N = 3, 5, 4
 

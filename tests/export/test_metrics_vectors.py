@@ -1,4 +1,4 @@
-"""pipeline.compare.metrics (ULP on the monotonic line, NaN, signed zero) and
+"""pipeline.metrics (ULP on the monotonic line, NaN, signed zero) and
 pipeline.vectors (the one rule for drawing validation inputs)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.compare.metrics import UNORDERED, ErrorAccumulator, compare_arrays, ordered_int, ulp_distance, within_tolerance
+from pipeline.metrics import UNORDERED, ErrorAccumulator, compare_arrays, ordered_int, ulp_distance, within_tolerance
 from pipeline.vectors import Distribution, InputSpec, draw_vectors, iter_vectors
 
 F32 = np.float32

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from onnx import helper
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import check_against_ort, make_model  # noqa: E402
+from tests.export.helpers import check_against_ort, make_model
 
-from pipeline.export import convert, export_model  # noqa: E402
-from pipeline.export.names import KEYWORDS, NameTable, sanitize  # noqa: E402
+from pipeline.export import convert, export_model
+from pipeline.export.names import KEYWORDS, NameTable, sanitize
 
 ROOT = Path(__file__).parents[2]
 

@@ -7,17 +7,15 @@ broadcasting (ONNX right-aligned vs NNEF left-aligned), Constant."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import check_against_ort, make_model, node, operations, run_nnef  # noqa: E402
+from tests.export.helpers import check_against_ort, make_model, node, operations, run_nnef
 
-from pipeline.export import export_model  # noqa: E402
+from pipeline.export import export_model
 
 INT_MAX = np.iinfo(np.int64).max
 I64 = np.int64

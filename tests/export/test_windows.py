@@ -3,17 +3,15 @@ asymmetric pads, ceil_mode, count_include_pad, dilations, groups, ConvTranspose.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import check_against_ort, make_model, node, operations, random_inputs, run_nnef, run_ort  # noqa: E402
+from tests.export.helpers import check_against_ort, make_model, node, operations, random_inputs, run_nnef, run_ort
 
-from pipeline.export.padding import base_padding, same_padding, window_padding  # noqa: E402
+from pipeline.export.padding import base_padding, same_padding, window_padding
 
 
 # ---------------------------------------------------------------- the paper's example

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from nnef_corpus import OPERATION_CASES
+from tests.nnef.nnef_corpus import OPERATION_CASES
 from pipeline.nnef import ast
 from pipeline.nnef.catalogue import EXECUTABLE, EXTENSION_CONSTRUCTS, NO_DEFAULT, standard_catalogue
 from pipeline.nnef.parser import parse_text
 from pipeline.nnef.shapes import SHAPE_RULES
-from test_nnef_parser_printer import khronos_stdlib_text
+from tests.nnef.test_nnef_parser_printer import khronos_stdlib_text
 
 
 def test_counts() -> None:

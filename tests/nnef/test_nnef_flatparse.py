@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nnef_corpus import valid_cases
+from tests.nnef.nnef_corpus import valid_cases
 from pipeline.nnef import parser as lark_front
 from pipeline.nnef.flatparse import parse_flat
 

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nnef_corpus import valid_cases
+from tests.nnef.nnef_corpus import valid_cases
 from pipeline.diagnostics import Finding
 from pipeline.nnef.checker import check_text
 from pipeline.nnef.codes import CODES

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from nnef_corpus import KHRONOS_LIMITATIONS, STRICTER_THAN_KHRONOS, invalid_cases, valid_cases
-from nnef_khronos import khronos_verdict, our_verdict, user_fragments
+from tests.nnef.nnef_corpus import KHRONOS_LIMITATIONS, STRICTER_THAN_KHRONOS, invalid_cases, valid_cases
+from tests.nnef.nnef_khronos import khronos_verdict, our_verdict, user_fragments
 from pipeline.nnef.checker import check_text
 from pipeline.nnef.catalogue import standard_catalogue
 

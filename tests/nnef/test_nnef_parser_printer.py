@@ -8,7 +8,7 @@ from pathlib import Path
 import nnef
 import pytest
 
-from nnef_corpus import valid_cases
+from tests.nnef.nnef_corpus import valid_cases
 from pipeline.nnef import ast
 from pipeline.nnef.parser import parse_file, parse_text
 from pipeline.nnef.printer import format_scalar, print_document

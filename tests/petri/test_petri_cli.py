@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from petri_helpers import BRANCH3, BRANCH3_ITEMS, DATA, LENET  # noqa: E402
+from tests.petri.petri_helpers import BRANCH3, BRANCH3_ITEMS, DATA, LENET
 
-from pipeline.cli import main  # noqa: E402
+from pipeline.cli import main
 
 SPLIT = DATA / "lenet5_split2"
 

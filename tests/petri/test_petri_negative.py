@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import copy
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from petri_helpers import BRANCH3, BRANCH3_ITEMS, graphs_of, paper_barrier_schedule  # noqa: E402
+from tests.petri.petri_helpers import BRANCH3, BRANCH3_ITEMS, graphs_of, paper_barrier_schedule
 
-from pipeline.petri.analysis import analyse  # noqa: E402
-from pipeline.petri.equivalence import check_equivalence  # noqa: E402
-from pipeline.petri.load import load_graphs  # noqa: E402
-from pipeline.petri.pipelining import check_pipeline  # noqa: E402
-from pipeline.petri.schedule import check_schedule, default_schedule, parse_schedule  # noqa: E402
-from pipeline.petri.trace import Event, Trace, replay  # noqa: E402
-from pipeline.petri.translate import translate  # noqa: E402
-from pipeline.petri.verify import verify  # noqa: E402
+from pipeline.petri.analysis import analyse
+from pipeline.petri.equivalence import check_equivalence
+from pipeline.petri.load import load_graphs
+from pipeline.petri.pipelining import check_pipeline
+from pipeline.petri.schedule import check_schedule, default_schedule, parse_schedule
+from pipeline.petri.trace import Event, Trace, replay
+from pipeline.petri.translate import translate
+from pipeline.petri.verify import verify
 
 ITEMS = BRANCH3_ITEMS.read_text()
 

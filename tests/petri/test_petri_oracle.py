@@ -9,23 +9,20 @@ exploration must find the same dead markings as the full one.
 from __future__ import annotations
 
 import random
-import sys
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from petri_helpers import graphs_of, items_text, network_text, random_network, split_network  # noqa: E402
-from petri_oracle import explore  # noqa: E402
+from tests.petri.petri_helpers import graphs_of, items_text, network_text, random_network, split_network
+from tests.petri.petri_oracle import explore
 
-from pipeline.petri.analysis import analyse  # noqa: E402
-from pipeline.petri.equivalence import check_equivalence  # noqa: E402
-from pipeline.petri.net import Net  # noqa: E402
-from pipeline.petri.paths import count_valid_paths  # noqa: E402
-from pipeline.petri.schedule import check_schedule, default_schedule  # noqa: E402
-from pipeline.petri.translate import translate  # noqa: E402
+from pipeline.petri.analysis import analyse
+from pipeline.petri.equivalence import check_equivalence
+from pipeline.petri.net import Net
+from pipeline.petri.paths import count_valid_paths
+from pipeline.petri.schedule import check_schedule, default_schedule
+from pipeline.petri.translate import translate
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from petri_helpers import BRANCH3, BRANCH3_ITEMS, LENET, graphs_of  # noqa: E402
-from petri_oracle import explore  # noqa: E402
+from tests.petri.petri_helpers import BRANCH3, BRANCH3_ITEMS, LENET, graphs_of
+from tests.petri.petri_oracle import explore
 
-from pipeline.petri.analysis import analyse  # noqa: E402
-from pipeline.petri.equivalence import check_equivalence  # noqa: E402
-from pipeline.petri.load import load_graphs  # noqa: E402
-from pipeline.petri.paths import count_valid_paths  # noqa: E402
-from pipeline.petri.translate import translate  # noqa: E402
-from pipeline.petri.verify import verify  # noqa: E402
+from pipeline.petri.analysis import analyse
+from pipeline.petri.equivalence import check_equivalence
+from pipeline.petri.load import load_graphs
+from pipeline.petri.paths import count_valid_paths
+from pipeline.petri.translate import translate
+from pipeline.petri.verify import verify
 
 
 def test_lenet5_paper_encoding_has_the_papers_counts() -> None:

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import shutil
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from petri_helpers import BRANCH3, BRANCH3_ITEMS, DATA, LENET  # noqa: E402
+from tests.petri.petri_helpers import BRANCH3, BRANCH3_ITEMS, DATA, LENET
 
-from pipeline.petri.dot import dot_document, render_svg, write_dot  # noqa: E402
-from pipeline.petri.load import load_graphs  # noqa: E402
-from pipeline.petri.pipelining import periodic_net  # noqa: E402
-from pipeline.petri.pnml import NAMESPACE, PTNET, pnml_document, write_pnml  # noqa: E402
-from pipeline.petri.translate import translate  # noqa: E402
+from pipeline.petri.dot import dot_document, render_svg, write_dot
+from pipeline.petri.load import load_graphs
+from pipeline.petri.pipelining import periodic_net
+from pipeline.petri.pnml import NAMESPACE, PTNET, pnml_document, write_pnml
+from pipeline.petri.translate import translate
 
 GRAMMAR = DATA / "pnml-grammar"
 GRAMMAR_URL = "http://www.pnml.org/version-2009/grammar/"

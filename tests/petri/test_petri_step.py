@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from petri_helpers import DATA, LENET, ROOT  # noqa: E402
+from tests.petri.petri_helpers import DATA, LENET, ROOT
 
-from pipeline.evidence.checks import Verdict, all_checks, read_results_document  # noqa: E402
-from pipeline.petri.step import run_petri_step  # noqa: E402
+from pipeline.evidence.registry import all_checks
+from pipeline.registry.checks import Verdict, read_results_document
+from pipeline.petri.step import run_petri_step
 
 SPLIT = DATA / "lenet5_split2"
 
@@ -130,7 +129,7 @@ def test_checks_are_registered_with_existing_requirements() -> None:
     ids = {c for c in checks if c.startswith("petri.")}
     assert ids == {"petri.reachability", "petri.deadlock", "petri.termination", "petri.once", "petri.equivalence",
                    "petri.schedule", "petri.trace", "petri.pipeline"}
-    from pipeline.evidence.requirements import load_requirements
+    from pipeline.registry.requirements import load_requirements
     known = set(load_requirements(ROOT).ids())
     for check in ids:
         assert set(checks[check].requirements) <= known, check

@@ -15,16 +15,13 @@ correctly rounded result has error <= 0.5; "faithful" means < 1. The float64 ref
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pipeline.semantics import transcendental as T  # noqa: E402
+from pipeline.semantics import transcendental as T
 
 F32 = np.float32
 

@@ -3,17 +3,14 @@ and broadcasting rules the reference fixes."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from semantics_helpers import F32, assert_ulp, one, ort, rand, same_bits  # noqa: E402
+from tests.semantics.semantics_helpers import F32, assert_ulp, one, ort, rand, same_bits
 
-from pipeline.diagnostics import PipelineError  # noqa: E402
+from pipeline.diagnostics import PipelineError
 
 RNG = np.random.default_rng(99)
 BIG = rand(RNG, 2, 3, 4, 5)

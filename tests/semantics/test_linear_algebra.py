@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from semantics_helpers import assert_bounded, one, ort, rand  # noqa: E402
+from tests.semantics.semantics_helpers import assert_bounded, one, ort, rand
 
-from pipeline.diagnostics import PipelineError  # noqa: E402
+from pipeline.diagnostics import PipelineError
 
 RNG = np.random.default_rng(5)
 

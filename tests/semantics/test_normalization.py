@@ -3,15 +3,12 @@ or float64."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from semantics_helpers import F32, one, ort, rand, same_bits  # noqa: E402
+from tests.semantics.semantics_helpers import F32, one, ort, rand, same_bits
 
 RNG = np.random.default_rng(23)
 

@@ -6,17 +6,14 @@ operation at a time, in exactly this order (compile with -ffp-contract=off).
 from __future__ import annotations
 
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from semantics_helpers import F32, one, rand, run, same_bits  # noqa: E402
+from tests.semantics.semantics_helpers import F32, one, rand, run, same_bits
 
-from pipeline.semantics import transcendental  # noqa: E402
+from pipeline.semantics import transcendental
 
 RNG = np.random.default_rng(77)
 ZERO = F32(0.0)

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-from semantics_helpers import assert_bounded, one, ort, rand, run, same_bits  # noqa: E402
+from tests.semantics.semantics_helpers import assert_bounded, one, ort, rand, run, same_bits
 
 RNG = np.random.default_rng(17)
 AXES = [[1], [2, 3], [0, 2], [0, 1, 2, 3]]

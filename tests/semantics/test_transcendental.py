@@ -7,18 +7,16 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
 
-import accuracy_sweep  # noqa: E402
-import c_render  # noqa: E402
+from tests.semantics import accuracy_sweep
+from tests.semantics import c_render
 
-from pipeline.semantics import transcendental as T  # noqa: E402
+from pipeline.semantics import transcendental as T
 
 F32 = np.float32
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from split_helpers import branch3_export, branch3_spec, spec_text, with_tensors, write_spec
+from tests.split.split_helpers import branch3_export, branch3_spec, spec_text, with_tensors, write_spec
 from pipeline.deploy import DeployError
 from pipeline.nnef import build
 from pipeline.nnef.printer import print_document
+from pipeline.terminal import render_error
 from pipeline.split.allocation import resolve_deployment
 from pipeline.split.codes import CODES, SplitError
 from pipeline.split.exported import followers_from_provenance, load_exported
@@ -36,11 +37,14 @@ def problems(tmp_path: Path, allocation: str, extra: str = "") -> DeployError:
 def test_an_unknown_name_is_reported_with_its_key_path_and_the_results(tmp_path: Path) -> None:
     error = problems(tmp_path, "      ITEM2: [o2, o9]")
     assert [(p.code, p.path) for p in error.problems] == [("SPLIT-E002", "deployments.paper3.allocation.ITEM2[1]")]
-    assert str(error).endswith("deploy.yaml: deployments.paper3.allocation.ITEM2[1]: SPLIT-E002: 'o9' is not an "
+    assert str(error).endswith(f"deploy.yaml:{error.problems[0].line}:{error.problems[0].column}: "
+                               "deployments.paper3.allocation.ITEM2[1]: SPLIT-E002: 'o9' is not an "
                                "instruction result of the exported graph; results are: o1, o2, o3, o4, o5, o6, o7, out")
     lines = (tmp_path / "deploy.yaml").read_text().splitlines()
     assert "o9" in lines[error.problems[0].line - 1]  # located in the YAML
-    assert error.render().startswith(f"{tmp_path / 'deploy.yaml'}:{error.problems[0].line}:")
+    rendered = render_error(error).splitlines()
+    assert rendered[0].startswith(f"{tmp_path / 'deploy.yaml'}:{error.problems[0].line}:")
+    assert "o9" in rendered[1] and rendered[2].strip().startswith("^")  # the source line and the caret
 
 
 def test_an_input_or_parameter_is_not_an_instruction_result(tmp_path: Path) -> None:

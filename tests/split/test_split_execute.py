@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.diagnostics import PipelineError
 
-from split_helpers import branch3_export, branch3_spec
+from tests.split.split_helpers import branch3_export, branch3_spec
 from pipeline.nnef.checker import check_paths
 from pipeline.split.allocation import resolve_deployment
 from pipeline.split.codes import SplitError

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from split_helpers import spec_text, with_tensors, write_spec
-from pipeline.evidence.checks import Verdict
+from tests.split.split_helpers import spec_text, with_tensors, write_spec
+from pipeline.registry.checks import Verdict
 from pipeline.nnef import build
 from pipeline.nnef.checker import check_text
 from pipeline.nnef.graph import Graph

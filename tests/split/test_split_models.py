@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from split_helpers import MODELS, ROOT, khronos_text, khronos_reading, our_reading
-from pipeline.evidence.checks import Verdict
+from tests.split.split_helpers import MODELS, ROOT, khronos_text, khronos_reading, our_reading
+from pipeline.registry.checks import Verdict
 from pipeline.layout import step_dir
 from pipeline.nnef.checker import check_paths
 from pipeline.split.plan import load_plan, load_schedule
@@ -154,7 +154,7 @@ def test_the_command_line(project, monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     bad = tmp_path / "deploy.yaml"
     bad.write_text((root / "models/branch3/deploy.yaml").read_text().replace("ITEM2: [o2, o3]", "ITEM2: [o2, o9]"))
     assert main(["split", "artifacts/branch3/export", "--deploy", str(bad), "--out", str(out)]) == 2
-    assert "deployments.paper3.allocation.ITEM2[1]: SPLIT-E002: 'o9' is not an instruction result" in capsys.readouterr().err
+    assert "deployments.paper3.allocation.ITEM2[1]: error SPLIT-E002: 'o9' is not an instruction result" in capsys.readouterr().err
     assert main(["split", "artifacts/nothing/export", "--deploy", str(bad), "--out", str(out)]) == 2
     assert main(["split", "artifacts/branch3/export", "--out", str(out)]) == 2
 

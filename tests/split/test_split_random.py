@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from split_helpers import spec_text, with_tensors, write_spec
+from tests.split.split_helpers import spec_text, with_tensors, write_spec
 from pipeline.nnef import build
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.printer import print_document

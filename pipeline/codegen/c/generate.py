@@ -33,6 +33,7 @@ from pipeline.codegen.c.item import ItemCode, ItemEmitter, TraceEntry, item_file
 from pipeline.codegen.c.programs import math_header
 from pipeline.codegen.c.writer import CodeWriter
 from pipeline.codegen.codes import CodegenError
+from pipeline.diagnostics import Location
 from pipeline.codegen.deployment import DeploymentInput
 from pipeline.layout import project_relative
 
@@ -182,7 +183,7 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
     others = unsupported_targets(deployment)
     if others:
         raise CodegenError("CODEGEN-E006", f"no CUDA/NVDLA generator yet: items {', '.join(others)}",
-                           deployment.plan_rel)
+                           Location.in_file(deployment.plan_rel))
     folder = Path(out_dir)
     root = deployment.root
     rel_folder = project_relative(folder, root)

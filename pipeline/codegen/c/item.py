@@ -26,6 +26,7 @@ from pipeline.codegen.c.kernels.common import F32, ConstArray, Kernel, Operand, 
 from pipeline.codegen.c.planner import Buffer, Plan, check_plan, plan_buffers
 from pipeline.codegen.c.writer import CodeWriter
 from pipeline.codegen.codes import CodegenError
+from pipeline.diagnostics import Location
 from pipeline.codegen.deployment import DeploymentInput, ItemInput, Weight
 from pipeline.nnef.graph import Operation, Ref
 
@@ -112,13 +113,15 @@ class ItemEmitter:
         self.arena = f"nnef_arena_{item.name}"
 
     # ------------------------------------------------------------------ analysis
-    def _where(self, op: Operation) -> str:
-        return f"{self.item.nnef_rel}:{op.span.line}:{op.span.column}" if op.span else self.item.nnef_rel
+    def _where(self, op: Operation) -> Location:
+        if op.span is None:
+            return Location.in_file(self.item.nnef_rel)
+        return Location(self.item.nnef_rel, op.span.line, op.span.column, op.span.end_line, op.span.end_column)
 
     def _shape(self, name: str) -> tuple[int, ...]:
         info = self.graph.tensors.get(name)
         if info is None or info.shape is None:
-            raise CodegenError("CODEGEN-E008", f"tensor {name} has no inferred shape", self.item.nnef_rel)
+            raise CodegenError("CODEGEN-E008", f"tensor {name} has no inferred shape", Location.in_file(self.item.nnef_rel))
         return tuple(int(s) for s in info.shape)
 
     def _check_scalar(self, op: Operation) -> None:
@@ -248,7 +251,7 @@ class ItemEmitter:
         problems = check_plan(plan)
         if problems:
             raise CodegenError("CODEGEN-E008", f"buffer plan of item {self.item.name}: {problems[0]}",
-                               self.item.nnef_rel)
+                               Location.in_file(self.item.nnef_rel))
         return plan
 
     # ------------------------------------------------------------------ emission
@@ -336,10 +339,10 @@ class ItemEmitter:
         for name in sorted(o for o, owner in self.d.outputs.items() if owner == item.name):
             storage = self.storage.get(name)
             if storage is None:
-                raise CodegenError("CODEGEN-E008", f"output {name} has no storage in item {item.name}", item.nnef_rel)
+                raise CodegenError("CODEGEN-E008", f"output {name} has no storage in item {item.name}", Location.in_file(item.nnef_rel))
             if storage.kind == "const":
                 raise CodegenError("CODEGEN-E002", f"graph output {name} is a constant; nothing to compute",
-                                   item.nnef_rel)
+                                   Location.in_file(item.nnef_rel))
             if storage.kind == "sync":
                 outputs[name] = sync_buffer(storage.root)
             else:

@@ -22,7 +22,7 @@ import numpy as np
 from pipeline.codegen.c.generate import RUNTIME_DIR
 from pipeline.codegen.c.programs import math_header
 from pipeline.semantics import transcendental as T
-from pipeline.target.build import build_flags
+from pipeline.toolchain.cc import build_flags
 
 LIBM_SYMBOLS = ("expf", "logf", "powf", "tanhf", "rintf", "floorf", "sqrtf", "ceilf", "exp", "log", "pow")
 

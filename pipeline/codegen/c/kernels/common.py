@@ -17,6 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from pipeline.codegen.codes import CodegenError
+from pipeline.diagnostics import Location
 from pipeline.nnef.graph import Operation
 
 F32 = np.float32
@@ -68,7 +69,7 @@ class Kernel:
     """The emission context of one instruction (see the module docstring)."""
 
     def __init__(self, op: Operation, function: str, inputs: dict[str, Any], outputs: list[Operand], lanes: int,
-                 const_arrays: dict[str, ConstArray], location: str) -> None:
+                 const_arrays: dict[str, ConstArray], location: Location) -> None:
         self.op = op
         self.function = function
         self.inputs = inputs

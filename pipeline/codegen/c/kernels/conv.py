@@ -27,7 +27,7 @@ import numpy as np
 
 from pipeline.codegen.c.kernels.common import F32, Kernel, Operand, emitter, strides
 from pipeline.codegen.c.kernels.padding import FILL_BORDERS, emit_padded_copy
-from pipeline.semantics.windows import BORDERS, resolve
+from pipeline.codegen.c.kernels.geometry import BORDERS, WindowGeometry, kernel_window
 
 # Output positions per register block, by the number of channel vectors of the block: about 12
 # accumulators (measured on ResNet-8 with 8 lanes: 4 -> 6 positions for 2 vectors, 2 -> 3 for 4
@@ -222,9 +222,8 @@ def _end_tap(k: Kernel, kw: int) -> None:
     k.close()
 
 
-def _window(k: Kernel, x: Operand, f: Operand):
-    return resolve(x.shape[2:], f.shape[2:], k.op.attribs["padding"], k.op.attribs["stride"],
-                   k.op.attribs["dilation"])
+def _window(k: Kernel, x: Operand, f: Operand) -> WindowGeometry:
+    return kernel_window(k, x.shape[2:], f.shape[2:], slice(2, None))
 
 
 def _fast(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border: str) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from pipeline.codegen.c.kernels.common import F32, Kernel, attr_float, emitter, flit, strides
-from pipeline.semantics.windows import auto_padding
+from pipeline.codegen.c.kernels.geometry import same_padding
 
 
 @emitter("local_response_normalization")
@@ -24,7 +24,7 @@ def lrn(k: Kernel) -> None:
     if len(size) != len(x.shape):
         raise k.fail(f"'size' {size} must have one item per input axis")
     alpha, beta, bias = (attr_float(k.op, key) for key in ("alpha", "beta", "bias"))
-    pads = [auto_padding(n, s, 1, 1) for n, s in zip(x.shape, size)]
+    pads = [same_padding(n, s, 1, 1) for n, s in zip(x.shape, size)]
     padded = tuple(n + p + q for n, (p, q) in zip(x.shape, pads))
     rank = len(x.shape)
     xst, pst = strides(x.shape), strides(padded)

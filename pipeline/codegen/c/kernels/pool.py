@@ -20,7 +20,7 @@ import numpy as np
 
 from pipeline.codegen.c.kernels.common import F32, Kernel, emitter, flit, strides
 from pipeline.codegen.c.kernels.padding import FILL_BORDERS, emit_padded_copy
-from pipeline.semantics.windows import BORDERS, resolve
+from pipeline.codegen.c.kernels.geometry import BORDERS, kernel_window
 
 
 def _counts(n: int, k: int, s: int, d: int, p: int, out: int) -> list[int]:
@@ -38,7 +38,7 @@ def pool(k: Kernel) -> None:
     size = [int(v) for v in k.op.attribs["size"]]
     if len(size) != len(x.shape):
         raise k.fail(f"'size' {size} must have one item per input axis ({len(x.shape)})")
-    win = resolve(x.shape, size, k.op.attribs["padding"], k.op.attribs["stride"], k.op.attribs["dilation"])
+    win = kernel_window(k, x.shape, size, slice(None))
     is_max = op == "max_pool"
     normalize = op == "avg_pool" or (op == "box" and bool(k.op.attribs.get("normalize", False)))
     rank = len(x.shape)

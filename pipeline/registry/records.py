@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from pipeline.atomic import write_json
-from pipeline.diagnostics import Finding, PipelineError, Severity, Span
-from pipeline.evidence.hashing import FileDigest, file_digest, iter_files, relative_posix
-from pipeline.evidence.tools import tool_versions
+from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span
+from pipeline.registry.hashing import FileDigest, file_digest, iter_files, relative_posix
+from pipeline.registry.tools import tool_versions
 from pipeline.layout import CHECKS_FILE, STEPS, step_dir
 
 SCHEMA_VERSION = 1
@@ -86,7 +86,7 @@ def _digests(paths: Iterable[str | os.PathLike[str]], root: Path, what: str) -> 
         try:
             rel = relative_posix(full, root)
         except ValueError:
-            raise PipelineError(E_RECORD_INPUT, f"{what} {path} lies outside the project root", str(path)) from None
+            raise PipelineError(E_RECORD_INPUT, f"{what} {path} lies outside the project root", Location.in_file(path)) from None
         if full.is_dir():
             for member in iter_files(full):
                 digest = file_digest(member, root)
@@ -94,7 +94,7 @@ def _digests(paths: Iterable[str | os.PathLike[str]], root: Path, what: str) -> 
         elif full.is_file():
             found[rel] = file_digest(full, root)
         else:
-            raise PipelineError(E_RECORD_INPUT, f"{what} {rel} does not exist; a record lists only files that exist", rel)
+            raise PipelineError(E_RECORD_INPUT, f"{what} {rel} does not exist; a record lists only files that exist", Location.in_file(rel))
     return tuple(sorted(found.values()))
 
 

@@ -1,26 +1,23 @@
-"""`python -m pipeline run MODEL [--vectors N] [--runs R] [--deployment NAME]... [--no-valgrind]`.
+"""`python -m pipeline execute MODEL [--vectors N] [--runs R] [--deployment NAME]... [--no-valgrind]`.
 
 Builds and runs the generated code of every deployment of MODEL (a name or models/<m>): outputs
 on the seeded vectors, instrumented runs with and without noise (traces), the MET campaign and
-instruction counts; writes artifacts/<m>/run/. Prints what ran.
+instruction counts; writes artifacts/<m>/execute/. Prints what ran.
 Exit status: 0 every deployment ran (or did not apply), 1 a run failed, 2 bad input.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from pipeline.codegen.command import model_and_root
 from pipeline.diagnostics import PipelineError
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, model_and_root, report_error
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "run", help="build and run a model's generated code (outputs, traces, timings, instruction counts)",
+        "execute", help="build and run a model's generated code (outputs, traces, timings, instruction counts)",
         description="Build the generated C code with the qualified flags, run it on the model's seeded input "
                     "vectors, capture instrumented traces (also under seeded temporal noise), time met.runs "
                     "inferences and count the instructions of one inference per input under valgrind.")
@@ -33,15 +30,16 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline.target.step import run_run_step
+    from pipeline.execute.step import run_execute_step
 
     model, root = model_and_root(args.model)
     try:
-        documents = run_run_step(model, root, vectors=args.vectors, runs=args.runs,
+        documents = run_execute_step(model, root, vectors=args.vectors, runs=args.runs,
                                  instructions=not args.no_valgrind, deployments=args.deployment)
-    except (PipelineError, OSError, KeyError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    except PipelineError as error:
+        return report_error(error)
+    except (OSError, KeyError) as error:
+        return fail_usage(str(error))
     failed = False
     for name, doc in documents.items():
         status = doc.get("status")

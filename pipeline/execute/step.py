@@ -1,6 +1,6 @@
-"""The run step: build and run every generated deployment of a model (docs/target.md).
+"""The execute step: build and run every generated deployment of a model (docs/execute.md).
 
-artifacts/<m>/run/
+artifacts/<m>/execute/
     inputs/<input>.dat                 the N validation vectors ([N, *shape], pipeline.vectors rule)
     <deployment>/run.json              what ran: builds (compiler, flags), runs, status
     <deployment>/bin/nnef_run[_trace]  the executables that were run
@@ -32,16 +32,16 @@ from pipeline.atomic import write_json
 from pipeline.codegen.c.generate import BUILD_FILE
 from pipeline.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
-from pipeline.evidence.checks import results_document
-from pipeline.evidence.records import record_step
-from pipeline.layout import checks_path, model_dir, step_dir
-from pipeline.target.build import compile_and_link, compiler_version, host_isa, isa_for
-from pipeline.target.execute import read_outputs, run_harness, write_arrays, write_input_vectors
-from pipeline.target.instructions import count_instructions, special_vector, valgrind_version
+from pipeline.registry.checks import results_document
+from pipeline.registry.records import record_step
+from pipeline.layout import checks_path, model_dir, project_relative, step_dir
+from pipeline.toolchain.cc import compile_and_link, compiler_version, host_isa, isa_for
+from pipeline.execute.harness import read_outputs, run_harness, write_arrays, write_input_vectors
+from pipeline.execute.instructions import count_instructions, special_vector, valgrind_version
 
 log = logging.getLogger(__name__)
 
-STEP = "run"
+STEP = "execute"
 RUN_FILE = "run.json"
 TIMING_FILE = "timing.json"
 STEP_TIMING_FILE = "step-timing.json"
@@ -50,13 +50,6 @@ NOISE_SEEDS = (1, 2)
 WARMUP = 10
 PATH_VECTORS = 4      # validation vectors whose instruction counts are compared, plus zeros and specials
 NO_GENERATOR = "no CUDA/NVDLA generator yet"
-
-
-def _rel(path: Path, base: Path) -> str:
-    try:
-        return path.resolve().relative_to(base.resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 def code_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
@@ -121,7 +114,7 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
     plain = compile_and_link(code, sources, out / "bin" / "nnef_run", lanes)
     traced = compile_and_link(code, sources, out / "bin" / "nnef_run_trace", lanes,
                               trace=True, defines=[f"NNEF_TRACE_INFERENCES={capacity}"])
-    builds = [{"binary": _rel(b.binary, root), "command": b.command, "flags": b.flags, "defines": b.defines,
+    builds = [{"binary": project_relative(b.binary, root), "command": b.command, "flags": b.flags, "defines": b.defines,
                "diagnostics": b.diagnostics} for b in (plain, traced)]
     outputs_dir = out / "outputs"
     run_harness(plain.binary, inputs_dir, outputs_dir, vectors)
@@ -137,7 +130,7 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
             _canonical_trace(raw, out / f"{name}.json")
             got = read_outputs(outs, output_names)
             identical = all(got[n].tobytes() == reference[n].tobytes() for n in output_names)
-            traced_runs.append({"name": name, "trace": _rel(out / f"{name}.json", root),
+            traced_runs.append({"name": name, "trace": project_relative(out / f"{name}.json", root),
                                 "noise_seed": seed, "vectors": vectors, "seconds": round(result.seconds, 3),
                                 "outputs_identical_to_plain": identical})
         # MET campaign, uninstrumented: whole-inference times
@@ -173,7 +166,7 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         "lanes": lanes,
         "builds": builds,
         "vectors": vectors,
-        "outputs": {n: _rel(outputs_dir / f"{n}.dat", root) for n in output_names},
+        "outputs": {n: project_relative(outputs_dir / f"{n}.dat", root) for n in output_names},
         "traced_runs": traced_runs,
         "met_runs": runs,
         "warmup": WARMUP,
@@ -205,7 +198,7 @@ def _instruction_counts(binary: Path, inputs_dir: Path, manifest: dict[str, Any]
             "inputs": counted}
 
 
-def run_run_step(model: str, root: str | os.PathLike[str] = ".", *, vectors: int | None = None,
+def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors: int | None = None,
                  runs: int | None = None, instructions: bool = True,
                  deployments: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """Build and run every deployment of `model`; writes run artifacts, checks.json and record.json."""

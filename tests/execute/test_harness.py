@@ -1,26 +1,23 @@
 """The target runner: the harness's options and errors, traces and noise, timing, input
-vectors, instruction counts, and the not-run paths of the run step."""
+vectors, instruction counts, and the not-run paths of the execute step."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "codegen"))
 
-import cghelpers as H  # noqa: E402
+from tests.codegen import cghelpers as H
 
-from pipeline.diagnostics import PipelineError  # noqa: E402
-from pipeline.nnef.tensorfile import read_tensor, write_tensor  # noqa: E402
-from pipeline.target.build import compile_and_link  # noqa: E402
-from pipeline.target.execute import read_outputs, run_harness, write_input_vectors  # noqa: E402
-from pipeline.target.instructions import count_instructions, special_vector, valgrind_version  # noqa: E402
+from pipeline.diagnostics import PipelineError
+from pipeline.nnef.tensorfile import read_tensor, write_tensor
+from pipeline.toolchain.cc import compile_and_link
+from pipeline.execute.harness import read_outputs, run_harness, write_input_vectors
+from pipeline.execute.instructions import count_instructions, special_vector, valgrind_version
 
 BODY = """
     x = external<scalar>(shape = [1, 2, 6, 6]);
@@ -145,7 +142,7 @@ def test_non_cpu_deployment_is_not_generated(tmp_path):
 
 
 def test_run_step_reports_missing_code_as_not_run(tmp_path):
-    from pipeline.target.step import run_deployment
+    from pipeline.execute.step import run_deployment
 
     doc = run_deployment("m", "d", tmp_path, tmp_path / "inputs", 1, 1)
     assert doc["status"] == "not run" and "no generated C code" in doc["reason"]

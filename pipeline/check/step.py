@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.atomic import write_json
-from pipeline.evidence.checks import CheckResult, Verdict, results_document
-from pipeline.evidence.records import record_step
+from pipeline.registry.checks import CheckResult, Verdict, results_document
+from pipeline.registry.records import record_step
 from pipeline.layout import CHECK_REPORT_FILE, checks_path, project_relative, step_dir
 from pipeline.nnef import checks
 from pipeline.nnef.checker import GRAPH_FILE, CheckReport, check_paths
@@ -68,7 +68,7 @@ def _counts(names: Any) -> dict[str, int]:
 
 def _semantics_order(report: CheckReport, export: Path, base: Path, model: str, read: list[str]) -> CheckResult:
     """The scalar-oracle check of the reference semantics on this model (needs a clean graph)."""
-    from pipeline.semantics.checks import ORDER, model_order_check
+    from pipeline.semantics.checks import ORDER, model_order_check  # NumPy and the interpreter: only when run
 
     deploy = base / "models" / model / "deploy.yaml"
     if not report.ok or len(report.graphs) != 1:

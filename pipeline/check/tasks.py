@@ -15,7 +15,7 @@ EXAMPLES_REPORT = Path(ARTIFACTS_DIR) / "examples" / "check" / CHECK_REPORT_FILE
 
 
 def _run(model: str) -> bool:
-    from pipeline.nnef.step import run_check_step
+    from pipeline.check.step import run_check_step
 
     run_check_step(model)
     return True  # the verdicts are evidence; a failing check fails `verify`, not this task
@@ -25,7 +25,7 @@ def _check_examples(paths: list[str]) -> TaskFailed | None:
     """The shipped examples document the language: they must be free of errors."""
     from pipeline.atomic import write_json
     from pipeline.nnef.checker import check_paths
-    from pipeline.nnef.step import report_document
+    from pipeline.check.step import report_document
 
     report = check_paths(paths, tensors=False)
     write_json(EXAMPLES_REPORT, report_document(report, Path(".")))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 
 TOGGLES = ("nnef_item_*_run", "nnef_sync_wait", "nnef_barrier")
 
@@ -57,9 +57,9 @@ def count_instructions(binary: str | os.PathLike[str], inputs: str | os.PathLike
     proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0 or not out_file.is_file():
         raise PipelineError("RUN-E031", f"callgrind run failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}",
-                            str(binary))
+                            Location.in_file(binary))
     text = out_file.read_text(encoding="utf-8", errors="replace")
     match = re.search(r"^totals:\s+(\d+)", text, re.M) or re.search(r"^summary:\s+(\d+)", text, re.M)
     if not match:
-        raise PipelineError("RUN-E031", "callgrind wrote no instruction total", str(out_file))
+        raise PipelineError("RUN-E031", "callgrind wrote no instruction total", Location.in_file(out_file))
     return int(match.group(1))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from pipeline.atomic import write_bytes
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 
 QUALIFIED_FLAGS: tuple[str, ...] = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off")
 EXTRA_FLAGS: tuple[str, ...] = ("-fno-math-errno", "-pthread")
@@ -115,7 +115,7 @@ def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], b
     if proc.returncode != 0 or diagnostics:
         temporary.unlink(missing_ok=True)
         raise PipelineError("RUN-E003", f"build failed (exit {proc.returncode}) in {folder}: "
-                            f"{shlex.join(command)}\n{diagnostics}", str(folder))
+                            f"{shlex.join(command)}\n{diagnostics}", Location.in_file(folder))
     write_bytes(target, temporary.read_bytes())
     temporary.unlink(missing_ok=True)
     os.chmod(target, 0o755)

@@ -1,4 +1,4 @@
-"""Running a built harness: input vectors in, outputs, traces and timings out (docs/target.md).
+"""Running a built harness: input vectors in, outputs, traces and timings out (docs/execute.md).
 
 Input vectors follow the one rule of pipeline.vectors (seed and count from deploy.yaml) and
 are written as NNEF tensor files of shape [N, *input shape], one per input; the harness
@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 from pipeline.nnef.tensorfile import read_tensor, write_tensor
 from pipeline.vectors import InputSpec, draw_vectors
 
@@ -48,7 +48,7 @@ def read_outputs(folder: str | os.PathLike[str], names: Sequence[str]) -> dict[s
     for name in names:
         path = base / f"{name}.dat"
         if not path.is_file():
-            raise PipelineError("RUN-E020", f"the run wrote no output {name}", str(path))
+            raise PipelineError("RUN-E020", f"the run wrote no output {name}", Location.in_file(path))
         result[name] = read_tensor(path)
     return result
 
@@ -81,11 +81,11 @@ def run_harness(binary: str | os.PathLike[str], inputs: str | os.PathLike[str], 
         proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise PipelineError("RUN-E022", f"the run did not finish within {timeout:.0f} s: {' '.join(command)}",
-                            str(binary)) from None
+                            Location.in_file(binary)) from None
     seconds = time.perf_counter() - started
     result = RunResult(command, proc.returncode, proc.stderr, seconds)
     if check and proc.returncode != 0:
         meaning = EXIT_MEANINGS.get(proc.returncode, "crashed" if proc.returncode < 0 else "failed")
         raise PipelineError("RUN-E021", f"{' '.join(command)} exited {proc.returncode} ({meaning}): "
-                            f"{proc.stderr.strip()[:2000]}", str(binary))
+                            f"{proc.stderr.strip()[:2000]}", Location.in_file(binary))
     return result

@@ -7,13 +7,13 @@ reason; it never says `pass`. The trace matrix and the JUnit XML are built from 
 results, so a check that is not registered here cannot contribute coverage.
 
 Step modules declare their checks at import time with `register_check`; the list of
-modules that do so is `CHECK_MODULES`, and `all_checks()` imports them all.
+modules that do so is `CHECK_MODULES` (names only: this registry imports no step), and
+`pipeline.evidence.registry.all_checks()` imports them all.
 """
 
 from __future__ import annotations
 
 import enum
-import importlib
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -77,13 +77,6 @@ def check_spec(check_id: str) -> CheckSpec:
         return _REGISTRY[check_id]
     except KeyError:
         raise KeyError(f"check {check_id!r} is not registered") from None
-
-
-def all_checks() -> dict[str, CheckSpec]:
-    """Every registered check, after importing every module in CHECK_MODULES."""
-    for module in CHECK_MODULES:
-        importlib.import_module(module)
-    return dict(sorted(_REGISTRY.items()))
 
 
 @dataclass

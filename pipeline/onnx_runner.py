@@ -1,4 +1,7 @@
-"""The independent side of export validation: running the ONNX model itself.
+"""Running the ONNX model itself: the independent side of export validation and comparison.
+
+Shared by the export step (validation) and the compare step (executed code against
+onnxruntime), so it lives below both.
 
 onnxruntime (one thread, so its results do not depend on the machine's core count) is
 the reference for what the ONNX model computes. Where onnxruntime is missing or refuses
@@ -17,7 +20,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import onnx
 
-from pipeline.export.errors import ExportError
+from pipeline.diagnostics import PipelineError
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +66,9 @@ def _onnx_reference(model: onnx.ModelProto) -> ReferenceRunner:
     from onnx.reference import ReferenceEvaluator
 
     if _batchnorm_9_to_13(model):
-        raise ExportError("EXPORT-E012", "onnxruntime cannot run this model and onnx.reference computes "
-                          "BatchNormalization at opsets 9-13 with batch statistics (onnx PR 8442): "
-                          "no trustworthy reference; install onnxruntime")
+        raise PipelineError("EXPORT-E012", "onnxruntime cannot run this model and onnx.reference computes "
+                            "BatchNormalization at opsets 9-13 with batch statistics (onnx PR 8442): "
+                            "no trustworthy reference; install onnxruntime")
     evaluator = ReferenceEvaluator(model)
     names = list(evaluator.output_names)
 
@@ -115,7 +118,7 @@ def reference_runner(model: onnx.ModelProto) -> ReferenceRunner:
 def _fallback(model: onnx.ModelProto) -> ReferenceRunner:
     try:
         return _onnx_reference(model)
-    except ExportError:
+    except PipelineError:
         raise
     except Exception as exc:  # noqa: BLE001
-        raise ExportError("EXPORT-E012", f"neither onnxruntime nor onnx.reference can run the model: {exc}") from None
+        raise PipelineError("EXPORT-E012", f"neither onnxruntime nor onnx.reference can run the model: {exc}") from None

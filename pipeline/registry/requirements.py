@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from pipeline.diagnostics import Finding, PipelineError, Severity, Span, sorted_findings
-from pipeline.evidence.yamlsource import Located, join_path, load_located
+from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span, sorted_findings
+from pipeline.registry.yamlsource import Located, join_path, load_located
 from pipeline.layout import REQUIREMENTS_DIR
 
 SCHEMA_VERSION = 1
@@ -139,7 +139,7 @@ class RequirementsInvalid(PipelineError):
         self.findings = findings
         first = findings[0]
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-        super().__init__(first.code, first.message + more, str(first.span) if first.span else "")
+        super().__init__(first.code, first.message + more, Location.of_span(first.span))
 
 
 def requirement_files(root: str | Path = ".") -> list[Path]:

@@ -1,0 +1,54 @@
+"""doit tasks of the execute step: `execute:<model>` for every shipped model.
+
+The step is named `execute` everywhere (package, task group, artifacts/<m>/execute/, the
+evidence's grouping): doit reserves `run` (one of its commands) as a task name, and tools
+read a folder named `target/` as build output.
+
+Each sub-task builds and runs every generated deployment (pipeline.execute.step). It depends
+on the spec (vectors, seed, MET runs), on codegen's status.json (which holds the sha256 of
+every generated file) and on the sources of the runtime, the builder and the runner. Its
+targets include the trace files, which the Petri step replays when they exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from pipeline.registry.records import RECORD_FILE
+from pipeline.layout import checks_path, model_dir, model_names, step_dir
+from pipeline.execute.step import NOISE_SEEDS, RUN_FILE, STEP
+from pipeline.tasking import package_sources, spec_deployments
+
+SOURCE_GLOBS = ("execute/*.py", "toolchain/*.py", "codegen/c/runtime/*", "vectors.py", "deploy.py", "nnef/tensorfile.py", "atomic.py")
+
+
+def _run(model: str) -> bool:
+    from pipeline.execute.step import run_execute_step
+
+    run_execute_step(model, ".")
+    return True  # measurements; the compare step judges them
+
+
+def task_execute() -> Iterator[dict[str, Any]]:
+    """Build, run, trace (with and without noise), time and count instructions of each deployment."""
+    deps = package_sources(SOURCE_GLOBS)
+    for model in model_names("."):
+        out = step_dir(model, STEP)
+        targets = [checks_path(model, STEP).as_posix(), (out / RECORD_FILE).as_posix()]
+        for name, targets_of_items in spec_deployments(model).items():
+            folder = out / name
+            targets.append((folder / RUN_FILE).as_posix())
+            if all(target == "cpu" for target in targets_of_items):
+                targets += [(folder / f"trace-{kind}.json").as_posix()
+                            for kind in ["plain"] + [f"noise-{seed}" for seed in NOISE_SEEDS]]
+        yield {
+            "name": model,
+            "doc": f"build and run {model}'s generated code: outputs, traces, timings, instruction counts",
+            "actions": [(_run, [model])],
+            "file_dep": [(model_dir(model) / "deploy.yaml").as_posix(),
+                         (step_dir(model, "codegen") / "status.json").as_posix()] + deps,
+            "targets": targets,
+            "clean": True,
+        }
+
+

@@ -1,0 +1,29 @@
+"""Scratch projects for tests: the repository's models and requirements, linked, plus copied artifacts."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+from pipeline.layout import step_dir
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def link_project(folder: Path) -> Path:
+    """A scratch project whose models/ and requirements/ are links to the repository's."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("models", "requirements"):
+        link = folder / name
+        if not link.exists():
+            link.symlink_to(ROOT / name)
+    return folder
+
+
+def copy_exports(source: Path, folder: Path, models: Iterable[str]) -> Path:
+    """A scratch project at `folder` holding copies of the exports of `models` made under `source`."""
+    root = link_project(folder)
+    for model in models:
+        shutil.copytree(step_dir(model, "export", source), step_dir(model, "export", root))
+    return root
