@@ -18,13 +18,13 @@ SOURCE_SUFFIXES = (".py", ".lark", ".nnef", ".c", ".h", ".cu", ".fbs", ".json", 
 def package_sources(globs: tuple[str, ...]) -> list[str]:
     """Project-relative source files under pipeline/ matching `globs` (a step's code as file_dep).
 
-    A glob naming a folder (`"export/ops"`) takes the source files directly inside it.
+    A glob naming a folder (`"export"`) takes every source file under it, sub-folders included.
     """
     root = PACKAGE.parent
     found: set[Path] = set()
     for pattern in globs:
         folder = PACKAGE / pattern
-        matches = sorted(folder.glob("*")) if folder.is_dir() else sorted(PACKAGE.glob(pattern))
+        matches = sorted(folder.rglob("*")) if folder.is_dir() else sorted(PACKAGE.glob(pattern))
         found.update(p for p in matches if p.is_file() and p.suffix in SOURCE_SUFFIXES)
     return [p.relative_to(root).as_posix() for p in sorted(found)]
 

@@ -17,9 +17,8 @@ from pipeline.layout import checks_path, model_dir, model_names, step_dir
 from pipeline.split.tasks import split_targets
 from pipeline.tasking import package_sources
 
-SOURCE_GLOBS = ("codegen/*.py", "codegen/c/*.py", "codegen/c/kernels/*.py", "codegen/c/runtime/*",
-                "semantics/transcendental.py", "semantics/windows.py", "toolchain/*.py", "nnef/*.py",
-                "nnef/*.lark", "split/plan.py", "deploy.py", "layout.py", "atomic.py")
+SOURCE_GLOBS = ("codegen", "semantics/transcendental.py", "toolchain", "nnef", "split/plan.py", "deploy.py", "layout.py",
+                "atomic.py", "registry")
 
 
 def _generate(model: str) -> bool:

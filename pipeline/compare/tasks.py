@@ -18,7 +18,7 @@ from pipeline.layout import checks_path, model_dir, model_names, step_dir
 from pipeline.tasking import package_sources, spec_deployments
 
 SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
-                "petri/load.py", "petri/net.py", "onnx_runner.py", "metrics.py", "nnef/*.py", "deploy.py")
+                "petri/load.py", "petri/net.py", "onnx_runner.py", "metrics.py", "nnef", "deploy.py")
 
 
 def _compare(model: str) -> bool:

@@ -19,7 +19,7 @@ from pipeline.layout import checks_path, model_dir, model_names, step_dir
 from pipeline.execute.step import NOISE_SEEDS, RUN_FILE, STEP
 from pipeline.tasking import package_sources, spec_deployments
 
-SOURCE_GLOBS = ("execute/*.py", "toolchain/*.py", "codegen/c/runtime/*", "vectors.py", "deploy.py", "nnef/tensorfile.py", "atomic.py")
+SOURCE_GLOBS = ("execute", "toolchain", "codegen/c/runtime/*", "vectors.py", "deploy.py", "nnef/tensorfile.py", "atomic.py")
 
 
 def _run(model: str) -> bool:

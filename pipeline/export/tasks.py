@@ -16,7 +16,7 @@ from pipeline.tasking import package_sources
 from pipeline.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
                              model_names, step_dir)
 
-SOURCE_GLOBS = ("export", "export/ops", "semantics", "nnef", "vectors.py", "deploy.py", "atomic.py", "diagnostics.py",
+SOURCE_GLOBS = ("export", "semantics", "nnef", "vectors.py", "deploy.py", "atomic.py", "diagnostics.py",
                 "layout.py", "metrics.py", "onnx_runner.py")
 
 

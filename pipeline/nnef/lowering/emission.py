@@ -1,0 +1,127 @@
+"""Emission: an operation appended to the flat graph, with its result tensors and shapes.
+
+Result names (the assigned identifiers or generated ones), array results, element types,
+and the output shapes from the catalogue's shape rules (pipeline/nnef/shapes.py).
+Findings: NNEF-E015, E017, E020, W051.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline.diagnostics import Span
+from pipeline.nnef import ast
+from pipeline.nnef import types as T
+from pipeline.nnef.catalogue import FragmentSig
+from pipeline.nnef.graph import Operation, Ref, TensorInfo
+from pipeline.nnef.lowering.values import POISON, element_type
+from pipeline.nnef.shapes import SHAPE_RULES, ShapeError
+
+
+class Emission:
+    """Mixed into GraphBuilder (lowering/builder.py), whose state it reads and updates."""
+
+    def _emit_operator(self, sig: FragmentSig, inputs: dict[str, Any], span: Span) -> Any:
+        dtype = None
+        if sig.generic:
+            dtype = next((d for d in (self._dtype_of(v) for v in inputs.values()) if d), sig.generic_default)
+        for name, value in inputs.items():
+            param = sig.param(name)
+            actual = T.type_of_value(value, self.dtypes)
+            if param is not None and not T.castable(actual, T.bind(param.type, dtype)):
+                self.report("NNEF-E015", f"operand of type {T.format_type(actual)} is invalid for '{sig.name}'", span)
+                return POISON
+        self._reject_sync_operands(inputs, span)
+        return self._emit(sig, inputs, {}, dtype, span, frozenset(inputs), None)
+
+    def _emit(self, sig: FragmentSig, inputs: dict[str, Any], attribs: dict[str, Any], dtype: str | None,
+              span: Span, explicit: frozenset[str], out_names: list[ast.Expr | None] | None,
+              declare: bool = True) -> Any:
+        shapes = self._infer(sig, inputs, attribs, span)
+        outputs: dict[str, Any] = {}
+        for index, result in enumerate(sig.results):
+            item = T.bind(result.type, dtype)
+            elem = element_type(item)
+            target = out_names[index] if out_names and index < len(out_names) else None
+            shape = shapes[index] if shapes is not None else None
+            if isinstance(item, ast.ArrayType):
+                count = len(shape) if shape is not None else self._array_count(target)
+                names = self._array_targets(target, count, sig, span)
+                if names is None:
+                    return POISON
+                refs = []
+                for k, (name, ident_span) in enumerate(names):
+                    if declare and ident_span is not None and not self._declare(name, ident_span, sig.name):
+                        name = self._fresh(sig.name)
+                    self._add_tensor(name, elem, shape[k] if shape is not None else None)
+                    refs.append(Ref(name))
+                outputs[result.name] = refs
+                continue
+            if isinstance(target, ast.Identifier):
+                name = target.name
+                if declare and not self._declare(name, target.span, sig.name):
+                    name = self._fresh(sig.name)  # keep the graph well formed after the finding
+            else:
+                name = self._fresh(sig.name)
+            if sig.name == "send_var" and name in self.graph.tensors:
+                outputs[result.name] = Ref(name)
+                continue
+            self._add_tensor(name, elem, shape)
+            outputs[result.name] = Ref(name)
+        op = Operation(sig.name, inputs, attribs, outputs, dtype, span, explicit)
+        self.graph.operations.append(op)
+        values = list(outputs.values())
+        return values[0] if len(values) == 1 else tuple(values)
+
+    def _array_count(self, target: ast.Expr | None) -> int:
+        return len(target.items) if isinstance(target, ast.ArrayExpr) else 0
+
+    def _array_targets(self, target: ast.Expr | None, count: int, sig: FragmentSig,
+                       span: Span) -> list[tuple[str, Span | None]] | None:
+        if target is None:
+            return [(self._fresh(sig.name), None) for _ in range(count)]
+        if not isinstance(target, ast.ArrayExpr) or not all(isinstance(i, ast.Identifier) for i in target.items):
+            self.report("NNEF-E017", f"the result of '{sig.name}' is an array: assign it to [a, b, ...]", target.span)
+            return None
+        if len(target.items) != count:
+            self.report("NNEF-E017", f"'{sig.name}' gives {count} tensors here but the left-hand side has "
+                        f"{len(target.items)}", target.span)
+            for ident in target.items:
+                self._declarepoisoned(ident)  # type: ignore[arg-type]
+            return None
+        return [(i.name, i.span) for i in target.items]  # type: ignore[union-attr]
+
+    def _add_tensor(self, name: str, dtype: str, shape: list[int] | None) -> None:
+        self.graph.tensors[name] = TensorInfo(name, dtype, shape)
+        self.dtypes[name] = dtype
+
+    def _infer(self, sig: FragmentSig, inputs: dict[str, Any], attribs: dict[str, Any], span: Span) -> list[Any] | None:
+        rule = SHAPE_RULES.get(sig.name)
+        if rule is None:
+            self.report("NNEF-W051", f"operation '{sig.name}' has no shape rule (a custom primitive fragment): "
+                        "its output shapes are unknown and it cannot be executed", span)
+            return None
+        shapes: dict[str, Any] = {}
+        for name, value in inputs.items():
+            shape = self._shape_of(value)
+            if shape is POISON:
+                return None
+            shapes[name] = shape
+        try:
+            return rule(shapes, attribs)
+        except ShapeError as error:
+            self.report("NNEF-E020", f"{sig.name}: {error}", span)
+        except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as error:
+            self.report("NNEF-E020", f"{sig.name}: invalid arguments ({error})", span)
+        return None
+
+    def _shape_of(self, value: Any) -> Any:
+        if isinstance(value, Ref):
+            info = self.graph.tensors.get(value.name)
+            if info is None or info.shape is None:
+                return POISON
+            return info.shape
+        if isinstance(value, list):
+            shapes = [self._shape_of(v) for v in value]
+            return POISON if any(s is POISON for s in shapes) else shapes
+        return []

@@ -1,0 +1,49 @@
+"""Whole-graph rules, once the body is lowered: the interface and unused values.
+
+Every parameter declared by external (or, in a graphitem, a sync variable the item reads),
+every result assigned (and, for a sync variable, sent); values computed but never used.
+Findings: NNEF-E040, E041, E080, W050.
+"""
+
+from __future__ import annotations
+
+from pipeline.nnef.lowering.values import TYPE_DECLARATIONS
+
+
+class GraphRules:
+    """Mixed into GraphBuilder (lowering/builder.py), whose state it reads and updates."""
+
+    def _check_interface(self) -> None:
+        assigned = set(self.graph.tensors)
+        externals = {r.name for op in self.graph.operations if op.name == "external" for r in op.output_refs()}
+        syncs = self.sync_names
+        for name in self.definition.params:
+            if name.value in externals:
+                continue
+            if self.graph.item is not None and name.value in syncs:
+                continue
+            if self.graph.item is not None:
+                self.report("NNEF-E080", f"graphitem parameter '{name.value}' is neither declared by external nor a "
+                            "sync variable the item reads", name.span)
+            else:
+                self.report("NNEF-E040", f"graph parameter '{name.value}' is not declared by external", name.span)
+        for name in self.definition.results:
+            if name.value in self.poisoned:
+                continue
+            if name.value not in assigned:
+                self.report("NNEF-E041", f"graph result '{name.value}' is never assigned", name.span)
+            elif name.value in self.sync_pending:
+                self.report("NNEF-E080", f"graphitem result '{name.value}' is a sync variable this item never "
+                            "sends (send_var)", name.span)
+
+    def _check_unused(self) -> None:
+        used = {r.name for op in self.graph.operations for r in op.input_refs()}
+        used.update(self.graph.outputs)
+        used.update(self.referenced)
+        for op in self.graph.operations:
+            if op.name in ("send_var", "variablesync"):
+                continue
+            for ref in op.output_refs():
+                if ref.name not in used:
+                    verb = "declared" if op.name in TYPE_DECLARATIONS else "computed"
+                    self.report("NNEF-W050", f"'{ref.name}' is {verb} but never used", op.span)
