@@ -30,6 +30,7 @@ items, synchronisation) and its execution-time budget (met). Schema version 1:
     met:                                   # required
       runs: 1000                           # required, positive integer
       budget_us: 5000                      # required, positive number
+      platform: orin-cpu3                  # optional: the timing platform (docs/compare.md)
 
 This module checks structure and types only and reports *every* problem, each with a
 stable code (DEPLOY-Ennn, docs/deploy.md) and its YAML key path and line. Semantic checks
@@ -145,6 +146,7 @@ class Deployment:
 class MetSpec:
     runs: int
     budget_us: float
+    platform: str | None = None   # the timing platform: MET verdicts are target verdicts only there
 
 
 @dataclass(frozen=True)
@@ -498,12 +500,13 @@ class _Validator:
         body = self.mapping(value, "met")
         if body is None:
             return None
-        self.keys(body, "met", ["runs", "budget_us"], [])
+        self.keys(body, "met", ["runs", "budget_us"], ["platform"])
         runs = self.integer(body.get("runs"), "met.runs", minimum=1) if "runs" in body else None
         budget = self.number(body.get("budget_us"), "met.budget_us", 0.0, strict=True) if "budget_us" in body else None
-        if runs is None or budget is None:
+        platform = self.string(body.get("platform"), "met.platform") if "platform" in body else None
+        if runs is None or budget is None or ("platform" in body and platform is None):
             return None
-        return MetSpec(runs, budget)
+        return MetSpec(runs, budget, platform)
 
 
 # ---------------------------------------------------------------------- entry points

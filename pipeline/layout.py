@@ -50,6 +50,31 @@ def checks_path(model: str, step: str, root: Path | str = ".") -> Path:
     return step_dir(model, step, root) / CHECKS_FILE
 
 
+def export_data(model: str, root: Path | str = ".") -> list[Path]:
+    """The export's data later steps read: graph.nnef, provenance.json and the tensor files.
+
+    Later steps record these as their inputs, not the export folder: its checks.json,
+    record.json and validation.json are the export's verdicts, which a later step neither
+    reads nor depends on (doit re-runs it when provenance.json, holding every tensor's hash,
+    changes), so recording them would make its record stale whenever only they change.
+    """
+    folder = step_dir(model, "export", root)
+    files = [folder / EXPORT_GRAPH_FILE, folder / EXPORT_PROVENANCE_FILE] + sorted(folder.glob("*.dat"))
+    return [p for p in files if p.is_file()]
+
+
+def step_data(folder: Path) -> list[Path]:
+    """Every file a step left under `folder` except its verdicts and record (checks.json, record.json).
+
+    What a later step records as read from an earlier step's folder: the data, not the
+    earlier step's verdicts, which it neither reads nor re-runs for (see export_data).
+    """
+    if not folder.is_dir():
+        return []
+    skip = {folder / CHECKS_FILE, folder / "record.json"}
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p not in skip)
+
+
 def project_relative(path: Path | str, root: Path | str = ".") -> str:
     """`path` as written in artifacts: POSIX, relative to the project root when inside it.
 

@@ -14,7 +14,7 @@ from typing import Any
 from pipeline.atomic import write_json
 from pipeline.registry.checks import CheckResult, Verdict, results_document
 from pipeline.registry.records import record_step
-from pipeline.layout import CHECK_REPORT_FILE, checks_path, project_relative, step_dir
+from pipeline.layout import CHECK_REPORT_FILE, checks_path, export_data, project_relative, step_dir
 from pipeline.nnef import checks
 from pipeline.nnef.checker import GRAPH_FILE, CheckReport, check_paths
 
@@ -95,7 +95,7 @@ def run_check_step(model: str, root: Path | str = ".") -> list[CheckResult]:
     )
     results.append(_semantics_order(report, export, base, model, read))
     write_json(checks_path(model, "check", base), results_document(results))
-    record_step(model, "check", inputs=[export], command=["python", "-m", "pipeline", "check", project_relative(export, base)],
+    record_step(model, "check", inputs=export_data(model, base), command=["python", "-m", "pipeline", "check", project_relative(export, base)],
                 parameters={"profile": "certification"}, root=base)
     log.info("check %s: %d finding(s), %d operation(s)", model, len(report.findings), operations)
     return results

@@ -8,8 +8,11 @@ from typing import Any, Iterator
 
 from doit.exceptions import TaskFailed
 
+from pipeline.tasking import package_sources
 from pipeline.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, model_names, step_dir
 
+SOURCE_GLOBS = ("check", "nnef", "semantics", "registry", "layout.py", "atomic.py", "diagnostics.py", "deploy.py",
+                "vectors.py")
 EXAMPLES = Path("examples") / "nnef"
 EXAMPLES_REPORT = Path(ARTIFACTS_DIR) / "examples" / "check" / CHECK_REPORT_FILE
 
@@ -38,13 +41,14 @@ def _check_examples(paths: list[str]) -> TaskFailed | None:
 
 def task_check() -> Iterator[dict[str, Any]]:
     """Check each model's exported NNEF description (syntax, semantics, explicitness, tensor files)."""
+    sources = package_sources(SOURCE_GLOBS)
     for model in model_names():
         export = step_dir(model, "export")
         out = step_dir(model, "check")
         yield {
             "name": model,
             "actions": [(_run, [model])],
-            "file_dep": [str(export / "graph.nnef"), str(export / "provenance.json")],
+            "file_dep": [str(export / "graph.nnef"), str(export / "provenance.json")] + sources,
             "targets": [str(out / CHECK_REPORT_FILE), str(checks_path(model, "check")), str(out / "record.json")],
             "clean": True,
         }

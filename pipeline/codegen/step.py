@@ -26,7 +26,7 @@ from pipeline.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import CheckResult, results_document
 from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, model_dir, project_relative, step_dir
+from pipeline.layout import checks_path, export_data, model_dir, project_relative, step_data, step_dir
 from pipeline.toolchain.cc import compiler_version
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
     results.append(checks.accelerators_result(model, {k: v for k, v in accelerated.items() if v}))
     write_json(out / STATUS_FILE, {"schema_version": 1, "model": model, "deployments": status})
     write_json(checks_path(model, STEP, base), results_document(results))
-    record_step(model, STEP, inputs=[p for p in (deploy_path, split, export) if p.exists()],
+    record_step(model, STEP, inputs=[p for p in [deploy_path] if p.exists()] + step_data(split) + export_data(model, base),
                 command=["doit", f"codegen:{model}"], root=base, parameters={"lanes": lanes},
                 extra_tools={"gcc": compiler_version()})
     return results

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pipeline.registry.checks import CheckResult, Verdict, register_check
+from pipeline.registry.checks import CheckResult, Obtained, Verdict, register_check
 
 STEP = "compare"
 REFERENCE = "compare.reference"
@@ -54,8 +54,8 @@ register_check(PATH, "The execution path is data-independent: identical instruct
 
 
 def result(check_id: str, subject: str, verdict: Verdict, reason: str = "", measured: dict[str, Any] | None = None,
-           read: Sequence[str] = (), written: Sequence[str] = ()) -> CheckResult:
-    return CheckResult(check_id, subject, verdict, reason, dict(measured or {}), list(read), list(written))
+           read: Sequence[str] = (), written: Sequence[str] = (), obtained: Obtained | None = None) -> CheckResult:
+    return CheckResult(check_id, subject, verdict, reason, dict(measured or {}), list(read), list(written), obtained)
 
 
 def not_run_all(subject: str, reason: str, read: Sequence[str] = ()) -> list[CheckResult]:

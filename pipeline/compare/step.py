@@ -33,7 +33,7 @@ from pipeline.compare.svg import histogram_svg
 from pipeline.compare.traces import replay_traces
 from pipeline.deploy import DeploySpec, load_deploy
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import CheckResult, Verdict, results_document
+from pipeline.registry.checks import CheckResult, Obtained, Verdict, results_document
 from pipeline.registry.records import record_step
 from pipeline.registry.requirements import load_requirements
 from pipeline.layout import checks_path, model_dir, project_relative, step_dir
@@ -43,6 +43,7 @@ from pipeline.execute.harness import write_arrays
 log = logging.getLogger(__name__)
 
 STEP = "compare"
+PLATFORM_VARIABLE = "NNCERT_PLATFORM"  # the name of the timing platform this machine is (docs/compare.md)
 
 
 def _parameters(root: Path) -> dict[str, float]:
@@ -138,12 +139,46 @@ def _met(model: str, deployment: str, subject: str, spec: DeploySpec, run_dir: P
                    marks=[("median", whole["median_us"]), ("p99", whole["p99_us"]), ("budget", budget)]))]
     written_rel = [project_relative(p, root) for p in written]
     measured = {key: whole[key] for key in ("runs", "mean_us", "min_us", "max_us", "std_us", "median_us", "p99_us")}
+    platform, why = timing_platform(spec)
+    if platform is None:
+        figures = (f"measured here: max {whole['max_us']} us (budget {budget} us), median {whole['median_us']} us, "
+                   f"jitter {jitter:.3f} (bound {params['max_jitter_ratio']})")
+        reason = f"host is not the timing platform ({why}); {figures}"
+        return [result(checks.BUDGET, subject, Verdict.NOT_RUN, reason, {**measured, "budget_us": budget}, read,
+                       written_rel),
+                result(checks.STABILITY, subject, Verdict.NOT_RUN, reason,
+                       {**measured, "jitter_ratio": round(jitter, 4), "max_jitter_ratio": params["max_jitter_ratio"]},
+                       read, written_rel)]
+    return _met_verdicts(model, deployment, subject, whole, budget, jitter, drift, base, params, read, written_rel,
+                         measured, root, platform)
+
+
+def timing_platform(spec: DeploySpec) -> tuple[Obtained | None, str]:
+    """The target platform this run measures on, or None and why this host is not it.
+
+    A machine is the timing platform of a model when deploy.yaml names one (`met.platform`)
+    and the environment variable NNCERT_PLATFORM carries the same name: set it on the
+    target, on the isolated core the inference is pinned to (docs/compare.md).
+    """
+    declared = spec.met.platform
+    here = os.environ.get(PLATFORM_VARIABLE, "")
+    if not declared:
+        return None, "deploy.yaml declares no met.platform"
+    if here != declared:
+        return None, f"{PLATFORM_VARIABLE}={here or '(unset)'}, deploy.yaml met.platform={declared}"
+    return Obtained.target(declared), ""
+
+
+def _met_verdicts(model: str, deployment: str, subject: str, whole: dict[str, Any], budget: float, jitter: float,
+                  drift: float | None, base: dict[str, Any] | None, params: dict[str, float], read: list[str],
+                  written_rel: list[str], measured: dict[str, Any], root: Path, obtained: Obtained) -> list[CheckResult]:
+    """Budget and stability verdicts of a campaign measured on the timing platform (`obtained`)."""
     out = []
     if whole["max_us"] <= budget:
-        out.append(result(checks.BUDGET, subject, Verdict.PASS, "", {**measured, "budget_us": budget}, read, written_rel))
+        out.append(result(checks.BUDGET, subject, Verdict.PASS, "", {**measured, "budget_us": budget}, read, written_rel, obtained))
     else:
         out.append(result(checks.BUDGET, subject, Verdict.FAIL, f"max {whole['max_us']} us exceeds the budget {budget} us "
-                          f"(median {whole['median_us']} us)", {**measured, "budget_us": budget}, read, written_rel))
+                          f"(median {whole['median_us']} us)", {**measured, "budget_us": budget}, read, written_rel, obtained))
     stability = {**measured, "jitter_ratio": round(jitter, 4), "max_jitter_ratio": params["max_jitter_ratio"],
                  "drift_ratio": None if drift is None else round(drift, 4), "max_drift_ratio": params["max_drift_ratio"]}
     jitter_ok = jitter <= params["max_jitter_ratio"]
@@ -151,18 +186,18 @@ def _met(model: str, deployment: str, subject: str, spec: DeploySpec, run_dir: P
     if not jitter_ok:
         out.append(result(checks.STABILITY, subject, Verdict.FAIL, f"jitter (p99 - median) / median = {jitter:.3f} exceeds "
                           f"{params['max_jitter_ratio']} (median {whole['median_us']} us, p99 {whole['p99_us']} us)",
-                          stability, read, written_rel))
+                          stability, read, written_rel, obtained))
     elif drift is None:
         out.append(result(checks.STABILITY, subject, Verdict.NOT_RUN,
                           f"jitter {jitter:.3f} <= {params['max_jitter_ratio']} passed, but the drift check did not run: "
                           f"no accepted baseline for {deployment} in {baseline_rel} (accept with "
-                          f"`python -m pipeline compare accept-met {model}`)", stability, read, written_rel))
+                          f"`python -m pipeline compare accept-met {model}`)", stability, read, written_rel, obtained))
     elif drift > params["max_drift_ratio"]:
         out.append(result(checks.STABILITY, subject, Verdict.FAIL, f"median {whole['median_us']} us drifted by "
                           f"{drift:+.1%} from the accepted {base['median_us']} us (bound {params['max_drift_ratio']:.0%})",
-                          stability, read + [baseline_rel], written_rel))
+                          stability, read + [baseline_rel], written_rel, obtained))
     else:
-        out.append(result(checks.STABILITY, subject, Verdict.PASS, "", stability, read + [baseline_rel], written_rel))
+        out.append(result(checks.STABILITY, subject, Verdict.PASS, "", stability, read + [baseline_rel], written_rel, obtained))
     return out
 
 

@@ -18,7 +18,7 @@ from pipeline.evidence import selfchecks
 from pipeline.registry.checks import CheckResult, Verdict, results_document
 from pipeline.evidence.collect import package_check_path
 from pipeline.evidence.junit import junit_xml
-from pipeline.evidence.matrix import TraceMatrix, build_matrix
+from pipeline.evidence.matrix import DEVELOPMENT, TraceMatrix, build_matrix
 from pipeline.evidence.package import VerifyReport, build_package, package_path, write_package
 from pipeline.evidence.render_html import render_html
 from pipeline.evidence.render_text import render_csv, render_markdown
@@ -49,11 +49,12 @@ class PackageOutcome:
     result: CheckResult
 
 
-def build_model_package(model: str, root: str | Path = ".", git: GitState | None = None) -> PackageOutcome:
+def build_model_package(model: str, root: str | Path = ".", git: GitState | None = None,
+                        mode: str = DEVELOPMENT) -> PackageOutcome:
     """Package `model`, verify the written archive, and judge evidence.package."""
     base = Path(root)
     git = git if git is not None else git_state(base)
-    matrix = build_matrix(base, [model], package_results="placeholder", git=git)
+    matrix = build_matrix(base, [model], package_results="placeholder", git=git, mode=mode)
     built = build_package(model, matrix, base)
     path, report, note = write_package(model, built, base)
     measured = {
@@ -76,10 +77,11 @@ def build_model_package(model: str, root: str | Path = ".", git: GitState | None
     return PackageOutcome(model, path, report, note, result)
 
 
-def build_reports(root: str | Path = ".", models: list[str] | None = None, git: GitState | None = None) -> TraceMatrix:
+def build_reports(root: str | Path = ".", models: list[str] | None = None, git: GitState | None = None,
+                  mode: str = DEVELOPMENT) -> TraceMatrix:
     """Write reports/trace-matrix.{html,csv,md}, reports/trace.json and reports/junit.xml."""
     base = Path(root)
-    matrix = build_matrix(base, models, package_results="read", git=git)
+    matrix = build_matrix(base, models, package_results="read", git=git, mode=mode)
     paths = report_paths(base)
     write_text(paths["html"], render_html(matrix))
     write_text(paths["csv"], render_csv(matrix))
@@ -89,13 +91,14 @@ def build_reports(root: str | Path = ".", models: list[str] | None = None, git: 
     return matrix
 
 
-def build_all(root: str | Path = ".", models: list[str] | None = None) -> tuple[list[PackageOutcome], TraceMatrix]:
+def build_all(root: str | Path = ".", models: list[str] | None = None,
+              mode: str = DEVELOPMENT) -> tuple[list[PackageOutcome], TraceMatrix]:
     """Every package, then the reports (which read the packages' verdicts)."""
     base = Path(root)
     git = git_state(base)
     chosen = model_names(base) if models is None else models
-    packages = [build_model_package(m, base, git) for m in chosen]
-    return packages, build_reports(base, chosen, git)
+    packages = [build_model_package(m, base, git, mode) for m in chosen]
+    return packages, build_reports(base, chosen, git, mode)
 
 
 __all__ = ["build_all", "build_model_package", "build_reports", "package_path", "report_paths"]

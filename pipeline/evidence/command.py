@@ -1,7 +1,8 @@
 """`python -m pipeline evidence ...`: build, verify and inspect evidence outside doit.
 
     evidence verify PACKAGE        re-hash a package against its manifest (0 ok, 1 mismatch, 2 unreadable)
-    evidence build [--model M]     packages + trace matrix + JUnit XML; 1 if any requirement fails
+    evidence build [--model M] [--strict]   packages + trace matrix + JUnit XML; 1 if any requirement fails
+    evidence merge SHARD... [--strict]      copy the shards' artifacts in, then build (one CI job per model)
     evidence summary               the summary of reports/trace.json; 1 if any requirement fails
     evidence requirements          lint the requirement set like a compiler; 1 on errors
     evidence baseline              accept the current links as reviewed (requirements/links.lock.json)
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.evidence.matrix import DEVELOPMENT, STRICT
 from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, print_findings, report_error
 from pipeline.layout import model_names
 
@@ -52,10 +54,27 @@ def _build(args: argparse.Namespace) -> int:
     if unknown:
         return report_error(PipelineError("EVID-E060", f"unknown model(s) {', '.join(unknown)}; "
                                           f"models: {', '.join(known) or 'none'}"))
-    packages, matrix = build_all(root, args.model or None)
+    packages, matrix = build_all(root, args.model or None, mode=STRICT if args.strict else DEVELOPMENT)
     for package in packages:
         state = "verified" if package.verify.ok else "DOES NOT VERIFY"
         print(f"{package.path}: {state}; {package.reproducibility['reason']}")
+    document = matrix.to_json()
+    print(summary_text(document))
+    return EXIT_FAILED if error_count(document) else EXIT_OK
+
+
+def _merge(args: argparse.Namespace) -> int:
+    from pipeline.evidence.build import build_all
+    from pipeline.evidence.merge import merge_shards
+    from pipeline.evidence.summary import error_count, summary_text
+
+    root = Path(args.root)
+    origin = merge_shards(args.shards, root)
+    for model, shard in sorted(origin.items()):
+        print(f"merged {model} from {shard}")
+    packages, matrix = build_all(root, mode=STRICT if args.strict else DEVELOPMENT)
+    for package in packages:
+        print(f"{package.path}: {'verified' if package.verify.ok else 'DOES NOT VERIFY'}")
     document = matrix.to_json()
     print(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
@@ -137,7 +156,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     build = sub.add_parser("build", help="build packages, trace matrix and JUnit XML")
     build.add_argument("--model", action="append", help="only this model (repeatable); default: every model")
     build.add_argument("--root", default=".", help="project root (default: .)")
+    build.add_argument("--strict", action="store_true",
+                       help="fail unless every requirement is verified on its platform (the certification run)")
     build.set_defaults(func=_guard(_build))
+
+    merge = sub.add_parser("merge", help="merge the artifacts of shards (one per model) and build the whole evidence")
+    merge.add_argument("shards", nargs="+", metavar="SHARD", help="a project folder where some models ran")
+    merge.add_argument("--root", default=".", help="the merge project (default: .; a clean checkout)")
+    merge.add_argument("--strict", action="store_true", help="as for build")
+    merge.set_defaults(func=_guard(_merge))
 
     summary = sub.add_parser("summary", help="print the summary of reports/trace.json")
     summary.add_argument("--root", default=".", help="project root (default: .)")

@@ -10,7 +10,12 @@ form for consumers that validate against it.
 Verdict mapping: pass -> passed; fail -> <failure> with the reason; not run -> <skipped>;
 emulated -> <skipped> with message "emulated (not coverage): ...", because only a pass on the
 real target is coverage and CI must not count an emulation as a passed test. A result of an
-unregistered check is an <error>: the evidence itself is wrong.
+unregistered check is an <error>: the evidence itself is wrong. Each check testcase says where
+its verdict was obtained (property `obtained`: host, emulation or target:<platform>).
+
+Requirement testcases: failed, not verified or unchecked -> <failure>; a requirement open for
+the target (verified on the target platform, not here) -> <skipped> "open for the target: ..."
+in the development mode and <failure> in the strict mode; partially verified -> <skipped>.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from junit_xml import TestCase, TestSuite
 
 from pipeline.registry.checks import Verdict
 from pipeline.evidence.collect import Outcome
-from pipeline.evidence.matrix import FAILED, NO_CHECK, NOT_VERIFIED, PARTIAL, TraceMatrix
+from pipeline.evidence.matrix import FAILED, NO_CHECK, NOT_VERIFIED, PARTIAL, STRICT, TraceMatrix
 
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 TRACEABILITY_SUITE = "traceability"
@@ -72,6 +77,7 @@ def _check_case(matrix: TraceMatrix, model: str, outcome: Outcome, registered: b
         "step": step,
         "verdict": outcome.verdict.value,
         "requirements": ",".join(reqs),
+        "obtained": ", ".join(sorted({s.result.obtained.label() for s in outcome.results if s.result.obtained})),
     }
     for req_id in reqs:
         properties[f"requirement.{req_id}"] = (
@@ -86,12 +92,20 @@ def _requirement_case(matrix: TraceMatrix, req_id: str) -> tuple[TestCase, dict[
     case = TestCase(f"{req_id} {req.title}", classname=f"requirements.{req.level}")
     relevant = [f for f in matrix.findings if f.span == req.span and f.message.startswith(req_id)]
     message = _clean(relevant[0].message) if relevant else status.status
-    if status.status in (FAILED, NOT_VERIFIED, NO_CHECK):
+    strict = matrix.mode == STRICT
+    if status.open_for_target:
+        if strict:
+            case.add_failure_info(message=message, output=message, failure_type="open for the target")
+        else:
+            case.add_skipped_info(message=message)
+    elif status.status in (FAILED, NOT_VERIFIED, NO_CHECK):
         case.add_failure_info(message=message, output=message, failure_type=status.status)
     elif status.status == PARTIAL:
         case.add_skipped_info(message=message)
     properties = {
         "requirement": req_id,
+        "verified_on": status.verified_on,
+        "open_for_target": "true" if status.open_for_target else "false",
         "status": status.status,
         "fingerprint": f"sha256:{req.fingerprint}",
         "checks": ",".join(status.checks),

@@ -10,6 +10,13 @@ left under artifacts/. Coverage rules (docs/evidence.md):
 * a requirement with neither is a gap ("no check").
 
 Only `pass` is coverage: a failing, emulated or not-run check never verifies anything.
+
+Where a verdict was obtained matters for requirements verified on the target
+(`verified_on: target`): a pass obtained on a host (`pass off target`) or an emulated result
+verifies such a requirement only off its platform, and one whose checks could not run here
+is *open for the target*. In the default (`development`) mode those are listed and do not
+fail the run; the `strict` mode (the final certification run on the target) fails unless
+every requirement is verified on its platform.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from typing import Any, Iterable, Mapping
 from pipeline.diagnostics import Finding, Severity, Span, sorted_findings
 from pipeline.evidence import selfchecks
 from pipeline.evidence.baseline import Link, current_links, link_findings, read_baseline
-from pipeline.registry.checks import CheckSpec, Verdict
+from pipeline.registry.checks import CheckSpec, Verdict, Where
 from pipeline.evidence.codetrace import CodeTrace, read_code_traces
 from pipeline.evidence.collect import (
     ModelResults,
@@ -40,18 +47,22 @@ from pipeline.registry.tools import GitState, git_state
 from pipeline.layout import model_names
 
 SCHEMA_VERSION = 1
+DEVELOPMENT, STRICT = "development", "strict"
+MODES: tuple[str, ...] = (DEVELOPMENT, STRICT)
 
 # Overall requirement statuses, worst first.
 FAILED = "failed"
 NO_CHECK = "no check"
 NOT_VERIFIED = "not verified"
 PARTIAL = "partially verified"
+OFF_PLATFORM = "verified only on host or by emulation"
 VERIFIED = "verified"
-STATUS_ORDER: tuple[str, ...] = (FAILED, NO_CHECK, NOT_VERIFIED, PARTIAL, VERIFIED)
+STATUS_ORDER: tuple[str, ...] = (FAILED, NO_CHECK, NOT_VERIFIED, PARTIAL, OFF_PLATFORM, VERIFIED)
 
 # Per-model requirement statuses, worst first.
 M_FAIL, M_NO_CHECK, M_NOT_RUN, M_EMULATED, M_PARTIAL, M_PASS = "fail", "no check", "not run", "emulated", "partial", "pass"
-MODEL_STATUS_ORDER: tuple[str, ...] = (M_FAIL, M_NO_CHECK, M_NOT_RUN, M_EMULATED, M_PARTIAL, M_PASS)
+M_OFF_PLATFORM = "pass off target"
+MODEL_STATUS_ORDER: tuple[str, ...] = (M_FAIL, M_NO_CHECK, M_NOT_RUN, M_EMULATED, M_PARTIAL, M_OFF_PLATFORM, M_PASS)
 
 E_NOT_VERIFIED_BY_CHECK = "EVID-E012"
 E_REQUIREMENT_FAILED = "EVID-E013"
@@ -59,6 +70,7 @@ E_REQUIREMENT_NOT_VERIFIED = "EVID-E014"
 E_PARTIAL = "EVID-E021"
 E_UNREGISTERED_RESULT = "EVID-E023"
 E_RECORDED_REQUIREMENTS = "EVID-E024"
+E_OPEN_FOR_TARGET = "EVID-E026"
 
 
 @dataclass
@@ -72,6 +84,13 @@ class RequirementStatus:
     children: list[str]
     via_children: bool
     detail: str = ""
+    verified_on: str = "host"
+
+    @property
+    def open_for_target(self) -> bool:
+        """A target requirement that this run could not (fully) verify on the target, and that did not fail."""
+        return (self.verified_on == "target" and not self.via_children
+                and self.status in (NOT_VERIFIED, PARTIAL, OFF_PLATFORM))
 
 
 @dataclass
@@ -116,6 +135,7 @@ class TraceMatrix:
     stale_links: set[Link]
     findings: list[Finding]
     git: GitState
+    mode: str = DEVELOPMENT
 
     @property
     def errors(self) -> list[Finding]:
@@ -129,7 +149,9 @@ class TraceMatrix:
             status = self.statuses[req.id].status
             counts[status] += 1
             per_level.setdefault(req.level, {s: 0 for s in STATUS_ORDER})[status] += 1
-        return {"total": len(self.requirements), "by_status": counts, "by_level": per_level}
+        open_for_target = sorted(r for r, s in self.statuses.items() if s.open_for_target)
+        return {"total": len(self.requirements), "by_status": counts, "by_level": per_level,
+                "open_for_target": open_for_target}
 
     def outcome(self, model: str, check_id: str) -> Outcome | None:
         return self.outcomes.get((model, check_id))
@@ -147,6 +169,7 @@ class TraceMatrix:
                     "checks": status.checks,
                     "children": status.children,
                     "via_children": status.via_children,
+                    "open_for_target": status.open_for_target,
                 }
             )
             reqs.append(entry)
@@ -165,6 +188,7 @@ class TraceMatrix:
             )
         return {
             "schema_version": SCHEMA_VERSION,
+            "mode": self.mode,
             "git": self.git.to_json(),
             "models": list(self.models),
             "requirement_files": list(self.requirements.files),
@@ -179,13 +203,14 @@ class TraceMatrix:
         }
 
 
-def _model_status(verdicts: list[Verdict]) -> str:
+def _model_status(verdicts: list[Verdict], on_platform: list[bool]) -> str:
+    """One model's status from its checks' verdicts and whether each passed where it must."""
     if not verdicts:
         return M_NO_CHECK
     if Verdict.FAIL in verdicts:
         return M_FAIL
     if all(v is Verdict.PASS for v in verdicts):
-        return M_PASS
+        return M_PASS if all(on_platform) else M_OFF_PLATFORM
     if Verdict.PASS in verdicts:
         return M_PARTIAL
     if Verdict.EMULATED in verdicts:
@@ -193,7 +218,7 @@ def _model_status(verdicts: list[Verdict]) -> str:
     return M_NOT_RUN
 
 
-def _overall(per_model: Mapping[str, str]) -> str:
+def _overall(per_model: Mapping[str, str], target: bool = False) -> str:
     values = list(per_model.values())
     if not values:
         return NOT_VERIFIED
@@ -201,11 +226,21 @@ def _overall(per_model: Mapping[str, str]) -> str:
         return FAILED
     if all(v == M_PASS for v in values):
         return VERIFIED
-    if any(v in (M_PASS, M_PARTIAL) for v in values):
+    if target and all(v in (M_PASS, M_OFF_PLATFORM, M_EMULATED) for v in values):
+        return OFF_PLATFORM
+    if any(v in (M_PASS, M_PARTIAL, M_OFF_PLATFORM) for v in values):
         return PARTIAL
     if all(v == M_NO_CHECK for v in values):
         return NO_CHECK
     return NOT_VERIFIED
+
+
+def _on_platform(outcome: Outcome, target: bool) -> bool:
+    """Whether the passing results of `outcome` were obtained where the requirement must be verified."""
+    if not target:
+        return True
+    passing = [s.result for s in outcome.results if s.result.verdict is Verdict.PASS]
+    return bool(passing) and all(r.obtained is not None and r.obtained.where is Where.TARGET for r in passing)
 
 
 def compute_statuses(
@@ -230,16 +265,19 @@ def compute_statuses(
         visiting.add(req_id)
         checks = sorted(verifying[req_id])
         children = [c for c in requirements.children(req_id) if c not in visiting]
+        target = requirements[req_id].verified_on == "target"
         if checks:
             per_model = {}
             for model in models:
-                verdicts = []
+                verdicts, on_platform = [], []
                 for check_id in checks:
                     outcome = outcomes[(model, check_id)]
                     stale_link = Link(f"check:{check_id}", req_id) in stale
                     verdicts.append(Verdict.NOT_RUN if stale_link else outcome.verdict)
-                per_model[model] = _model_status(verdicts)
-            status = RequirementStatus(req_id, _overall(per_model), per_model, checks, children, False)
+                    on_platform.append(_on_platform(outcome, target))
+                per_model[model] = _model_status(verdicts, on_platform)
+            status = RequirementStatus(req_id, _overall(per_model, target), per_model, checks, children, False,
+                                       verified_on=requirements[req_id].verified_on)
             if not models:
                 status.detail = "no model results"
         elif children:
@@ -248,9 +286,11 @@ def compute_statuses(
                 m: min((cs.per_model.get(m, M_NOT_RUN) for cs in child_status), key=MODEL_STATUS_ORDER.index) for m in models
             }
             overall = min((cs.status for cs in child_status), key=STATUS_ORDER.index)
-            status = RequirementStatus(req_id, overall, per_model, [], children, True, "through its children")
+            status = RequirementStatus(req_id, overall, per_model, [], children, True, "through its children",
+                                       requirements[req_id].verified_on)
         else:
-            status = RequirementStatus(req_id, NO_CHECK, {m: M_NO_CHECK for m in models}, [], [], False, "no check verifies it")
+            status = RequirementStatus(req_id, NO_CHECK, {m: M_NO_CHECK for m in models}, [], [], False, "no check verifies it",
+                                       requirements[req_id].verified_on)
         visiting.discard(req_id)
         statuses[req_id] = status
         return status
@@ -266,7 +306,10 @@ def _gap_findings(
     outcomes: Mapping[tuple[str, str], Outcome],
     models: list[str],
     stale: set[Link],
+    mode: str = DEVELOPMENT,
 ) -> list[Finding]:
+    """Findings for requirements not verified on their platform; `strict` makes every one an error."""
+    strict = mode == STRICT
     findings: list[Finding] = []
     for req in requirements:
         status = statuses[req.id]
@@ -283,8 +326,15 @@ def _gap_findings(
                     lines.append(f"{model}/{check_id}: stale link")
                 elif outcome.verdict is not Verdict.PASS:
                     lines.append(f"{model}/{check_id}: {outcome.verdict.value}: {outcome.reason}")
+                elif not _on_platform(outcome, status.verified_on == "target"):
+                    where = sorted({s.result.obtained.label() for s in outcome.results if s.result.obtained})
+                    lines.append(f"{model}/{check_id}: pass on {', '.join(where)}, not on the target")
         summary = "; ".join(lines[:4]) + (f"; and {len(lines) - 4} more" if len(lines) > 4 else "")
-        if status.status == FAILED:
+        if status.open_for_target:
+            findings.append(Finding(E_OPEN_FOR_TARGET, Severity.ERROR if strict else Severity.NOTE,
+                                    f"{req.id} is open for the target ({status.status} here): {summary or status.detail}",
+                                    req.span))
+        elif status.status == FAILED:
             failing = [l for l in lines if ": fail: " in l]
             text = "; ".join(failing[:4]) + (f"; and {len(failing) - 4} more" if len(failing) > 4 else "")
             findings.append(Finding(E_REQUIREMENT_FAILED, Severity.ERROR, f"{req.id} failed: {text}", req.span))
@@ -294,7 +344,8 @@ def _gap_findings(
                 Finding(E_REQUIREMENT_NOT_VERIFIED, Severity.ERROR, f"{req.id} is not verified: its checks did not pass anywhere ({why})", req.span)
             )
         elif status.status == PARTIAL:
-            findings.append(Finding(E_PARTIAL, Severity.WARNING, f"{req.id} is only partially verified: {summary}", req.span))
+            findings.append(Finding(E_PARTIAL, Severity.WARNING, f"{req.id} is only partially verified: {summary}",
+                                    req.span))
     return findings
 
 
@@ -396,13 +447,17 @@ def build_matrix(
     package_results: str = "read",
     git: GitState | None = None,
     check_modules: Iterable[str] | None = None,
+    mode: str = DEVELOPMENT,
 ) -> TraceMatrix:
     """Collect everything under `root` and judge it.
 
     `models`: default every shipped model. `package_results`: "read" takes the
     evidence.package verdict from reports/<m>/package-check.json; "placeholder" is used
-    inside a package, which cannot attest itself.
+    inside a package, which cannot attest itself. `mode`: `development` lists requirements
+    open for the target; `strict` makes them errors (module docstring).
     """
+    if mode not in MODES:
+        raise ValueError(f"unknown evidence mode {mode!r}; modes are {', '.join(MODES)}")
     base = Path(root)
     models = model_names(base) if models is None else list(models)
     requirements, findings = read_requirements(base)
@@ -436,7 +491,7 @@ def build_matrix(
             unregistered[(model, check_id)] = outcome
         _index_artifacts(model, records, collected.outcomes.values(), base, artifacts)
     statuses = compute_statuses(requirements, specs, models, outcomes, stale)
-    findings += _gap_findings(requirements, statuses, outcomes, models, stale)
+    findings += _gap_findings(requirements, statuses, outcomes, models, stale, mode)
     return TraceMatrix(
         requirements=requirements,
         specs=specs,
@@ -449,4 +504,5 @@ def build_matrix(
         stale_links=stale,
         findings=sorted_findings(findings),
         git=git if git is not None else git_state(base),
+        mode=mode,
     )

@@ -137,7 +137,8 @@ def verdicts_statement(matrix: TraceMatrix, model: str, subjects: list[Entry], c
     }
 
 
-def manifest_statement(model: str, entries: list[Entry], inputs: list[Entry], git: GitState) -> dict[str, Any]:
+def manifest_statement(model: str, entries: list[Entry], inputs: list[Entry], git: GitState,
+                       mode: str = "development") -> dict[str, Any]:
     """in-toto Statement v1 with SLSA provenance v1: subjects = every entry but the manifest."""
     dependencies = [_descriptor(e) for e in inputs]
     if git.commit:
@@ -152,7 +153,9 @@ def manifest_statement(model: str, entries: list[Entry], inputs: list[Entry], gi
                 "buildType": BUILD_TYPE,
                 "externalParameters": {
                     "model": model,
-                    "command": ["python", "-m", "pipeline", "evidence", "build", "--model", model],
+                    "mode": mode,
+                    "command": ["python", "-m", "pipeline", "evidence", "build", "--model", model]
+                    + (["--strict"] if mode == "strict" else []),
                 },
                 "internalParameters": {
                     "environment": environment(),
@@ -230,7 +233,7 @@ def build_package(model: str, matrix: TraceMatrix, root: str | Path = ".") -> Bu
     statement = verdicts_statement(matrix, model, [e for e in artifacts + inputs if not e.name.startswith("requirements/")], configuration)
     generated.append(_data_entry(VERDICTS, canonical_json(statement).encode("utf-8")))
     entries = sorted(artifacts + inputs + generated, key=lambda e: e.name)
-    manifest = manifest_statement(model, entries, inputs, matrix.git)
+    manifest = manifest_statement(model, entries, inputs, matrix.git, matrix.mode)
     entries.append(_data_entry(MANIFEST, canonical_json(manifest).encode("utf-8")))
     return BuiltPackage(zip_entries(entries), manifest)
 
@@ -351,7 +354,7 @@ def verify_package(path: str | Path) -> VerifyReport:
 
 
 def same_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether two manifests describe the same inputs, artifacts and builder."""
+    """Whether two manifests describe the same inputs, artifacts, parameters (the mode) and builder."""
 
     def key(manifest: Mapping[str, Any]) -> Any:
         try:
@@ -360,6 +363,7 @@ def same_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
             return (
                 subjects,
                 predicate["buildDefinition"]["resolvedDependencies"],
+                predicate["buildDefinition"]["externalParameters"],
                 predicate["buildDefinition"]["internalParameters"],
                 predicate["runDetails"]["builder"],
             )

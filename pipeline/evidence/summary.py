@@ -3,7 +3,9 @@
 Works from reports/trace.json (the document `TraceMatrix.to_json` writes), so `doit verify`
 can print it in milliseconds without re-hashing anything. Whether the run passes is decided
 here too: it fails when the trace has any error finding (a failed, unverified or unchecked
-requirement, a stale link, a changed artifact, ...).
+requirement, a stale link, a changed artifact, ...). Requirements open for the target
+(verified on the target, not verifiable here) are listed; they are errors only in the
+`strict` mode (pipeline/evidence/matrix.py).
 """
 
 from __future__ import annotations
@@ -56,19 +58,26 @@ def summary_text(document: Mapping[str, Any], max_findings: int = 20) -> str:
     cov = document["coverage"]
     by = cov["by_status"]
     models = document.get("models", [])
-    lines = [f"Models: {', '.join(models) if models else 'none under models/'}", ""]
+    lines = [f"Models: {', '.join(models) if models else 'none under models/'}",
+             f"Mode: {document.get('mode', 'development')}", ""]
     if models:
         lines += [format_table(step_table(document)), ""]
     lines.append(
-        f"Requirements: {cov['total']} total; {by['verified']} verified, {by['partially verified']} partially verified, "
-        f"{by['failed']} failed, {by['not verified']} not verified, {by['no check']} with no check"
+        f"Requirements: {cov['total']} total; {by['verified']} verified on their platform, {by.get('verified only on host or by emulation', 0)} verified only on host or by "
+        f"emulation, {by['partially verified']} partially verified, {by['failed']} failed, "
+        f"{by['not verified']} not verified, {by['no check']} with no check"
     )
     for level, counts in sorted(cov.get("by_level", {}).items(), key=lambda kv: ("SYS", "HLR", "LLR").index(kv[0]) if kv[0] in ("SYS", "HLR", "LLR") else 9):
         total = sum(counts.values())
         lines.append(f"  {level}: {counts['verified']}/{total} verified")
     findings = document.get("findings", [])
+    open_notes = [f for f in findings if f["code"] == "EVID-E026" and f["severity"] != "error"]
+    if open_notes:
+        lines += ["", f"Open for the target ({len(open_notes)} requirements verified on the target platform, "
+                      "not here; `doit verify strict=1` on the target fails until they pass there):"]
+        lines += [f"  {f['message']}" for f in open_notes]
     errors = [f for f in findings if f["severity"] == "error"]
-    warnings = len(findings) - len(errors)
+    warnings = sum(1 for f in findings if f["severity"] == "warning")
     lines += ["", f"Findings: {len(errors)} errors, {warnings} warnings (details: reports/trace-matrix.html)"]
     for finding in errors[:max_findings]:
         span = finding.get("span")

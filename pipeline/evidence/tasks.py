@@ -1,12 +1,16 @@
 """doit tasks of the evidence step: `evidence` (packages, matrix, JUnit) and `verify`.
 
     doit verify                   run what changed, then print the summary; fails if any
-                                  requirement fails (or any other error finding)
+                                  requirement fails (or any other error finding); lists the
+                                  requirements open for the target without failing
+    doit verify strict=1          the certification run on the target: fails unless every
+                                  requirement is verified on its platform (the evidence
+                                  packages record the mode)
     doit --always-execute verify  certification baseline: every task re-runs, so doit's skip
                                   logic is no part of the evidence chain
 
-The evidence tasks run after every step task group that dodo.py defines (`task_<step>` for
-the steps of pipeline.layout.STEPS). They decide whether to re-run from a stamp of the
+The evidence tasks run after the step task groups dodo.py names when it creates them
+(`evidence_tasks(after=...)`): explicit, rather than guessed from the modules loaded. They decide whether to re-run from a stamp of the
 artifact trees (paths, sizes, modification times) and the git state taken when doit checks
 them, i.e. after the steps ran in the same invocation; the evidence itself never trusts that
 stamp and re-hashes every file. `verify` always runs: it only reads reports/trace.json.
@@ -18,12 +22,14 @@ import hashlib
 import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
+
+from doit.tools import config_changed
 
 from pipeline.registry import checks
 from pipeline.evidence.build import build_model_package, build_reports, report_paths
+from pipeline.evidence.matrix import DEVELOPMENT, STRICT
 from pipeline.evidence.collect import package_check_path
 from pipeline.evidence.package import package_path
 from pipeline.registry.requirements import requirement_files
@@ -78,28 +84,6 @@ class TreeStamp:
         return previous is not None and previous == self.stamp()
 
 
-def _dodo_namespace() -> Any:
-    """The module doit loaded the tasks from: the one that imported task_evidence."""
-    candidates = [sys.modules.get("dodo"), sys.modules.get("__main__")] + list(sys.modules.values())
-    for module in candidates:
-        if module is None or getattr(module, "__name__", "") == __name__:
-            continue
-        try:
-            if module.__dict__.get("task_evidence") is task_evidence:
-                return module
-        except Exception:  # noqa: BLE001 - exotic lazy modules; not the dodo file
-            continue
-    return None
-
-
-def upstream_task_groups() -> list[str]:
-    """The step task groups defined in dodo.py (`task_<step>`), in chain order."""
-    namespace = _dodo_namespace()
-    if namespace is None:
-        return []
-    return [step for step in STEPS if callable(getattr(namespace, f"task_{step}", None))]
-
-
 def _check_module_sources() -> list[str]:
     """Source files of the modules that register checks: a changed registry changes the trace."""
     sources = []
@@ -128,14 +112,26 @@ def _relative(path: Path) -> str:
         return path.as_posix()
 
 
-def _package_action(model: str) -> bool:
-    outcome = build_model_package(model, ".")
+def evidence_mode() -> str:
+    """The mode of this doit run: `strict` when the command line says `strict=1` (a doit variable).
+
+    Read when the tasks are created (in the main process), so that `doit -n N` workers get it
+    as an action argument.
+    """
+    from doit import get_var
+
+    value = str(get_var("strict", "") or "").strip().lower()
+    return STRICT if value not in ("", "0", "false", "no", "off") else DEVELOPMENT
+
+
+def _package_action(model: str, mode: str = DEVELOPMENT) -> bool:
+    outcome = build_model_package(model, ".", mode=mode)
     print(f"{outcome.path}: {'verified' if outcome.verify.ok else 'DOES NOT VERIFY'}; {outcome.reproducibility['reason']}")
     return True  # the verdict goes to package-check.json; `verify` decides pass/fail
 
 
-def _reports_action() -> bool:
-    matrix = build_reports(".")
+def _reports_action(mode: str = DEVELOPMENT) -> bool:
+    matrix = build_reports(".", mode=mode)
     errors = len(matrix.errors)
     print(f"{_relative(report_paths('.')['html'])}: {len(matrix.requirements)} requirements, {len(matrix.models)} models, {errors} error findings")
     return True
@@ -145,48 +141,58 @@ def _model_trees(model: str) -> Callable[[], list[Path]]:
     return lambda: [Path(ARTIFACTS_DIR) / model]
 
 
-def task_evidence() -> Iterator[dict[str, Any]]:
-    """Evidence package per model, then trace matrix (HTML, CSV, Markdown, JSON) and JUnit XML."""
-    models = model_names(".")
-    upstream = upstream_task_groups()
-    common = _common_file_deps()
-    for model in models:
-        inputs = sorted(p.as_posix() for p in (Path(MODELS_DIR) / model).rglob("*") if p.is_file())
-        yield {
-            "name": model,
-            "doc": f"evidence package reports/{model}/evidence.zip",
-            "actions": [(_package_action, [model])],
-            "file_dep": common + inputs,
-            "task_dep": list(upstream),
-            "targets": [package_path(model).as_posix(), package_check_path(model).as_posix()],
-            "uptodate": [TreeStamp(_model_trees(model))],
-            "clean": True,
-        }
-    yield {
-        "name": "reports",
-        "doc": "trace matrix and JUnit XML under reports/",
-        "actions": [_reports_action],
-        "file_dep": common + [package_check_path(m).as_posix() for m in models],
-        "task_dep": list(upstream),
-        "targets": [p.as_posix() for p in report_paths(".").values()],
-        "uptodate": [TreeStamp(lambda: [Path(ARTIFACTS_DIR), Path(MODELS_DIR)])],
-        "clean": True,
-    }
-
-
 def _verify_action() -> bool:
     document = json.loads(report_paths(".")["json"].read_text(encoding="utf-8"))
     print(summary_text(document))
     return error_count(document) == 0
 
 
-def task_verify() -> dict[str, Any]:
-    """Everything, then the summary (model x step verdicts, coverage); fails if any requirement fails."""
-    models = model_names(".")
-    return {
-        "actions": [_verify_action],
-        "file_dep": [p.as_posix() for p in report_paths(".").values()] + [package_path(m).as_posix() for m in models],
-        "task_dep": ["evidence"],
-        "uptodate": [False],
-        "verbosity": 2,
-    }
+def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dict[str, Any]]], Callable[[], dict[str, Any]]]:
+    """`task_evidence` and `task_verify` for a dodo file whose step task groups are `after`.
+
+    dodo.py: `task_evidence, task_verify = evidence_tasks(after=("export", ...))`.
+    """
+    unknown = [name for name in after if name not in STEPS]
+    if unknown:
+        raise ValueError(f"unknown step task group(s) {', '.join(unknown)}; steps are {', '.join(STEPS)}")
+
+    def task_evidence() -> Iterator[dict[str, Any]]:
+        """Evidence package per model, then trace matrix (HTML, CSV, Markdown, JSON) and JUnit XML."""
+        models = model_names(".")
+        common = _common_file_deps()
+        mode = evidence_mode()
+        for model in models:
+            inputs = sorted(p.as_posix() for p in (Path(MODELS_DIR) / model).rglob("*") if p.is_file())
+            yield {
+                "name": model,
+                "doc": f"evidence package reports/{model}/evidence.zip",
+                "actions": [(_package_action, [model, mode])],
+                "file_dep": common + inputs,
+                "task_dep": list(after),
+                "targets": [package_path(model).as_posix(), package_check_path(model).as_posix()],
+                "uptodate": [TreeStamp(_model_trees(model)), config_changed({"mode": mode})],
+                "clean": True,
+            }
+        yield {
+            "name": "reports",
+            "doc": "trace matrix and JUnit XML under reports/",
+            "actions": [(_reports_action, [mode])],
+            "file_dep": common + [package_check_path(m).as_posix() for m in models],
+            "task_dep": list(after),
+            "targets": [p.as_posix() for p in report_paths(".").values()],
+            "uptodate": [TreeStamp(lambda: [Path(ARTIFACTS_DIR), Path(MODELS_DIR)]), config_changed({"mode": mode})],
+            "clean": True,
+        }
+
+    def task_verify() -> dict[str, Any]:
+        """Everything, then the summary (model x step verdicts, coverage); fails if any requirement fails."""
+        models = model_names(".")
+        return {
+            "actions": [_verify_action],
+            "file_dep": [p.as_posix() for p in report_paths(".").values()] + [package_path(m).as_posix() for m in models],
+            "task_dep": ["evidence"],
+            "uptodate": [False],
+            "verbosity": 2,
+        }
+
+    return task_evidence, task_verify

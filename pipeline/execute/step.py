@@ -34,7 +34,7 @@ from pipeline.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import results_document
 from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, model_dir, project_relative, step_dir
+from pipeline.layout import checks_path, model_dir, project_relative, step_data, step_dir
 from pipeline.toolchain.cc import compile_and_link, compiler_version, host_isa, isa_for
 from pipeline.execute.harness import read_outputs, run_harness, write_arrays, write_input_vectors
 from pipeline.execute.instructions import count_instructions, special_vector, valgrind_version
@@ -235,8 +235,8 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
             log.error("run %s/%s: %s", model, name, error)
     write_json(checks_path(model, STEP, base), results_document([]))
     codegen = step_dir(model, "codegen", base)
-    record_step(model, STEP, inputs=[p for p in (deploy_path, codegen) if p.exists()],
-                command=["doit", f"run:{model}"], root=base,
+    record_step(model, STEP, inputs=[p for p in [deploy_path] if p.exists()] + step_data(codegen),
+                command=["doit", f"execute:{model}"], root=base,
                 parameters={"vectors": count, "seed": spec.validation.seed, "met_runs": campaign,
                             "noise_seeds": list(NOISE_SEEDS), "warmup": WARMUP},
                 extra_tools={"gcc": compiler_version(), **({"valgrind": v} if (v := valgrind_version()) else {})})

@@ -14,6 +14,7 @@ modules that do so is `CHECK_MODULES` (names only: this registry imports no step
 from __future__ import annotations
 
 import enum
+import platform
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -39,6 +40,46 @@ class Verdict(str, enum.Enum):
     FAIL = "fail"
     NOT_RUN = "not run"
     EMULATED = "emulated"
+
+
+class Where(str, enum.Enum):
+    """Where a verdict was obtained: the closed set the trace matrix reports per requirement."""
+
+    HOST = "host"              # the machine that ran the pipeline (a development host, a CI runner)
+    EMULATION = "emulation"    # an emulator of the target (host emulation of CUDA, the NVDLA emulator)
+    TARGET = "target"          # the target platform itself, as declared (deploy.yaml met.platform, ...)
+
+
+@dataclass(frozen=True)
+class Obtained:
+    """Where a check result was obtained, and a description: the host's architecture and OS
+    (never its name), the emulator, or the target platform's declared name."""
+
+    where: Where
+    detail: str
+
+    @classmethod
+    def host(cls) -> "Obtained":
+        return cls(Where.HOST, f"{platform.machine() or 'unknown machine'} {platform.system() or 'unknown OS'}")
+
+    @classmethod
+    def emulation(cls, emulator: str) -> "Obtained":
+        return cls(Where.EMULATION, emulator)
+
+    @classmethod
+    def target(cls, platform_name: str) -> "Obtained":
+        return cls(Where.TARGET, platform_name)
+
+    def label(self) -> str:
+        """`host (x86_64 Linux)`, `emulation (...)`, `target:<platform>`."""
+        return f"target:{self.detail}" if self.where is Where.TARGET else f"{self.where.value} ({self.detail})"
+
+    def to_json(self) -> dict[str, str]:
+        return {"where": self.where.value, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "Obtained":
+        return cls(Where(data["where"]), str(data.get("detail", "")))
 
 
 @dataclass(frozen=True)
@@ -86,6 +127,9 @@ class CheckResult:
     `reason` is mandatory for `fail` (the first divergence or counterexample) and for
     `not run` / `emulated` (why). `measured` holds numbers with their names; `read` and
     `written` list the artifact paths (relative to the project root where possible).
+    `obtained` says where the verdict was obtained: by default the host that ran the step,
+    or, for an `emulated` verdict, the emulation named by its reason; a check that ran on
+    the target platform says so explicitly (`Obtained.target(name)`).
     """
 
     check_id: str
@@ -95,11 +139,17 @@ class CheckResult:
     measured: dict[str, Any] = field(default_factory=dict)
     read: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
+    obtained: Obtained | None = None
 
     def __post_init__(self) -> None:
         self.verdict = Verdict(self.verdict)
         if self.verdict is not Verdict.PASS and not self.reason:
             raise ValueError(f"check {self.check_id}: verdict {self.verdict.value!r} needs a reason")
+        if self.obtained is None:
+            self.obtained = (Obtained.emulation(self.reason) if self.verdict is Verdict.EMULATED
+                             else Obtained.host())
+        if self.verdict is Verdict.EMULATED and self.obtained.where is not Where.EMULATION:
+            raise ValueError(f"check {self.check_id}: an emulated verdict is obtained by emulation")
 
     @property
     def requirements(self) -> tuple[str, ...]:
@@ -115,6 +165,7 @@ class CheckResult:
             "measured": self.measured,
             "read": sorted(self.read),
             "written": sorted(self.written),
+            "obtained": self.obtained.to_json() if self.obtained else None,
         }
 
     @classmethod
@@ -127,6 +178,7 @@ class CheckResult:
             measured=dict(data.get("measured", {})),
             read=list(data.get("read", [])),
             written=list(data.get("written", [])),
+            obtained=Obtained.from_json(data["obtained"]) if data.get("obtained") else None,
         )
 
 

@@ -5,7 +5,14 @@ in the set is reported at once as a `Finding` with a stable `EVID-Ennn` code, th
 line and the YAML key path, so that a reviewer can fix them in one pass.
 
 A requirement's *fingerprint* is the SHA-256 of its normative content (ID, title,
-whitespace-normalised text, verification methods, parameters). Rationale, sources and parent
+whitespace-normalised text, verification methods, parameters, and `verified_on` when it is
+not the default).
+
+`verified_on` says where a requirement must be verified: `host` (the default: any machine
+running the pipeline; what a static analysis or a bit-exact host run establishes) or
+`target` (a property of the target platform: measured execution time, on-device GPU/DLA
+results). A target requirement verified only on a host or by emulation is reported as open
+for the target (docs/evidence.md). Rationale, sources and parent
 links are informative and do not change it. Links record the fingerprint they were reviewed
 against (see `baseline.py`); a different current fingerprint makes the link stale.
 """
@@ -37,7 +44,8 @@ ALLOWED_PARENT_LEVELS: dict[str, tuple[str, ...]] = {"SYS": (), "HLR": ("SYS",),
 
 DOC_FIELDS = {"schema_version", "level", "title", "requirements"}
 REQUIRED_FIELDS = ("id", "title", "text", "rationale", "verification", "source")
-OPTIONAL_FIELDS = ("parents", "derived", "parameters")
+OPTIONAL_FIELDS = ("parents", "derived", "parameters", "verified_on")
+PLATFORMS: tuple[str, ...] = ("host", "target")
 
 E_SCHEMA = "EVID-E002"
 E_DUPLICATE_ID = "EVID-E003"
@@ -63,16 +71,20 @@ class Requirement:
     derived: bool = False
     parameters: Mapping[str, Any] = field(default_factory=dict)
     span: Span = Span("", 0, 0)
+    verified_on: str = "host"
 
     def normative(self) -> dict[str, Any]:
         """The content whose change invalidates a link (see module docstring)."""
-        return {
+        content = {
             "id": self.id,
             "title": " ".join(self.title.split()),
             "text": " ".join(self.text.split()),
             "verification": sorted(self.verification),
             "parameters": dict(self.parameters),
         }
+        if self.verified_on != "host":
+            content["verified_on"] = self.verified_on
+        return content
 
     @property
     def fingerprint(self) -> str:
@@ -91,6 +103,7 @@ class Requirement:
             "parents": list(self.parents),
             "derived": self.derived,
             "parameters": dict(self.parameters),
+            "verified_on": self.verified_on,
             "fingerprint": self.fingerprint,
             "location": f"{self.span.file}:{self.span.line}",
         }
@@ -216,6 +229,12 @@ def _parse_requirement(
         path = join_path(key_path, "parameters")
         findings.append(_error(E_SCHEMA, f"{path}: expected a mapping of names to numbers or strings", doc.span(path)))
         ok = False
+    verified_on = item.get("verified_on", "host")
+    if verified_on not in PLATFORMS:
+        path = join_path(key_path, "verified_on")
+        findings.append(_error(E_SCHEMA, f"{path}: expected one of {', '.join(PLATFORMS)}, found {verified_on!r}",
+                               doc.span(path)))
+        ok = False
     if not ok or verification is None or source is None or parents is None:
         return None
     if not verification:
@@ -234,6 +253,7 @@ def _parse_requirement(
         derived=derived,
         parameters=dict(sorted(parameters.items())),
         span=doc.span(id_path),
+        verified_on=verified_on,
     )
 
 

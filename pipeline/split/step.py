@@ -28,7 +28,7 @@ from pipeline.atomic import write_json, write_text
 from pipeline.deploy import DeploySpec, load_deploy
 from pipeline.registry.checks import CheckResult, results_document
 from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, model_dir, project_relative, step_dir
+from pipeline.layout import checks_path, export_data, model_dir, project_relative, step_dir
 from pipeline.nnef import checks as nnef_checks
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph
@@ -219,10 +219,10 @@ def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int 
         results += [checks.not_run(nnef_checks.MULTI_ITEM.check_id, f"{model}/{name}", reason) for name in spec.deployments]
         out.mkdir(parents=True, exist_ok=True)
         write_json(checks_path(model, STEP, base), results_document(results))
-        record_step(model, STEP, inputs=[d for d in (deploy_path, export) if d.exists()],
+        record_step(model, STEP, inputs=[d for d in [deploy_path] if d.exists()] + export_data(model, base),
                     command=["python", "-m", "pipeline", "split", project_relative(model_dir(model, base), base)], root=base)
         return results
-    inputs.append(export)
+    inputs += export_data(model, base)
     current = set(spec.deployments)
     if out.is_dir():
         for child in out.iterdir():

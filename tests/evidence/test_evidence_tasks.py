@@ -40,7 +40,9 @@ def task_export():
                "targets": ["artifacts/alpha/export/graph.nnef"]}}
 
 
-from pipeline.evidence.tasks import task_evidence, task_verify  # noqa: F401
+from pipeline.evidence.tasks import evidence_tasks
+
+task_evidence, task_verify = evidence_tasks(after=("export",))
 """
 
 
