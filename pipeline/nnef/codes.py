@@ -28,12 +28,14 @@ CODES: dict[str, str] = {
     "NNEF-E019": "invalid fragment declaration",
     "NNEF-E020": "shape mismatch or invalid attribute value for the operation's shape rule",
     "NNEF-E021": "invalid value for an enumerated attribute (e.g. border)",
+    "NNEF-E022": "input beyond the front end's limits: brackets or expression nested too deep, integer literal outside 64 bits, tensor extent or element count too large (docs/nnef.md, Limits)",
     "NNEF-E030": "tensor file of a variable is missing",
     "NNEF-E031": "tensor file shape or item type differs from the declaration",
     "NNEF-E032": "tensor file cannot be read (bad magic, truncated, rank > 8, length mismatch)",
     "NNEF-E040": "graph parameter not declared by external",
     "NNEF-E041": "graph result never assigned",
     "NNEF-E042": "external declares a tensor that is not a graph parameter",
+    "NNEF-E043": "graph parameter or result listed twice, or a result that is also a parameter",
     "NNEF-W050": "variable computed but never used",
     "NNEF-W051": "operation without shape rule (custom primitive fragment): shapes unknown, not executable",
     "NNEF-E060": "explicitness: a parameter relies on its default value",
@@ -50,6 +52,7 @@ CODES: dict[str, str] = {
     "NNEF-E078": "sync variable used directly instead of through send_var/get_var",
     "NNEF-W079": "send_var names a reader that never reads the variable",
     "NNEF-E080": "graphitem parameter or result is neither declared nor a sync variable it reads or writes",
+    "NNEF-E081": "variablesync, send_var or get_var in a plain graph (they belong to graphitems)",
 }
 
 # Codes reported as warnings (not errors) under the `standard` profile; under the

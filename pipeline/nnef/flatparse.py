@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.diagnostics import Span
-from pipeline.nnef import ast
+from pipeline.nnef import ast, limits
 
 # One alternative per token class; the last one catches any other character so that the
 # pieces cover the text exactly (their lengths give the offsets). Whitespace is lark's
@@ -303,7 +303,7 @@ class _FlatParser:
         text = self.texts[i]
         if _FRACTIONAL.match(text):
             return ast.Literal(_float32(text), "scalar", self._span(i, i), text)
-        return ast.Literal(int(text), "integer", self._span(i, i), text)
+        return ast.Literal(limits.integer(text), "integer", self._span(i, i), text)
 
 
 def parse_flat(text: str, file: str) -> ast.Document | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Iterator, Mapping
 
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.nnef import ast
+from pipeline.nnef import ast, limits
 from pipeline.nnef import types as T
 from pipeline.nnef.catalogue import FragmentSig, literal_value, signature_of
 from pipeline.nnef.lowering import lvalue_names
@@ -67,25 +67,15 @@ def check_prototype(fragment: ast.Fragment, known: Mapping[str, FragmentSig]) ->
 
 
 def _walk(expr: ast.Expr) -> Iterator[ast.Expr]:
-    yield expr
-    children: tuple[ast.Expr | None, ...] = ()
-    if isinstance(expr, (ast.ArrayExpr, ast.TupleExpr)):
-        children = expr.items
-    elif isinstance(expr, ast.Invocation):
-        children = tuple(a.value for a in expr.args)
-    elif isinstance(expr, ast.Unary):
-        children = (expr.operand,)
-    elif isinstance(expr, ast.Binary):
-        children = (expr.left, expr.right)
-    elif isinstance(expr, ast.IfElse):
-        children = (expr.condition, expr.then, expr.otherwise)
-    elif isinstance(expr, ast.Subscript):
-        children = (expr.sequence, expr.begin, expr.end)
-    elif isinstance(expr, ast.Builtin):
-        children = (expr.arg,)
-    for child in children:
-        if child is not None:
-            yield from _walk(child)
+    """Every sub-expression, pre-order, without recursion (comprehension bodies excluded)."""
+    stack: list[ast.Expr | None] = [expr]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        yield node
+        if not isinstance(node, ast.Comprehension):
+            stack.extend(reversed(limits.children(node)))
 
 
 def _check_expr(expr: ast.Expr, names: set[str], catalogue: Mapping[str, FragmentSig],
@@ -126,7 +116,11 @@ def check_body(fragment: ast.Fragment, catalogue: Mapping[str, FragmentSig]) -> 
     names = {p.name.value for p in fragment.params}
     assigned: dict[str, Span] = {}
     for assignment in fragment.body or ():
-        _check_expr(assignment.rhs, names, catalogue, where, findings)
+        too_deep = limits.depth_finding(assignment.rhs)
+        if too_deep is not None:  # refused before the recursive checks
+            findings.append(too_deep)
+        else:
+            _check_expr(assignment.rhs, names, catalogue, where, findings)
         for ident in lvalue_names(assignment.lhs):
             if ident.name in names:
                 first = assigned.get(ident.name)

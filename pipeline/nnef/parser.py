@@ -23,7 +23,7 @@ from lark import Token, Transformer
 
 from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.gcpause import gc_paused
-from pipeline.nnef import ast
+from pipeline.nnef import ast, limits
 from pipeline.nnef.flatparse import parse_flat
 
 GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
@@ -346,7 +346,7 @@ class _AstBuilder(Transformer):
 
     @_rule
     def integer_literal(self, c: list[Any], span: Span) -> ast.Literal:
-        return ast.Literal(int(c[0].value), "integer", span, c[0].value)
+        return ast.Literal(limits.integer(c[0].value), "integer", span, c[0].value)
 
     @_rule
     def scalar_literal(self, c: list[Any], span: Span) -> ast.Literal:
@@ -454,7 +454,20 @@ def _blank_statement(text: str, offset: int) -> str | None:
 
 
 def parse_text(text: str, file: str = "<string>") -> ParseResult:
-    """Parse one NNEF document; on syntax errors, report up to MAX_SYNTAX_ERRORS of them."""
+    """Parse one NNEF document; on syntax errors, report up to MAX_SYNTAX_ERRORS of them.
+
+    A text beyond the front end's limits (nesting, integer literals: pipeline/nnef/limits.py)
+    gives NNEF-E022 findings with their locations instead of a recursion or conversion error.
+    """
+    try:
+        return _parse_text(text, file)
+    except (RecursionError, limits.LimitExceeded):
+        found = limits.text_findings(text, file)
+        return ParseResult(None, found or [Finding(limits.CODE, Severity.ERROR, "the text exceeds the parser's "
+                                                   "nesting limits", Span(file, 1, 1))], text)
+
+
+def _parse_text(text: str, file: str) -> ParseResult:
     with gc_paused():
         document = parse_flat(text, file)
     if document is not None:

@@ -22,7 +22,9 @@ and what is wrong; writing goes through pipeline.atomic.
 
 from __future__ import annotations
 
+import math
 import os
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +35,7 @@ from pipeline.atomic import write_bytes
 from pipeline.diagnostics import Location, PipelineError
 
 HEADER_SIZE = 128
+MAX_DATA_BYTES = 2**31  # 2 GiB: the largest tensor data read (docs/nnef.md, Limits)
 MAX_RANK = 8
 MAGIC = b"\x4e\xef"
 SUPPORTED_VERSION = (1, 0)
@@ -119,8 +122,19 @@ def encode_tensor(array: np.ndarray, quantized: bool = False) -> bytes:
     return bytes(header) + payload
 
 
-def decode_tensor(blob: bytes, path: str | os.PathLike[str] = "<bytes>") -> TensorFile:
-    """Decode and validate the bytes of a tensor file."""
+@dataclass(frozen=True)
+class _Header:
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    bits: int
+    item_type: int
+    version: tuple[int, int]
+    count: int
+    length: int
+
+
+def _header(blob: bytes, path: str | os.PathLike[str]) -> _Header:
+    """The validated header of a tensor file (its first HEADER_SIZE bytes); sizes in Python integers."""
     if len(blob) < HEADER_SIZE:
         raise TensorFileError(path, f"truncated header: {len(blob)} bytes, expected at least {HEADER_SIZE}")
     if blob[0:2] != MAGIC:
@@ -143,15 +157,31 @@ def decode_tensor(blob: bytes, path: str | os.PathLike[str] = "<bytes>") -> Tens
     if dtype is None:
         name = ITEM_TYPE_NAMES.get(item_type, f"code {item_type}")
         raise TensorFileError(path, f"unsupported item type {name} with {bits} bits per item")
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = math.prod(shape)  # Python integers: no overflow, whatever the extents
     expected = _data_length(count, bits)
     if length != expected:
         raise TensorFileError(path, f"header data length {length} does not match {count} items of {bits} bits ({expected} bytes)")
-    actual = len(blob) - HEADER_SIZE
-    if actual != length:
-        kind = "truncated data" if actual < length else "trailing bytes after data"
-        raise TensorFileError(path, f"{kind}: file holds {actual} data bytes, header says {length}")
-    payload = blob[HEADER_SIZE:]
+    if length > MAX_DATA_BYTES:
+        raise TensorFileError(path, f"{length} data bytes exceed the limit of {MAX_DATA_BYTES} (MAX_DATA_BYTES)")
+    return _Header(shape, dtype, bits, item_type, version, count, length)
+
+
+def decode_tensor(blob: bytes, path: str | os.PathLike[str] = "<bytes>") -> TensorFile:
+    """Decode and validate the bytes of a tensor file."""
+    header = _header(blob[:HEADER_SIZE], path)
+    _check_length(len(blob) - HEADER_SIZE, header, path)
+    return _decode_payload(blob[HEADER_SIZE:], header)
+
+
+def _check_length(actual: int, header: _Header, path: str | os.PathLike[str]) -> None:
+    if actual != header.length:
+        kind = "truncated data" if actual < header.length else "trailing bytes after data"
+        raise TensorFileError(path, f"{kind}: file holds {actual} data bytes, header says {header.length}")
+
+
+def _decode_payload(payload: bytes, header: _Header) -> TensorFile:
+    shape, dtype, bits, count = header.shape, header.dtype, header.bits, header.count
+    item_type, version = header.item_type, header.version
     if bits == 1:
         data = np.unpackbits(np.frombuffer(payload, dtype=np.uint8))[:count].astype(bool).reshape(shape)
     else:
@@ -160,12 +190,25 @@ def decode_tensor(blob: bytes, path: str | os.PathLike[str] = "<bytes>") -> Tens
 
 
 def read_tensor_file(path: str | os.PathLike[str]) -> TensorFile:
-    """Read and validate the tensor file at `path`."""
+    """Read and validate the tensor file at `path`: a regular file, header judged before the body.
+
+    A FIFO, a device (a link to /dev/zero) or a directory is refused without reading; the
+    header's sizes are checked against the file's size and MAX_DATA_BYTES before the data is
+    read, so a hostile file costs at most its declared, bounded size.
+    """
     try:
-        blob = Path(path).read_bytes()
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise TensorFileError(path, "not a regular file (a FIFO, device, directory or socket is never read)")
+        with open(path, "rb") as handle:
+            header = _header(handle.read(HEADER_SIZE), path)
+            _check_length(os.fstat(handle.fileno()).st_size - HEADER_SIZE, header, path)
+            payload = handle.read(header.length)
     except OSError as error:
         raise TensorFileError(path, f"cannot read: {error.strerror or error}") from None
-    return decode_tensor(blob, path)
+    if len(payload) != header.length:
+        raise TensorFileError(path, f"truncated data: read {len(payload)} data bytes, header says {header.length}")
+    return _decode_payload(payload, header)
 
 
 def read_tensor(path: str | os.PathLike[str]) -> np.ndarray:

@@ -142,6 +142,8 @@ def type_of_value(value: Any, tensor_types: dict[str, str] | None = None) -> ast
             return ast.ArrayType(None)  # type: ignore[arg-type]
         item = type_of_value(value[0], tensor_types)
         for other in value[1:]:
+            if item is None:
+                return None  # items of incompatible types (e.g. [1, 2.5]): the array has no type
             item = common_type(item, type_of_value(other, tensor_types))
         return ast.ArrayType(item) if item is not None else None
     if isinstance(value, tuple):

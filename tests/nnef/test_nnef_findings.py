@@ -62,6 +62,8 @@ CASES: dict[str, tuple[str, int, int]] = {
     "NNEF-E021": (graph("w = variable<scalar>(shape = [4, 2, 3, 3], label = 'w');",
                         "y = conv(x, w, 0.0, border = 'zero', padding = [(1, 1), (1, 1)], stride = [1, 1], "
                         "dilation = [1, 1], groups = 1);"), 7, 25),
+    "NNEF-E022": (graph("y = reshape(x, shape = [1, 99999999999999999999], axis_start = 0, axis_count = -1);"), 6, 32),
+    "NNEF-E043": (graph("y = relu(x);", results="y, y"), 3, 22),
     "NNEF-E040": ("version 1.0;\ngraph G( x ) -> ( y )\n{\n    x = variable<scalar>(shape = [1], label = 'x');\n"
                   "    y = relu(x);\n}\n", 4, 5),
     "NNEF-E041": (graph("z = relu(x);", results="y, z"), 3, 19),
@@ -119,6 +121,7 @@ MULTI_ITEM_CASES: dict[str, tuple[str, int, int]] = {
     "NNEF-E078": (items(WRITER, READER.replace("y = sigmoid(u);", "y = add(u, s);")), 15, 9),
     "NNEF-W079": (items(WRITER.replace("send_var([B], t)", "send_var([B, C], t)"), READER, SILENT), 8, 9),
     "NNEF-E080": (items(WRITER, READER.replace("-> ( y )", "-> ( y, s )")), 11, 28),
+    "NNEF-E081": (graph("s = variablesync<scalar>(shape = [1, 2, 4, 4]);", "s = send_var([B], x);", "y = relu(x);"), 6, 9),
 }
 
 

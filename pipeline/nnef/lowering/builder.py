@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.nnef import ast
+from pipeline.nnef import ast, limits
 from pipeline.nnef.catalogue import FragmentSig
 from pipeline.nnef.graph import Graph
 from pipeline.nnef.lowering.declarations import Declarations
@@ -94,7 +94,13 @@ class GraphBuilder(Declarations, Expressions, Invocations, Emission, GraphRules)
 
     def build(self) -> Graph:
         for assignment in self.definition.body:
-            self._assign_top(assignment)
+            try:
+                self._assign_top(assignment)
+            except RecursionError:  # the limits keep ordinary text far from it; a last guard
+                self.report(limits.CODE, "the assignment nests fragment expansions and expressions beyond the "
+                            "front end's recursion limit", assignment.span)
+                for ident in lvalue_names(assignment.lhs):
+                    self._declare_poisoned(ident)
         self._check_interface()
         self._check_unused()
         self.graph.failed = set(self.poisoned)
@@ -108,6 +114,12 @@ class GraphBuilder(Declarations, Expressions, Invocations, Emission, GraphRules)
         if not self._valid_lvalue(lhs):
             return
         rhs = assignment.rhs
+        too_deep = None if self.flat_document else limits.depth_finding(rhs)
+        if too_deep is not None:  # refused before the recursive evaluation
+            self.findings.append(too_deep)
+            for ident in lvalue_names(lhs):
+                self._declare_poisoned(ident)
+            return
         if isinstance(lhs, ast.Identifier) and isinstance(rhs, ast.Invocation):
             value = self._invoke(rhs, None, out_names=[lhs])
         elif isinstance(lhs, ast.TupleExpr) and isinstance(rhs, ast.Invocation) and self._multi_result(rhs):

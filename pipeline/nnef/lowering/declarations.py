@@ -86,7 +86,7 @@ class Declarations:
     def _bind_top(self, lhs: ast.Expr, value: Any, span: Span) -> None:
         if value is POISON:
             for ident in lvalue_names(lhs):  # declare so later uses do not cascade
-                self._declarepoisoned(ident)
+                self._declare_poisoned(ident)
             return
         if isinstance(lhs, ast.Identifier):
             self._bind_identifier(lhs, value)
@@ -101,7 +101,7 @@ class Declarations:
         if len(items) != len(value):
             self.report("NNEF-E017", f"left-hand side has {len(items)} items but the value has {len(value)}", lhs.span)
             for ident in lvalue_names(lhs):
-                self._declarepoisoned(ident)
+                self._declare_poisoned(ident)
             return
         for item, part in zip(items, value):
             self._bind_top(item, part, span)
@@ -113,7 +113,7 @@ class Declarations:
             if not poisoned(value):
                 self.report("NNEF-E015", f"cannot assign a value of type {T.format_type(T.type_of_value(value))} "
                             f"to tensor identifier '{ident.name}'", ident.span)
-            self._declarepoisoned(ident)
+            self._declare_poisoned(ident)
             return
         producer = self._produced_here(value.name)
         if producer is not None and self._declare(ident.name, ident.span, producer.name):
@@ -121,7 +121,7 @@ class Declarations:
         elif producer is None and self._declare(ident.name, ident.span, "copy"):
             self._emit_copy(value, ident)
 
-    def _declarepoisoned(self, ident: ast.Identifier) -> None:
+    def _declare_poisoned(self, ident: ast.Identifier) -> None:
         """Declare a name whose value failed, so later uses and results do not cascade."""
         if ident.name in self.declared and ident.name not in self.sync_pending:
             self.report("NNEF-E011", f"identifier '{ident.name}' is already assigned (SSA: each variable is assigned "

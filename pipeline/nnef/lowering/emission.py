@@ -2,7 +2,7 @@
 
 Result names (the assigned identifiers or generated ones), array results, element types,
 and the output shapes from the catalogue's shape rules (pipeline/nnef/shapes.py).
-Findings: NNEF-E015, E017, E020, W051.
+Findings: NNEF-E015, E017, E020, E022, W051.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pipeline.nnef import ast
 from pipeline.nnef import types as T
 from pipeline.nnef.catalogue import FragmentSig
 from pipeline.nnef.graph import Operation, Ref, TensorInfo
+from pipeline.nnef import limits
 from pipeline.nnef.lowering.values import POISON, element_type
 from pipeline.nnef.shapes import SHAPE_RULES, ShapeError
 
@@ -87,7 +88,7 @@ class Emission:
             self.report("NNEF-E017", f"'{sig.name}' gives {count} tensors here but the left-hand side has "
                         f"{len(target.items)}", target.span)
             for ident in target.items:
-                self._declarepoisoned(ident)  # type: ignore[arg-type]
+                self._declare_poisoned(ident)  # type: ignore[arg-type]
             return None
         return [(i.name, i.span) for i in target.items]  # type: ignore[union-attr]
 
@@ -108,7 +109,14 @@ class Emission:
                 return None
             shapes[name] = shape
         try:
-            return rule(shapes, attribs)
+            inferred = rule(shapes, attribs)
+            for shape in inferred:
+                for one in (shape if shape and isinstance(shape[0], list) else [shape]):
+                    problem = limits.shape_problem(one) if isinstance(one, list) else None
+                    if problem:
+                        self.report(limits.CODE, f"{sig.name}: {problem} (docs/nnef.md, Limits)", span)
+                        return None
+            return inferred
         except ShapeError as error:
             self.report("NNEF-E020", f"{sig.name}: {error}", span)
         except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as error:

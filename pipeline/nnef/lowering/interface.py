@@ -2,7 +2,7 @@
 
 Every parameter declared by external (or, in a graphitem, a sync variable the item reads),
 every result assigned (and, for a sync variable, sent); values computed but never used.
-Findings: NNEF-E040, E041, E080, W050.
+Findings: NNEF-E040, E041, E043, E080, W050.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ class GraphRules:
     """Mixed into GraphBuilder (lowering/builder.py), whose state it reads and updates."""
 
     def _check_interface(self) -> None:
+        self._check_header_names()
         assigned = set(self.graph.tensors)
         externals = {r.name for op in self.graph.operations if op.name == "external" for r in op.output_refs()}
         syncs = self.sync_names
@@ -35,6 +36,18 @@ class GraphRules:
             elif name.value in self.sync_pending:
                 self.report("NNEF-E080", f"graphitem result '{name.value}' is a sync variable this item never "
                             "sends (send_var)", name.span)
+
+    def _check_header_names(self) -> None:
+        """Each parameter and result once, and no name both a parameter and a result (as Khronos)."""
+        seen: dict[str, str] = {}
+        for kind, names in (("parameter", self.definition.params), ("result", self.definition.results)):
+            for name in names:
+                first = seen.get(name.value)
+                if first is not None:
+                    what = f"listed twice as a {kind}" if first == kind else f"both a {first} and a {kind}"
+                    self.report("NNEF-E043", f"'{name.value}' is {what} of graph '{self.graph.name}'", name.span)
+                else:
+                    seen[name.value] = kind
 
     def _check_unused(self) -> None:
         used = {r.name for op in self.graph.operations for r in op.input_refs()}

@@ -4,7 +4,7 @@ Positional and named arguments, defaults, the generic type, the types of argumen
 (with enumerations), the explicitness rule of the certification profile, the send_var/
 get_var operand rules, and the expansion of the document's own compound fragments.
 Findings: NNEF-E009, E012, E013, E014, E015, E016, E018, E021, E041, E060, E061, E062,
-E073, E078.
+E073, E078, E081.
 """
 
 from __future__ import annotations
@@ -12,12 +12,16 @@ from __future__ import annotations
 from typing import Any
 
 from pipeline.diagnostics import Span
+from pipeline.nnef import limits
 from pipeline.nnef import ast
 from pipeline.nnef import types as T
 from pipeline.nnef.catalogue import FragmentSig
 from pipeline.nnef.graph import Ref, refs_in
 from pipeline.nnef.lowering.values import (AUTOMATIC_WHEN_EMPTY, MAX_FRAGMENT_DEPTH, POISON, TYPE_DECLARATIONS, ItemName,
                                            Scope, format_attribute, has_ref, plain)
+
+
+SYNC_OPERATIONS = frozenset({"variablesync", "send_var", "get_var"})
 
 
 class Invocations:
@@ -45,6 +49,9 @@ class Invocations:
             return POISON
         inputs = {p.name: values[p.name] for p in sig.tensor_params}
         attribs = {p.name: (plain(values[p.name]) if p.is_item else values[p.name]) for p in sig.attribute_params}
+        if sig.name in SYNC_OPERATIONS and self.graph.item is None:
+            self.report("NNEF-E081", f"'{sig.name}' belongs to the multi-item extension: it is allowed in a "
+                        "graphitem, not in a plain graph", inv.name.span)
         if sig.name == "get_var":
             self._check_get_var(inputs, inv)
         else:
@@ -229,6 +236,8 @@ class Invocations:
             return POISON
         local = Scope(dict(values), sig, depth)
         for assignment in sig.body or ():
+            if limits.expression_depth(assignment.rhs) > limits.MAX_EXPRESSION_DEPTH:
+                return POISON  # reported once by the fragment checks (fragments.check_body)
             value = self._eval(assignment.rhs, local)
             if not self._bind_local(assignment.lhs, value, local):
                 return POISON
