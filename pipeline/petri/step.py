@@ -36,7 +36,7 @@ from pipeline.petri.verify import Verification, verify
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
-REPORT_FILE = "report.json"
+REPORT_FILE = "report.json"  # also spelled in pipeline.petri.tasks (no step import when listing tasks)
 GRAPH_FILE = "graph.nnef"
 NET_SUFFIXES = (".pnml", ".dot", ".svg")
 ORIGINAL = "original"
