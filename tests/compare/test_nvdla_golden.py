@@ -1,0 +1,83 @@
+"""The NVDLA golden cases through export -> legalize -> map -> loadable -> validator -> emulator.
+
+Hardware-model outputs (ONNC single_layer_test on the NVDLA virtual platform) nobody here
+wrote. The count per operator is printed (pytest -s) and pinned: every case the hardware
+model computes as the FP16 rounding of the float32 result is reproduced bit for bit; the
+BatchNormalization and LRN cases are within one FP16 ulp (docs/codegen-nvdla.md explains).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pipeline.cli import main
+from pipeline.compare.nvdla_golden import dump_view, read_dimg, run_case, ulp_distance
+from tests.codegen.nvdla_cases import GOLDEN, golden_cases
+
+EXPECTED = {  # operator -> {verdict: count}
+    "Add": {"exact": 2}, "AveragePool": {"exact": 2}, "BatchNormalization": {"within": 2}, "Concat": {"exact": 2},
+    "Conv": {"exact": 2}, "Gemm": {"exact": 2}, "GlobalAveragePool": {"exact": 2}, "LRN": {"within": 2},
+    "MaxPool": {"exact": 2}, "Mul": {"exact": 2}, "Relu": {"exact": 2}, "Reshape": {"exact": 2},
+    "Softmax": {"exact": 2}, "Transpose": {"exact": 2}, "Unsqueeze": {"exact": 1},
+}
+
+
+def test_golden_counts_per_operator(capsys):
+    results = [run_case(path) for path in golden_cases()]
+    counts: dict[str, Counter] = {}
+    for r in results:
+        counts.setdefault(r.operator, Counter())[r.verdict] += 1
+    with capsys.disabled():
+        print("\nNVDLA golden cases (emulated, mode ideal): operator exact/within/fail")
+        for op in sorted(counts):
+            c = counts[op]
+            print(f"  {op:20s} {c['exact']}/{c['within']}/{c['fail']}")
+    assert {op: dict(c) for op, c in counts.items()} == EXPECTED
+    assert all(r.max_ulp <= 1 and r.max_abs_reference <= 1e-2 for r in results)
+
+
+def test_golden_command_prints_one_line_per_case_and_exits_0(capsys):
+    assert main(["nvdla", "golden", str(GOLDEN / "Conv"), str(GOLDEN / "LRN")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["4781_Conv exact", "4783_Conv exact"] + [l for l in lines[2:] if l.startswith("54")]
+    assert all(" within 1 ulp " in line for line in lines[2:]) and len(lines) == 4
+
+
+def _copy_case(src: Path, dst: Path) -> Path:
+    dst.mkdir(parents=True, exist_ok=True)
+    for suffix in (".onnx", ".pgm", ".dimg"):
+        (dst / (src.stem + suffix)).write_bytes(src.with_suffix(suffix).read_bytes())
+    return dst / src.name
+
+
+def test_golden_command_fails_on_a_tampered_dump_naming_the_first_element(tmp_path, capsys):
+    case = _copy_case(GOLDEN / "Conv" / "4783_Conv.onnx", tmp_path / "Conv")
+    values = case.with_suffix(".dimg").read_text().split()
+    values[5] = str(float(values[5]) + 4)
+    case.with_suffix(".dimg").write_text(" ".join(values) + " ")
+    assert main(["nvdla", "golden", str(tmp_path / "Conv")]) == 1
+    assert capsys.readouterr().out.startswith("4783_Conv fail: element 5: emulated ")
+
+
+def test_golden_command_refuses_a_missing_folder(tmp_path, capsys):
+    assert main(["nvdla", "golden", str(tmp_path / "nothing")]) == 2
+
+
+def test_dump_decoding_follows_the_runtime_quirks(tmp_path):
+    (tmp_path / "x.dimg").write_text("0.0131149 2.99805 65504 0 -0 ")
+    got = read_dimg(tmp_path / "x.dimg")
+    assert got.dtype == np.float16 and got[0] == np.float16(0.0131149) and got[2] == np.float16(65504)
+    shown = dump_view(np.array([32768.0, np.nan, -0.0, 1.0], dtype=np.float16))
+    assert list(shown.astype(np.float32)) == [0.0, 31744.0, 0.0, 1.0]
+    assert list(ulp_distance(np.array([1.0, -0.0], np.float16), np.array([0.99951172, 0.0], np.float16))) == [1, 0]
+
+
+@pytest.mark.parametrize("mode", ["hw-approx-not-built"])
+def test_unknown_emulator_mode_is_refused(mode):
+    from pipeline.execute.nvdla.emulator import EmulationError, emulate
+    with pytest.raises(EmulationError):
+        emulate(b"", {}, mode)
