@@ -88,12 +88,12 @@ def run_case(onnx_path: Path, mode: str = "ideal") -> CaseResult:
     from pipeline.execute.nvdla.emulator import emulate
     from pipeline.export import convert
     from pipeline.semantics.interpreter import interpret
-    from pipeline.split.nvdla_legalize import legalize
+    from pipeline.split.nvdla_legalize import check_legalized, legalize
 
     case = onnx_path.stem
     operator = case.split("_", 1)[-1]
     exported = convert(onnx_path)
-    legal = legalize(exported.graph, exported.variables)
+    legal = legalize(exported.graph, exported.variables, text=exported.text)
     data, _content, _debug = write_loadable(map_program(legal))
     findings = [str(f) for f in validate_loadable(data)]
     if findings:
@@ -103,6 +103,7 @@ def run_case(onnx_path: Path, mode: str = "ideal") -> CaseResult:
     if int(np.prod(shape)) != image.size:
         raise ValueError(f"{case}: input {shape} does not match the {image.shape} PGM")
     x = image.reshape(shape)
+    check_legalized(legal, interpret(exported.graph, {name: x}, exported.variables, keep=True))
     outputs = emulate(data, {name: x}, mode)
     out_name = legal.outputs[0]
     emulated = dump_view(outputs[out_name].reshape(-1))

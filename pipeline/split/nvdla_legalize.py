@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.diagnostics import Location, PipelineError
+from pipeline.diagnostics import Location
 from pipeline.nnef.graph import Graph, Operation, Ref
+from pipeline.split.codes import SplitError
 
 
 @dataclass(frozen=True)
@@ -78,17 +79,15 @@ def _line(op: Operation) -> int:
     return op.span.line if op.span else 0
 
 
-def _text(graph: Graph, op: Operation) -> str:
-    if op.span and graph.source:
-        lines = graph.source.splitlines()
-        if 0 < op.span.line <= len(lines):
-            return lines[op.span.line - 1].strip()
+def _text(lines: list[str], op: Operation) -> str:
+    if op.span and 0 < op.span.line <= len(lines):
+        return lines[op.span.line - 1].strip()
     outs = ", ".join(r.name for r in op.output_refs())
     return f"{outs} = {op.name}(...)"
 
 
-def _refuse(graph: Graph, op: Operation, config: str, why: str) -> PipelineError:
-    return PipelineError("SPLIT-E101", f"operation '{op.name}' at NNEF line {_line(op)} cannot run on NVDLA "
+def _refuse(graph: Graph, op: Operation, config: str, why: str) -> SplitError:
+    return SplitError("SPLIT-E101", f"operation '{op.name}' at NNEF line {_line(op)} cannot run on NVDLA "
                          f"({config}): {why}", Location(file="graph.nnef", line=_line(op),
                                                         element=f"{op.name} -> "
                                                         + ", ".join(r.name for r in op.output_refs())))
@@ -102,10 +101,16 @@ def _check_range(graph: Graph, op: Operation, config: Limits, what: str, values:
         raise _refuse(graph, op, config.name, f"{what} {bad[0]} outside the limit {low}-{high}")
 
 
-def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_full") -> Legalized:
-    """The graph as NVDLA-legal operations; PipelineError SPLIT-E101/E102 on what cannot run."""
+def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_full",
+             only: set[int] | None = None, text: str = "") -> Legalized:
+    """The graph as NVDLA-legal operations; SplitError SPLIT-E101/E102 on what cannot run.
+
+    `text`: the NNEF text the graph was read from (the debug table quotes its instructions).
+    `only`: ids of the operations of one nvdla item (the others are computed elsewhere: their
+    results are the item's inputs); constants are folded whoever computes them.
+    """
     if config not in CONFIGURATIONS:
-        raise PipelineError("SPLIT-E102", f"unknown NVDLA configuration '{config}' (known: nv_full)")
+        raise SplitError("SPLIT-E102", f"unknown NVDLA configuration '{config}' (known: nv_full)")
     limits = CONFIGURATIONS[config]
     shapes = {name: list(info.shape or []) for name, info in graph.tensors.items()}
     consts: dict[str, np.ndarray] = {}
@@ -125,8 +130,9 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
         ops.append(op)
         producer[op.output] = op
 
+    source_lines = text.splitlines()
     for op in graph.operations:
-        line, text = _line(op), _text(graph, op)
+        line, text = _line(op), _text(source_lines, op)
         outs = [r.name for r in op.output_refs()]
         if op.name == "external":
             inputs[outs[0]] = list(op.attribs["shape"])
@@ -141,6 +147,11 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
             continue
         out = outs[0]
         shape = shapes.get(out, [])
+        if only is not None and id(op) not in only:
+            continue
+        for ref in refs:
+            if ref.name not in consts and ref.name not in producer and ref.name not in inputs:
+                inputs[ref.name] = shapes.get(ref.name, [])  # computed by another item
         if op.name == "conv":
             emit(_conv(graph, op, limits, consts, out, shape, line, text, rewrites))
         elif op.name in ("add", "mul", "min", "max"):
@@ -197,6 +208,8 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
             if any(n in consts for n in names):
                 raise _refuse(graph, op, config, "concatenation of a constant tensor")
             emit(LegalOp("concat", names, out, shape, {"axis": int(op.attribs["axis"])}, {}, line, text))
+        elif op.name == "linear":
+            emit(_linear(graph, op, limits, consts, out, shape, line, text, rewrites))
         elif op.name == "matmul":
             emit(_matmul(graph, op, limits, consts, out, shape, line, text, rewrites))
         else:
@@ -204,7 +217,7 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
     _fuse_matmul_bias(ops, rewrites, graph)
     for op in ops:
         if op.kind in ("conv", "eltwise", "relu", "scale_bias", "pool", "lrn") and len(op.shape) > 4:
-            raise PipelineError("SPLIT-E101", f"operation at NNEF line {op.line} cannot run on NVDLA ({config}): "
+            raise SplitError("SPLIT-E101", f"operation at NNEF line {op.line} cannot run on NVDLA ({config}): "
                                 f"rank {len(op.shape)} tensor, the units take at most 4 dimensions",
                                 Location(file="graph.nnef", line=op.line))
     return Legalized(config, inputs, list(graph.outputs), ops, rewrites, shapes)
@@ -324,6 +337,25 @@ def _matmul(graph: Graph, op: Operation, limits: Limits, consts: dict[str, np.nd
                     "bias": np.zeros(n, dtype=np.float32)}, line, text, ["linear-to-1x1-conv"])
 
 
+def _linear(graph: Graph, op: Operation, limits: Limits, consts: dict[str, np.ndarray], out: str,
+            shape: list[int], line: int, text: str, rewrites: list[Rewrite]) -> LegalOp:
+    """linear(x [1, K], filter [N, K], bias [1, N]) = x filter^T + bias -> a 1x1 convolution with bias."""
+    x, filt, bias = op.inputs["input"], op.inputs["filter"], op.inputs.get("bias", 0.0)
+    weight = consts.get(filt.name) if isinstance(filt, Ref) else None
+    b = consts.get(bias.name) if isinstance(bias, Ref) else np.asarray(bias, dtype=np.float32)
+    x_shape = graph.tensors[x.name].shape
+    if weight is None or b is None or len(x_shape) != 2 or x_shape[0] != 1:
+        raise _refuse(graph, op, limits.name, "linear without constant filter and bias on a [1, K] row")
+    n, k = weight.shape
+    rewrites.append(Rewrite("linear-to-1x1-conv", text, f"{out} = conv({x.name} as [1, {k}, 1, 1], "
+                            f"filter [{n}, {k}, 1, 1], bias) as [1, {n}]", line))
+    return LegalOp("conv", [x.name], out, shape, {"stride": [1, 1], "padding": [(0, 0), (0, 0)],
+                                                    "dilation": [1, 1]},
+                   {"weight": weight.reshape(n, k, 1, 1).astype(np.float32),
+                    "bias": np.broadcast_to(b.reshape(-1), (n,)).astype(np.float32)}, line, text,
+                   ["linear-to-1x1-conv"])
+
+
 def _fuse_matmul_bias(ops: list[LegalOp], rewrites: list[Rewrite], graph: Graph) -> None:
     """add(matmul result, constant row) -> the convolution's bias, when the matmul result has no other use."""
     uses: dict[str, int] = {}
@@ -350,3 +382,77 @@ def _fuse_matmul_bias(ops: list[LegalOp], rewrites: list[Rewrite], graph: Graph)
         rewrites.append(Rewrite("add-into-conv-bias", op.text, f"bias of the 1x1 convolution at line {src.line}",
                                 op.line))
         ops.remove(op)
+
+
+def _pool2d(x: np.ndarray, kernel: list[int], stride: list[int], pads: list[tuple[int, int]], mode: str) -> np.ndarray:
+    fill = -np.inf if mode == "max" else 0.0
+    x = np.pad(x, ((0, 0), (0, 0), tuple(pads[0]), tuple(pads[1])), constant_values=fill)
+    oh = (x.shape[2] - kernel[0]) // stride[0] + 1
+    ow = (x.shape[3] - kernel[1]) // stride[1] + 1
+    parts = [x[:, :, i:i + stride[0] * (oh - 1) + 1:stride[0], j:j + stride[1] * (ow - 1) + 1:stride[1]]
+             for i in range(kernel[0]) for j in range(kernel[1])]
+    return np.max(parts, axis=0) if mode == "max" else np.sum(parts, axis=0) / np.float32(kernel[0] * kernel[1])
+
+
+def evaluate(op: LegalOp, args: list[np.ndarray]) -> np.ndarray:
+    """The legalized operation in float32 (what it claims to compute, before any unit mapping)."""
+    x = np.asarray(args[0], dtype=np.float32)
+    if op.kind == "conv":
+        w, b = op.consts["weight"], op.consts["bias"]
+        x = x.reshape(1, w.shape[1], *(x.shape[2:] if x.ndim == 4 else (1, 1)))
+        (t, bo), (le, ri) = op.attrs["padding"]
+        x = np.pad(x, ((0, 0), (0, 0), (t, bo), (le, ri)))
+        (sy, sx), (dy, dx) = op.attrs["stride"], op.attrs["dilation"]
+        oh = (x.shape[2] - (w.shape[2] - 1) * dy - 1) // sy + 1
+        ow = (x.shape[3] - (w.shape[3] - 1) * dx - 1) // sx + 1
+        out = np.zeros((1, w.shape[0], oh, ow), dtype=np.float64)
+        for i in range(w.shape[2]):
+            for j in range(w.shape[3]):
+                win = x[:, :, i * dy:i * dy + sy * (oh - 1) + 1:sy, j * dx:j * dx + sx * (ow - 1) + 1:sx]
+                out += np.einsum("kc,nchw->nkhw", w[:, :, i, j].astype(np.float64), win)
+        return (out + b.reshape(1, -1, 1, 1)).reshape(op.shape)
+    if op.kind == "eltwise":
+        y = op.consts["operand"] if "operand" in op.consts else np.asarray(args[1], dtype=np.float32)
+        fn = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}[op.attrs["op"]]
+        return fn(x, y).reshape(op.shape)
+    if op.kind == "relu":
+        return np.maximum(x, 0)
+    if op.kind == "scale_bias":
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        return x * op.consts["scale"].reshape(shape) + op.consts["bias"].reshape(shape)
+    if op.kind == "pool":
+        return _pool2d(x, op.attrs["kernel"], op.attrs["stride"], op.attrs["padding"], op.attrs["mode"]).reshape(
+            op.shape)
+    if op.kind == "lrn":
+        n, c = op.attrs["size"], x.shape[1]
+        sq = x.astype(np.float64) ** 2
+        s = np.stack([sq[:, max(0, k - (n - 1) // 2):min(c, k + n // 2 + 1)].sum(axis=1) for k in range(c)], axis=1)
+        return x / (op.attrs["bias"] + op.attrs["alpha"] / n * s) ** op.attrs["beta"]
+    if op.kind == "softmax":
+        axes = tuple(op.attrs["axes"])
+        e = np.exp(x - x.max(axis=axes, keepdims=True))
+        return e / e.sum(axis=axes, keepdims=True)
+    if op.kind == "reshape":
+        return x.reshape(op.shape)
+    if op.kind == "transpose":
+        return x.transpose(op.attrs["perm"])
+    if op.kind == "concat":
+        return np.concatenate([np.asarray(a, dtype=np.float32) for a in args], axis=op.attrs["axis"])
+    raise ValueError(op.kind)
+
+
+def check_legalized(legal: Legalized, env: dict[str, np.ndarray], rtol: float = 1e-4) -> None:
+    """Each legalized operation, fed the reference's values of its inputs, gives the reference's value of its
+    output (float32, relative to the output's magnitude); SPLIT-E103 otherwise. `env`: every tensor of the
+    original graph on one input (pipeline.semantics.interpret with keep=True)."""
+    for op in legal.ops:
+        if op.output not in env or any(name not in env for name in op.inputs):
+            continue  # an intermediate name of a rewrite (clamp's max): checked through its consumer
+        got = evaluate(op, [env[name] for name in op.inputs])
+        want = np.asarray(env[op.output], dtype=np.float64)
+        scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-30)
+        err = float(np.max(np.abs(got.reshape(want.shape) - want))) if want.size else 0.0
+        if not err <= rtol * scale:
+            raise SplitError("SPLIT-E103", f"legalized '{op.kind}' ({', '.join(op.rules) or 'no rewrite'}) at NNEF "
+                             f"line {op.line} differs from the reference by {err:.3g} (max |value| {scale:.3g})",
+                             Location(file="graph.nnef", line=op.line))

@@ -180,6 +180,8 @@ def split_to_directory(exported: Exported, spec: DeploySpec, out: Path, *, deplo
     inputs = vectors_for(spec, exported.graph, exported.input_names, vectors,
                          spec.validation.seed if seed is None else seed) if vectors else []
     reference = _References(exported, inputs, variables)
+    for deployment in resolved:  # refuse before writing anything
+        legalize_nvdla_items(deployment, variables, inputs[0] if inputs else None)
     prefix = subject_prefix if subject_prefix is not None else spec.model
     outcomes = []
     for deployment in resolved:
@@ -198,6 +200,27 @@ def split_to_directory(exported: Exported, spec: DeploySpec, out: Path, *, deplo
         log.info("split %s/%s: %d item(s), %d sync variable(s): %s", prefix, deployment.name, len(split.items),
                  len(split.sync_variables), ", ".join(f"{r.check_id} {r.verdict.value}" for r in results))
     return outcomes
+
+
+def legalize_nvdla_items(deployment: Deployment, variables: Mapping[str, np.ndarray],
+                         vector: Mapping[str, np.ndarray] | None) -> dict[str, Any]:
+    """Legalize each nvdla item of `deployment` (SPLIT-E101 on what NVDLA cannot run) and, given one input
+    vector, check every rewrite against the reference's tensors on it (SPLIT-E103). Item name -> Legalized."""
+    from pipeline.split.allocation import computing
+    from pipeline.split.nvdla_legalize import check_legalized, legalize
+
+    found = {}
+    for item in deployment.items:
+        if item.target != "nvdla":
+            continue
+        ids = {id(op) for op in computing(deployment.graph) if deployment.item_of(op) == item.name}
+        if not ids:
+            continue
+        legal = legalize(deployment.graph, dict(variables), "nv_full", only=ids, text=deployment.text)
+        if vector is not None:
+            check_legalized(legal, interpret(deployment.graph, vector, variables, keep=True))
+        found[item.name] = legal
+    return found
 
 
 def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int | None = None) -> list[CheckResult]:

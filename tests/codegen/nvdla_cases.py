@@ -21,6 +21,6 @@ def loadable_of(onnx_path: Path):
     from pipeline.split.nvdla_legalize import legalize
 
     exported = convert(onnx_path)
-    legal = legalize(exported.graph, exported.variables)
+    legal = legalize(exported.graph, exported.variables, text=exported.text)
     data, content, debug = write_loadable(map_program(legal))
     return data, content, debug, legal
