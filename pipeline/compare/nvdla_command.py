@@ -25,6 +25,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("action", choices=["golden"])
     parser.add_argument("dirs", nargs="+", metavar="DIR")
     parser.add_argument("--mode", default="ideal", help="emulator mode (ideal)")
+    parser.add_argument("--out", type=Path, help="write each case's loadable (<case>.nvdla) and debug table "
+                                                 "(<case>.debug.json) into this folder")
     parser.set_defaults(func=run)
 
 
@@ -41,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     failed = 0
     for path in cases:
         try:
-            result = run_case(path, args.mode)
+            result = run_case(path, args.mode, args.out)
         except PipelineError as error:
             print(f"{path.stem} fail: refused: {error.code} {error.message}")
             failed += 1

@@ -81,7 +81,8 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(ordered(a) - ordered(b))
 
 
-def run_case(onnx_path: Path, mode: str = "ideal") -> CaseResult:
+def run_case(onnx_path: Path, mode: str = "ideal", out: Path | None = None) -> CaseResult:
+    """One case through the whole path; with `out`, its loadable and debug table are written there."""
     from pipeline.codegen.nvdla.mapping import map_program
     from pipeline.codegen.nvdla.validate import validate_loadable
     from pipeline.codegen.nvdla.writer import write_loadable
@@ -94,7 +95,11 @@ def run_case(onnx_path: Path, mode: str = "ideal") -> CaseResult:
     operator = case.split("_", 1)[-1]
     exported = convert(onnx_path)
     legal = legalize(exported.graph, exported.variables, text=exported.text)
-    data, _content, _debug = write_loadable(map_program(legal))
+    data, _content, debug = write_loadable(map_program(legal))
+    if out is not None:
+        from pipeline.codegen.nvdla.artifacts import write_loadable_files
+
+        write_loadable_files(out, case, data, debug, legal.rewrites, legal.config)
     findings = [str(f) for f in validate_loadable(data)]
     if findings:
         return CaseResult(case, operator, "fail", f"{case} fail: validator: {findings[0]}", findings=findings)

@@ -8,6 +8,7 @@ BatchNormalization and LRN cases are within one FP16 ulp (docs/codegen-nvdla.md 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -40,8 +41,15 @@ def test_golden_counts_per_operator(capsys):
     assert all(r.max_ulp <= 1 and r.max_abs_reference <= 1e-2 for r in results)
 
 
-def test_golden_command_prints_one_line_per_case_and_exits_0(capsys):
-    assert main(["nvdla", "golden", str(GOLDEN / "Conv"), str(GOLDEN / "LRN")]) == 0
+def test_golden_command_prints_one_line_per_case_and_exits_0(capsys, tmp_path):
+    assert main(["nvdla", "golden", str(GOLDEN / "Conv"), str(GOLDEN / "LRN"), "--out", str(tmp_path)]) == 0
+    debug = json.loads((tmp_path / "4783_Conv.debug.json").read_text())
+    assert [(row["task"], row["operation"], row["unit"], row["nnef_line"]) for row in debug["operations"]] == \
+        [(0, 0, "CONV", 7), (0, 1, "SDP", 7), (0, 2, "CONV", 10), (0, 3, "SDP", 10)]
+    assert debug["operations"][2]["nnef"].startswith("y = conv(input0, w1, b2")
+    first = (tmp_path / "4783_Conv.nvdla").read_bytes()
+    assert main(["nvdla", "golden", str(GOLDEN / "Conv"), "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "4783_Conv.nvdla").read_bytes() == first  # deterministic
     lines = capsys.readouterr().out.splitlines()
     assert lines == ["4781_Conv exact", "4783_Conv exact"] + [l for l in lines[2:] if l.startswith("54")]
     assert all(" within 1 ulp " in line for line in lines[2:]) and len(lines) == 4
