@@ -43,6 +43,7 @@ def test_golden_counts_per_operator(capsys):
 
 def test_golden_command_prints_one_line_per_case_and_exits_0(capsys, tmp_path):
     assert main(["nvdla", "golden", str(GOLDEN / "Conv"), str(GOLDEN / "LRN"), "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
     debug = json.loads((tmp_path / "4783_Conv.debug.json").read_text())
     assert [(row["task"], row["operation"], row["unit"], row["nnef_line"]) for row in debug["operations"]] == \
         [(0, 0, "CONV", 7), (0, 1, "SDP", 7), (0, 2, "CONV", 10), (0, 3, "SDP", 10)]
@@ -50,7 +51,6 @@ def test_golden_command_prints_one_line_per_case_and_exits_0(capsys, tmp_path):
     first = (tmp_path / "4783_Conv.nvdla").read_bytes()
     assert main(["nvdla", "golden", str(GOLDEN / "Conv"), "--out", str(tmp_path)]) == 0
     assert (tmp_path / "4783_Conv.nvdla").read_bytes() == first  # deterministic
-    lines = capsys.readouterr().out.splitlines()
     assert lines == ["4781_Conv exact", "4783_Conv exact"] + [l for l in lines[2:] if l.startswith("54")]
     assert all(" within 1 ulp " in line for line in lines[2:]) and len(lines) == 4
 
