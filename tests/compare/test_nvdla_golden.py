@@ -89,3 +89,51 @@ def test_unknown_emulator_mode_is_refused(mode):
     from pipeline.execute.nvdla.emulator import EmulationError, emulate
     with pytest.raises(EmulationError):
         emulate(b"", {}, mode)
+
+
+def _toward_zero(values: np.ndarray) -> np.ndarray:
+    """FP16 conversion rounding toward zero."""
+    v = np.asarray(values, dtype=np.float64)
+    h = v.astype(np.float16)
+    return np.where(np.abs(h.astype(np.float64)) > np.abs(v), np.nextafter(h, np.float16(0)), h).astype(np.float16)
+
+
+def _case_tensors(case: str):
+    from pipeline.compare.nvdla_golden import read_pgm
+    from pipeline.export import convert
+    from pipeline.semantics.interpreter import interpret
+
+    path = GOLDEN / case
+    exported = convert(path.with_suffix(".onnx"))
+    x = read_pgm(path.with_suffix(".pgm")).reshape(exported.graph.tensors["image"].shape)
+    env = interpret(exported.graph, {"image": x}, exported.variables, keep=True)
+    return exported, env["input0"].astype(np.float16).astype(np.float64), read_dimg(path.with_suffix(".dimg"))
+
+
+@pytest.mark.parametrize("case", ["BatchNormalization/5226_BatchNormalization",
+                                  "BatchNormalization/5236_BatchNormalization"])
+def test_the_batch_normalization_ulp_is_the_folded_scale_converted_toward_zero(case):
+    """The documented explanation of the bound: with the folded scale gamma / sqrt(var + eps) converted to FP16
+    toward zero (0.999995 -> 0.99951) instead of to nearest (-> 1.0), every hardware-model value is reproduced."""
+    exported, conv, golden = _case_tensors(case)
+    v = {k: a.reshape(-1).astype(np.float64) for k, a in exported.variables.items()}
+    scale = v["scale1"] / np.sqrt(v["var4"] + 1e-5)
+    bias = (v["b2"] - v["mean3"] * scale).astype(np.float16).astype(np.float64)
+    shape = (1, -1, 1, 1)
+    nearest = (conv * scale.astype(np.float16).astype(np.float64).reshape(shape) + bias.reshape(shape))
+    toward_zero = (conv * _toward_zero(scale).astype(np.float64).reshape(shape) + bias.reshape(shape))
+    assert np.count_nonzero(nearest.astype(np.float16).reshape(-1) != golden) == golden.size
+    assert np.array_equal(toward_zero.astype(np.float16).reshape(-1), golden)
+
+
+@pytest.mark.parametrize("case", ["LRN/5439_LRN", "LRN/5442_LRN"])
+def test_the_lrn_ulp_is_the_lookup_result_converted_toward_zero(case):
+    """x * f(sum of squares), f = (1 + alpha / n * s)^-beta: with f converted to FP16 toward zero before the
+    multiplication, every hardware-model value is reproduced; exact f (the float32 reference) is not."""
+    _, conv, golden = _case_tensors(case)
+    c = conv[0]
+    sq = c ** 2
+    s = np.stack([sq[max(0, k - 1):min(c.shape[0], k + 2)].sum(axis=0) for k in range(c.shape[0])])
+    f = (1 + 1e-4 / 3 * s) ** -0.75
+    assert np.array_equal((c * _toward_zero(f).astype(np.float64)).astype(np.float16).reshape(-1), golden)
+    assert not np.array_equal((c * f).astype(np.float16).reshape(-1), golden)
