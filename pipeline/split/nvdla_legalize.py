@@ -153,7 +153,9 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
             if ref.name not in consts and ref.name not in producer and ref.name not in inputs:
                 inputs[ref.name] = shapes.get(ref.name, [])  # computed by another item
         if op.name == "conv":
-            emit(_conv(graph, op, limits, consts, out, shape, line, text, rewrites))
+            for part in _conv(graph, op, limits, consts, out, shape, line, text, rewrites):
+                emit(part)
+                shapes.setdefault(part.output, part.shape)
         elif op.name in ("add", "mul", "min", "max"):
             a, b = op.inputs.get("x"), op.inputs.get("y")
             ca, cb = const(a), const(b)
@@ -232,7 +234,7 @@ def _fold(graph: Graph, op: Operation, consts: dict[str, np.ndarray]) -> np.ndar
 
 
 def _conv(graph: Graph, op: Operation, limits: Limits, consts: dict[str, np.ndarray], out: str, shape: list[int],
-          line: int, text: str, rewrites: list[Rewrite]) -> LegalOp:
+          line: int, text: str, rewrites: list[Rewrite]) -> list[LegalOp]:
     x = op.inputs["input"]
     filt = op.inputs["filter"]
     if not isinstance(filt, Ref) or filt.name not in consts:
@@ -265,13 +267,49 @@ def _conv(graph: Graph, op: Operation, limits: Limits, consts: dict[str, np.ndar
         rules.append("grouped-conv-to-dense")
         rewrites.append(Rewrite("grouped-conv-to-dense", text, f"conv(groups = 1) with a block-diagonal "
                                 f"{list(weight.shape)} filter (zeros outside the {groups} groups)", line))
-    weight_bytes = weight.size * 2
-    if weight_bytes > limits.cbuf_bytes // 2:
-        raise _refuse(graph, op, limits.name, f"weights of {weight_bytes} bytes exceed half the convolution "
-                      f"buffer ({limits.cbuf_bytes // 2} bytes); the input-channel split is not implemented yet")
-    return LegalOp("conv", [x.name], out, shape,
-                   {"stride": stride, "padding": [tuple(p) for p in padding], "dilation": dilation},
-                   {"weight": weight, "bias": bias}, line, text, rules)
+    attrs = {"stride": stride, "padding": [tuple(p) for p in padding], "dilation": dilation}
+    return _split_input_channels(graph, op, limits, LegalOp("conv", [x.name], out, shape, attrs,
+                                                            {"weight": weight, "bias": bias}, line, text, rules),
+                                 rewrites)
+
+
+def _split_input_channels(graph: Graph, op: Operation, limits: Limits, conv: LegalOp,
+                          rewrites: list[Rewrite]) -> list[LegalOp]:
+    """A convolution whose FP16 weights exceed half the convolution buffer -> convolutions over slices of
+    16k input channels (each reading its slice of the surface in place), their partial sums added by SDP."""
+    weight = conv.consts["weight"]
+    budget = limits.cbuf_bytes // 2
+    if weight.size * 2 <= budget:
+        return [conv]
+    k, c = weight.shape[:2]
+    per_channel = k * weight.shape[2] * weight.shape[3] * 2
+    step = (budget // per_channel) // 16 * 16
+    if step == 0:
+        raise _refuse(graph, op, limits.name, f"the weights of 16 input channels ({16 * per_channel} bytes) exceed "
+                      f"half the convolution buffer ({budget} bytes); an output-channel split is not implemented")
+    parts: list[LegalOp] = []
+    rule = "conv-split-input-channels"
+    starts = list(range(0, c, step))
+    total = ""
+    for index, c0 in enumerate(starts):
+        c1 = min(c, c0 + step)
+        bias = conv.consts["bias"] if index == 0 else np.zeros(k, dtype=np.float32)
+        part = LegalOp("conv", list(conv.inputs), f"{conv.output}__slice{index}", conv.shape,
+                       dict(conv.attrs, in_channels=(c0, c1)),
+                       {"weight": np.ascontiguousarray(weight[:, c0:c1]), "bias": bias}, conv.line, conv.text,
+                       conv.rules + [rule])
+        parts.append(part)
+        if index:
+            name = conv.output if index == len(starts) - 1 else f"{conv.output}__sum{index}"
+            parts.append(LegalOp("eltwise", [total, part.output], name, conv.shape, {"op": "add"}, {}, conv.line,
+                                 conv.text, conv.rules + [rule]))
+            total = name
+        else:
+            total = part.output
+    rewrites.append(Rewrite(rule, conv.text, f"{len(starts)} convolutions over {step} input channels "
+                            f"each ({weight.size * 2} bytes of weights > {budget}), partial sums added by SDP",
+                            conv.line))
+    return parts
 
 
 def _dense_from_groups(weight: np.ndarray, groups: int) -> np.ndarray:
@@ -284,7 +322,7 @@ def _dense_from_groups(weight: np.ndarray, groups: int) -> np.ndarray:
 
 
 def _pool(graph: Graph, op: Operation, limits: Limits, out: str, shape: list[int], shapes: dict[str, list[int]],
-          line: int, text: str, rewrites: list[Rewrite]) -> LegalOp:
+          line: int, text: str, rewrites: list[Rewrite]) -> list[LegalOp]:
     x = op.inputs["input"].name
     in_shape = shapes[x]
     rules = []
@@ -399,7 +437,8 @@ def evaluate(op: LegalOp, args: list[np.ndarray]) -> np.ndarray:
     x = np.asarray(args[0], dtype=np.float32)
     if op.kind == "conv":
         w, b = op.consts["weight"], op.consts["bias"]
-        x = x.reshape(1, w.shape[1], *(x.shape[2:] if x.ndim == 4 else (1, 1)))
+        c0, c1 = op.attrs.get("in_channels", (0, x.reshape(x.shape[0], -1).shape[1] if x.ndim == 2 else x.shape[1]))
+        x = x.reshape(1, -1, *(x.shape[2:] if x.ndim == 4 else (1, 1)))[:, c0:c1]
         (t, bo), (le, ri) = op.attrs["padding"]
         x = np.pad(x, ((0, 0), (0, 0), (t, bo), (le, ri)))
         (sy, sx), (dy, dx) = op.attrs["stride"], op.attrs["dilation"]
@@ -445,10 +484,14 @@ def check_legalized(legal: Legalized, env: dict[str, np.ndarray], rtol: float = 
     """Each legalized operation, fed the reference's values of its inputs, gives the reference's value of its
     output (float32, relative to the output's magnitude); SPLIT-E103 otherwise. `env`: every tensor of the
     original graph on one input (pipeline.semantics.interpret with keep=True)."""
+    computed: dict[str, np.ndarray] = {}
     for op in legal.ops:
-        if op.output not in env or any(name not in env for name in op.inputs):
-            continue  # an intermediate name of a rewrite (clamp's max): checked through its consumer
-        got = evaluate(op, [env[name] for name in op.inputs])
+        if any(name not in env and name not in computed for name in op.inputs):
+            continue
+        got = evaluate(op, [env[name] if name in env else computed[name] for name in op.inputs])
+        if op.output not in env:
+            computed[op.output] = got  # an intermediate of a rewrite: checked through its consumers
+            continue
         want = np.asarray(env[op.output], dtype=np.float64)
         scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-30)
         err = float(np.max(np.abs(got.reshape(want.shape) - want))) if want.size else 0.0

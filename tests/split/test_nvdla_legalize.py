@@ -129,3 +129,29 @@ def test_an_nvdla_item_with_an_unsupported_operation_is_refused_when_split_and_n
     assert caught.value.code == "SPLIT-E101" and "'sigmoid' at NNEF line 11" in caught.value.message
     assert "(nv_full)" in caught.value.message
     assert not (tmp_path / "split").exists()
+
+
+def test_a_convolution_beyond_the_convolution_buffer_is_split_along_input_channels_and_still_emulates():
+    from pipeline.codegen.nvdla.mapping import map_program
+    from pipeline.codegen.nvdla.validate import validate_loadable
+    from pipeline.codegen.nvdla.writer import write_loadable
+    from pipeline.execute.nvdla.emulator import emulate
+
+    rng = np.random.default_rng(5)
+    weight = rng.integers(-2, 3, size=(256, 160, 3, 3)).astype(np.float32) / 4  # 737,280 bytes in FP16
+    model = _model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])],
+                   {"w": weight, "b": rng.integers(-4, 4, 256).astype(np.float32)}, [1, 160, 3, 3], [1, 256, 3, 3])
+    exported, legal = _legal(model)
+    # 256 x 9 x 2 = 4,608 bytes per input channel: 56 fit in 256 KiB, 48 as whole 16-channel surfaces
+    assert [op.kind for op in legal.ops] == ["conv", "conv", "eltwise", "conv", "eltwise", "conv", "eltwise"]
+    assert [op.attrs.get("in_channels") for op in legal.ops if op.kind == "conv"] == \
+        [(0, 48), (48, 96), (96, 144), (144, 160)]
+    assert [r.rule for r in legal.rewrites] == ["conv-split-input-channels"]
+    x = rng.integers(0, 4, size=(1, 160, 3, 3)).astype(np.float32)
+    env = interpret(exported.graph, {"x": x}, exported.variables, keep=True)
+    check_legalized(legal, env)
+    data, _, _ = write_loadable(map_program(legal))
+    assert validate_loadable(data) == []
+    out = emulate(data, {"x": x})["y"].astype(np.float32)
+    # small integers and quarters: every partial sum is exact in FP16, so the split changes nothing
+    assert np.array_equal(out.reshape(-1), env["y"].reshape(-1))

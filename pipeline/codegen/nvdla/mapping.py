@@ -185,15 +185,22 @@ def _conv(m: Mapper, task: Task, op: LegalOp, tag: str) -> None:
     weight_cube = {"type": fw.MEM_MC, "address": f"{tag}-weight", "size": weight.size * 2, "width": s, "height": r,
                    "channel": c}
     (top, bottom), (left, right) = op.attrs["padding"]
+    src_cube = m.cube(op.inputs[0])
+    c0, c1 = op.attrs.get("in_channels", (0, src.c))
+    if (c0, c1) != (0, src.c):  # a slice of the input channels, read in place: whole 16-channel surfaces
+        if c0 % CHANNELS_PER_ATOM:
+            raise ValueError(f"line {op.line}: input-channel slice starting at {c0}, not a surface boundary")
+        src_cube = dict(src_cube, offset=c0 // CHANNELS_PER_ATOM * src.surf_stride, channel=c1 - c0,
+                        size=-(-(c1 - c0) // CHANNELS_PER_ATOM) * src.surf_stride)
     desc = {"data_format": fw.FORMAT_FEATURE, "batch": 1, "input_width_csc": src.w, "input_height_csc": src.h,
-            "input_channel_csc": src.c, "kernel_width_csc": s, "kernel_height_csc": r, "kernel_channel_csc": c,
+            "input_channel_csc": c1 - c0, "kernel_width_csc": s, "kernel_height_csc": r, "kernel_channel_csc": c,
             "input_width_cmac": dst.w, "input_height_cmac": dst.h, "bytes_per_kernel": c * r * s * 2,
             "conv_stride_x": op.attrs["stride"][1], "conv_stride_y": op.attrs["stride"][0], "pad_x_left": left,
             "pad_x_right": right, "pad_y_top": top, "pad_y_bottom": bottom,
             "dilation_x": op.attrs["dilation"][1], "dilation_y": op.attrs["dilation"][0],
             "in_precision": fw.PRECISION_FP16, "out_precision": fw.PRECISION_FP16}
     out_hw = dict(m.cube(op.output), type=fw.MEM_HW)
-    task.ops.append(UnitOp(fw.OP_CONV, desc, {"weight_data": weight_cube, "src_data": m.cube(op.inputs[0]),
+    task.ops.append(UnitOp(fw.OP_CONV, desc, {"weight_data": weight_cube, "src_data": src_cube,
                                               "dst_data": out_hw}, op))
     bias = op.consts["bias"]
     x1: dict[str, Any] = {"enable": 0}
