@@ -180,8 +180,8 @@ def split_to_directory(exported: Exported, spec: DeploySpec, out: Path, *, deplo
     inputs = vectors_for(spec, exported.graph, exported.input_names, vectors,
                          spec.validation.seed if seed is None else seed) if vectors else []
     reference = _References(exported, inputs, variables)
-    for deployment in resolved:  # refuse before writing anything
-        legalize_nvdla_items(deployment, variables, inputs[0] if inputs else None)
+    legalized = {deployment.name: legalize_nvdla_items(deployment, variables, inputs[0] if inputs else None)
+                 for deployment in resolved}  # refuse before writing anything
     prefix = subject_prefix if subject_prefix is not None else spec.model
     outcomes = []
     for deployment in resolved:
@@ -190,6 +190,8 @@ def split_to_directory(exported: Exported, spec: DeploySpec, out: Path, *, deplo
         original = REWRITTEN_FILE if deployment.rewrites else \
             Path(os.path.relpath(exported.file.resolve(), directory.resolve())).as_posix()
         files = write_split(split, directory, original)
+        for item, legal in legalized[deployment.name].items():
+            files.append(write_json(directory / f"{item}.nvdla-legalization.json", legalization_document(legal)))
         results, trace = verify_split(f"{prefix}/{deployment.name}", split, directory, exported, inputs, reference,
                                       variables, base)
         if trace is not None:
@@ -221,6 +223,15 @@ def legalize_nvdla_items(deployment: Deployment, variables: Mapping[str, np.ndar
             check_legalized(legal, interpret(deployment.graph, vector, variables, keep=True))
         found[item.name] = legal
     return found
+
+
+def legalization_document(legal: Any) -> dict[str, Any]:
+    """What the legalization of one nvdla item did: every rewrite and every legalized operation, by NNEF line."""
+    return {"schema_version": 1, "configuration": legal.config,
+            "rewrites": [{"rule": r.rule, "before": r.before, "after": r.after, "nnef_line": r.line}
+                         for r in legal.rewrites],
+            "operations": [{"kind": op.kind, "output": op.output, "nnef_line": op.line, "rules": list(op.rules)}
+                           for op in legal.ops]}
 
 
 def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int | None = None) -> list[CheckResult]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -121,6 +122,9 @@ def _split(tmp_path: Path, allocation: str):
 def test_a_legal_nvdla_item_splits(tmp_path: Path):
     outcomes = _split(tmp_path, "c1, r1, p1")
     assert (tmp_path / "split" / "dla" / "plan.json").is_file() and outcomes[0].name == "dla"
+    record = json.loads((tmp_path / "split" / "dla" / "DLA0.nvdla-legalization.json").read_text())
+    assert [(op["kind"], op["nnef_line"]) for op in record["operations"]] == [("conv", 8), ("relu", 9), ("pool", 10)]
+    assert record["configuration"] == "nv_full" and record["rewrites"] == []
 
 
 def test_an_nvdla_item_with_an_unsupported_operation_is_refused_when_split_and_nothing_is_written(tmp_path: Path):
