@@ -156,16 +156,35 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
             for part in _conv(graph, op, limits, consts, out, shape, line, text, rewrites):
                 emit(part)
                 shapes.setdefault(part.output, part.shape)
-        elif op.name in ("add", "mul", "min", "max"):
+        elif op.name in ("add", "mul", "min", "max", "sub", "div"):
             a, b = op.inputs.get("x"), op.inputs.get("y")
             ca, cb = const(a), const(b)
+            kind, rules = op.name, []
+            if op.name in ("sub", "div"):
+                if cb is None or ca is not None:
+                    raise _refuse(graph, op, config, f"{op.name} whose second operand is not a constant "
+                                  "(SDP adds, multiplies and compares only)")
+                kind = "add" if op.name == "sub" else "mul"
+                cb = (-cb if op.name == "sub" else np.float32(1) / cb).astype(np.float32)
+                rule = f"{op.name}-constant-to-{kind}"
+                rules.append(rule)
+                rewrites.append(Rewrite(rule, text, f"{out} = {kind}({a.name}, "
+                                        f"{'-c' if op.name == 'sub' else '1 / c (float32)'})", line))
             if ca is not None and cb is None:
                 a, b, ca, cb = b, a, cb, ca
             if ca is not None:
                 raise _refuse(graph, op, config, "both operands are constants (should have been folded)")
             new = LegalOp("eltwise", [a.name] + ([] if cb is not None else [b.name]), out, shape,
-                          {"op": op.name}, {} if cb is None else {"operand": cb}, line, text)
+                          {"op": kind}, {} if cb is None else {"operand": cb}, line, text, rules)
             emit(new)
+        elif op.name in ("leaky_relu", "prelu"):
+            slope = const(op.inputs.get("alpha")) if op.name == "prelu" else \
+                np.asarray(op.attribs["alpha"], dtype=np.float32)
+            if slope is None:
+                raise _refuse(graph, op, config, "PReLU slope that is not a constant")
+            emit(LegalOp("prelu", [op.inputs["x"].name], out, shape, {}, {"slope": slope}, line, text))
+        elif op.name == "copy":
+            emit(LegalOp("reshape", [op.inputs["x"].name], out, shape, {}, {}, line, text))
         elif op.name == "clamp":
             x = op.inputs["x"].name
             low, high = const(op.inputs["a"]), const(op.inputs["b"])
@@ -188,7 +207,7 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
             rewrites.append(Rewrite("batch-normalization-to-sdp-scale-bias", text,
                                     f"{out} = input * scale' + bias' (scale' = scale / sqrt(var + eps), "
                                     "bias' = offset - mean * scale')", line))
-        elif op.name in ("max_pool", "avg_pool", "mean_reduce"):
+        elif op.name in ("max_pool", "avg_pool", "mean_reduce", "max_reduce"):
             emit(_pool(graph, op, limits, out, shape, shapes, line, text, rewrites))
         elif op.name == "local_response_normalization":
             size = list(op.attribs["size"])
@@ -326,14 +345,15 @@ def _pool(graph: Graph, op: Operation, limits: Limits, out: str, shape: list[int
     x = op.inputs["input"].name
     in_shape = shapes[x]
     rules = []
-    if op.name == "mean_reduce":
+    if op.name in ("mean_reduce", "max_reduce"):
         axes = sorted(int(a) for a in op.attribs["axes"])
         if axes != [2, 3] or len(in_shape) != 4:
-            raise _refuse(graph, op, limits.name, f"mean_reduce over axes {axes} (PDP averages over H and W only)")
-        kernel, stride, pads, mode = [in_shape[2], in_shape[3]], [1, 1], [(0, 0), (0, 0)], "avg"
-        rules.append("global-average-pool-to-average-pool")
-        rewrites.append(Rewrite("global-average-pool-to-average-pool", text,
-                                f"{out} = avg_pool(size = [1, 1, {kernel[0]}, {kernel[1]}])", line))
+            raise _refuse(graph, op, limits.name, f"{op.name} over axes {axes} (PDP pools over H and W only)")
+        mode = "avg" if op.name == "mean_reduce" else "max"
+        kernel, stride, pads = [in_shape[2], in_shape[3]], [1, 1], [(0, 0), (0, 0)]
+        rule = f"global-{'average' if mode == 'avg' else 'max'}-pool-to-{'average' if mode == 'avg' else 'max'}-pool"
+        rules.append(rule)
+        rewrites.append(Rewrite(rule, text, f"{out} = {mode}_pool(size = [1, 1, {kernel[0]}, {kernel[1]}])", line))
     else:
         size = list(op.attribs["size"])
         stride = list(op.attribs.get("stride") or [1] * len(size))
@@ -456,6 +476,10 @@ def evaluate(op: LegalOp, args: list[np.ndarray]) -> np.ndarray:
         return fn(x, y).reshape(op.shape)
     if op.kind == "relu":
         return np.maximum(x, 0)
+    if op.kind == "prelu":
+        slope = op.consts["slope"]
+        slope = slope.reshape((1, -1) + (1,) * (x.ndim - 2)) if slope.size > 1 else slope.reshape(())
+        return np.where(x < 0, x * slope, x)
     if op.kind == "scale_bias":
         shape = (1, -1) + (1,) * (x.ndim - 2)
         return x * op.consts["scale"].reshape(shape) + op.consts["bias"].reshape(shape)

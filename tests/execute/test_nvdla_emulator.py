@@ -52,6 +52,19 @@ CASES = {
     "mul-per-channel-add-per-point": (
         [helper.make_node("Mul", ["x", "m"], ["p"]), helper.make_node("Add", ["p", "a"], ["y"])],
         {"m": _ints(1, 17, 1, 1), "a": _ints(1, 17, 3, 2)}, [1, 17, 3, 2], [1, 17, 3, 2]),
+    "leaky-relu-identity": (
+        [helper.make_node("LeakyRelu", ["x"], ["l"], alpha=0.25), helper.make_node("Identity", ["l"], ["y"])],
+        {}, [1, 3, 4, 4], [1, 3, 4, 4]),
+    "prelu-per-channel": (
+        [helper.make_node("PRelu", ["x", "s"], ["y"])], {"s": np.array([0.5, 0.25, 2.0]).reshape(3, 1, 1)},
+        [1, 3, 2, 5], [1, 3, 2, 5]),
+    "sub-div-constants": (
+        [helper.make_node("Sub", ["x", "c"], ["d"]), helper.make_node("Div", ["d", "q"], ["y"])],
+        {"c": _ints(1, 4, 1, 1), "q": np.array([2.0, 4.0, 0.5, 1.0]).reshape(1, 4, 1, 1)}, [1, 4, 3, 3], [1, 4, 3, 3]),
+    "max-of-two-convs-global-max-pool": (
+        [helper.make_node("Conv", ["x", "w1"], ["a"]), helper.make_node("Conv", ["x", "w2"], ["b"]),
+         helper.make_node("Max", ["a", "b"], ["m"]), helper.make_node("GlobalMaxPool", ["m"], ["y"])],
+        {"w1": _ints(3, 2, 1, 1), "w2": _ints(3, 2, 1, 1)}, [1, 2, 5, 4], [1, 3, 1, 1]),
     "transpose-channels": (
         [helper.make_node("Reshape", ["x", "s1"], ["r"]), helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1, 3]),
          helper.make_node("Reshape", ["t", "s2"], ["y"])],

@@ -164,7 +164,7 @@ def map_program(legal: Legalized) -> Program:
         tag = f"op{index}"
         if op.kind == "conv":
             _conv(m, task(1), op, tag)
-        elif op.kind in ("eltwise", "relu", "scale_bias"):
+        elif op.kind in ("eltwise", "relu", "scale_bias", "prelu"):
             _sdp(m, task(1), op, tag)
         elif op.kind == "pool":
             _pdp(m, task(1), op)
@@ -227,6 +227,17 @@ def _sdp(m: Mapper, task: Task, op: LegalOp, tag: str) -> None:
     base = {"enable": 1, "precision": fw.PRECISION_FP16}
     if op.kind == "relu":
         desc = _sdp_desc(dict(base, type=fw.SDP_OP_NONE, act=fw.ACT_RELU))
+    elif op.kind == "prelu":  # the multiplier applies to negative values only (act = PRELU)
+        slope = op.consts["slope"]
+        unit = dict(base, type=fw.SDP_OP_MUL, act=fw.ACT_PRELU)
+        if slope.size == 1:
+            unit.update(mode=fw.SDP_PER_LAYER, mul_operand=_fp16_bits(float(slope.reshape(-1)[0])))
+        elif slope.size == out.c:
+            unit["mode"] = fw.SDP_PER_KERNEL
+            surface["x1_data"] = m.const_cube(f"{tag}-slope", slope.reshape(-1), (out.c, 1, 1))
+        else:
+            raise ValueError(f"line {op.line}: PReLU slope of shape {list(slope.shape)} (per layer or channel)")
+        desc = _sdp_desc(unit)
     elif op.kind == "scale_bias":
         surface["x1_data"] = m.const_cube(f"{tag}-scale", op.consts["scale"], (out.c, 1, 1))
         surface["x2_data"] = m.const_cube(f"{tag}-bias", op.consts["bias"], (out.c, 1, 1))

@@ -122,7 +122,9 @@ class Machine:
             alu = mul = operand
         if unit.type in (2, 3):
             x = {0: np.maximum, 1: np.minimum, 2: np.add}[unit.alu_type](x, alu).astype(np.float32)
-        if unit.type in (1, 3):
+        if unit.type in (1, 3) and unit.act == 3:  # PReLU: the multiplier applies to negative values
+            x = np.where(x < 0, x * mul, x).astype(np.float32)
+        elif unit.type in (1, 3):
             x = (x * mul).astype(np.float32)
         if unit.act == 1:
             x = np.maximum(x, np.float32(0))
