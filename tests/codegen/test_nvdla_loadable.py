@@ -141,3 +141,28 @@ def test_validator_reports_missing_lists():
     b.Finish(b.EndObject())
     findings = validate_loadable(bytes(b.Output()))
     assert {f.code for f in findings} == {"NVDLA-V001"} and len(findings) == 8
+
+
+def test_validator_checks_the_dependency_graph_the_firmware_schedules_by():
+    _, content, _, _ = loadable_of(next(p for p in CASES if "4783" in p.stem))
+
+    def with_blob(name, mutate):
+        broken = dict(content, blobs=[dict(b) for b in content["blobs"]])
+        blob = next(b for b in broken["blobs"] if b["name"] == name)
+        raw = bytearray(blob["data"])
+        mutate(raw)
+        blob["data"] = bytes(raw)
+        return {f.message for f in validate_loadable(serialize(broken)) if f.code == "NVDLA-V007"}
+
+    def head(raw):
+        R.Network.from_buffer(raw, 0).op_head[3] = 0
+    assert with_blob("task0-network", head) == {"op_head[3] = 0, the first operation of that unit is -1"}
+
+    def count(raw):
+        R.CommonOp.from_buffer(raw, 36).dependency_count = 2
+    assert with_blob("task0-deps", count) == {"dependency_count 2, 1 operation(s) name it"}
+
+    def backwards(raw):
+        op = R.CommonOp.from_buffer(raw, 2 * 36)
+        op.consumers[3].index = 1
+    assert any("not a later operation" in m for m in with_blob("task0-deps", backwards))

@@ -163,15 +163,31 @@ def _dla_task(l: dict[str, Any], alist: list[int], blob_of: Any, where: str, add
         return
     if len(luts) < 700 * net.num_luts:
         add("NVDLA-V007", where, f"{net.num_luts} LUTs do not fit the LUT blob")
-    for i in range(n):
-        common = R.decode(R.CommonOp, deps, 36 * i)
+    commons = [R.decode(R.CommonOp, deps, 36 * i) for i in range(n)]
+    for unit in range(6):
+        first = next((i for i, c in enumerate(commons) if c.op_type == unit), -1)
+        if net.op_head[unit] != first:
+            add("NVDLA-V007", where, f"op_head[{unit}] = {net.op_head[unit]}, the first operation of that unit is "
+                f"{first}")
+    waits = [0] * n
+    for i, common in enumerate(commons):
+        for slot, c in enumerate(common.consumers):
+            if c.index >= 0:
+                if c.index >= n or c.index <= i or commons[c.index].op_type != slot:
+                    add("NVDLA-V007", f"{where} op {i}", f"consumer {c.index} in the slot of unit {slot}: not a "
+                        "later operation of that unit")
+                else:
+                    waits[c.index] += 1
+    for i, common in enumerate(commons):
         w = f"{where} op {i}"
+        if common.dependency_count != waits[i]:
+            add("NVDLA-V007", w, f"dependency_count {common.dependency_count}, {waits[i]} operation(s) name it")
         if common.op_type not in R.OP_TYPES:
             add("NVDLA-V007", w, f"operation type {common.op_type} not emitted by this writer (BDMA) or unknown")
             continue
-        for c in list(common.consumers) + [common.fused_parent]:
-            if c.index >= n:
-                add("NVDLA-V007", w, f"dependency on operation {c.index} of {n}")
+        parent = common.fused_parent.index
+        if parent >= 0 and (parent >= n or commons[parent].op_type != 1 or common.op_type != 2):
+            add("NVDLA-V007", w, f"fused parent {parent}: only an SDP fuses to a CONV")
         op_cls, surf_cls = R.OP_TYPES[common.op_type]
         op = R.decode(op_cls, ops, R.OP_CONTAINER * i)
         surf = R.decode(surf_cls, surfaces, R.SURFACE_CONTAINER * i)
