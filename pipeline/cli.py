@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pipeline.codegen.command",
     "pipeline.execute.command",
     "pipeline.compare.command",
+    "pipeline.compare.nvdla_command",
 )
 
 

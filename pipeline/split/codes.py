@@ -29,6 +29,10 @@ CODES: dict[str, str] = {
     "SPLIT-E030": "plan.json or schedule.json malformed",
     "SPLIT-E040": "split execution failed (worker error, deadlock, schedule violating its sync mode)",
     "SPLIT-E050": "internal: a generated description does not check (a splitter bug)",
+    "SPLIT-E101": "operation of an nvdla item that no NVDLA unit or fallback can run, or beyond a limit of the "
+                  "configuration (names the operation, its NNEF line, the limit and the configuration)",
+    "SPLIT-E102": "unknown NVDLA configuration",
+    "SPLIT-E103": "internal: an NVDLA legalization rewrite does not compute what it replaced (a legalizer bug)",
 }
 
 

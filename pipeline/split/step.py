@@ -180,6 +180,8 @@ def split_to_directory(exported: Exported, spec: DeploySpec, out: Path, *, deplo
     inputs = vectors_for(spec, exported.graph, exported.input_names, vectors,
                          spec.validation.seed if seed is None else seed) if vectors else []
     reference = _References(exported, inputs, variables)
+    legalized = {deployment.name: legalize_nvdla_items(deployment, variables, inputs[0] if inputs else None)
+                 for deployment in resolved}  # refuse before writing anything
     prefix = subject_prefix if subject_prefix is not None else spec.model
     outcomes = []
     for deployment in resolved:
@@ -188,6 +190,8 @@ def split_to_directory(exported: Exported, spec: DeploySpec, out: Path, *, deplo
         original = REWRITTEN_FILE if deployment.rewrites else \
             Path(os.path.relpath(exported.file.resolve(), directory.resolve())).as_posix()
         files = write_split(split, directory, original)
+        for item, legal in legalized[deployment.name].items():
+            files.append(write_json(directory / f"{item}.nvdla-legalization.json", legalization_document(legal)))
         results, trace = verify_split(f"{prefix}/{deployment.name}", split, directory, exported, inputs, reference,
                                       variables, base)
         if trace is not None:
@@ -198,6 +202,36 @@ def split_to_directory(exported: Exported, spec: DeploySpec, out: Path, *, deplo
         log.info("split %s/%s: %d item(s), %d sync variable(s): %s", prefix, deployment.name, len(split.items),
                  len(split.sync_variables), ", ".join(f"{r.check_id} {r.verdict.value}" for r in results))
     return outcomes
+
+
+def legalize_nvdla_items(deployment: Deployment, variables: Mapping[str, np.ndarray],
+                         vector: Mapping[str, np.ndarray] | None) -> dict[str, Any]:
+    """Legalize each nvdla item of `deployment` (SPLIT-E101 on what NVDLA cannot run) and, given one input
+    vector, check every rewrite against the reference's tensors on it (SPLIT-E103). Item name -> Legalized."""
+    from pipeline.split.allocation import computing
+    from pipeline.split.nvdla_legalize import check_legalized, legalize
+
+    found = {}
+    for item in deployment.items:
+        if item.target != "nvdla":
+            continue
+        ids = {id(op) for op in computing(deployment.graph) if deployment.item_of(op) == item.name}
+        if not ids:
+            continue
+        legal = legalize(deployment.graph, dict(variables), "nv_full", only=ids, text=deployment.text)
+        if vector is not None:
+            check_legalized(legal, interpret(deployment.graph, vector, variables, keep=True))
+        found[item.name] = legal
+    return found
+
+
+def legalization_document(legal: Any) -> dict[str, Any]:
+    """What the legalization of one nvdla item did: every rewrite and every legalized operation, by NNEF line."""
+    return {"schema_version": 1, "configuration": legal.config,
+            "rewrites": [{"rule": r.rule, "before": r.before, "after": r.after, "nnef_line": r.line}
+                         for r in legal.rewrites],
+            "operations": [{"kind": op.kind, "output": op.output, "nnef_line": op.line, "rules": list(op.rules)}
+                           for op in legal.ops]}
 
 
 def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int | None = None) -> list[CheckResult]:

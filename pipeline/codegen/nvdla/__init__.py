@@ -1,0 +1,7 @@
+"""NVDLA loadables (nv_full, FP16): unit mapping, the loadable writer and the independent validator.
+
+mapping.py (legalized operations -> units, tasks, memory), firmware.py (packed firmware
+descriptors, interface 0.12.x), writer.py (flatbuffer of loadable.fbs, debug table),
+artifacts.py (files), reader.py + validate.py (the validator: never imports the writer).
+docs/codegen-nvdla.md is the user documentation.
+"""

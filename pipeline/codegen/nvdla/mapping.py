@@ -1,0 +1,350 @@
+"""Mapping of legalized operations to NVDLA units and the loadable's memory plan.
+
+conv -> CONV + fused SDP (bias), eltwise/relu/scale_bias -> SDP, pool -> PDP, lrn -> CDP
+(+ LUT), softmax/reshape/transpose/concat -> EMU (CPU fallback) tasks. Consecutive DLA
+operations form one DLA task, each EMU operation one EMU task. Feature tensors are FP16
+NCxHWx (x = 16 channels: one 32-byte atom) with line and surface strides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pipeline.codegen.nvdla import firmware as fw
+from pipeline.split.nvdla_legalize import Legalized, LegalOp
+
+ATOM = 32  # bytes: 16 FP16 channels
+CHANNELS_PER_ATOM = 16
+
+
+def cube_dims(shape: list[int]) -> tuple[int, int, int]:
+    """(C, H, W) of a batch-1 tensor: dimension 1 is C, the last is W, the ones between fold into H."""
+    if len(shape) <= 1:
+        return (int(shape[0]) if shape else 1, 1, 1)
+    if shape[0] != 1:
+        raise ValueError(f"batch {shape[0]}: NVDLA feature surfaces here are batch 1")
+    c = int(shape[1])
+    if len(shape) == 2:
+        return c, 1, 1
+    h = int(np.prod(shape[2:-1])) if len(shape) > 3 else 1
+    return c, h, int(shape[-1])
+
+
+@dataclass
+class Surface:
+    name: str
+    c: int
+    h: int
+    w: int
+
+    @property
+    def line_stride(self) -> int:
+        return self.w * ATOM
+
+    @property
+    def surf_stride(self) -> int:
+        return self.h * self.w * ATOM
+
+    @property
+    def size(self) -> int:
+        return -(-self.c // CHANNELS_PER_ATOM) * self.surf_stride
+
+
+def pack_feature(array: np.ndarray, surface: Surface) -> bytes:
+    """An FP16 tensor (C, H, W) in NCxHWx with the surface's strides."""
+    c, h, w = surface.c, surface.h, surface.w
+    groups = -(-c // CHANNELS_PER_ATOM)
+    padded = np.zeros((groups * CHANNELS_PER_ATOM, h, w), dtype="<f2")
+    padded[:c] = np.asarray(array, dtype=np.float32).reshape(c, h, w).astype(np.float16)
+    return padded.reshape(groups, CHANNELS_PER_ATOM, h, w).transpose(0, 2, 3, 1).tobytes()
+
+
+@dataclass
+class Memory:
+    name: str
+    size: int
+    flags: int
+    content: bytes | None = None
+    bind_id: int = 0
+    interface: int = 0
+    sub_interface: int = 0
+
+
+@dataclass
+class UnitOp:
+    unit: int  # fw.OP_* or -1 for EMU
+    op_desc: dict[str, Any]
+    surface: dict[str, Any]
+    legal: LegalOp
+    fused_parent: int = -1
+    lut: dict[str, Any] | None = None
+
+
+@dataclass
+class Task:
+    interface: int  # 1 DLA1, 2 EMU1
+    ops: list[UnitOp] = field(default_factory=list)
+
+
+@dataclass
+class Program:
+    config: str
+    tensors: dict[str, Surface]
+    memories: list[Memory]
+    tasks: list[Task]
+    inputs: list[str]
+    outputs: list[str]
+
+
+MEM_ALLOC, MEM_SET, MEM_INPUT, MEM_OUTPUT = 1, 2, 4, 8
+
+
+class Mapper:
+    def __init__(self, legal: Legalized) -> None:
+        self.legal = legal
+        self.tensors: dict[str, Surface] = {}
+        self.memories: list[Memory] = []
+        self.mem_index: dict[str, int] = {}
+
+    def surface(self, name: str, shape: list[int]) -> Surface:
+        if name not in self.tensors:
+            self.tensors[name] = Surface(name, *cube_dims(shape))
+            flags = MEM_ALLOC
+            bind = 0
+            if name in self.legal.inputs:
+                flags |= MEM_INPUT
+                bind = list(self.legal.inputs).index(name)
+            if name in self.legal.outputs:
+                flags |= MEM_OUTPUT
+                bind = self.legal.outputs.index(name)
+            self.add_memory(Memory(name, self.tensors[name].size, flags, bind_id=bind))
+        return self.tensors[name]
+
+    def add_memory(self, memory: Memory) -> int:
+        self.mem_index[memory.name] = len(self.memories)
+        self.memories.append(memory)
+        return self.mem_index[memory.name]
+
+    def constant(self, name: str, data: bytes) -> str:
+        self.add_memory(Memory(name, len(data), MEM_ALLOC | MEM_SET, data))
+        return name
+
+    def cube(self, name: str, mem_type: int = fw.MEM_MC) -> dict[str, Any]:
+        """A data cube; `address` holds the memory name until the writer resolves it per task."""
+        s = self.tensors[name]
+        return {"type": mem_type, "address": name, "offset": 0, "size": s.size, "width": s.w, "height": s.h,
+                "channel": s.c, "line_stride": s.line_stride, "surf_stride": s.surf_stride}
+
+    def const_cube(self, name: str, values: np.ndarray, shape: tuple[int, int, int]) -> dict[str, Any]:
+        s = Surface(name, *shape)
+        self.tensors[name] = s
+        self.constant(name, pack_feature(values, s))
+        return self.cube(name)
+
+
+def map_program(legal: Legalized) -> Program:
+    """The legalized list as unit operations grouped in tasks, with every tensor's memory."""
+    m = Mapper(legal)
+    for name, shape in legal.inputs.items():
+        m.surface(name, shape)
+    tasks: list[Task] = []
+
+    def task(interface: int) -> Task:
+        if not tasks or tasks[-1].interface != interface or interface == 2:
+            tasks.append(Task(interface))
+        return tasks[-1]
+
+    for index, op in enumerate(legal.ops):
+        for name in op.inputs:
+            m.surface(name, legal.shapes[name])
+        m.surface(op.output, op.shape)
+        tag = f"op{index}"
+        if op.kind == "conv":
+            _conv(m, task(1), op, tag)
+        elif op.kind in ("eltwise", "relu", "scale_bias", "prelu"):
+            _sdp(m, task(1), op, tag)
+        elif op.kind == "pool":
+            _pdp(m, task(1), op)
+        elif op.kind == "lrn":
+            _cdp(m, task(1), op)
+        elif op.kind in ("softmax", "reshape", "transpose", "concat"):
+            _emu(m, task, op)
+        else:
+            raise ValueError(f"no unit for {op.kind}")
+    return Program(legal.config, m.tensors, m.memories, tasks, list(legal.inputs), list(legal.outputs))
+
+
+def _conv(m: Mapper, task: Task, op: LegalOp, tag: str) -> None:
+    weight = op.consts["weight"]
+    k, c, r, s = weight.shape
+    src, dst = m.tensors[op.inputs[0]], m.tensors[op.output]
+    m.constant(f"{tag}-weight", weight.astype("<f2").tobytes())
+    weight_cube = {"type": fw.MEM_MC, "address": f"{tag}-weight", "size": weight.size * 2, "width": s, "height": r,
+                   "channel": c}
+    (top, bottom), (left, right) = op.attrs["padding"]
+    src_cube = m.cube(op.inputs[0])
+    c0, c1 = op.attrs.get("in_channels", (0, src.c))
+    if (c0, c1) != (0, src.c):  # a slice of the input channels, read in place: whole 16-channel surfaces
+        if c0 % CHANNELS_PER_ATOM:
+            raise ValueError(f"line {op.line}: input-channel slice starting at {c0}, not a surface boundary")
+        src_cube = dict(src_cube, offset=c0 // CHANNELS_PER_ATOM * src.surf_stride, channel=c1 - c0,
+                        size=-(-(c1 - c0) // CHANNELS_PER_ATOM) * src.surf_stride)
+    desc = {"data_format": fw.FORMAT_FEATURE, "batch": 1, "input_width_csc": src.w, "input_height_csc": src.h,
+            "input_channel_csc": c1 - c0, "kernel_width_csc": s, "kernel_height_csc": r, "kernel_channel_csc": c,
+            "input_width_cmac": dst.w, "input_height_cmac": dst.h, "bytes_per_kernel": c * r * s * 2,
+            "conv_stride_x": op.attrs["stride"][1], "conv_stride_y": op.attrs["stride"][0], "pad_x_left": left,
+            "pad_x_right": right, "pad_y_top": top, "pad_y_bottom": bottom,
+            "dilation_x": op.attrs["dilation"][1], "dilation_y": op.attrs["dilation"][0],
+            "in_precision": fw.PRECISION_FP16, "out_precision": fw.PRECISION_FP16}
+    out_hw = dict(m.cube(op.output), type=fw.MEM_HW)
+    task.ops.append(UnitOp(fw.OP_CONV, desc, {"weight_data": weight_cube, "src_data": src_cube,
+                                              "dst_data": out_hw}, op))
+    bias = op.consts["bias"]
+    x1: dict[str, Any] = {"enable": 0}
+    surface = {"src_data": out_hw, "dst_data": m.cube(op.output)}
+    if np.any(bias != 0):
+        x1 = {"enable": 1, "alu_type": fw.SDP_ALU_SUM, "type": fw.SDP_OP_ADD, "mode": fw.SDP_PER_KERNEL,
+              "precision": fw.PRECISION_FP16}
+        surface["x1_data"] = m.const_cube(f"{tag}-bias", bias, (k, 1, 1))
+    task.ops.append(UnitOp(fw.OP_SDP, _sdp_desc(x1), surface, op, fused_parent=len(task.ops) - 1))
+
+
+def _sdp_desc(x1: dict[str, Any], x2: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"src_precision": fw.PRECISION_FP16, "dst_precision": fw.PRECISION_FP16, "lut_index": -1, "batch_num": 1,
+            "x1_op": x1, "x2_op": x2 or {}, "y_op": {}}
+
+
+def _fp16_bits(value: float) -> int:
+    return int(np.asarray(value, dtype="<f2").view("<u2"))
+
+
+def _sdp(m: Mapper, task: Task, op: LegalOp, tag: str) -> None:
+    out = m.tensors[op.output]
+    surface = {"src_data": m.cube(op.inputs[0]), "dst_data": m.cube(op.output)}
+    base = {"enable": 1, "precision": fw.PRECISION_FP16}
+    if op.kind == "relu":
+        desc = _sdp_desc(dict(base, type=fw.SDP_OP_NONE, act=fw.ACT_RELU))
+    elif op.kind == "prelu":  # the multiplier applies to negative values only (act = PRELU)
+        slope = op.consts["slope"]
+        unit = dict(base, type=fw.SDP_OP_MUL, act=fw.ACT_PRELU)
+        if slope.size == 1:
+            unit.update(mode=fw.SDP_PER_LAYER, mul_operand=_fp16_bits(float(slope.reshape(-1)[0])))
+        elif slope.size == out.c:
+            unit["mode"] = fw.SDP_PER_KERNEL
+            surface["x1_data"] = m.const_cube(f"{tag}-slope", slope.reshape(-1), (out.c, 1, 1))
+        else:
+            raise ValueError(f"line {op.line}: PReLU slope of shape {list(slope.shape)} (per layer or channel)")
+        desc = _sdp_desc(unit)
+    elif op.kind == "scale_bias":
+        surface["x1_data"] = m.const_cube(f"{tag}-scale", op.consts["scale"], (out.c, 1, 1))
+        surface["x2_data"] = m.const_cube(f"{tag}-bias", op.consts["bias"], (out.c, 1, 1))
+        desc = _sdp_desc(dict(base, type=fw.SDP_OP_MUL, mode=fw.SDP_PER_KERNEL),
+                         dict(base, type=fw.SDP_OP_ADD, alu_type=fw.SDP_ALU_SUM, mode=fw.SDP_PER_KERNEL))
+    else:
+        kind = op.attrs["op"]
+        unit = dict(base, type=fw.SDP_OP_MUL if kind == "mul" else fw.SDP_OP_ADD,
+                    alu_type={"add": fw.SDP_ALU_SUM, "max": fw.SDP_ALU_MAX, "min": fw.SDP_ALU_MIN}.get(kind, 0))
+        if "operand" not in op.consts:
+            other = op.inputs[1]
+            if m.tensors[other].c * m.tensors[other].h * m.tensors[other].w != out.c * out.h * out.w:
+                raise ValueError(f"line {op.line}: broadcast between two tensors is not mapped to SDP")
+            surface["x1_data"] = m.cube(other)
+            unit["mode"] = fw.SDP_PER_POINT
+        else:
+            operand = op.consts["operand"]
+            if operand.size == 1:
+                unit["mode"] = fw.SDP_PER_LAYER
+                unit["mul_operand" if kind == "mul" else "alu_operand"] = _fp16_bits(float(operand.reshape(-1)[0]))
+            elif operand.size == out.c and _per_channel(operand.shape):
+                unit["mode"] = fw.SDP_PER_KERNEL
+                surface["x1_data"] = m.const_cube(f"{tag}-operand", operand.reshape(-1), (out.c, 1, 1))
+            elif operand.size == out.c * out.h * out.w:
+                unit["mode"] = fw.SDP_PER_POINT
+                surface["x1_data"] = m.const_cube(f"{tag}-operand", operand.reshape(-1), (out.c, out.h, out.w))
+            else:
+                raise ValueError(f"line {op.line}: operand shape {list(operand.shape)} is not per layer, "
+                                 "per channel or per point")
+        desc = _sdp_desc(unit)
+    task.ops.append(UnitOp(fw.OP_SDP, desc, surface, op))
+
+
+def _per_channel(shape: tuple[int, ...]) -> bool:
+    dims = [d for d in shape]
+    return len(dims) >= 2 and all(d == 1 for i, d in enumerate(dims) if i != 1) or len(dims) == 1
+
+
+def _pdp(m: Mapper, task: Task, op: LegalOp) -> None:
+    (top, bottom), (left, right) = op.attrs["padding"]
+    src, dst = m.tensors[op.inputs[0]], m.tensors[op.output]
+    desc = {"partial_in_width_first": src.w, "partial_width_first": dst.w, "split_num": 1,
+            "pool_mode": fw.POOL_MAX if op.attrs["mode"] == "max" else fw.POOL_AVG,
+            "pool_width": op.attrs["kernel"][1] - 1, "pool_height": op.attrs["kernel"][0] - 1,
+            "stride_x": op.attrs["stride"][1], "stride_y": op.attrs["stride"][0], "pad_left": left,
+            "pad_right": right, "pad_top": top, "pad_bottom": bottom, "precision": fw.PRECISION_FP16}
+    task.ops.append(UnitOp(fw.OP_PDP, desc, {"src_data": m.cube(op.inputs[0]), "dst_data": m.cube(op.output)}, op))
+
+
+LUT_EXP_START = -10  # the exponential table covers [2^-10, 2^54) of the squared sum
+
+
+def lrn_lut(size: int, alpha: float, beta: float, bias: float) -> dict[str, Any]:
+    """The CDP lookup table of f(s) = (bias + alpha / size * s)^-beta, s the squared sum over the window.
+
+    Linear-only table: 257 FP16 samples over [0, 2^-10]; exponential table: 65 FP16 samples at
+    2^(-10 + i); interpolation is linear between samples, overflow holds the last sample.
+    """
+    def fn(s: np.ndarray) -> np.ndarray:
+        return (np.float64(bias) + np.float64(alpha) / size * s) ** -np.float64(beta)
+
+    lo_end = 2.0 ** LUT_EXP_START
+    lo = fn(np.linspace(0.0, lo_end, 257)).astype("<f2").view("<i2")
+    le = fn(2.0 ** (LUT_EXP_START + np.arange(65, dtype=np.float64))).astype("<f2").view("<i2")
+    f32 = lambda v: int(np.asarray(v, dtype="<f4").view("<u4"))  # noqa: E731
+    return {"linear_exp_table": [int(v) for v in le], "linear_only_table": [int(v) for v in lo],
+            "linear_exp_offset": LUT_EXP_START & 0xFF, "linear_only_offset": 0,
+            "linear_exp_start": f32(2.0 ** LUT_EXP_START), "linear_exp_end": f32(2.0 ** (LUT_EXP_START + 64)),
+            "linear_only_start": f32(0.0), "linear_only_end": f32(lo_end), "hybrid_priority": 1,
+            "underflow_priority": 1, "overflow_priority": 0, "method": 0}
+
+
+def _cdp(m: Mapper, task: Task, op: LegalOp) -> None:
+    desc = {"in_precision": fw.PRECISION_FP16, "out_precision": fw.PRECISION_FP16, "lut_index": 0,
+            "local_size": op.attrs["size"]}
+    task.ops.append(UnitOp(fw.OP_CDP, desc, {"src_data": m.cube(op.inputs[0]), "dst_data": m.cube(op.output)}, op,
+                           lut=lrn_lut(op.attrs["size"], op.attrs["alpha"], op.attrs["beta"], op.attrs["bias"])))
+
+
+def _emu(m: Mapper, task: Any, op: LegalOp) -> None:
+    shapes = m.legal.shapes
+    if op.kind == "softmax":
+        rank = len(op.shape)
+        mask = 0
+        for axis in op.attrs["axes"]:
+            c_h_w = 0 if axis == 1 else (2 if axis == rank - 1 else 1)
+            mask |= 1 << c_h_w
+        desc = {"op": fw.EMU_SOFTMAX, "axes_mask": mask, "src_data": m.cube(op.inputs[0]),
+                "dst_data": m.cube(op.output)}
+        task(2).ops.append(UnitOp(-1, desc, {}, op))
+        return
+    if op.kind == "concat":
+        if op.attrs["axis"] != 1:
+            raise ValueError(f"line {op.line}: concatenation along axis {op.attrs['axis']} (only channels)")
+        offset = 0
+        for name in op.inputs:
+            shape = shapes[name]
+            c, h, w = cube_dims(shape)
+            desc = {"op": fw.EMU_PERMUTE, "rank": 3, "dims": [c, h, w, 0, 0, 0], "perm": [0, 1, 2, 0, 0, 0],
+                    "dst_channel_offset": offset, "src_data": m.cube(name), "dst_data": m.cube(op.output)}
+            task(2).ops.append(UnitOp(-1, desc, {}, op))
+            offset += c
+        return
+    shape = list(shapes[op.inputs[0]])
+    perm = op.attrs.get("perm", list(range(len(shape))))
+    if len(shape) > 6:
+        raise ValueError(f"line {op.line}: rank {len(shape)} (EMU permutes up to 6 dimensions)")
+    desc = {"op": fw.EMU_PERMUTE, "rank": len(shape), "dims": shape + [0] * (6 - len(shape)),
+            "perm": perm + [0] * (6 - len(perm)), "src_data": m.cube(op.inputs[0]), "dst_data": m.cube(op.output)}
+    task(2).ops.append(UnitOp(-1, desc, {}, op))

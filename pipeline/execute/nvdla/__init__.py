@@ -1,0 +1,1 @@
+"""Emulation of NVDLA loadables (emulator.py): verdicts from it are `emulated`, never `pass`."""
