@@ -2,7 +2,8 @@
 
 codegen.static   HLR-COD-001   pipeline.codegen.static on the sources and objects
 codegen.trace    HLR-COD-002, LLR-COD-001, LLR-COD-002   pipeline.codegen.tracecheck
-codegen.compile  HLR-COD-003, LLR-COD-003   every source compiled with the qualified flags, no diagnostic
+codegen.compile  HLR-COD-003, LLR-COD-003   every source compiled with the qualified flags, no diagnostic;
+                 the compiler's known wrong-code cases (compilerdefects) right with the same flags
 
 The validators read the generated files (and compile them); they do not use the generator's
 data structures.
@@ -15,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from pipeline.codegen import static, tracecheck
+from pipeline.codegen import compilerdefects, static, tracecheck
 from pipeline.registry.checks import CheckResult, Verdict, register_check
 from pipeline.toolchain.cc import QUALIFIED_FLAGS, build_flags, compile_objects, compiler_path, compiler_version
 
@@ -49,8 +50,10 @@ register_check(ACCELERATORS, "GPU (CUDA) and DLA (NVDLA) items are generated and
                "the reason for every model: GPU and DLA semantics preservation is not verified.")
 register_check(COMPILE, "Generated code compiles without a diagnostic under the qualified flags",
                STEP, ["HLR-COD-003", "LLR-COD-003"],
-               "Every source compiled with -std=c99 -O2 -Wall -Wextra -Werror -ffp-contract=off (+ -fno-math-errno "
-               "-pthread, and -mavx2 -mno-fma for 8-lane code on AVX2 hosts): exit 0 and no output.")
+               "Every source compiled with -std=c99 -O2 -Wall -Wextra -Werror -ffp-contract=off "
+               "-fno-delete-null-pointer-checks (+ -fno-math-errno -pthread, and -mavx2 -mno-fma for 8-lane code on "
+               "AVX2 hosts): exit 0 and no output; the reduced programs of the compiler's known wrong-code defects "
+               "(pipeline.codegen.compilerdefects), built and run with the same flags, compute the right result.")
 
 
 def not_run(check_id: str, subject: str, reason: str) -> CheckResult:
@@ -97,10 +100,13 @@ def evaluate(subject: str, folder: Path, root: Path, scratch: Path) -> list[Chec
     missing = [f for f in QUALIFIED_FLAGS if f not in flags]
     if missing:
         compile_problems.append(f"qualified flags missing: {missing}")
+    defect_problems, defect_outcomes = compilerdefects.check_cases(compiler_path(), flags, scratch / "defects")
+    compile_problems += defect_problems
     compile_result = _result(COMPILE, subject, compile_problems,
                              {"compiler": compiler_version(), "flags": flags, "sources": len(manifest["sources"]),
                               "objects": len(objects), "diagnostics_chars": len(diagnostics),
-                              "commands": commands}, read)
+                              "commands": commands,
+                              "compiler_defect_cases": {o.case.name: o.status for o in defect_outcomes}}, read)
     # static
     problems = static.forbidden_constructs(files)
     function_count, cycles = static.call_graph_cycles(files)

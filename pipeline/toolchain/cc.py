@@ -1,15 +1,26 @@
 """Compile generated C code with the qualified flags (docs/codegen.md "Flags").
 
 QUALIFIED_FLAGS fix the language and the floating-point contract: C99, -O2, every warning an
-error, no contraction of a*b+c into a fused multiply-add. Added, with the reason:
+error, no contraction of a*b+c into a fused multiply-add; and they exclude a GCC 12 wrong-code
+defect:
+    -fno-delete-null-pointer-checks
+                      GCC 12.2 -O2 takes a vector access that IVOPTs based on address 0 (the real
+                      address in the index) for a NULL dereference, so its late pure-const and
+                      modref analyses skip the stores after it, find the function pure and the
+                      callers' DCE deletes its calls (efficientnet_b0, issue 15). The flag removes
+                      that inference and changes no result of valid C: the generated code never
+                      dereferences or tests a null pointer. The reduced cases are in
+                      pipeline.codegen.compilerdefects (run by codegen.compile with these flags).
+Added, with the reason:
     -fno-math-errno   sqrt becomes the IEEE instruction instead of a libm call that sets errno;
                       it changes no result (errno is never read)
     -pthread          one thread per item (POSIX threads, barriers)
     -mavx2 -mno-fma   (only for code generated with 8 lanes, on an x86-64 host with AVX2)
                       256-bit registers for the same IEEE single-precision operations;
                       -mno-fma makes fused multiply-add instructions unavailable outright
-Never: -ffast-math, -Ofast, -ffinite-math-only, -fno-trapping-math, -march=native or any flag
-enabling FMA. Linking uses no -lm: a libm symbol left in the code fails the link.
+Never: -ffast-math, -Ofast, -ffinite-math-only, -fno-trapping-math, -march=native, any flag
+enabling FMA, or -fdelete-null-pointer-checks (brings the defect back). Linking uses no -lm: a
+libm symbol left in the code fails the link.
 """
 
 from __future__ import annotations
@@ -26,11 +37,13 @@ from typing import Sequence
 from pipeline.atomic import write_bytes
 from pipeline.diagnostics import Location, PipelineError
 
-QUALIFIED_FLAGS: tuple[str, ...] = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off")
+QUALIFIED_FLAGS: tuple[str, ...] = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off",
+                                     "-fno-delete-null-pointer-checks")
 EXTRA_FLAGS: tuple[str, ...] = ("-fno-math-errno", "-pthread")
 ISA_FLAGS: dict[str, tuple[str, ...]] = {"avx2": ("-mavx2", "-mno-fma"), "baseline": ()}
 FORBIDDEN_FLAGS = ("-ffast-math", "-Ofast", "-ffinite-math-only", "-fno-trapping-math", "-march=native",
-                   "-mfma", "-ffp-contract=fast", "-funsafe-math-optimizations", "-fassociative-math")
+                   "-mfma", "-ffp-contract=fast", "-funsafe-math-optimizations", "-fassociative-math",
+                   "-fdelete-null-pointer-checks")
 SANITIZE_FLAGS: tuple[str, ...] = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 
 
