@@ -21,6 +21,7 @@ bounds (low < high).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -128,6 +129,8 @@ def _dotted(document: Any, parts: Any) -> str:
 
 _TYPE_NAMES = {"object": "a mapping", "array": "a list", "string": "a non-empty string", "integer": "an integer",
                "number": "a number", "boolean": "a boolean", "null": "null"}
+# what YAML 1.1 reads as a string but a reader means as a number: an exponent without a '.'
+_YAML_11_STRING = re.compile(r"^[-+]?[0-9]+[eE][-+]?[0-9]+$")
 _YAML_HINT = " (YAML 1.1 reads a number without a '.' before its exponent as a string: write e.g. 1.0e-5)"
 
 
@@ -144,12 +147,8 @@ def _messages(error: Any, path: str) -> list[tuple[str, str]]:
         wanted = error.validator_value if isinstance(error.validator_value, list) else [error.validator_value]
         text = " or ".join(_TYPE_NAMES.get(t, t) for t in wanted)
         hint = ""
-        if isinstance(value, str) and ("number" in wanted or "integer" in wanted):
-            try:
-                float(value)
-                hint = _YAML_HINT
-            except ValueError:
-                pass
+        if isinstance(value, str) and ("number" in wanted or "integer" in wanted) and _YAML_11_STRING.match(value):
+            hint = _YAML_HINT
         return [(path, f"expected {text}, got {describe(value)}{hint}")]
     if keyword == "required":
         missing = [k for k in error.validator_value if isinstance(value, dict) and k not in value]
@@ -170,8 +169,11 @@ def _messages(error: Any, path: str) -> list[tuple[str, str]]:
     if keyword == "exclusiveMinimum":
         return [(path, f"expected {_number_word(schema)} > {error.validator_value}, got {value}")]
     if keyword == "minItems":
-        return [(path, "expected a non-empty list" if error.validator_value == 1
-                 else f"expected at least {error.validator_value} entries, got {len(value)}")]
+        if error.validator_value == 1:
+            return [(path, "expected a non-empty list")]
+        return [(path, f"expected at least {error.validator_value} entries, got {len(value)}")]
+    if keyword == "maxItems":
+        return [(path, f"expected at most {error.validator_value} entries, got {len(value)}")]
     if keyword == "minProperties":
         return [(path, "expected a non-empty mapping" if error.validator_value == 1
                  else f"expected at least {error.validator_value} keys, got {len(value)}")]

@@ -231,3 +231,17 @@ def test_met_baseline_reader(tmp_path: Path) -> None:
     with pytest.raises(PipelineError) as info:
         load_baseline("m", tmp_path)
     assert info.value.code == "COMPARE-E003" and info.value.location.key_path == "deployments.single.median_us"
+
+
+def test_code_trace_reader_reports_every_problem() -> None:
+    from pipeline.evidence.codetrace import TARGETS, _parse
+    assert tuple(schema.load_schema("codetrace-1")["properties"]["target"]["enum"]) == TARGETS
+    good = {"schema_version": 1, "item": "CPU0", "target": "c", "nnef_file": "a.nnef", "nnef_sha256": "0" * 64,
+            "entries": [{"nnef_line": 3, "instruction": "y = relu(x);", "code_file": "a.c", "code_lines": [4, 6]}]}
+    trace, problems = _parse("m", "trace.json", good)
+    assert not problems and trace is not None and trace.entries[0].last_line == 6
+    bad = {**good, "target": "fpga", "entries": [{"nnef_line": "3", "code_file": "a.c", "code_lines": [4]}]}
+    trace, problems = _parse("m", "trace.json", bad)
+    assert trace is None and problems == ["entries[0].code_lines: expected at least 2 entries, got 1",
+                                          "entries[0].nnef_line: expected an integer, got string '3'",
+                                          "target: 'fpga' is not one of c, cuda, nvdla"]  # by path: JSON has no lines
