@@ -245,3 +245,20 @@ def test_code_trace_reader_reports_every_problem() -> None:
     assert trace is None and problems == ["entries[0].code_lines: expected at least 2 entries, got 1",
                                           "entries[0].nnef_line: expected an integer, got string '3'",
                                           "target: 'fpga' is not one of c, cuda, nvdla"]  # by path: JSON has no lines
+
+
+def test_checks_reader_drops_bad_results_and_rejects_bad_files(tmp_path: Path) -> None:
+    from pipeline.evidence.collect import read_results_file
+    good = {"check_id": "nnef.syntax", "subject": "m", "verdict": "pass", "reason": "", "requirements": ["HLR-FMT-001"],
+            "measured": {}, "read": [], "written": []}
+    path = tmp_path / "checks.json"
+    path.write_text(json.dumps({"schema_version": 1, "results": [good, {**good, "verdict": "fail"},
+                                                                  {**good, "verdict": "maybe"}]}))
+    stored, findings = read_results_file(path, tmp_path)
+    assert stored is not None and [s.result.check_id for s in stored] == ["nnef.syntax"]
+    assert [f.message for f in findings] == ["results[1].reason: expected a non-empty string, got string ''",
+                                             "results[2].reason: expected a non-empty string, got string ''",
+                                             "results[2].verdict: 'maybe' is not one of pass, fail, not run, emulated"]
+    path.write_text(json.dumps({"schema_version": 2, "results": [good]}))
+    stored, findings = read_results_file(path, tmp_path)
+    assert stored is None and findings[0].code == "EVID-E022" and "schema_version" in findings[0].message
