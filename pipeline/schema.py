@@ -5,8 +5,8 @@ Each document kind has a Draft 2020-12 schema under pipeline/schemas/ (`deploy-1
 codes)` returns *every* problem as a `SchemaProblem` (stable code, dotted key path such as
 `deployments.single.items[0].target`, a message, line and column), sorted by position then
 path. `codes` maps jsonschema's failing keyword to the reader's stable code (or is one code
-for all); a subschema may name its own code with the `x-code` annotation (e.g. DEPLOY-E008
-on `schema_version`).
+for all). `require(...)` raises the first problem instead, for documents read whole or not
+at all.
 
 Two rules differ from plain JSON Schema, both stricter: `integer` means a Python int that
 is not a bool (JSON Schema also accepts 1.0), and the keyword `"finite": true` rejects
@@ -197,37 +197,23 @@ def position(positions: Positions | None, path: str) -> tuple[int, int]:
         path = path[:cut] if cut > 0 else ""
 
 
-def _leaves(error: Any) -> list[Any]:
-    """anyOf/oneOf/if-then errors replaced by the errors of their branches that say most."""
-    if error.validator in ("anyOf", "oneOf") and error.context:
-        deepest = max(len(e.absolute_path) for e in error.context)
-        return [leaf for e in error.context if len(e.absolute_path) == deepest for leaf in _leaves(e)]
-    return [error]
-
-
 def validate(document: Any, schema: str, codes: str | Mapping[str, str],
              positions: Positions | None = None) -> list[SchemaProblem]:
     """Every problem of `document` against schema `schema`, sorted by (line, column, path, code).
 
-    `codes`: one code for every problem, or jsonschema keyword -> code with a `"*"` default;
-    an `x-code` annotation in the failing subschema wins over both. `positions`: key path ->
-    (line, column), e.g. from the YAML node marks; problems without one get their nearest
-    ancestor's. A type problem at a path hides the other problems at the same path.
+    `codes`: one code for every problem, or jsonschema keyword -> code with a `"*"` default.
+    `positions`: key path -> (line, column), e.g. from the YAML node marks; problems without
+    one get their nearest ancestor's. A type problem at a path hides the other problems at the same path.
     """
     def code_of(error: Any) -> str:
-        if isinstance(error.schema, Mapping) and "x-code" in error.schema:
-            return str(error.schema["x-code"])
-        if isinstance(codes, str):
-            return codes
-        return codes.get(error.validator, codes["*"])
+        return codes if isinstance(codes, str) else codes.get(error.validator, codes["*"])
 
     found: list[tuple[str, str, str, bool]] = []
     for error in validator(schema).iter_errors(document):
-        for leaf in _leaves(error):
-            path = _dotted(document, leaf.absolute_path)
-            is_type = leaf.validator in _TYPE_KEYWORDS or "propertyNames" in leaf.schema_path
-            for where, message in _messages(leaf, path):
-                found.append((code_of(leaf), where, message, is_type))
+        path = _dotted(document, error.absolute_path)
+        is_type = error.validator in _TYPE_KEYWORDS or "propertyNames" in error.schema_path
+        for where, message in _messages(error, path):
+            found.append((code_of(error), where, message, is_type))
     typed = {where for _, where, _, is_type in found if is_type}
     problems = {SchemaProblem(code, where, message, *position(positions, where))
                 for code, where, message, is_type in found if is_type or where not in typed}
