@@ -122,7 +122,7 @@ def test_the_documented_example_validates() -> None:
     example = re.search(r"```yaml\n(.*?)```", section, re.S)
     assert example is not None
     spec = parse_deploy_text(example.group(1), "docs/deploy.md")
-    assert spec.deployments["split2"].item_of("fc1") == "CPU1"
+    assert spec.deployments["split2"].item_of("fc1") == "CPU1" and spec.met.platform == "orin-cpu3"
 
 
 # ---------------------------------------------------------------------- deploy: random mutations
@@ -259,6 +259,12 @@ def test_checks_reader_drops_bad_results_and_rejects_bad_files(tmp_path: Path) -
     assert [f.message for f in findings] == ["results[1].reason: expected a non-empty string, got string ''",
                                              "results[2].reason: expected a non-empty string, got string ''",
                                              "results[2].verdict: 'maybe' is not one of pass, fail, not run, emulated"]
+    emulated = {**good, "verdict": "emulated", "reason": "ran on the emulator",
+                "obtained": {"where": "host", "detail": "x86_64 Linux"}}
+    path.write_text(json.dumps({"schema_version": 1, "results": [emulated]}))
+    stored, findings = read_results_file(path, tmp_path)
+    assert stored == [] and [f.message for f in findings] == ["results[0].obtained.where: expected 'emulation', "
+                                                              "got string 'host'"]
     path.write_text(json.dumps({"schema_version": 2, "results": [good]}))
     stored, findings = read_results_file(path, tmp_path)
     assert stored is None and findings[0].code == "EVID-E022" and "schema_version" in findings[0].message

@@ -104,8 +104,15 @@ def read_results_file(path: Path, root: Path) -> tuple[list[StoredResult] | None
                         Span(rel, 1, 1)) for p in problems]
     if any(not _ITEM.match(p.path) for p in problems):
         return None, findings
-    stored = [StoredResult(CheckResult.from_json(item), tuple(item.get("requirements", [])), rel)
-              for index, item in enumerate(data["results"]) if index not in bad_items]
+    stored: list[StoredResult] = []
+    for index, item in enumerate(data["results"]):
+        if index in bad_items:
+            continue
+        try:  # the schema says what CheckResult requires; this keeps "never an exception" if they drift apart
+            stored.append(StoredResult(CheckResult.from_json(item), tuple(item.get("requirements", [])), rel))
+        except (KeyError, ValueError, TypeError) as exc:
+            findings.append(Finding(E_RESULTS_INVALID, Severity.ERROR, f"results[{index}]: invalid result: {exc}",
+                                    Span(rel, 1, 1)))
     return stored, findings
 
 
