@@ -268,3 +268,17 @@ def test_checks_reader_drops_bad_results_and_rejects_bad_files(tmp_path: Path) -
     path.write_text(json.dumps({"schema_version": 2, "results": [good]}))
     stored, findings = read_results_file(path, tmp_path)
     assert stored is None and findings[0].code == "EVID-E022" and "schema_version" in findings[0].message
+
+
+def test_link_baseline_reader(tmp_path: Path) -> None:
+    from pipeline.evidence.baseline import read_baseline
+    folder = tmp_path / "requirements"
+    folder.mkdir()
+    link = {"source": "HLR-FMT-001", "target": "SYS-002", "fingerprint": "ab12"}
+    (folder / "links.lock.json").write_text(json.dumps({"schema_version": 1, "links": [link]}))
+    links, findings = read_baseline(tmp_path)
+    assert links is not None and not findings and list(links.values()) == ["ab12"]
+    (folder / "links.lock.json").write_text(json.dumps({"schema_version": 1, "links": [{**link, "fingerprint": 7}]}))
+    links, findings = read_baseline(tmp_path)
+    assert links is None and [(f.code, f.message) for f in findings] == [
+        ("EVID-E020", "invalid link baseline: links[0].fingerprint: expected a non-empty string, got number 7")]
