@@ -32,8 +32,11 @@ items, synchronisation) and its execution-time budget (met). Schema version 1:
       budget_us: 5000                      # required, positive number
       platform: orin-cpu3                  # optional: the timing platform (docs/compare.md)
 
-This module checks structure and types only and reports *every* problem, each with a
-stable code (DEPLOY-Ennn, docs/deploy.md) and its YAML key path and line. Semantic checks
+The schema is pipeline/schemas/deploy-1.schema.json (JSON Schema 2020-12), applied by
+pipeline/schema.py; this module adds what a schema cannot say (duplicate keys, item
+cross-references, low < high, the schema_version value) and reports *every* problem, each
+with a stable code (DEPLOY-Ennn, docs/deploy.md) and its YAML key path and line. An optional
+key is added in two places: the schema file and the dataclass below (and `_build`). Semantic checks
 against the exported NNEF (allocations naming real variables) belong to the split step;
 `check_inputs_match` compares the inputs with the ONNX model's graph inputs.
 
@@ -46,12 +49,13 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import yaml
 
+from pipeline import schema as _schema
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.vectors import DISTRIBUTION_KINDS, Distribution, InputSpec
+from pipeline.vectors import Distribution, InputSpec
 
 SCHEMA_VERSION = 1
 DEFAULT_VECTORS = 100
@@ -188,325 +192,100 @@ def _positions(node: yaml.Node, path: str, out: dict[str, tuple[int, int]],
             _positions(value, f"{path}[{index}]", out, duplicates)
 
 
-# ---------------------------------------------------------------------- structural validation
+# ---------------------------------------------------------------------- validation
 
-def _describe(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {str(value).lower()}"
-    if isinstance(value, str):
-        return f"string '{value}'"
-    if isinstance(value, (int, float)):
-        return f"number {value}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
+# jsonschema keyword -> code (pipeline/schemas/deploy-1.schema.json); anything else is a range problem
+_CODES = {"required": "DEPLOY-E002", "type": "DEPLOY-E003", "propertyNames": "DEPLOY-E003",
+          "minLength": "DEPLOY-E003", "additionalProperties": "DEPLOY-E005", "*": "DEPLOY-E004"}
+SCHEMA = "deploy-1"
 
 
-class _Validator:
-    """Walks the parsed document, collecting problems; builds the typed spec when clean."""
+class _Checks:
+    """The checks a schema cannot express, run after it on whatever is well-formed enough."""
 
-    def __init__(self, positions: Mapping[str, tuple[int, int]], file: str) -> None:
+    def __init__(self, positions: Mapping[str, tuple[int, int]]) -> None:
         self.positions = positions
-        self.file = file
         self.problems: list[DeployProblem] = []
 
     def report(self, code: str, path: str, message: str) -> None:
-        line, column = self.positions.get(path, (0, 0))
-        if not line:
-            parent = path.rsplit(".", 1)[0] if "." in path else ""
-            line, column = self.positions.get(parent, (0, 0))
+        line, column = _schema.position(self.positions, path)
         self.problems.append(DeployProblem(code, path, message, line, column))
 
-    # -- typed accessors: each returns None after reporting a problem
-    def mapping(self, value: Any, path: str) -> dict[str, Any] | None:
-        if not isinstance(value, dict):
-            self.report("DEPLOY-E003", path, f"expected a mapping, got {_describe(value)}")
-            return None
-        return value
-
-    def keys(self, value: dict[str, Any], path: str, required: Iterable[str], optional: Iterable[str]) -> None:
-        required = list(required)
-        allowed = set(required) | set(optional)
-        for key in required:
-            if key not in value:
-                self.report("DEPLOY-E002", path, f"required key '{key}' is missing"
-                            + (f" in {path}" if path else ""))
-        for key in value:
-            if key not in allowed:
-                self.report("DEPLOY-E005", self.join(path, str(key)),
-                            f"unknown key '{key}'; allowed here: {', '.join(sorted(allowed))}")
-
-    @staticmethod
-    def join(path: str, key: str) -> str:
-        return f"{path}.{key}" if path else key
-
-    def string(self, value: Any, path: str) -> str | None:
-        if not isinstance(value, str) or not value:
-            self.report("DEPLOY-E003", path, f"expected a non-empty string, got {_describe(value)}")
-            return None
-        return value
-
-    def integer(self, value: Any, path: str, minimum: int | None = None) -> int | None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.report("DEPLOY-E003", path, f"expected an integer, got {_describe(value)}")
-            return None
-        if minimum is not None and value < minimum:
-            self.report("DEPLOY-E004", path, f"expected an integer >= {minimum}, got {value}")
-            return None
-        return value
-
-    def number(self, value: Any, path: str, minimum: float | None = None, strict: bool = False) -> float | None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            hint = ""
-            if isinstance(value, str):
-                try:
-                    float(value)
-                    hint = " (YAML 1.1 reads a number without a '.' before its exponent as a string: write e.g. 1.0e-5)"
-                except ValueError:
-                    pass
-            self.report("DEPLOY-E003", path, f"expected a number, got {_describe(value)}{hint}")
-            return None
-        number = float(value)
-        if number != number or number in (float("inf"), float("-inf")):
-            self.report("DEPLOY-E004", path, f"expected a finite number, got {value}")
-            return None
-        if minimum is not None and (number < minimum or (strict and number == minimum)):
-            bound = ">" if strict else ">="
-            self.report("DEPLOY-E004", path, f"expected a number {bound} {minimum}, got {value}")
-            return None
-        return number
-
-    def choice(self, value: Any, path: str, allowed: Sequence[str]) -> str | None:
-        text = self.string(value, path)
-        if text is not None and text not in allowed:
-            self.report("DEPLOY-E004", path, f"'{text}' is not one of {', '.join(allowed)}")
-            return None
-        return text
-
-    def listing(self, value: Any, path: str, non_empty: bool = True) -> list[Any] | None:
-        if not isinstance(value, list):
-            self.report("DEPLOY-E003", path, f"expected a list, got {_describe(value)}")
-            return None
-        if non_empty and not value:
-            self.report("DEPLOY-E004", path, "expected a non-empty list")
-            return None
-        return value
-
-    # -- sections
-    def document(self, data: Any) -> DeploySpec | None:
-        top = self.mapping(data, "")
-        if top is None:
-            return None
-        self.keys(top, "", ["schema_version", "model", "inputs", "validation", "deployments", "met"], ["description"])
-        version = self.integer(top.get("schema_version"), "schema_version") if "schema_version" in top else None
-        if version is not None and version != SCHEMA_VERSION:
+    def document(self, top: dict[Any, Any]) -> None:
+        version = top.get("schema_version")
+        if _is_int(version) and version != SCHEMA_VERSION:
             self.report("DEPLOY-E008", "schema_version",
                         f"schema_version {version} is not supported; this pipeline reads version {SCHEMA_VERSION}")
-        model = self.string(top.get("model"), "model") if "model" in top else None
-        description = ""
-        if "description" in top:
-            description = self.string(top["description"], "description") or ""
-        inputs = self.inputs(top["inputs"]) if "inputs" in top else None
-        validation = self.validation(top["validation"]) if "validation" in top else None
-        deployments = self.deployments(top["deployments"]) if "deployments" in top else None
-        met = self.met(top["met"]) if "met" in top else None
-        if self.problems or None in (model, inputs, validation, deployments, met):
-            return None
-        return DeploySpec(self.file, model, description, inputs, validation, deployments, met, top)  # type: ignore[arg-type]
+        inputs = top.get("inputs")
+        for name, spec in (inputs.items() if isinstance(inputs, dict) else ()):
+            dist = spec.get("distribution") if isinstance(spec, dict) else None
+            if isinstance(dist, dict) and _is_number(dist.get("low")) and _is_number(dist.get("high")) \
+                    and not dist["low"] < dist["high"]:
+                self.report("DEPLOY-E004", f"inputs.{name}.distribution.high",
+                            f"expected high > low, got low {float(dist['low'])} and high {float(dist['high'])}")
+        deployments = top.get("deployments")
+        for name, body in (deployments.items() if isinstance(deployments, dict) else ()):
+            if isinstance(body, dict):
+                self.deployment(body, f"deployments.{name}")
 
-    def inputs(self, value: Any) -> dict[str, InputSpec] | None:
-        section = self.mapping(value, "inputs")
-        if section is None:
-            return None
-        if not section:
-            self.report("DEPLOY-E004", "inputs", "expected at least one input")
-            return None
-        result: dict[str, InputSpec] = {}
-        for name, spec in section.items():
-            path = f"inputs.{name}"
-            if not isinstance(name, str):
-                self.report("DEPLOY-E003", path, f"input names must be strings, got {_describe(name)}")
-                continue
-            body = self.mapping(spec, path)
-            if body is None:
-                continue
-            self.keys(body, path, ["shape", "distribution"], [])
-            shape = self.shape(body.get("shape"), f"{path}.shape") if "shape" in body else None
-            dist = self.distribution(body.get("distribution"), f"{path}.distribution") if "distribution" in body else None
-            if shape is not None and dist is not None:
-                result[name] = InputSpec(name, shape, dist)
-        return result
-
-    def shape(self, value: Any, path: str) -> tuple[int, ...] | None:
-        items = self.listing(value, path)
-        if items is None:
-            return None
-        extents = [self.integer(v, f"{path}[{i}]", minimum=1) for i, v in enumerate(items)]
-        return None if None in extents else tuple(extents)  # type: ignore[arg-type]
-
-    def distribution(self, value: Any, path: str) -> Distribution | None:
-        body = self.mapping(value, path)
-        if body is None:
-            return None
-        self.keys(body, path, ["kind", "low", "high"], [])
-        kind = self.choice(body.get("kind"), f"{path}.kind", DISTRIBUTION_KINDS) if "kind" in body else None
-        low = self.number(body.get("low"), f"{path}.low") if "low" in body else None
-        high = self.number(body.get("high"), f"{path}.high") if "high" in body else None
-        if low is not None and high is not None and not low < high:
-            self.report("DEPLOY-E004", f"{path}.high", f"expected high > low, got low {low} and high {high}")
-            return None
-        if None in (kind, low, high):
-            return None
-        return Distribution(kind, low, high)  # type: ignore[arg-type]
-
-    def validation(self, value: Any) -> ValidationSpec | None:
-        body = self.mapping(value, "validation")
-        if body is None:
-            return None
-        self.keys(body, "validation", ["seed", "tolerance"], ["vectors"])
-        vectors = DEFAULT_VECTORS
-        if "vectors" in body:
-            vectors = self.integer(body["vectors"], "validation.vectors", minimum=1)  # type: ignore[assignment]
-        seed = self.integer(body.get("seed"), "validation.seed", minimum=0) if "seed" in body else None
-        tolerance = self.tolerance(body["tolerance"]) if "tolerance" in body else None
-        if None in (vectors, seed, tolerance):
-            return None
-        return ValidationSpec(vectors, seed, tolerance)  # type: ignore[arg-type]
-
-    def tolerance(self, value: Any) -> Tolerance | None:
-        path = "validation.tolerance"
-        body = self.mapping(value, path)
-        if body is None:
-            return None
-        self.keys(body, path, ["max_abs_error"], ["max_rel_error"])
-        max_abs = self.number(body.get("max_abs_error"), f"{path}.max_abs_error", 0.0) if "max_abs_error" in body else None
-        max_rel = None
-        if body.get("max_rel_error") is not None:
-            max_rel = self.number(body["max_rel_error"], f"{path}.max_rel_error", 0.0)
-            if max_rel is None:
-                return None
-        if max_abs is None:
-            return None
-        return Tolerance(max_abs, max_rel)
-
-    def deployments(self, value: Any) -> dict[str, Deployment] | None:
-        section = self.mapping(value, "deployments")
-        if section is None:
-            return None
-        if not section:
-            self.report("DEPLOY-E004", "deployments", "expected at least one deployment")
-            return None
-        result = {}
-        for name, body in section.items():
-            deployment = self.deployment(str(name), body, f"deployments.{name}")
-            if deployment is not None:
-                result[str(name)] = deployment
-        return result
-
-    def deployment(self, name: str, value: Any, path: str) -> Deployment | None:
-        body = self.mapping(value, path)
-        if body is None:
-            return None
-        self.keys(body, path, ["items", "default_item", "sync"], ["allocation", "pipeline_depth", "rewrites"])
-        depth: int | None = 1
-        if "pipeline_depth" in body:
-            depth = self.integer(body["pipeline_depth"], f"{path}.pipeline_depth", minimum=1)
-        rewrites: list[dict[str, Any]] = []
-        if "rewrites" in body:
-            entries = self.listing(body["rewrites"], f"{path}.rewrites", non_empty=False)
-            for index, rewrite in enumerate(entries or []):
-                mapping = self.mapping(rewrite, f"{path}.rewrites[{index}]")
-                if mapping is not None:
-                    rewrites.append(dict(mapping))
-        items = self.items(body["items"], f"{path}.items") if "items" in body else None
-        names = {item.name for item in items or ()}
-        default = self.string(body.get("default_item"), f"{path}.default_item") if "default_item" in body else None
-        if default is not None and items is not None and default not in names:
+    def deployment(self, body: dict[Any, Any], path: str) -> None:
+        entries = body.get("items")
+        names: set[str] | None = None
+        if isinstance(entries, list) and all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries):
+            names = set()
+            for index, entry in enumerate(entries):
+                if entry["name"] in names:
+                    self.report("DEPLOY-E007", f"{path}.items[{index}].name", f"item '{entry['name']}' is declared twice")
+                names.add(entry["name"])
+        default = body.get("default_item")
+        if names is not None and isinstance(default, str) and default and default not in names:
             self.report("DEPLOY-E007", f"{path}.default_item",
                         f"default_item '{default}' is not one of the items ({', '.join(sorted(names))})")
-            default = None
-        sync = self.choice(body.get("sync"), f"{path}.sync", SYNC_MODES) if "sync" in body else None
-        allocation: dict[str, tuple[str, ...]] | None = {}
-        if "allocation" in body:
-            allocation = self.allocation(body["allocation"], f"{path}.allocation", names if items is not None else None)
-        if None in (items, default, sync, allocation, depth):
-            return None
-        return Deployment(name, tuple(items), default, allocation, sync,  # type: ignore[arg-type]
-                          depth, tuple(rewrites))  # type: ignore[arg-type]
-
-    def items(self, value: Any, path: str) -> list[Item] | None:
-        entries = self.listing(value, path)
-        if entries is None:
-            return None
-        items: list[Item] = []
-        ok = True
-        for index, entry in enumerate(entries):
-            where = f"{path}[{index}]"
-            body = self.mapping(entry, where)
-            if body is None:
-                ok = False
-                continue
-            self.keys(body, where, ["name", "target"], [])
-            item_name = self.string(body.get("name"), f"{where}.name") if "name" in body else None
-            target = self.choice(body.get("target"), f"{where}.target", TARGETS) if "target" in body else None
-            if item_name is None or target is None:
-                ok = False
-                continue
-            if any(i.name == item_name for i in items):
-                self.report("DEPLOY-E007", f"{where}.name", f"item '{item_name}' is declared twice")
-                ok = False
-                continue
-            items.append(Item(item_name, target))
-        return items if ok else None
-
-    def allocation(self, value: Any, path: str, items: set[str] | None) -> dict[str, tuple[str, ...]] | None:
-        body = self.mapping(value, path)
-        if body is None:
-            return None
-        result: dict[str, tuple[str, ...]] = {}
+        allocation = body.get("allocation")
         owner: dict[str, str] = {}
-        ok = True
-        for item, names in body.items():
-            where = f"{path}.{item}"
-            if items is not None and item not in items:
+        for item, listed in (allocation.items() if isinstance(allocation, dict) else ()):
+            where = f"{path}.allocation.{item}"
+            if names is not None and item not in names:
                 self.report("DEPLOY-E007", where, f"allocation names item '{item}', which is not declared in items "
-                            f"({', '.join(sorted(items))})")
-                ok = False
-            listed = self.listing(names, where)
-            if listed is None:
-                ok = False
-                continue
-            values = []
-            for index, tensor in enumerate(listed):
-                text = self.string(tensor, f"{where}[{index}]")
-                if text is None:
-                    ok = False
+                            f"({', '.join(sorted(names))})")
+            for index, tensor in enumerate(listed if isinstance(listed, list) else ()):
+                if not isinstance(tensor, str):
                     continue
-                if text in owner:
+                if tensor in owner:
                     self.report("DEPLOY-E007", f"{where}[{index}]",
-                                f"'{text}' is allocated twice (already to {owner[text]})")
-                    ok = False
-                    continue
-                owner[text] = str(item)
-                values.append(text)
-            result[str(item)] = tuple(values)
-        return result if ok else None
+                                f"'{tensor}' is allocated twice (already to {owner[tensor]})")
+                else:
+                    owner[tensor] = str(item)
 
-    def met(self, value: Any) -> MetSpec | None:
-        body = self.mapping(value, "met")
-        if body is None:
-            return None
-        self.keys(body, "met", ["runs", "budget_us"], ["platform"])
-        runs = self.integer(body.get("runs"), "met.runs", minimum=1) if "runs" in body else None
-        budget = self.number(body.get("budget_us"), "met.budget_us", 0.0, strict=True) if "budget_us" in body else None
-        platform = self.string(body.get("platform"), "met.platform") if "platform" in body else None
-        if runs is None or budget is None or ("platform" in body and platform is None):
-            return None
-        return MetSpec(runs, budget, platform)
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _build(top: dict[str, Any], file: str) -> DeploySpec:
+    """The typed spec of a document that passed the schema and the checks."""
+    inputs = {name: InputSpec(name, tuple(spec["shape"]), Distribution(spec["distribution"]["kind"],
+                                                                       float(spec["distribution"]["low"]),
+                                                                       float(spec["distribution"]["high"])))
+              for name, spec in top["inputs"].items()}
+    validation = top["validation"]
+    tolerance = validation["tolerance"]
+    max_rel = tolerance.get("max_rel_error")
+    deployments = {}
+    for name, body in top["deployments"].items():
+        deployments[str(name)] = Deployment(
+            str(name), tuple(Item(i["name"], i["target"]) for i in body["items"]), body["default_item"],
+            {str(item): tuple(names) for item, names in body.get("allocation", {}).items()}, body["sync"],
+            body.get("pipeline_depth", 1), tuple(dict(r) for r in body.get("rewrites", ())))
+    return DeploySpec(
+        file, top["model"], top.get("description", ""), inputs,
+        ValidationSpec(validation.get("vectors", DEFAULT_VECTORS), validation["seed"],
+                       Tolerance(float(tolerance["max_abs_error"]), None if max_rel is None else float(max_rel))),
+        deployments, MetSpec(top["met"]["runs"], float(top["met"]["budget_us"]), top["met"].get("platform")), top)
 
 
 # ---------------------------------------------------------------------- entry points
@@ -536,13 +315,15 @@ def parse_deploy_text(text: str, file: str = "<string>") -> DeploySpec:
     duplicates: list[DeployProblem] = []
     if root is not None:
         _positions(root, "", positions, duplicates)
-    validator = _Validator(positions, file)
-    validator.problems += duplicates
-    spec = validator.document(data)
-    if validator.problems or spec is None:
-        problems = validator.problems or [DeployProblem("DEPLOY-E003", "", "the document is empty")]
-        raise DeployError(file, sorted(problems, key=lambda p: (p.line, p.column, p.path, p.code)))
-    return spec
+    problems = duplicates + [DeployProblem(p.code, p.path, p.message, p.line, p.column)
+                             for p in _schema.validate(data, SCHEMA, _CODES, positions)]
+    if isinstance(data, dict):
+        checks = _Checks(positions)
+        checks.document(data)
+        problems += checks.problems
+    if problems:
+        raise DeployError(file, sorted(problems, key=lambda p: (p.line, p.column, p.path, p.code, p.message)))
+    return _build(data, file)
 
 
 def load_deploy(path: str | os.PathLike[str]) -> DeploySpec:

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 from pipeline.atomic import write_json
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.layout import model_dir
+from pipeline.schema import require
 
 BASELINE_FILE = "met-baseline.json"
 
@@ -105,9 +106,7 @@ def load_baseline(model: str, root: str | Path = ".") -> dict[str, Any] | None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as error:
         raise PipelineError("COMPARE-E003", f"MET baseline unreadable: {error}", Location.in_file(path)) from None
-    if not isinstance(data, dict) or data.get("schema_version") != 1 or not isinstance(data.get("deployments"), dict):
-        raise PipelineError("COMPARE-E003", "not a schema_version 1 MET baseline with 'deployments'", Location.in_file(path))
-    return data
+    return require(data, "met-baseline-1", "COMPARE-E003", path)
 
 
 def accept_baseline(model: str, met_documents: Mapping[str, Mapping[str, Any]], root: str | Path = ".") -> Path:

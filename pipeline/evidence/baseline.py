@@ -21,6 +21,7 @@ from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.registry.checks import CheckSpec
 from pipeline.registry.requirements import RequirementSet
 from pipeline.layout import REQUIREMENTS_DIR
+from pipeline.schema import validate
 
 SCHEMA_VERSION = 1
 BASELINE_FILE = "links.lock.json"
@@ -76,11 +77,13 @@ def read_baseline(root: str | Path = ".") -> tuple[dict[Link, str] | None, list[
         return None, []
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise ValueError(f"schema_version {data.get('schema_version')!r}, expected {SCHEMA_VERSION}")
-        return {Link(str(e["source"]), str(e["target"])): str(e["fingerprint"]) for e in data["links"]}, []
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, ValueError) as exc:
         return None, [Finding(E_BASELINE_INVALID, Severity.ERROR, f"unreadable link baseline: {exc}", Span(display, 1, 1))]
+    problems = validate(data, "links-1", E_BASELINE_INVALID)
+    if problems:
+        return None, [Finding(E_BASELINE_INVALID, Severity.ERROR, f"invalid link baseline: {p.path}: {p.message}"
+                              if p.path else f"invalid link baseline: {p.message}", Span(display, 1, 1)) for p in problems]
+    return {Link(e["source"], e["target"]): e["fingerprint"] for e in data["links"]}, []
 
 
 def link_findings(current: Mapping[Link, str], baseline: Mapping[Link, str] | None) -> tuple[list[Finding], set[Link]]:

@@ -1,7 +1,8 @@
 """Code trace data: which generated code lines implement which NNEF instruction.
 
 Code generation writes one `trace.json` per item anywhere under artifacts/<model>/codegen/
-(shape in docs/evidence.md). We read them all, validate the shape, and check that every
+(shape in docs/evidence.md, schema pipeline/schemas/codetrace-1.schema.json). We read them
+all, validate them against the schema, and check that every
 entry points at an existing NNEF line and an existing range of generated code lines.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.registry.hashing import relative_posix, sha256_file
 from pipeline.layout import step_dir
+from pipeline.schema import validate
 
 SCHEMA_VERSION = 1
 TRACE_FILE = "trace.json"
@@ -74,32 +76,14 @@ def _line_count(path: Path, cache: dict[Path, int]) -> int:
 
 
 def _parse(model: str, rel: str, data: Any) -> tuple[CodeTrace | None, list[str]]:
-    problems: list[str] = []
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        return None, [f"expected an object with schema_version {SCHEMA_VERSION}"]
-    for key in ("item", "target", "nnef_file", "nnef_sha256", "entries"):
-        if key not in data:
-            problems.append(f"missing field {key!r}")
+    """The trace of a document that follows codetrace-1.schema.json, else None and every problem."""
+    problems = validate(data, "codetrace-1", E_TRACE)
     if problems:
-        return None, problems
-    if data["target"] not in TARGETS:
-        problems.append(f"target {data['target']!r} is not one of {', '.join(TARGETS)}")
-    if not isinstance(data["entries"], list):
-        return None, problems + ["entries must be a list"]
-    trace = CodeTrace(model, rel, str(data["item"]), str(data["target"]), str(data["nnef_file"]), str(data["nnef_sha256"]))
-    for index, entry in enumerate(data["entries"]):
-        try:
-            lines = entry["code_lines"]
-            if not (isinstance(lines, list) and len(lines) == 2 and all(isinstance(v, int) for v in lines)):
-                raise TypeError("code_lines must be [first, last]")
-            if not isinstance(entry["nnef_line"], int):
-                raise TypeError("nnef_line must be an integer")
-            trace.entries.append(
-                TraceEntry(entry["nnef_line"], str(entry.get("instruction", "")), str(entry["code_file"]), lines[0], lines[1])
-            )
-        except (KeyError, TypeError) as exc:
-            problems.append(f"entries[{index}]: {exc}")
-    return trace, problems
+        return None, [f"{p.path}: {p.message}" if p.path else p.message for p in problems]
+    trace = CodeTrace(model, rel, data["item"], data["target"], data["nnef_file"], data["nnef_sha256"])
+    trace.entries = [TraceEntry(e["nnef_line"], e.get("instruction", ""), e["code_file"], *e["code_lines"])
+                     for e in data["entries"]]
+    return trace, []
 
 
 def read_code_traces(model: str, root: str | Path = ".") -> tuple[list[CodeTrace], list[Finding]]:

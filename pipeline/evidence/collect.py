@@ -10,6 +10,7 @@ emulated, else `pass`.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -18,6 +19,7 @@ from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.registry.checks import CheckResult, CheckSpec, Verdict
 from pipeline.registry.hashing import relative_posix
 from pipeline.layout import REPORTS_DIR, STEPS, checks_path
+from pipeline.schema import validate
 
 E_RESULTS_INVALID = "EVID-E022"
 
@@ -90,25 +92,31 @@ def aggregate(model: str, check_id: str, step: str, results: list[StoredResult],
 
 
 def read_results_file(path: Path, root: Path) -> tuple[list[StoredResult] | None, list[Finding]]:
-    """Parse one checks.json; a bad file or a bad item is a finding, never an exception."""
+    """Parse one checks.json (checks-1.schema.json); a bad file or a bad item is a finding, never an exception."""
     rel = relative_posix(path, root)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return None, [Finding(E_RESULTS_INVALID, Severity.ERROR, f"unreadable check results: {exc}", Span(rel, 1, 1))]
-    if not isinstance(data, dict) or data.get("schema_version") != 1 or not isinstance(data.get("results"), list):
-        return None, [Finding(E_RESULTS_INVALID, Severity.ERROR, "not a checks.json document (schema_version 1 with a results list)", Span(rel, 1, 1))]
+    problems = validate(data, "checks-1", E_RESULTS_INVALID)
+    bad_items = {int(m.group(1)) for p in problems if (m := _ITEM.match(p.path))}
+    findings = [Finding(E_RESULTS_INVALID, Severity.ERROR, f"{p.path}: {p.message}" if p.path else p.message,
+                        Span(rel, 1, 1)) for p in problems]
+    if any(not _ITEM.match(p.path) for p in problems):
+        return None, findings
     stored: list[StoredResult] = []
-    findings: list[Finding] = []
     for index, item in enumerate(data["results"]):
-        try:
-            result = CheckResult.from_json(item)
-            recorded = tuple(str(r) for r in item.get("requirements", []))
-        except (KeyError, ValueError, TypeError, AttributeError) as exc:
-            findings.append(Finding(E_RESULTS_INVALID, Severity.ERROR, f"results[{index}]: invalid result: {exc}", Span(rel, 1, 1)))
+        if index in bad_items:
             continue
-        stored.append(StoredResult(result, recorded, rel))
+        try:  # the schema says what CheckResult requires; this keeps "never an exception" if they drift apart
+            stored.append(StoredResult(CheckResult.from_json(item), tuple(item.get("requirements", [])), rel))
+        except (KeyError, ValueError, TypeError) as exc:
+            findings.append(Finding(E_RESULTS_INVALID, Severity.ERROR, f"results[{index}]: invalid result: {exc}",
+                                    Span(rel, 1, 1)))
     return stored, findings
+
+
+_ITEM = re.compile(r"^results\[([0-9]+)\]")
 
 
 @dataclass

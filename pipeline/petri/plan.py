@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.petri.documents import Shape, read_json
-
-SYNC_MODES = ("event", "barrier")
+from pipeline.diagnostics import Location, PipelineError
+from pipeline.petri.documents import read_json
+from pipeline.schema import require
 
 
 @dataclass(frozen=True)
@@ -34,25 +34,18 @@ class Plan:
 
 
 def parse_plan(doc: Any, path: Path) -> Plan:
-    shape = Shape("PETRI-E011", str(path))
-    data = shape.mapping(doc, "")
-    shape.version(data)
-    sync = shape.choice(shape.key(data, "sync", ""), "sync", SYNC_MODES)
-    depth = shape.integer(data.get("pipeline_depth", 1), "pipeline_depth", 1)
+    """The plan of a plan.json document; PETRI-E011 with the JSON path on any schema problem."""
+    data = require(doc, "plan-1", "PETRI-E011", path)
     files: list[Path] = []
-    items = shape.array(shape.key(data, "items", ""), "items")
-    if not items:
-        raise shape.fail("items", "a plan has at least one item")
-    for index, raw in enumerate(items):
-        item = shape.mapping(raw, f"items[{index}]")
-        shape.string(shape.key(item, "name", f"items[{index}]"), f"items[{index}].name")
-        name = shape.string(shape.key(item, "file", f"items[{index}]"), f"items[{index}].file")
+    for index, item in enumerate(data["items"]):
+        name = item["file"]
         if Path(name).is_absolute() or ".." in Path(name).parts:
-            raise shape.fail(f"items[{index}].file", f"an item file lies beside plan.json, found {name!r}")
+            raise PipelineError("PETRI-E011", f"an item file lies beside plan.json, found {name!r}",
+                                Location.in_file(path, key_path=f"items[{index}].file"))
         files.append(path.parent / name)
     original = data.get("original")
-    original_path = path.parent / shape.string(original, "original") if original is not None else None
-    return Plan(path, str(data.get("deployment", path.parent.name)), sync, depth, tuple(dict.fromkeys(files)),
+    original_path = path.parent / original if original is not None else None
+    return Plan(path, data["deployment"], data["sync"], data["pipeline_depth"], tuple(dict.fromkeys(files)),
                 original_path)
 
 

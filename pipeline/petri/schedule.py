@@ -33,9 +33,10 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from pipeline.petri.documents import Shape, read_json
+from pipeline.petri.documents import read_json
 from pipeline.petri.net import Net, TransitionKind
 from pipeline.petri.outcome import Outcome, failed, listed, passed
+from pipeline.schema import require
 
 ANALYSIS = "schedule"
 SYNC_MODES = ("event", "barrier")
@@ -87,33 +88,22 @@ class Schedule:
 
 def parse_schedule(doc: Any, file: str = "schedule.json") -> Schedule:
     """A schedule from its JSON document; PETRI-E010 with the JSON path on any schema problem."""
-    shape = Shape("PETRI-E010", file)
-    data = shape.mapping(doc, "")
-    shape.version(data)
-    sync = shape.choice(shape.key(data, "sync", ""), "sync", SYNC_MODES)
+    data = require(doc, "schedule-1", "PETRI-E010", file)
     items: dict[str, list[Step]] = {}
-    for item, steps in shape.mapping(shape.key(data, "items", ""), "items").items():
+    for item, steps in data["items"].items():
         parsed = []
-        for index, raw in enumerate(shape.array(steps, f"items.{item}")):
-            path = f"items.{item}[{index}]"
-            step = shape.mapping(raw, path)
-            kind = shape.choice(shape.key(step, "kind", path), f"{path}.kind", STEP_KINDS)
+        for step in steps:
+            kind = step["kind"]
             if kind == "compute":
-                parsed.append(Step("compute", result=shape.string(shape.key(step, "result", path), f"{path}.result"),
-                                   op=shape.string(shape.key(step, "op", path), f"{path}.op")))
+                parsed.append(Step("compute", result=step["result"], op=step["op"]))
             elif kind == "send":
-                to = shape.array(shape.key(step, "to", path), f"{path}.to")
-                parsed.append(Step("send", var=shape.string(shape.key(step, "var", path), f"{path}.var"),
-                                   value=shape.string(shape.key(step, "value", path), f"{path}.value"),
-                                   to=tuple(shape.string(r, f"{path}.to[{i}]") for i, r in enumerate(to))))
+                parsed.append(Step("send", var=step["var"], value=step["value"], to=tuple(step["to"])))
             elif kind == "get":
-                parsed.append(Step("get", var=shape.string(shape.key(step, "var", path), f"{path}.var"),
-                                   result=shape.string(shape.key(step, "result", path), f"{path}.result"),
-                                   source=shape.string(shape.key(step, "from", path), f"{path}.from")))
+                parsed.append(Step("get", var=step["var"], result=step["result"], source=step["from"]))
             else:
-                parsed.append(Step("barrier", barrier=shape.integer(shape.key(step, "id", path), f"{path}.id", 0)))
+                parsed.append(Step("barrier", barrier=step["id"]))
         items[item] = parsed
-    return Schedule(sync, items, file)
+    return Schedule(data["sync"], items, file)
 
 
 def load_schedule(path: str | os.PathLike[str]) -> Schedule:

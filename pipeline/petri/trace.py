@@ -37,10 +37,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.petri.documents import Shape, read_json
+from pipeline.petri.documents import read_json
 from pipeline.petri.net import Net
 from pipeline.petri.outcome import Outcome, failed, listed, passed
 from pipeline.petri.schedule import Schedule, local_producers, place_steps
+from pipeline.schema import require
 
 ANALYSIS = "trace"
 CLOCKS = ("per-item", "shared")
@@ -74,27 +75,10 @@ class Trace:
 
 def parse_trace(doc: Any, file: str = "trace.json") -> Trace:
     """A trace from its JSON document; PETRI-E012 with the JSON path on any schema problem."""
-    shape = Shape("PETRI-E012", file)
-    data = shape.mapping(doc, "")
-    shape.version(data)
-    clock = shape.choice(data.get("clock", "per-item"), "clock", CLOCKS)
-    items: dict[str, list[Event]] = {}
-    for item, raw_events in shape.mapping(shape.key(data, "items", ""), "items").items():
-        events = []
-        for index, raw in enumerate(shape.array(raw_events, f"items.{item}")):
-            path = f"items.{item}[{index}]"
-            entry = shape.mapping(raw, path)
-            kind = shape.choice(shape.key(entry, "event", path), f"{path}.event", ("start", "end"))
-            step = shape.integer(shape.key(entry, "step", path), f"{path}.step", 0)
-            inference = shape.integer(entry.get("inference", 0), f"{path}.inference", 0)
-            t = entry.get("t")
-            if t is not None:
-                t = shape.integer(t, f"{path}.t")
-            elif clock == "shared":
-                raise shape.fail(f"{path}.t", "a shared-clock trace needs a time on every event")
-            events.append(Event(kind, step, inference, t))
-        items[item] = events
-    return Trace(items, clock, file)
+    data = require(doc, "trace-1", "PETRI-E012", file)
+    items = {item: [Event(e["event"], e["step"], e.get("inference", 0), e.get("t")) for e in events]
+             for item, events in data["items"].items()}
+    return Trace(items, data.get("clock", "per-item"), file)
 
 
 def load_trace(path: str | os.PathLike[str]) -> Trace:

@@ -17,7 +17,9 @@ schedule.json (schema_version 1):
     {"kind": "get", "var", "result", "from"} | {"kind": "barrier", "id"}
 
 `load_plan` / `load_schedule` read them back and reject malformed documents (SPLIT-E030),
-so a consumer never works from a half-understood file.
+so a consumer never works from a half-understood file: the schemas are
+pipeline/schemas/plan-1.schema.json and schedule-1.schema.json (the Petri step reads the same
+files against the same schemas), the cross-references are checked here.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pipeline.split.allocation import computing
 from pipeline.diagnostics import Location
+from pipeline.schema import require
 from pipeline.split.codes import SplitError
-from pipeline.split.schedule import SYNC_MODES, item_schedules
+from pipeline.split.schedule import item_schedules
 from pipeline.split.splitter import Split, Step
 
 SCHEMA_VERSION = 1
@@ -80,68 +83,38 @@ class Schedule:
                 "items": {item: [s.to_json() for s in steps] for item, steps in self.items.items()}}
 
 
-def _read(path: str | os.PathLike[str]) -> Mapping[str, Any]:
+def _read(path: str | os.PathLike[str], schema: str) -> dict[str, Any]:
+    """The document at `path` when it follows `schema` (pipeline/schemas/), else SPLIT-E030."""
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError) as error:
         raise SplitError("SPLIT-E030", f"cannot read: {error}", Location.in_file(path)) from None
-    if not isinstance(data, dict) or data.get("schema_version") != SCHEMA_VERSION:
-        raise SplitError("SPLIT-E030", f"not a schema_version {SCHEMA_VERSION} document", Location.in_file(path))
-    return data
-
-
-def _require(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], path: Location) -> Any:
-    value = data.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise SplitError("SPLIT-E030", f"'{key}' missing or of the wrong type", Location(path.file, key_path=key))
-    return value
+    return require(data, schema, "SPLIT-E030", path, SplitError)
 
 
 def load_plan(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """plan.json, checked for the keys and types of the contract above."""
-    where = Location.in_file(path)
-    data = dict(_read(path))
-    for key, kind in (("model", str), ("deployment", str), ("sync", str), ("pipeline_depth", int),
-                      ("items", list), ("sync_variables", list), ("allocation", dict), ("outputs", dict),
-                      ("rewrites", list)):
-        _require(data, key, kind, where)
-    if data["sync"] not in SYNC_MODES or data["pipeline_depth"] < 1:
-        raise SplitError("SPLIT-E030", f"sync {data['sync']!r} or pipeline_depth {data['pipeline_depth']!r} invalid", where)
-    items = set()
-    for entry in data["items"]:
-        for key in ("name", "target", "file"):
-            _require(entry if isinstance(entry, dict) else {}, key, str, where)
-        items.add(entry["name"])
-    for entry in data["sync_variables"]:
-        if not isinstance(entry, dict):
-            raise SplitError("SPLIT-E030", "a sync variable is not an object", where)
-        for key, kind in (("name", str), ("writer", str), ("readers", list), ("value", str), ("shape", list),
-                          ("dtype", str), ("bytes", int)):
-            _require(entry, key, kind, where)
+    """plan.json, checked against plan-1.schema.json and for its cross-references."""
+    data = _read(path, "plan-1")
+    items = {entry["name"] for entry in data["items"]}
+    for index, entry in enumerate(data["sync_variables"]):
         if entry["writer"] not in items or not set(entry["readers"]) <= items:
-            raise SplitError("SPLIT-E030", f"sync variable {entry['name']}: writer or readers not among the items", where)
-    if not set(data["allocation"].values()) <= items or not set(data["outputs"].values()) <= items:
-        raise SplitError("SPLIT-E030", "allocation or outputs name an item not in 'items'", where)
+            raise SplitError("SPLIT-E030", f"sync variable {entry['name']}: writer or readers not among the items",
+                             Location.in_file(path, key_path=f"sync_variables[{index}]"))
+    for key in ("allocation", "outputs"):
+        for name, item in data[key].items():
+            if item not in items:
+                raise SplitError("SPLIT-E030", f"{key} names item {item!r}, which is not in 'items'",
+                                 Location.in_file(path, key_path=f"{key}.{name}"))
     return data
 
 
 def load_schedule(path: str | os.PathLike[str]) -> Schedule:
-    """schedule.json as a Schedule, every step checked."""
+    """schedule.json as a Schedule, checked against schedule-1.schema.json and for its barriers."""
     where = Location.in_file(path)
-    data = _read(path)
-    sync = _require(data, "sync", str, where)
-    items = _require(data, "items", dict, where)
-    if sync not in SYNC_MODES:
-        raise SplitError("SPLIT-E030", f"sync {sync!r} is not one of {', '.join(SYNC_MODES)}", where)
-    result: dict[str, list[Step]] = {}
-    for item, steps in items.items():
-        if not isinstance(steps, list):
-            raise SplitError("SPLIT-E030", f"steps of {item} are not a list", where)
-        try:
-            result[str(item)] = [Step.from_json(step) for step in steps]
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise SplitError("SPLIT-E030", f"a step of {item} is malformed: {error}", where) from None
+    data = _read(path, "schedule-1")
+    sync = data["sync"]
+    result = {str(item): [Step.from_json(step) for step in steps] for item, steps in data["items"].items()}
     barriers = {item: [s.id for s in steps if s.kind == "barrier"] for item, steps in result.items()}
     if sync == "event" and any(barriers.values()):
         raise SplitError("SPLIT-E030", "barrier steps in an event schedule", where)
