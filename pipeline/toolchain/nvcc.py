@@ -129,3 +129,20 @@ def emulation_build(code_dir: Path, source: Path, binary: Path, cxx: str = "g++"
     _run(command, code_dir)
     version = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout.splitlines()[0]
     return CudaBuild(binary, [command], cxx, version)
+
+
+def gpu_query() -> tuple[bool, str]:
+    """Whether a CUDA GPU answers here: (found, what the query said).
+
+    Uses the toolkit's own `__nvcc_device_query` (it loads the driver and lists the devices'
+    architectures); its error message is the reason GPU checks give when they do not run.
+    """
+    nvcc = nvcc_path()
+    query = Path(nvcc).resolve().parent / "__nvcc_device_query" if nvcc else None
+    if query is None or not query.is_file():
+        return False, "no CUDA toolkit device query (__nvcc_device_query) found"
+    proc = subprocess.run([str(query)], capture_output=True, text=True, check=False, timeout=60)
+    text = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0 or not text:
+        return False, text.replace(str(query), "__nvcc_device_query") or f"exit {proc.returncode}"
+    return True, text

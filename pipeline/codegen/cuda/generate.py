@@ -40,6 +40,7 @@ from pipeline.codegen.cuda.kernels import EMITTERS, VIEW_OPERATIONS, Arg, Body, 
 from pipeline.codegen.cuda.programs import math_header
 from pipeline.codegen.deployment import DeploymentInput, ItemInput
 from pipeline.diagnostics import Location
+from pipeline.layout import project_relative
 from pipeline.nnef.graph import Operation, Ref
 
 GENERATOR = f"pipeline.codegen.cuda {__version__}"
@@ -400,9 +401,11 @@ def generate_cuda(deployment: DeploymentInput, out_dir: str | Path) -> dict[str,
     write_text(folder / "nnef_cuda_math.h", math_header())
     write_text(folder / item.name / item_file(item.name), code["source"])
     write_text(folder / "nnef_cuda_main.cu", _main(item.name, code["inputs"], code["outputs"]))
+    rel = project_relative(folder, deployment.root)
+    entries = [{**e, "code_file": f"{rel}/{item.name}/{e['code_file']}"} for e in code["entries"]]
     write_json(folder / item.name / "trace.json", {
         "schema_version": 1, "item": item.name, "target": "cuda", "nnef_file": item.nnef_rel,
-        "nnef_sha256": item.nnef_sha256, "entries": code["entries"]})
+        "nnef_sha256": item.nnef_sha256, "entries": entries})
     write_json(folder / item.name / "memory_map.json", code["memory_map"])
     manifest = {"schema_version": 1, "generator": GENERATOR, "model": deployment.model,
                 "deployment": deployment.deployment, "threads": THREADS,
