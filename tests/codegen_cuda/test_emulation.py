@@ -97,7 +97,20 @@ KERNELS = {
         hi = max(l, -0.25);
         y = div(lo, hi);""",
         {"mu": (1, 4), "va": (1, 4), "of": (1, 4), "sc": (1, 4), "w": (3, 8)}, {"x": (2, 4)}),
+    "transcendentals": (
+        """x = external<scalar>(shape = [4, 64]);
+        e = exp(x);
+        l = log(x);
+        t = tanh(x);
+        s = sigmoid(x);
+        p = softplus(x);
+        q = sqrt(x);
+        w = pow(x, t);
+        r = round(x);
+        f = floor(x);""",
+        {}, {"x": (4, 64)}),
 }
+MULTIPLE_OUTPUTS = {"transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -107,7 +120,7 @@ def test_kernels_bit_exact_with_special_values(name, tmp_path):
     weights = {k: rng.normal(0, 1, s).astype(np.float32) for k, s in variables.items()}
     if "va" in weights:
         weights["va"] = np.abs(weights["va"])
-    outputs = [line.split("=")[0].strip() for line in body.strip().splitlines()][-1:]
+    outputs = MULTIPLE_OUTPUTS.get(name) or [line.split("=")[0].strip() for line in body.strip().splitlines()][-1:]
     text = (f"version 1.0;\n\ngraphitem {C.ITEM} g( {', '.join(externals)} ) -> ( {', '.join(outputs)} )\n{{\n"
             + "\n".join(f"    {line.strip()}" for line in body.strip().splitlines()) + "\n}\n")
     split = C.one_item(tmp_path / "split", text)

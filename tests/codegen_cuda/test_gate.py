@@ -84,3 +84,20 @@ def test_xavier_is_refused_with_the_reason():
     with pytest.raises(PipelineError) as caught:
         check_architectures(["sm_87", "sm_72"])
     assert caught.value.code == "RUN-E002" and "Xavier" in caught.value.message and "nvcc 13" in caught.value.message
+
+
+def test_transcendental_and_division_kernels_pass_the_gate(tmp_path):
+    """exp/log/tanh/sigmoid/softplus/pow programs, sqrt and division: no approximate instruction,
+    FFMA only where the PTX holds a correctly rounded div/sqrt (ptxas's exact expansion)."""
+    from tests.codegen_cuda.test_emulation import KERNELS, MULTIPLE_OUTPUTS
+
+    body, _, externals = KERNELS["transcendentals"]
+    outputs = MULTIPLE_OUTPUTS["transcendentals"]
+    text = (f"version 1.0;\n\ngraphitem {C.ITEM} g( {', '.join(externals)} ) -> ( {', '.join(outputs)} )\n{{\n"
+            + "\n".join(f"    {line.strip()}" for line in body.strip().splitlines()) + "\n}\n")
+    split = C.one_item(tmp_path / "split", text)
+    manifest = C.generate(split, split, tmp_path / "code")
+    source = tmp_path / "code" / manifest["items"][0]["source"]
+    device_build(tmp_path / "code", source, tmp_path / "build", link=False)
+    report = gate(tmp_path / "build", list(ARCHITECTURES), source)
+    assert report.passed, [str(f) for f in report.findings]
