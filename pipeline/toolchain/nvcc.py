@@ -93,6 +93,7 @@ def device_build(code_dir: Path, source: Path, out_dir: Path, archs: Sequence[st
     if nvcc is None:
         raise PipelineError("RUN-E001", "nvcc not found (install the CUDA toolkit)")
     archs = check_architectures(archs)
+    code_dir, source, out_dir = Path(code_dir).resolve(), Path(source).resolve(), Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     flags = [*DEVICE_FLAGS, *extra, "-I", str(code_dir)]
     build = CudaBuild(out_dir / "nnef_cuda_run", [], nvcc, nvcc_version())
@@ -124,6 +125,7 @@ def emulation_build(code_dir: Path, source: Path, binary: Path, cxx: str = "g++"
     found = shutil.which(cxx)
     if found is None:
         raise PipelineError("RUN-E001", f"C++ compiler '{cxx}' not found (Debian package g++)")
+    code_dir, source, binary = Path(code_dir).resolve(), Path(source).resolve(), Path(binary).resolve()
     binary.parent.mkdir(parents=True, exist_ok=True)
     command = [cxx, *EMULATION_FLAGS, "-I", str(code_dir), str(source), "-o", str(binary)]
     _run(command, code_dir)

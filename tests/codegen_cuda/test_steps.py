@@ -20,13 +20,14 @@ from tests.projects import copy_exports
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
 
 
-def test_lenet5_gpu_deployment_through_the_steps(exported_project, tmp_path):
+def test_lenet5_gpu_deployment_through_the_steps(exported_project, tmp_path, monkeypatch):
     from pipeline.codegen.step import run_codegen_step
     from pipeline.compare.step import run_compare_step
     from pipeline.execute.step import run_execute_step
     from pipeline.split.step import run_split_step
 
-    root = copy_exports(exported_project, tmp_path / "p", ["lenet5"])
+    monkeypatch.chdir(copy_exports(exported_project, tmp_path / "p", ["lenet5"]))
+    root = "."                                                     # as doit runs the steps
     run_split_step("lenet5", root, vectors=1)
     everything = run_codegen_step("lenet5", root)
     codegen = {r.check_id: r for r in everything if r.subject == "lenet5/gpu"}
