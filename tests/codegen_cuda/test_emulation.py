@@ -18,7 +18,7 @@ from pipeline.nnef.tensorfile import read_tensor
 from tests.codegen import cghelpers as H
 from tests.codegen_cuda import cudahelpers as C
 
-MODELS = ("branch3", "lenet5", "resnet8")
+MODELS = ("branch3", "inception", "lenet5", "resnet8")
 VECTORS = 100
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed (Debian package g++)")
@@ -97,6 +97,12 @@ KERNELS = {
         hi = max(l, -0.25);
         y = div(lo, hi);""",
         {"mu": (1, 4), "va": (1, 4), "of": (1, 4), "sc": (1, 4), "w": (3, 8)}, {"x": (2, 4)}),
+    "avg_pool_and_box": (
+        """x = external<scalar>(shape = [1, 3, 7, 6]);
+        a = avg_pool(x, size = [1, 1, 3, 3], border = 'ignore', padding = [(0, 0), (0, 0), (1, 2), (1, 1)], stride = [1, 1, 2, 2], dilation = [1, 1, 1, 1]);
+        c = avg_pool(x, size = [1, 1, 3, 2], border = 'constant', padding = [(0, 0), (0, 0), (1, 1), (0, 1)], stride = [1, 1, 1, 2], dilation = [1, 1, 1, 1]);
+        s = box(x, size = [1, 1, 2, 2], border = 'constant', padding = [(0, 0), (0, 0), (1, 0), (0, 0)], stride = [1, 1, 1, 1], dilation = [1, 1, 2, 1], normalize = false);""",
+        {}, {"x": (1, 3, 7, 6)}),
     "transcendentals": (
         """x = external<scalar>(shape = [4, 64]);
         e = exp(x);
@@ -110,7 +116,7 @@ KERNELS = {
         f = floor(x);""",
         {}, {"x": (4, 64)}),
 }
-MULTIPLE_OUTPUTS = {"transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
+MULTIPLE_OUTPUTS = {"avg_pool_and_box": ["a", "c", "s"], "transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

@@ -317,3 +317,50 @@ def concat(b: Body) -> None:
         else:
             b.emit(f"{keyword} (u{axis} < {end}u) y[i] = {b.read(v, coords)};")
         start = end
+
+
+@emitter("avg_pool", "box")
+def avg_pool(b: Body) -> None:
+    x = b.arg("input")
+    border = str(b.op.attribs.get("border", "constant"))
+    if border not in ("constant", "ignore"):
+        raise Unsupported(f"{b.op.name}: border '{border}' (this generator: constant, ignore)")
+    normalize = b.op.name == "avg_pool" or bool(b.op.attribs.get("normalize"))
+    g = window_geometry(x.shape, b.op.attribs["size"], b.op.attribs.get("padding", []),
+                        b.op.attribs.get("stride", []), b.op.attribs.get("dilation", []))
+    if tuple(b.out_shape) != g.out_shape:
+        raise Unsupported(f"{b.op.name}: window extents {list(g.out_shape)} differ from {list(b.out_shape)}")
+    u, xs = b.coords(), strides(x.shape)
+    count_taps = normalize and border == "ignore" and any(p or q for p, q in g.padding)
+    b.emit("/* acc = +0; acc = acc + t, taps row-major, padded taps skipped" +
+           ("; / D once (D: " + ("taps inside, at least 1" if count_taps else "window volume") + ") */"
+            if normalize else " */"))
+    b.emit("float acc = 0.0f;")
+    if count_taps:
+        b.emit("unsigned taps = 0;")
+    depth = 0
+    index = []
+    for a, (k, s, d, (p, q)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
+        if k == 1 and s == 1 and p == 0:
+            index.append(f"{u[a]} * {xs[a]}")
+            continue
+        ind = "    " * depth
+        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
+        depth += 1
+        ind = "    " * depth
+        b.emit(f"{ind}const int p{a} = (int){u[a]} * {s} + (int)k{a} * {d} - {p};")
+        if p or q:
+            b.emit(f"{ind}if (p{a} < 0 || p{a} >= {x.shape[a]}) continue;  /* padded tap: skipped */")
+        index.append(f"(unsigned)p{a} * {xs[a]}")
+    ind = "    " * depth
+    b.emit(f"{ind}acc = NNEF_ADD(acc, {x.param}[{' + '.join(index) or '0'}]);")
+    if count_taps:
+        b.emit(f"{ind}taps += 1u;")
+    for level in range(depth - 1, -1, -1):
+        b.emit("    " * level + "}")
+    if not normalize:
+        b.emit("y[i] = acc;")
+    elif count_taps:
+        b.emit("y[i] = NNEF_DIV(acc, (float)(taps ? taps : 1u));")
+    else:
+        b.emit(f"y[i] = NNEF_DIV(acc, {flit(F32(math.prod(g.size)))});")
