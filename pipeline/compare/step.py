@@ -87,16 +87,17 @@ def _cuda_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.n
                    for order, paths in orders.items()}
     path = write_json(folder / "cuda-numeric.json", {"schema_version": 1, "emulation": doc["emulation"],
                                                      **{o: c.to_json() for o, c in comparisons.items()}})
+    obtained = Obtained.emulation("CUDA host emulation (g++ -ffp-contract=off, nnef_cuda_emulate.h)")
     measured = {"vectors": doc["vectors"], "emulation": doc["emulation"], "gpu": doc["gpu"]["run"],
                 **{o: c.measured() for o, c in comparisons.items()}}
     for order, comparison in comparisons.items():
         failure = comparison.first_failure()
         if failure is not None:
             return result(checks.CUDA_REFERENCE, subject, Verdict.FAIL, f"host emulation, blocks and threads {order}: "
-                          f"{failure.reason}", measured, read, [project_relative(path, root)])
+                          f"{failure.reason}", measured, read, [project_relative(path, root)], obtained)
     return result(checks.CUDA_REFERENCE, subject, Verdict.EMULATED,
                   f"{doc['emulation']}: 0 ULP on {doc['vectors']} vectors, blocks and threads in order and shuffled; "
-                  f"GPU run {doc['gpu']['run']}", measured, read, [project_relative(path, root)])
+                  f"GPU run {doc['gpu']['run']}", measured, read, [project_relative(path, root)], obtained)
 
 
 def _traces(subject: str, split_dir: Path, run_dir: Path, run_doc: dict[str, Any], folder: Path, root: Path
