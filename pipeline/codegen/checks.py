@@ -200,7 +200,7 @@ def accelerators_result(subject: str, deployments: dict[str, list[str]]) -> Chec
 def cuda_result(subject: str, folder: Path, root: Path, scratch: Path) -> CheckResult:
     """`codegen.cuda` for one generated CUDA deployment folder: the nvcc builds and the gate."""
     from pipeline.codegen.cuda_gate import cuobjdump_path, gate
-    from pipeline.toolchain.nvcc import ARCHITECTURES, device_build, nvcc_path
+    from pipeline.toolchain.nvcc import ARCHITECTURES, check_architectures, device_build, nvcc_path
 
     manifest = json.loads((folder / "build.json").read_text(encoding="utf-8"))
     if nvcc_path() is None:
@@ -215,6 +215,7 @@ def cuda_result(subject: str, folder: Path, root: Path, scratch: Path) -> CheckR
         source = folder / item["source"]
         read.append(_rel(source, root))
         try:
+            archs = check_architectures(archs)
             build = device_build(folder, source, scratch / item["name"], archs, link=False)
         except PipelineError as error:
             problems.append(f"{item['name']}: {error.code}: {error.message.splitlines()[0]}")

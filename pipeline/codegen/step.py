@@ -52,7 +52,7 @@ def _is_cuda(deployment: Any) -> bool:
     return bool(deployment.items) and all(i.target == "cuda" for i in deployment.items)
 
 
-def _cuda_deployment(model: str, name: str, base: Path, split: Path, export: Path
+def _cuda_deployment(model: str, name: str, base: Path, split: Path, export: Path, architectures: tuple[str, ...]
                      ) -> tuple[dict[str, Any], list[CheckResult]]:
     """Generate the CUDA code of one deployment and check its builds (codegen.cuda)."""
     from pipeline.codegen.cuda.generate import generate_cuda
@@ -62,7 +62,7 @@ def _cuda_deployment(model: str, name: str, base: Path, split: Path, export: Pat
     if folder.is_dir():
         shutil.rmtree(folder)
     try:
-        generate_cuda(load_deployment(split, export, base), folder)
+        generate_cuda(load_deployment(split, export, base), folder, architectures)
     except (CodegenError, PipelineError) as error:
         reason = f"{error.code}: {error.message}" + (f" ({error.location})" if error.location else "")
         log.error("codegen %s: %s", subject, reason)
@@ -99,7 +99,7 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
         subject = f"{model}/{name}"
         folder = c_folder(model, name, base)
         if _is_cuda(deployment):
-            status[name], more = _cuda_deployment(model, name, base, split / name, export)
+            status[name], more = _cuda_deployment(model, name, base, split / name, export, deployment.architectures)
             results += more
             if folder.is_dir():
                 shutil.rmtree(folder)

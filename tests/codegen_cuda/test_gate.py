@@ -101,3 +101,24 @@ def test_transcendental_and_division_kernels_pass_the_gate(tmp_path):
     device_build(tmp_path / "code", source, tmp_path / "build", link=False)
     report = gate(tmp_path / "build", list(ARCHITECTURES), source)
     assert report.passed, [str(f) for f in report.findings]
+
+
+def test_deployment_architectures_reach_the_build_and_xavier_fails_with_the_reason(exported_project, tmp_path):
+    import json
+
+    from pipeline.codegen.checks import cuda_result
+    from pipeline.registry.checks import Verdict
+
+    export = exported_project / "artifacts" / "branch3" / "export"
+    split = C.whole_model(export, tmp_path / "split")
+    code = tmp_path / "code"
+    from pipeline.codegen.cuda.generate import generate_cuda
+    from pipeline.codegen.deployment import load_deployment
+
+    manifest = generate_cuda(load_deployment(split, export, tmp_path), code, ("sm_90",))
+    assert manifest["architectures"] == ["sm_90"]
+    passed = cuda_result("branch3/gpu", code, tmp_path, tmp_path / "s1")
+    assert passed.verdict is Verdict.PASS and passed.measured["architectures"] == ["sm_90"], passed.reason
+    (code / "build.json").write_text(json.dumps({**manifest, "architectures": ["sm_72"]}))
+    failed = cuda_result("branch3/gpu", code, tmp_path, tmp_path / "s2")
+    assert failed.verdict is Verdict.FAIL and "Xavier" in failed.reason and "nvcc 13" in failed.reason

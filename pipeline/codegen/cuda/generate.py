@@ -382,7 +382,8 @@ def _main(item: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]]
     return w.text()
 
 
-def generate_cuda(deployment: DeploymentInput, out_dir: str | Path) -> dict[str, Any]:
+def generate_cuda(deployment: DeploymentInput, out_dir: str | Path, architectures: tuple[str, ...] = ()
+                  ) -> dict[str, Any]:
     """Generate and write the CUDA code of a one-item cuda deployment; returns build.json's content.
 
     Raises CodegenError: E006 an item of another target, several items or exchanges between
@@ -409,6 +410,7 @@ def generate_cuda(deployment: DeploymentInput, out_dir: str | Path) -> dict[str,
     write_json(folder / item.name / "memory_map.json", code["memory_map"])
     manifest = {"schema_version": 1, "generator": GENERATOR, "model": deployment.model,
                 "deployment": deployment.deployment, "threads": THREADS,
+                **({"architectures": list(architectures)} if architectures else {}),
                 "items": [{"name": item.name, "source": f"{item.name}/{item_file(item.name)}",
                            "kernels": code["kernels"]}],
                 "main": "nnef_cuda_main.cu", "inputs": code["inputs"], "outputs": code["outputs"]}
