@@ -26,6 +26,8 @@ items, synchronisation) and its execution-time budget (met). Schema version 1:
                                            # a name allocated at most once
         sync: event                        # required: event | barrier
         pipeline_depth: 1                  # optional, integer >= 1 (read by the split step)
+        architectures: [sm_87, sm_90]      # optional: GPU architectures the cuda items are built for
+                                           # (default sm_87 and sm_90; nvcc 13 cannot target sm_72)
         rewrites: [...]                    # optional, list of mappings (read and checked by the split step)
     met:                                   # required
       runs: 1000                           # required, positive integer
@@ -137,6 +139,7 @@ class Deployment:
     sync: str
     pipeline_depth: int = 1
     rewrites: tuple[dict[str, Any], ...] = ()  # their contents are checked by the split step
+    architectures: tuple[str, ...] = ()        # GPU architectures of cuda items (empty: sm_87 and sm_90)
 
     def item_of(self, name: str) -> str:
         """The item a tensor (ONNX name) is allocated to: its allocation, else the default item."""
@@ -280,7 +283,8 @@ def _build(top: dict[str, Any], file: str) -> DeploySpec:
         deployments[str(name)] = Deployment(
             str(name), tuple(Item(i["name"], i["target"]) for i in body["items"]), body["default_item"],
             {str(item): tuple(names) for item, names in body.get("allocation", {}).items()}, body["sync"],
-            body.get("pipeline_depth", 1), tuple(dict(r) for r in body.get("rewrites", ())))
+            body.get("pipeline_depth", 1), tuple(dict(r) for r in body.get("rewrites", ())),
+            tuple(str(a) for a in body.get("architectures", ())))
     return DeploySpec(
         file, top["model"], top.get("description", ""), inputs,
         ValidationSpec(validation.get("vectors", DEFAULT_VECTORS), validation["seed"],

@@ -164,3 +164,13 @@ def test_split_keys_pass_through_structurally() -> None:
     problems = _problems(VALID.replace("    sync: barrier\n", "    sync: barrier\n    pipeline_depth: 0\n    rewrites: [3]\n"))
     assert {(p.code, p.path) for p in problems} == {("DEPLOY-E004", "deployments.two.pipeline_depth"),
                                                    ("DEPLOY-E003", "deployments.two.rewrites[0]")}
+
+
+def test_gpu_architectures_of_a_deployment() -> None:
+    text = VALID.replace("    sync: barrier\n", "    sync: barrier\n    architectures: [sm_90, sm_87]\n")
+    spec = parse_deploy_text(text, "tiny.yaml")
+    assert spec.deployments["two"].architectures == ("sm_90", "sm_87")
+    assert spec.deployments["single"].architectures == ()
+    with pytest.raises(DeployError):
+        parse_deploy_text(VALID.replace("    sync: barrier\n", "    sync: barrier\n    architectures: [volta]\n"),
+                          "tiny.yaml")

@@ -30,6 +30,7 @@ DATA_PATH = ["nnef", "semantics", "export", "check", "split", "petri", "codegen"
 SHARED_WITH_REFERENCE = {
     ("pipeline.codegen.c.programs", "pipeline.semantics.transcendental"),
     ("pipeline.codegen.c.mathcheck", "pipeline.semantics.transcendental"),
+    ("pipeline.codegen.cuda.programs", "pipeline.semantics.transcendental"),
 }
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.codegen import compilerdefects, static, tracecheck
+from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import CheckResult, Verdict, register_check
 from pipeline.toolchain.cc import QUALIFIED_FLAGS, build_flags, compile_objects, compiler_path, compiler_version
 
@@ -26,6 +27,7 @@ TRACE = "codegen.trace"
 COMPILE = "codegen.compile"
 TRANSCENDENTAL = "codegen.transcendental"
 ACCELERATORS = "codegen.accelerators"
+CUDA = "codegen.cuda"
 ALL = (STATIC, TRACE, COMPILE)
 
 register_check(STATIC, "Generated code is static: no allocation, no recursion, no libm, no branch in kernels, "
@@ -43,11 +45,17 @@ register_check(TRANSCENDENTAL, "The generator emits the reference's transcendent
                "exp, log, tanh, sigmoid, softplus and pow as generated C (nnef_math.h, built with the build flags, "
                "linked without -lm) against the NumPy evaluation of the same programs on special values and "
                "seeded random inputs: every result bit-identical (NaN payloads aside).")
-register_check(ACCELERATORS, "GPU (CUDA) and DLA (NVDLA) items are generated and compared with the reference",
-               STEP, ["HLR-NUM-003", "HLR-NUM-004"],
-               "Deployments with cuda or nvdla items: their code generated, run and compared (0 ULP for CUDA, the "
-               "precision tolerance for NVDLA). No such generator exists yet, so this check reports not run with "
-               "the reason for every model: GPU and DLA semantics preservation is not verified.")
+register_check(ACCELERATORS, "DLA (NVDLA) items are generated and compared with the reference",
+               STEP, ["HLR-NUM-004"],
+               "Deployments with nvdla items: their code generated, run and compared (the precision tolerance). "
+               "No NVDLA generator exists yet, so this check reports not run with the reason for every model: DLA "
+               "semantics preservation is not verified. (CUDA items: codegen.cuda and compare.cuda_reference.)")
+register_check(CUDA, "CUDA items compile for every architecture without a diagnostic and pass the PTX/SASS gate",
+               STEP, ["HLR-COD-003", "LLR-COD-006"],
+               "nvcc --fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Werror all-warnings for sm_87 and sm_90 "
+               "(PTX and cubin); the gate (pipeline/codegen/cuda_gate.py) reads the PTX, the SASS (cuobjdump) and "
+               "ptxas -v: per kernel no fused multiply-add, no atomic or reduction, no approximate instruction, no "
+               "local memory or spill. Not run where nvcc or cuobjdump is missing.")
 register_check(COMPILE, "Generated code compiles without a diagnostic under the qualified flags",
                STEP, ["HLR-COD-003", "LLR-COD-003"],
                "Every source compiled with -std=c99 -O2 -Wall -Wextra -Werror -ffp-contract=off "
@@ -186,10 +194,41 @@ def transcendental_result(subject: str, scratch: Path) -> CheckResult:
 
 
 def accelerators_result(subject: str, deployments: dict[str, list[str]]) -> CheckResult:
-    """`codegen.accelerators`: never pass until a CUDA/NVDLA generator exists (say why it did not run)."""
+    """`codegen.accelerators`: never pass until an NVDLA generator exists (say why it did not run)."""
     if deployments:
         listed = "; ".join(f"{name}: {', '.join(items)}" for name, items in sorted(deployments.items()))
-        reason = f"no CUDA/NVDLA generator yet; deployments with such items: {listed}"
+        reason = f"no NVDLA generator yet; deployments with nvdla items: {listed}"
     else:
-        reason = "no deployment of this model has a cuda or nvdla item, and no CUDA/NVDLA generator exists yet"
+        reason = "no deployment of this model has an nvdla item, and no NVDLA generator exists yet"
     return CheckResult(ACCELERATORS, subject, Verdict.NOT_RUN, reason, {"deployments": len(deployments)}, [], [])
+
+
+def cuda_result(subject: str, folder: Path, root: Path, scratch: Path) -> CheckResult:
+    """`codegen.cuda` for one generated CUDA deployment folder: the nvcc builds and the gate."""
+    from pipeline.codegen.cuda_gate import cuobjdump_path, gate
+    from pipeline.toolchain.nvcc import ARCHITECTURES, check_architectures, device_build, nvcc_path
+
+    manifest = json.loads((folder / "build.json").read_text(encoding="utf-8"))
+    if nvcc_path() is None:
+        return not_run(CUDA, subject, "nvcc is not installed (CUDA toolkit)")
+    if cuobjdump_path() is None:
+        return not_run(CUDA, subject, "cuobjdump is not installed (pip install nvidia-cuda-cuobjdump)")
+    archs = list(manifest.get("architectures") or ARCHITECTURES)
+    problems: list[str] = []
+    measured: dict[str, Any] = {"architectures": archs}
+    read = [_rel(folder / "build.json", root)]
+    for item in manifest["items"]:
+        source = folder / item["source"]
+        read.append(_rel(source, root))
+        try:
+            archs = check_architectures(archs)
+            build = device_build(folder, source, scratch / item["name"], archs, link=False)
+        except PipelineError as error:
+            problems.append(f"{item['name']}: {error.code}: {error.message.splitlines()[0]}")
+            continue
+        report = gate(scratch / item["name"], archs, source)
+        problems += [str(f) for f in report.findings]
+        commands = [" ".join(Path(a).name if "/" in a else a for a in c) for c in build.commands]
+        measured[item["name"]] = {"nvcc": build.version, "commands": commands,
+                                  "kernels": {arch: report.counts.get(arch, {}) for arch in archs}}
+    return _result(CUDA, subject, problems, measured, read)

@@ -1,6 +1,8 @@
-"""The codegen step: C code for every deployment of a model whose items are all `cpu`.
+"""The codegen step: C code for every deployment of a model whose items are all `cpu`, CUDA code
+for every deployment whose items are all `cuda` (one item today, docs/codegen-cuda.md).
 
 artifacts/<m>/codegen/c/<deployment>/...   the generated code (pipeline.codegen.c.generate)
+artifacts/<m>/codegen/cuda/<deployment>/... the generated CUDA code (pipeline.codegen.cuda.generate)
 artifacts/<m>/codegen/status.json          per deployment: generated, or why not
 artifacts/<m>/codegen/checks.json          codegen.static, codegen.trace, codegen.compile
 artifacts/<m>/codegen/record.json
@@ -34,10 +36,45 @@ log = logging.getLogger(__name__)
 STEP = "codegen"
 STATUS_FILE = "status.json"
 NO_GENERATOR = "no CUDA/NVDLA generator yet"
+MIXED = "CUDA items next to items of another target are not generated yet (docs/codegen-cuda.md); no NVDLA generator yet"
 
 
 def c_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
     return step_dir(model, STEP, root) / "c" / deployment
+
+
+def cuda_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
+    return step_dir(model, STEP, root) / "cuda" / deployment
+
+
+def _is_cuda(deployment: Any) -> bool:
+    """A deployment the CUDA generator handles: items all of target cuda (one, today)."""
+    return bool(deployment.items) and all(i.target == "cuda" for i in deployment.items)
+
+
+def _cuda_deployment(model: str, name: str, base: Path, split: Path, export: Path, architectures: tuple[str, ...]
+                     ) -> tuple[dict[str, Any], list[CheckResult]]:
+    """Generate the CUDA code of one deployment and check its builds (codegen.cuda)."""
+    from pipeline.codegen.cuda.generate import generate_cuda
+
+    subject = f"{model}/{name}"
+    folder = cuda_folder(model, name, base)
+    if folder.is_dir():
+        shutil.rmtree(folder)
+    try:
+        generate_cuda(load_deployment(split, export, base), folder, architectures)
+    except (CodegenError, PipelineError) as error:
+        reason = f"{error.code}: {error.message}" + (f" ({error.location})" if error.location else "")
+        log.error("codegen %s: %s", subject, reason)
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        return {"status": "failed", "reason": reason, "target": "cuda"}, \
+            [checks.failed_generation(checks.CUDA, subject, reason)]
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    status = {"status": "generated", "target": "cuda", "folder": project_relative(folder, base),
+              "files": {project_relative(p, base): sha256_of(p) for p in files}}
+    with tempfile.TemporaryDirectory(prefix="nnef-cuda-") as tmp:
+        return status, [checks.cuda_result(subject, folder, base, Path(tmp))]
 
 
 def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int = DEFAULT_LANES) -> list[CheckResult]:
@@ -54,12 +91,23 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
             shutil.rmtree(child)
     status: dict[str, Any] = {}
     results: list[CheckResult] = []
+    (out / "cuda").mkdir(parents=True, exist_ok=True)
+    for child in (out / "cuda").iterdir():
+        if child.is_dir() and (child.name not in spec.deployments or not _is_cuda(spec.deployments[child.name])):
+            shutil.rmtree(child)
     for name, deployment in spec.deployments.items():
         subject = f"{model}/{name}"
         folder = c_folder(model, name, base)
+        if _is_cuda(deployment):
+            status[name], more = _cuda_deployment(model, name, base, split / name, export, deployment.architectures)
+            results += more
+            if folder.is_dir():
+                shutil.rmtree(folder)
+            continue
         others = [f"{i.name} ({i.target})" for i in deployment.items if i.target != "cpu"]
         if others:
-            reason = f"{NO_GENERATOR}: items {', '.join(others)}"
+            reason = f"{NO_GENERATOR if all(i.target != 'cuda' for i in deployment.items) else MIXED}: items " \
+                     f"{', '.join(others)}"
             status[name] = {"status": "not run", "reason": reason}
             results += [checks.not_run(check, subject, reason) for check in checks.ALL]
             if folder.is_dir():
@@ -84,7 +132,7 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
             results += checks.evaluate(subject, folder, base, Path(tmp))
     with tempfile.TemporaryDirectory(prefix="nnef-math-") as tmp:
         results.append(checks.transcendental_result(model, Path(tmp)))
-    accelerated = {name: [f"{i.name} ({i.target})" for i in d.items if i.target != "cpu"]
+    accelerated = {name: [f"{i.name} ({i.target})" for i in d.items if i.target == "nvdla"]
                    for name, d in spec.deployments.items()}
     results.append(checks.accelerators_result(model, {k: v for k, v in accelerated.items() if v}))
     write_json(out / STATUS_FILE, {"schema_version": 1, "model": model, "deployments": status})

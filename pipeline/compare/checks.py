@@ -7,6 +7,8 @@ compare.traces       HLR-EXE-004, LLR-RUN-001  every captured trace (with and wi
 met.budget           HLR-MET-001, LLR-MET-001  max measured time per inference <= budget
 met.stability        HLR-MET-002, LLR-MET-001  jitter bound; no drift against the accepted baseline
 met.path             HLR-MET-002, LLR-MET-002  identical instruction counts for every input
+compare.cuda_reference HLR-NUM-003, LLR-NUM-001, LLR-COD-007  CUDA outputs (host emulation, in order
+                                               and shuffled; the GPU where one answers) bit-identical to the reference
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ TRACES = "compare.traces"
 BUDGET = "met.budget"
 STABILITY = "met.stability"
 PATH = "met.path"
+CUDA_REFERENCE = "compare.cuda_reference"
 ALL = (REFERENCE, ONNXRUNTIME, TRACES, BUDGET, STABILITY, PATH)
 
 register_check(REFERENCE, "Executed C code reproduces the reference semantics bit for bit on every validation vector",
@@ -29,6 +32,14 @@ register_check(REFERENCE, "Executed C code reproduces the reference semantics bi
                "Outputs of the uninstrumented build on the N seeded vectors against pipeline.semantics.interpret "
                "on the exported description: 0 ULP, same sign of zero, NaN where NaN; the first diverging element "
                "(vector, index, both values, ULP) on failure.")
+register_check(CUDA_REFERENCE, "Generated CUDA code reproduces the reference semantics bit for bit on every "
+               "validation vector, whatever the order of blocks and threads", STEP,
+               ["HLR-NUM-003", "LLR-NUM-001", "LLR-COD-007"],
+               "The host emulation of the generated .cu (g++ -ffp-contract=off, every (block, thread) of every "
+               "launch run in order, then in a seeded shuffled order) on the N seeded vectors against "
+               "pipeline.semantics.interpret: 0 ULP, same sign of zero, NaN where NaN, in both orders. Verdict "
+               "emulated (never pass) with the emulation named and the GPU device query's answer; pass or fail "
+               "only from a run on a GPU.")
 register_check(ONNXRUNTIME, "Executed C code agrees with onnxruntime within the deployment tolerance",
                STEP, ["HLR-NUM-002", "LLR-NUM-002"],
                "Outputs against the ONNX model run by onnxruntime (one thread) on the same vectors: max abs error "

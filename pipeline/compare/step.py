@@ -78,6 +78,28 @@ def _numeric(subject: str, outputs: dict[str, np.ndarray], reference: dict[str, 
     return results
 
 
+def _cuda_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.ndarray], folder: Path,
+                    root: Path) -> CheckResult:
+    """compare.cuda_reference on an emulated run: both orders 0 ULP -> emulated, else fail."""
+    read = [*doc["outputs"].values(), *doc["outputs_shuffled"].values()]
+    orders = {"in order": doc["outputs"], f"shuffled (seed {doc['shuffle_seed']})": doc["outputs_shuffled"]}
+    comparisons = {order: compare({n: read_tensor(root / p) for n, p in paths.items()}, reference, exact=True)
+                   for order, paths in orders.items()}
+    path = write_json(folder / "cuda-numeric.json", {"schema_version": 1, "emulation": doc["emulation"],
+                                                     **{o: c.to_json() for o, c in comparisons.items()}})
+    obtained = Obtained.emulation("CUDA host emulation (g++ -ffp-contract=off, nnef_cuda_emulate.h)")
+    measured = {"vectors": doc["vectors"], "emulation": doc["emulation"], "gpu": doc["gpu"]["run"],
+                **{o: c.measured() for o, c in comparisons.items()}}
+    for order, comparison in comparisons.items():
+        failure = comparison.first_failure()
+        if failure is not None:
+            return result(checks.CUDA_REFERENCE, subject, Verdict.FAIL, f"host emulation, blocks and threads {order}: "
+                          f"{failure.reason}", measured, read, [project_relative(path, root)], obtained)
+    return result(checks.CUDA_REFERENCE, subject, Verdict.EMULATED,
+                  f"{doc['emulation']}: 0 ULP on {doc['vectors']} vectors, blocks and threads in order and shuffled; "
+                  f"GPU run {doc['gpu']['run']}", measured, read, [project_relative(path, root)], obtained)
+
+
 def _traces(subject: str, split_dir: Path, run_dir: Path, run_doc: dict[str, Any], folder: Path, root: Path
             ) -> CheckResult:
     traces = sorted(run_dir.glob("trace-*.json"))
@@ -241,7 +263,7 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
     documents = {name: (run / name / "run.json") for name in spec.deployments}
     ran = {name: json.loads(p.read_text(encoding="utf-8")) for name, p in documents.items() if p.is_file()}
     reference = ort = None
-    if any(doc.get("status") == "ran" for doc in ran.values()):
+    if any(doc.get("status") in ("ran", "emulated") for doc in ran.values()):
         try:
             inputs = read_inputs(model, base)
             if not inputs:
@@ -264,6 +286,10 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
             results += checks.not_run_all(subject, "the execute step did not run this deployment")
             continue
         inputs_read.append(run / name)
+        if doc.get("status") == "emulated":
+            assert reference is not None
+            results.append(_cuda_reference(subject, doc, reference, folder, base))
+            continue
         if doc.get("status") != "ran":
             verb = "did not run" if doc.get("status") == "not run" else "failed"
             results += checks.not_run_all(subject, f"the run {verb}: {doc.get('reason', '')}",

@@ -11,9 +11,10 @@ artifacts/<m>/execute/
     <deployment>/instructions.json     callgrind instruction counts of one inference per input
     checks.json, record.json
 
-The step measures and records; pipeline/compare judges. A deployment without generated C
-code (an item of target cuda or nvdla, or codegen not run) gets run.json with status
-"not run" and the reason.
+The step measures and records; pipeline/compare judges. A deployment of cuda items is run on
+the host emulation (pipeline/execute/cuda.py: run.json status "emulated"). A deployment
+without generated code (an nvdla item, mixed targets, or codegen not run) gets run.json with
+status "not run" and the reason.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from pipeline.registry.checks import results_document
 from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, model_dir, project_relative, step_data, step_dir
 from pipeline.toolchain.cc import compile_and_link, compiler_version, host_isa, isa_for
+from pipeline.execute.cuda import run_cuda_deployment
 from pipeline.execute.harness import read_outputs, run_harness, write_arrays, write_input_vectors
 from pipeline.execute.instructions import count_instructions, special_vector, valgrind_version
 
@@ -218,6 +220,16 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
             shutil.rmtree(child)
     for name in names:
         deployment = spec.deployments[name]
+        if deployment.items and all(item.target == "cuda" for item in deployment.items):
+            try:
+                documents[name] = run_cuda_deployment(model, name, base, inputs_dir, count)
+            except PipelineError as error:
+                document = {"schema_version": 1, "model": model, "deployment": name, "status": "failed",
+                            "reason": f"{error.code}: {error.message}"[:4000]}
+                write_json(run_folder(model, name, base) / RUN_FILE, document)
+                documents[name] = document
+                log.error("run %s/%s: %s", model, name, error)
+            continue
         if any(item.target != "cpu" for item in deployment.items):
             others = ", ".join(f"{i.name} ({i.target})" for i in deployment.items if i.target != "cpu")
             document = {"schema_version": 1, "model": model, "deployment": name, "status": "not run",

@@ -60,8 +60,22 @@ def test_every_cpu_deployment_ran(model_results):
     model, _, runs, _ = model_results
     assert runs, model
     for name, doc in runs.items():
+        if doc.get("target") == "cuda":
+            continue
         assert doc["status"] == "ran", (name, doc.get("reason"))
         assert doc["vectors"] == 100
+
+
+def test_every_cuda_deployment_emulated_bit_exact(model_results):
+    """The `gpu` deployments: host emulation 0 ULP in both orders -> emulated, never pass (no GPU here)."""
+    model, _, runs, compare = model_results
+    cuda = {name for name, doc in runs.items() if doc.get("target") == "cuda"}
+    for name in cuda:
+        assert runs[name]["status"] == "emulated" and runs[name]["vectors"] == 100, runs[name]
+    verdicts = _by(compare, "compare.cuda_reference")
+    assert set(verdicts) == {f"{model}/{name}" for name in cuda}
+    for subject, r in verdicts.items():
+        assert r.verdict in (Verdict.EMULATED, Verdict.PASS), f"{subject}: {r.reason}"
 
 
 @pytest.mark.parametrize("check", ["codegen.static", "codegen.trace", "codegen.compile"])

@@ -1,0 +1,1 @@
+"""The CUDA generator of GPU items (docs/codegen-cuda.md)."""

@@ -1,0 +1,366 @@
+"""The body of each NNEF instruction's CUDA kernel: the statements computing ONE output element.
+
+A thread computes whole output elements: the caller decomposes the flat output index `i` into
+coordinates `u0, u1, ...` (row-major) and the emitter writes the statements that compute
+`y[i]` from them in the reference's evaluation order (docs/codegen.md "Evaluation order",
+docs/semantics): sums from +0, one term at a time, terms row-major, bias last; the running
+maximum from -inf; element-wise expressions parenthesised as elementwise.md writes them.
+Nothing is shared between threads, so no result depends on the launch order; padded taps
+are skipped by index tests (never a data-dependent branch in a sum), which is the reference's
+"skipped" exactly. Every multiply and add goes through NNEF_MUL/NNEF_ADD (nnef_cuda.h).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from pipeline.codegen.c.kernels.common import flit, strides
+from pipeline.codegen.c.kernels.geometry import window_geometry
+from pipeline.nnef.graph import Operation
+
+F32 = np.float32
+
+
+@dataclass
+class Arg:
+    """An operand as a kernel sees it: a tensor parameter (`param`) or a float32 literal."""
+
+    shape: tuple[int, ...]
+    param: str = ""
+    literal: np.float32 | None = None
+
+    @property
+    def is_literal(self) -> bool:
+        return self.literal is not None
+
+
+class Unsupported(Exception):
+    """The operation or an attribute value this generator does not implement (CODEGEN-E001/E002)."""
+
+
+class Body:
+    """The emission context of one kernel: its operands, its output shape, the statements."""
+
+    def __init__(self, op: Operation, inputs: dict[str, Any], out_shape: tuple[int, ...]) -> None:
+        self.op = op
+        self.inputs = inputs
+        self.out_shape = out_shape
+        self.lines: list[str] = []
+
+    def arg(self, key: str) -> Arg:
+        value = self.inputs[key]
+        if not isinstance(value, Arg):
+            raise Unsupported(f"{self.op.name}: operand '{key}' must be a single tensor")
+        return value
+
+    def emit(self, text: str) -> None:
+        self.lines.append(text)
+
+    def coords(self) -> list[str]:
+        return [f"u{a}" for a in range(len(self.out_shape))]
+
+    def read(self, arg: Arg, coords: list[str]) -> str:
+        """The element of `arg` broadcast NNEF-style (left-aligned) to the output coordinates."""
+        if arg.is_literal:
+            return flit(arg.literal)
+        aligned = list(arg.shape) + [1] * (len(coords) - len(arg.shape))
+        st = strides(aligned)
+        terms = [f"{c} * {s}" if s != 1 else c for c, n, s in zip(coords, aligned, st) if n != 1]
+        return f"{arg.param}[{' + '.join(terms) or '0'}]"
+
+
+Emitter = Callable[[Body], None]
+EMITTERS: dict[str, Emitter] = {}
+VIEW_OPERATIONS = frozenset({"reshape", "squeeze", "unsqueeze", "copy"})
+
+
+def emitter(*names: str) -> Callable[[Emitter], Emitter]:
+    def register(fn: Emitter) -> Emitter:
+        for name in names:
+            EMITTERS[name] = fn
+        return fn
+
+    return register
+
+
+BINARY = {"add": "NNEF_ADD({0}, {1})", "sub": "NNEF_SUB({0}, {1})", "mul": "NNEF_MUL({0}, {1})",
+          "div": "NNEF_DIV({0}, {1})", "max": "nnef_max({0}, {1})", "min": "nnef_min({0}, {1})",
+          "pow": "nnef_pow({0}, {1})"}
+UNARY = {"relu": "nnef_relu({0})", "neg": "nnef_float(nnef_bits({0}) ^ 0x80000000u)",
+         "abs": "nnef_float(nnef_bits({0}) & 0x7fffffffu)", "sqrt": "NNEF_SQRT({0})",
+         "exp": "nnef_exp({0})", "log": "nnef_log({0})", "tanh": "nnef_tanh({0})", "sigmoid": "nnef_sigmoid({0})",
+         "softplus": "nnef_softplus({0})", "rcp": "NNEF_DIV(1.0f, {0})", "sqr": "NNEF_MUL({0}, {0})",
+         "floor": "nnef_floor({0})", "round": "nnef_rint({0})"}
+
+
+@emitter(*BINARY)
+def binary(b: Body) -> None:
+    x, y = b.arg("x"), b.arg("y")
+    c = b.coords()
+    b.emit(f"y[i] = {BINARY[b.op.name].format(b.read(x, c), b.read(y, c))};")
+
+
+@emitter(*UNARY)
+def unary(b: Body) -> None:
+    b.emit(f"const float x = {b.read(b.arg('x'), b.coords())};")
+    b.emit(f"y[i] = {UNARY[b.op.name].format('x')};")
+
+
+@emitter("batch_normalization")
+def batch_normalization(b: Body) -> None:
+    c = b.coords()
+    eps = flit(F32(b.op.attribs["epsilon"]))
+    x, mean, var = b.read(b.arg("input"), c), b.read(b.arg("mean"), c), b.read(b.arg("variance"), c)
+    offset, scale = b.read(b.arg("offset"), c), b.read(b.arg("scale"), c)
+    b.emit("/* offset + ((scale * (input - mean)) / sqrt(variance + epsilon)): five IEEE operations in this order */")
+    b.emit(f"const float d = NNEF_SQRT(NNEF_ADD({var}, {eps}));")
+    b.emit(f"y[i] = NNEF_ADD({offset}, NNEF_DIV(NNEF_MUL({scale}, NNEF_SUB({x}, {mean})), d));")
+
+
+def _bias(b: Body, bias: Arg, channel: str) -> str | None:
+    """The bias term of output channel `channel`, or None for a literal +0 (adds nothing)."""
+    if bias.is_literal:
+        return None if np.array([bias.literal], F32).view(np.uint32)[0] == 0 else flit(bias.literal)
+    shape = list(bias.shape)
+    if all(d == 1 for d in shape):
+        return f"{bias.param}[0]"
+    if len(shape) >= 2 and shape[0] == 1 and all(d == 1 for d in shape[2:]):
+        return f"{bias.param}[{channel}]"
+    raise Unsupported(f"{b.op.name}: bias of shape {shape} is neither per channel nor a scalar")
+
+
+@emitter("conv")
+def conv(b: Body) -> None:
+    x, f, bias = b.arg("input"), b.arg("filter"), b.arg("bias")
+    if x.is_literal or f.is_literal or len(x.shape) < 3 or len(f.shape) != len(x.shape):
+        raise Unsupported(f"conv: input {list(x.shape)} and filter {list(f.shape)} must be tensors of equal rank >= 3")
+    border = str(b.op.attribs.get("border", "constant"))
+    if border not in ("constant", "ignore"):
+        raise Unsupported(f"conv: border '{border}' (this generator: constant, ignore)")
+    channels, outs = x.shape[1], f.shape[0]
+    groups = int(b.op.attribs.get("groups", 1)) or channels
+    cg, og = channels // groups, outs // groups
+    spatial = x.shape[2:]
+    g = window_geometry(spatial, f.shape[2:], b.op.attribs.get("padding", []), b.op.attribs.get("stride", []),
+                        b.op.attribs.get("dilation", []))
+    if tuple(b.out_shape[2:]) != g.out_shape:
+        raise Unsupported(f"conv: window extents {list(g.out_shape)} differ from {list(b.out_shape[2:])}")
+    u = b.coords()
+    xs, fs = strides(x.shape), strides(f.shape)
+    b.emit("/* acc = +0; acc = acc + w * x over (c, k...) row-major, padded taps skipped; bias last */")
+    b.emit(f"const unsigned cg0 = (u1 / {og}u) * {cg}u;  /* first input channel of the group */")
+    b.emit("float acc = 0.0f;")
+    b.emit(f"for (unsigned c = 0; c < {cg}u; ++c) {{")
+    depth = 1
+    x_index = [f"u0 * {xs[0]}", f"(cg0 + c) * {xs[1]}"]
+    f_index = [f"u1 * {fs[0]}", f"c * {fs[1]}"]
+    for a, (k, s, d, (p, _)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
+        ind = "    " * depth
+        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
+        depth += 1
+        ind = "    " * depth
+        b.emit(f"{ind}const int p{a} = (int){u[a + 2]} * {s} + (int)k{a} * {d} - {p};")
+        b.emit(f"{ind}if (p{a} < 0 || p{a} >= {spatial[a]}) continue;  /* padded tap: skipped */")
+        x_index.append(f"(unsigned)p{a} * {xs[a + 2]}")
+        f_index.append(f"k{a} * {fs[a + 2]}")
+    ind = "    " * depth
+    b.emit(f"{ind}acc = NNEF_ADD(acc, NNEF_MUL({f.param}[{' + '.join(f_index)}], {x.param}[{' + '.join(x_index)}]));")
+    for level in range(depth - 1, -1, -1):
+        b.emit("    " * level + "}")
+    term = _bias(b, bias, "u1")
+    b.emit(f"y[i] = {f'NNEF_ADD(acc, {term})' if term else 'acc'};")
+
+
+@emitter("linear", "matmul")
+def linear(b: Body) -> None:
+    a = b.arg("input" if b.op.name == "linear" else "A")
+    w = b.arg("filter" if b.op.name == "linear" else "B")
+    if a.is_literal or w.is_literal or len(a.shape) != 2 or len(w.shape) != 2:
+        raise Unsupported(f"{b.op.name}: operands must be rank-2 tensors")
+    if b.op.name == "linear":
+        ta, tb, bias = False, True, b.arg("bias")
+    else:
+        ta, tb, bias = bool(b.op.attribs.get("transposeA")), bool(b.op.attribs.get("transposeB")), None
+    k = a.shape[0] if ta else a.shape[1]
+    ai = "k * {0} + u0".format(a.shape[1]) if ta else f"u0 * {a.shape[1]} + k"
+    wi = f"u1 * {w.shape[1]} + k" if tb else f"k * {w.shape[1]} + u1"
+    b.emit("/* acc = +0; acc = acc + a[k] * b[k] for k increasing; bias last */")
+    b.emit("float acc = 0.0f;")
+    b.emit(f"for (unsigned k = 0; k < {k}u; ++k) acc = NNEF_ADD(acc, NNEF_MUL({a.param}[{ai}], {w.param}[{wi}]));")
+    term = _bias(b, bias, "u1") if bias is not None else None
+    b.emit(f"y[i] = {f'NNEF_ADD(acc, {term})' if term else 'acc'};")
+
+
+@emitter("max_pool")
+def max_pool(b: Body) -> None:
+    x = b.arg("input")
+    border = str(b.op.attribs.get("border", "constant"))
+    if border not in ("constant", "ignore"):
+        raise Unsupported(f"max_pool: border '{border}' (this generator: constant, ignore)")
+    g = window_geometry(x.shape, b.op.attribs["size"], b.op.attribs.get("padding", []),
+                        b.op.attribs.get("stride", []), b.op.attribs.get("dilation", []))
+    if tuple(b.out_shape) != g.out_shape:
+        raise Unsupported(f"max_pool: window extents {list(g.out_shape)} differ from {list(b.out_shape)}")
+    u, xs = b.coords(), strides(x.shape)
+    b.emit("/* m = -inf; m = t if t > m or t is the first NaN; taps row-major; "
+           + ("padded taps skipped */" if border == "ignore" else "padded taps are +0 */"))
+    b.emit("float m = nnef_float(0xff800000u);")
+    padded = any(p or q for p, q in g.padding)
+    if padded:
+        b.emit("int inside = 1;")
+    depth = 0
+    index = []
+    for a, (k, s, d, (p, _)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
+        ind = "    " * depth
+        if k == 1 and s == 1 and p == 0:
+            index.append(f"{u[a]} * {xs[a]}")
+            continue
+        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
+        depth += 1
+        ind = "    " * depth
+        b.emit(f"{ind}const int p{a} = (int){u[a]} * {s} + (int)k{a} * {d} - {p};")
+        if p:
+            b.emit(f"{ind}const int in{a} = p{a} >= 0 && p{a} < {x.shape[a]};")
+            b.emit(f"{ind}inside = {' && '.join(f'in{j}' for j in range(a + 1) if g.padding[j][0] or g.padding[j][1]) or '1'};")
+        index.append(f"(unsigned)p{a} * {xs[a]}")
+    ind = "    " * depth
+    read = f"{x.param}[{' + '.join(index) or '0'}]"
+    if padded:
+        if border == "ignore":
+            b.emit(f"{ind}if (inside) m = nnef_runmax(m, {read});")
+        else:
+            b.emit(f"{ind}m = nnef_runmax(m, inside ? {read} : 0.0f);")
+    else:
+        b.emit(f"{ind}m = nnef_runmax(m, {read});")
+    for level in range(depth - 1, -1, -1):
+        b.emit("    " * level + "}")
+    b.emit("y[i] = m;")
+
+
+def _axes(b: Body, rank: int) -> list[int]:
+    axes = [int(a) + rank if int(a) < 0 else int(a) for a in b.op.attribs.get("axes", [1])]
+    return sorted(set(axes))
+
+
+def _reduced_loops(b: Body, x: Arg, axes: list[int], statement: str, depth0: int = 0) -> None:
+    """Loops over the reduced axes (row-major) around `statement`, which reads `X` (the term)."""
+    xs = strides(x.shape)
+    index = []
+    for a in range(len(x.shape)):
+        if a in axes:
+            b.emit("    " * (depth0 + axes.index(a)) + f"for (unsigned r{a} = 0; r{a} < {x.shape[a]}u; ++r{a}) {{")
+            index.append(f"r{a} * {xs[a]}")
+        elif x.shape[a] != 1:
+            index.append(f"u{a} * {xs[a]}")
+    ind = "    " * (depth0 + len(axes))
+    b.emit(ind + statement.replace("X", f"{x.param}[{' + '.join(index) or '0'}]"))
+    for level in range(len(axes) - 1, -1, -1):
+        b.emit("    " * (depth0 + level) + "}")
+
+
+@emitter("sum_reduce", "mean_reduce", "max_reduce")
+def reduce(b: Body) -> None:
+    x = b.arg("input")
+    axes = _axes(b, len(x.shape))
+    count = math.prod(x.shape[a] for a in axes)
+    if b.op.name == "max_reduce":
+        b.emit("/* m = -inf; m = t if t > m or t is the first NaN; reduced axes row-major */")
+        b.emit("float m = nnef_float(0xff800000u);")
+        _reduced_loops(b, x, axes, "m = nnef_runmax(m, X);")
+        b.emit("y[i] = m;")
+        return
+    b.emit("/* acc = +0; acc = acc + t over the reduced axes row-major" +
+           ("; / R once */" if b.op.name == "mean_reduce" or b.op.attribs.get("normalize") else " */"))
+    b.emit("float acc = 0.0f;")
+    _reduced_loops(b, x, axes, "acc = NNEF_ADD(acc, X);")
+    if b.op.name == "mean_reduce" or b.op.attribs.get("normalize"):
+        b.emit(f"y[i] = NNEF_DIV(acc, {flit(F32(count))});")
+    else:
+        b.emit("y[i] = acc;")
+
+
+@emitter("softmax")
+def softmax(b: Body) -> None:
+    x = b.arg("x")
+    axes = _axes(b, len(x.shape))
+    u = b.coords()
+    b.emit("/* m = max over the axes (first maximum, NaN propagates); s = +0 + exp(t - m) row-major;"
+           " y = exp(x - m) / s. Each thread recomputes m and s of its own slice: the same bits. */")
+    b.emit("float m = nnef_float(0xff800000u);")
+    _reduced_loops(b, x, axes, "m = nnef_runmax(m, X);")
+    b.emit("float s = 0.0f;")
+    _reduced_loops(b, x, axes, "s = NNEF_ADD(s, nnef_exp(NNEF_SUB(X, m)));")
+    b.emit(f"y[i] = NNEF_DIV(nnef_exp(NNEF_SUB({b.read(x, u)}, m)), s);")
+
+
+@emitter("concat")
+def concat(b: Body) -> None:
+    values = b.inputs["values"]
+    values = list(values) if isinstance(values, list) else [values]
+    axis = int(b.op.attribs["axis"])
+    axis = axis + len(b.out_shape) if axis < 0 else axis
+    u = b.coords()
+    start = 0
+    for n, v in enumerate(values):
+        if v.is_literal:
+            raise Unsupported("concat: literal operand")
+        end = start + v.shape[axis]
+        coords = list(u)
+        coords[axis] = f"(u{axis} - {start}u)"
+        keyword = "if" if n == 0 else "else if"
+        if n == len(values) - 1:
+            b.emit(f"else y[i] = {b.read(v, coords)};" if n else f"y[i] = {b.read(v, coords)};")
+        else:
+            b.emit(f"{keyword} (u{axis} < {end}u) y[i] = {b.read(v, coords)};")
+        start = end
+
+
+@emitter("avg_pool", "box")
+def avg_pool(b: Body) -> None:
+    x = b.arg("input")
+    border = str(b.op.attribs.get("border", "constant"))
+    if border not in ("constant", "ignore"):
+        raise Unsupported(f"{b.op.name}: border '{border}' (this generator: constant, ignore)")
+    normalize = b.op.name == "avg_pool" or bool(b.op.attribs.get("normalize"))
+    g = window_geometry(x.shape, b.op.attribs["size"], b.op.attribs.get("padding", []),
+                        b.op.attribs.get("stride", []), b.op.attribs.get("dilation", []))
+    if tuple(b.out_shape) != g.out_shape:
+        raise Unsupported(f"{b.op.name}: window extents {list(g.out_shape)} differ from {list(b.out_shape)}")
+    u, xs = b.coords(), strides(x.shape)
+    count_taps = normalize and border == "ignore" and any(p or q for p, q in g.padding)
+    b.emit("/* acc = +0; acc = acc + t, taps row-major, padded taps skipped" +
+           ("; / D once (D: " + ("taps inside, at least 1" if count_taps else "window volume") + ") */"
+            if normalize else " */"))
+    b.emit("float acc = 0.0f;")
+    if count_taps:
+        b.emit("unsigned taps = 0;")
+    depth = 0
+    index = []
+    for a, (k, s, d, (p, q)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
+        if k == 1 and s == 1 and p == 0:
+            index.append(f"{u[a]} * {xs[a]}")
+            continue
+        ind = "    " * depth
+        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
+        depth += 1
+        ind = "    " * depth
+        b.emit(f"{ind}const int p{a} = (int){u[a]} * {s} + (int)k{a} * {d} - {p};")
+        if p or q:
+            b.emit(f"{ind}if (p{a} < 0 || p{a} >= {x.shape[a]}) continue;  /* padded tap: skipped */")
+        index.append(f"(unsigned)p{a} * {xs[a]}")
+    ind = "    " * depth
+    b.emit(f"{ind}acc = NNEF_ADD(acc, {x.param}[{' + '.join(index) or '0'}]);")
+    if count_taps:
+        b.emit(f"{ind}taps += 1u;")
+    for level in range(depth - 1, -1, -1):
+        b.emit("    " * level + "}")
+    if not normalize:
+        b.emit("y[i] = acc;")
+    elif count_taps:
+        b.emit("y[i] = NNEF_DIV(acc, (float)(taps ? taps : 1u));")
+    else:
+        b.emit(f"y[i] = NNEF_DIV(acc, {flit(F32(math.prod(g.size)))});")

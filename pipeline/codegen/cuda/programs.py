@@ -1,0 +1,139 @@
+"""exp, log, tanh, sigmoid, softplus and pow for CUDA items: one statement per step of the
+reference's straight-line programs (pipeline.semantics.transcendental.PROGRAMS), the one
+deliberate sharing with the reference that docs/codegen.md names (no CUDA math library: a
+library expf is not a specification, and `__expf` is an approximation).
+
+Every float operation goes through the macros of nnef_cuda.h (correctly rounded intrinsics on
+the device, plain operators in the host emulation); rint and floor use the exact 2^23 trick;
+the programs are `__host__ __device__` so the emulation runs the same statements.
+"""
+
+from __future__ import annotations
+
+from pipeline.semantics import transcendental as T
+
+_TYPES = {"f": "float", "i": "int32_t", "b": "int"}
+
+CUDA_OPS: dict[str, str] = {
+    "add": "NNEF_ADD({0}, {1})",
+    "sub": "NNEF_SUB({0}, {1})",
+    "mul": "NNEF_MUL({0}, {1})",
+    "div": "NNEF_DIV({0}, {1})",
+    "neg": "nnef_float(nnef_bits({0}) ^ 0x80000000u)",
+    "abs": "nnef_float(nnef_bits({0}) & 0x7fffffffu)",
+    "rint": "nnef_rint({0})",
+    "floor": "nnef_floor({0})",
+    "lt": "({0} < {1})",
+    "gt": "({0} > {1})",
+    "le": "({0} <= {1})",
+    "ge": "({0} >= {1})",
+    "eq": "({0} == {1})",
+    "ne": "({0} != {1})",
+    "signbit": "((int)(nnef_bits({0}) >> 31))",
+    "and": "({0} & {1})",
+    "or": "({0} | {1})",
+    "not": "(!{0})",
+    "select_f": "({0} ? {1} : {2})",
+    "select_i": "({0} ? {1} : {2})",
+    "f2i": "((int32_t){0})",
+    "i2f": "((float){0})",
+    "bits": "((int32_t)nnef_bits({0}))",
+    "from_bits": "nnef_float((uint32_t){0})",
+    "iadd": "({0} + {1})",
+    "isub": "({0} - {1})",
+    "iand": "({0} & {1})",
+    "ior": "({0} | {1})",
+    "shl": "((int32_t)((uint32_t){0} << {1}))",
+    "shr": "((int32_t)((uint32_t){0} >> {1}))",
+}
+
+PRELUDE = """/* nnef_cuda_math.h -- generated from pipeline/semantics/transcendental.py (PROGRAMS) by
+ * pipeline.codegen.cuda: one statement per step, in the order of transcendental.flatten; see
+ * docs/semantics/transcendental.md and docs/codegen-cuda.md. No CUDA math library. */
+#ifndef NNEF_CUDA_MATH_H
+#define NNEF_CUDA_MATH_H
+
+#include "nnef_cuda.h"
+
+/* rint for |x| < 2^23: (|x| + 2^23) - 2^23 rounds to the nearest even integer (exact); the sign
+ * of x is restored; larger values, infinities and NaN are returned as they are. */
+NNEF_HD float nnef_rint(float x)
+{
+    const float a = nnef_float(nnef_bits(x) & 0x7fffffffu);
+    const float r = NNEF_SUB(NNEF_ADD(a, 8388608.0f), 8388608.0f);
+    const float s = nnef_float(nnef_bits(r) | (nnef_bits(x) & 0x80000000u));
+    return (a < 8388608.0f) ? s : x;
+}
+
+/* floor(x) = rint(x) - 1 where rint rounded up, else rint(x). */
+NNEF_HD float nnef_floor(float x)
+{
+    const float r = nnef_rint(x);
+    return (r > x) ? NNEF_SUB(r, 1.0f) : r;
+}
+"""
+
+
+def _literal(const: T.Const) -> str:
+    if const.type == "i":
+        return const.literal
+    if const.literal.lower() in ("inf", "-inf", "nan"):
+        return f"nnef_float({const.bits}u)"
+    return f"{const.literal}f"
+
+
+def _order(programs: list[T.Program]) -> list[T.Program]:
+    """Callees before callers."""
+    done: list[T.Program] = []
+
+    def visit(program: T.Program) -> None:
+        if program in done:
+            return
+        for step in T.flatten(program):
+            if step.op == T.CALL:
+                visit(T.PROGRAMS[step.args[0]])
+        done.append(program)
+
+    for program in programs:
+        visit(program)
+    return done
+
+
+def render_function(program: T.Program) -> str:
+    """One program as a `__host__ __device__` function `nnef_<name>`."""
+    types: dict[str, str] = {name: "f" for name in program.params}
+    names: dict[str, str] = {name: f"v_{name}" for name in program.params}
+    params = ", ".join(f"float v_{p}" for p in program.params)
+    lines = [f"/* {program.summary} */", f"NNEF_HD float nnef_{program.name}({params})", "{"]
+    for const in program.constants:
+        types[const.name] = const.type
+        names[const.name] = f"K_{const.name}"
+        lines.append(f"    const {_TYPES[const.type]} K_{const.name} = {_literal(const)};  /* {const.bits} */")
+    for step in T.flatten(program):
+        if step.op == T.CALL:
+            result_type = "f"
+            expr = f"nnef_{step.args[0]}({', '.join(names[a] for a in step.args[1:])})"
+        else:
+            spec = T.OPS[step.op]
+            result_type = types[step.args[1]] if spec.result == "T" else spec.result
+            key = step.op
+            if step.op == "select":
+                key = "select_i" if result_type == "i" else "select_f"
+            expr = CUDA_OPS[key].format(*(names[a] for a in step.args))
+        types[step.dest] = result_type
+        names[step.dest] = f"v_{step.dest}"
+        lines.append(f"    const {_TYPES[result_type]} v_{step.dest} = {expr};")
+    lines.append(f"    return {names[program.result]};")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def math_header() -> str:
+    """nnef_cuda_math.h: every program, callees first."""
+    programs = _order([T.PROGRAMS[name] for name in sorted(T.PROGRAMS)])
+    return "\n\n".join([PRELUDE] + [render_function(p) for p in programs] + ["#endif /* NNEF_CUDA_MATH_H */"]) + "\n"
+
+
+def unknown_primitives() -> set[str]:
+    """Primitives of transcendental.OPS without a CUDA spelling here (a test keeps it empty)."""
+    return {op for op in T.OPS if op not in CUDA_OPS and op != "select"}

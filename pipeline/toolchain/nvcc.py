@@ -1,0 +1,150 @@
+"""Build CUDA items: nvcc for the device with pinned floating-point flags, g++ for the host emulation.
+
+DEVICE_FLAGS fix the floating-point contract of the device build (docs/codegen-cuda.md "Flags"):
+    --fmad=false          no contraction of a*b+c into a fused multiply-add (the generated code
+                          also uses the __fmul_rn/__fadd_rn intrinsics, which nvcc never fuses)
+    -ftz=false            subnormals are kept, as in IEEE and the reference
+    -prec-div=true        '/' is the correctly rounded division
+    -prec-sqrt=true       sqrtf is the correctly rounded square root
+    -Werror all-warnings  every warning an error
+    -lineinfo             SASS carries the .cu line of each instruction (profilers, the trace)
+Never --use_fast_math. The architectures come from the deployment (ARCHITECTURES by default:
+sm_87, Jetson Orin; sm_90, Hopper); nvcc 13 has dropped sm_72 (Jetson Xavier).
+EMULATION_FLAGS build the same source for the host (NNEF_CUDA_EMULATE): C++17, -O2, every
+warning an error, -ffp-contract=off (no FMA contraction), -fno-math-errno (sqrt is the IEEE
+instruction, no libm call).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from pipeline.diagnostics import PipelineError
+
+DEVICE_FLAGS: tuple[str, ...] = ("--fmad=false", "-ftz=false", "-prec-div=true", "-prec-sqrt=true",
+                                 "-Werror", "all-warnings", "-lineinfo", "-O3", "-std=c++17")
+FORBIDDEN_DEVICE_FLAGS = ("--use_fast_math", "-use_fast_math", "--fmad=true", "-fmad=true", "-ftz=true",
+                          "-prec-div=false", "-prec-sqrt=false")
+EMULATION_FLAGS: tuple[str, ...] = ("-x", "c++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror",
+                                    "-ffp-contract=off", "-fno-math-errno", "-DNNEF_CUDA_EMULATE")
+ARCHITECTURES: tuple[str, ...] = ("sm_87", "sm_90")
+UNSUPPORTED_ARCHITECTURES = {"sm_72": "Jetson Xavier (Volta, sm_72): nvcc 13 cannot target it (dropped in CUDA 13; "
+                                      "use a CUDA 12 toolchain)"}
+
+
+@dataclass
+class CudaBuild:
+    """What a build produced and how."""
+
+    binary: Path
+    commands: list[list[str]]
+    compiler: str
+    version: str
+    outputs: dict[str, Path] = field(default_factory=dict)   # "<arch>.cubin" / "<arch>.ptx" / "<arch>.ptxas" -> file
+
+
+def nvcc_path() -> str | None:
+    return shutil.which("nvcc")
+
+
+def nvcc_version() -> str:
+    """The release line of `nvcc --version` (recorded with every build)."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise PipelineError("RUN-E001", "nvcc not found (install the CUDA toolkit)")
+    text = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
+    lines = [line for line in text.splitlines() if "release" in line]
+    return lines[0].strip() if lines else text.strip().splitlines()[-1]
+
+
+def check_architectures(archs: Sequence[str]) -> list[str]:
+    """The architectures to build for; RUN-E002 for one nvcc 13 cannot target or a malformed name."""
+    result = []
+    for arch in archs:
+        if arch in UNSUPPORTED_ARCHITECTURES:
+            raise PipelineError("RUN-E002", f"architecture {arch}: {UNSUPPORTED_ARCHITECTURES[arch]}")
+        if not (arch.startswith("sm_") and arch[3:].rstrip("af").isdigit()):
+            raise PipelineError("RUN-E002", f"architecture '{arch}' is not of the form sm_<NN>")
+        result.append(arch)
+    return result
+
+
+def _run(command: list[str], cwd: Path) -> str:
+    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise PipelineError("RUN-E003", f"build failed (exit {proc.returncode}): {' '.join(command)}\n"
+                            f"{(proc.stderr or proc.stdout)[-4000:]}")
+    return proc.stderr + proc.stdout
+
+
+def device_build(code_dir: Path, source: Path, out_dir: Path, archs: Sequence[str] = ARCHITECTURES,
+                 extra: Sequence[str] = (), link: bool = True) -> CudaBuild:
+    """Compile `source` for every architecture: PTX (-ptx), cubin (-cubin, `ptxas -v` report kept),
+    and one executable embedding SASS for each plus the PTX of the newest. RUN-E003 on a warning.
+
+    `extra` flags are appended after the pinned ones (the gate's tests plant --fmad=true this
+    way to see the gate catch it); `link=False` stops after the per-architecture PTX and cubin.
+    """
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise PipelineError("RUN-E001", "nvcc not found (install the CUDA toolkit)")
+    archs = check_architectures(archs)
+    code_dir, source, out_dir = Path(code_dir).resolve(), Path(source).resolve(), Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    flags = [*DEVICE_FLAGS, *extra, "-I", str(code_dir)]
+    build = CudaBuild(out_dir / "nnef_cuda_run", [], nvcc, nvcc_version())
+    for arch in archs:
+        number = arch[3:]
+        ptx = out_dir / f"{arch}.ptx"
+        cubin = out_dir / f"{arch}.cubin"
+        for command in ([nvcc, *flags, f"-arch=compute_{number}", "-ptx", str(source), "-o", str(ptx)],
+                        [nvcc, *flags, f"-arch={arch}", "-cubin", "-Xptxas", "-v", str(source), "-o", str(cubin)]):
+            text = _run(command, code_dir)
+            build.commands.append(command)
+        (out_dir / f"{arch}.ptxas.txt").write_text(text, encoding="utf-8")
+        build.outputs[f"{arch}.ptx"] = ptx
+        build.outputs[f"{arch}.cubin"] = cubin
+        build.outputs[f"{arch}.ptxas"] = out_dir / f"{arch}.ptxas.txt"
+    if not link:
+        return build
+    gencode = [f"-gencode=arch=compute_{a[3:]},code=sm_{a[3:]}" for a in archs]
+    newest = archs[-1][3:]
+    gencode.append(f"-gencode=arch=compute_{newest},code=compute_{newest}")
+    command = [nvcc, *flags, *gencode, str(source), "-o", str(build.binary)]
+    _run(command, code_dir)
+    build.commands.append(command)
+    return build
+
+
+def emulation_build(code_dir: Path, source: Path, binary: Path, cxx: str = "g++") -> CudaBuild:
+    """The host emulation of `source` (docs/codegen-cuda.md "Host emulation")."""
+    found = shutil.which(cxx)
+    if found is None:
+        raise PipelineError("RUN-E001", f"C++ compiler '{cxx}' not found (Debian package g++)")
+    code_dir, source, binary = Path(code_dir).resolve(), Path(source).resolve(), Path(binary).resolve()
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    command = [cxx, *EMULATION_FLAGS, "-I", str(code_dir), str(source), "-o", str(binary)]
+    _run(command, code_dir)
+    version = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout.splitlines()[0]
+    return CudaBuild(binary, [command], cxx, version)
+
+
+def gpu_query() -> tuple[bool, str]:
+    """Whether a CUDA GPU answers here: (found, what the query said).
+
+    Uses the toolkit's own `__nvcc_device_query` (it loads the driver and lists the devices'
+    architectures); its error message is the reason GPU checks give when they do not run.
+    """
+    nvcc = nvcc_path()
+    query = Path(nvcc).resolve().parent / "__nvcc_device_query" if nvcc else None
+    if query is None or not query.is_file():
+        return False, "no CUDA toolkit device query (__nvcc_device_query) found"
+    proc = subprocess.run([str(query)], capture_output=True, text=True, check=False, timeout=60)
+    text = (proc.stdout + proc.stderr).strip()
+    if proc.returncode != 0 or not text:
+        return False, text.replace(str(query), "__nvcc_device_query") or f"exit {proc.returncode}"
+    return True, text
