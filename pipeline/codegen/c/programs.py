@@ -73,7 +73,7 @@ def _literal(const: T.Const) -> str:
     return f"{const.literal}f"
 
 
-def _order(programs: list[T.Program]) -> list[T.Program]:
+def callees_first(programs: list[T.Program]) -> list[T.Program]:
     """Callees before callers."""
     done: list[T.Program] = []
 
@@ -90,16 +90,18 @@ def _order(programs: list[T.Program]) -> list[T.Program]:
     return done
 
 
-def render_function(program: T.Program) -> str:
-    """One program as a static inline C function `nnef_<name>`."""
+def render_function(program: T.Program, ops: dict[str, str] = C_OPS, qualifier: str = "static inline",
+                    notes: bool = True) -> str:
+    """One program as a function `nnef_<name>`: one statement per flattened step, each primitive
+    spelled by `ops` (C_OPS here; the CUDA generator passes its own, with `__host__ __device__`)."""
     types: dict[str, str] = {name: "f" for name in program.params}
     names: dict[str, str] = {name: f"v_{name}" for name in program.params}
     params = ", ".join(f"float v_{p}" for p in program.params)
-    lines = [f"/* {program.summary} */", f"static inline float nnef_{program.name}({params})", "{"]
+    lines = [f"/* {program.summary} */", f"{qualifier} float nnef_{program.name}({params})", "{"]
     for const in program.constants:
         types[const.name] = const.type
         names[const.name] = f"K_{const.name}"
-        note = f"  /* {const.note} */" if const.note else ""
+        note = f"  /* {const.note} */" if notes and const.note else ""
         lines.append(f"    const {_C_TYPES[const.type]} K_{const.name} = {_literal(const)};  /* {const.bits} */{note}")
     for step in T.flatten(program):
         if step.op == T.CALL:
@@ -111,10 +113,10 @@ def render_function(program: T.Program) -> str:
             key = step.op
             if step.op == "select":
                 key = "select_i" if result_type == "i" else "select_f"
-            expr = C_OPS[key].format(*(names[a] for a in step.args))
+            expr = ops[key].format(*(names[a] for a in step.args))
         types[step.dest] = result_type
         names[step.dest] = f"v_{step.dest}"
-        note = f"  /* {step.note} */" if step.note else ""
+        note = f"  /* {step.note} */" if notes and step.note else ""
         lines.append(f"    const {_C_TYPES[result_type]} v_{step.dest} = {expr};{note}")
     lines.append(f"    return {names[program.result]};")
     lines.append("}")
@@ -123,7 +125,7 @@ def render_function(program: T.Program) -> str:
 
 def math_header() -> str:
     """nnef_math.h: every program, callees first, plus lane-wise vector forms."""
-    programs = _order([T.PROGRAMS[name] for name in sorted(T.PROGRAMS)])
+    programs = callees_first([T.PROGRAMS[name] for name in sorted(T.PROGRAMS)])
     parts = [PRELUDE]
     parts += [render_function(p) for p in programs]
     unary = [p.name for p in programs if len(p.params) == 1]

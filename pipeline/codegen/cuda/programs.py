@@ -10,9 +10,9 @@ the programs are `__host__ __device__` so the emulation runs the same statements
 
 from __future__ import annotations
 
+from pipeline.codegen.c.programs import callees_first, render_function
 from pipeline.semantics import transcendental as T
 
-_TYPES = {"f": "float", "i": "int32_t", "b": "int"}
 
 CUDA_OPS: dict[str, str] = {
     "add": "NNEF_ADD({0}, {1})",
@@ -74,64 +74,11 @@ NNEF_HD float nnef_floor(float x)
 """
 
 
-def _literal(const: T.Const) -> str:
-    if const.type == "i":
-        return const.literal
-    if const.literal.lower() in ("inf", "-inf", "nan"):
-        return f"nnef_float({const.bits}u)"
-    return f"{const.literal}f"
-
-
-def _order(programs: list[T.Program]) -> list[T.Program]:
-    """Callees before callers."""
-    done: list[T.Program] = []
-
-    def visit(program: T.Program) -> None:
-        if program in done:
-            return
-        for step in T.flatten(program):
-            if step.op == T.CALL:
-                visit(T.PROGRAMS[step.args[0]])
-        done.append(program)
-
-    for program in programs:
-        visit(program)
-    return done
-
-
-def render_function(program: T.Program) -> str:
-    """One program as a `__host__ __device__` function `nnef_<name>`."""
-    types: dict[str, str] = {name: "f" for name in program.params}
-    names: dict[str, str] = {name: f"v_{name}" for name in program.params}
-    params = ", ".join(f"float v_{p}" for p in program.params)
-    lines = [f"/* {program.summary} */", f"NNEF_HD float nnef_{program.name}({params})", "{"]
-    for const in program.constants:
-        types[const.name] = const.type
-        names[const.name] = f"K_{const.name}"
-        lines.append(f"    const {_TYPES[const.type]} K_{const.name} = {_literal(const)};  /* {const.bits} */")
-    for step in T.flatten(program):
-        if step.op == T.CALL:
-            result_type = "f"
-            expr = f"nnef_{step.args[0]}({', '.join(names[a] for a in step.args[1:])})"
-        else:
-            spec = T.OPS[step.op]
-            result_type = types[step.args[1]] if spec.result == "T" else spec.result
-            key = step.op
-            if step.op == "select":
-                key = "select_i" if result_type == "i" else "select_f"
-            expr = CUDA_OPS[key].format(*(names[a] for a in step.args))
-        types[step.dest] = result_type
-        names[step.dest] = f"v_{step.dest}"
-        lines.append(f"    const {_TYPES[result_type]} v_{step.dest} = {expr};")
-    lines.append(f"    return {names[program.result]};")
-    lines.append("}")
-    return "\n".join(lines)
-
-
 def math_header() -> str:
     """nnef_cuda_math.h: every program, callees first."""
-    programs = _order([T.PROGRAMS[name] for name in sorted(T.PROGRAMS)])
-    return "\n\n".join([PRELUDE] + [render_function(p) for p in programs] + ["#endif /* NNEF_CUDA_MATH_H */"]) + "\n"
+    programs = callees_first([T.PROGRAMS[name] for name in sorted(T.PROGRAMS)])
+    functions = [render_function(p, CUDA_OPS, "NNEF_HD", notes=False) for p in programs]
+    return "\n\n".join([PRELUDE] + functions + ["#endif /* NNEF_CUDA_MATH_H */"]) + "\n"
 
 
 def unknown_primitives() -> set[str]:
