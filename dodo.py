@@ -6,11 +6,26 @@ each) and imported here by name; the logic lives in `pipeline/`. `doit verify st
 the certification run on the target (docs/evidence.md, "Modes").
 """
 
+import sys
+
+from pipeline.diagnostics import PipelineError
+from pipeline.lock import hold_project_lock
+from pipeline.tasking import ContentChecker
+
+try:  # one doit run per project folder (pipeline/lock.py)
+    hold_project_lock(".")
+except PipelineError as _error:
+    from pipeline.terminal import render_error
+
+    sys.stderr.write(render_error(_error) + "\n")
+    sys.exit(2)
+
 DOIT_CONFIG = {
     "default_tasks": ["verify"],
     "backend": "json",
     "dep_file": ".doit.db",
     "verbosity": 2,
+    "check_file_uptodate": ContentChecker,  # catches same-size edits that restore the mtime
 }
 
 from pipeline.export.tasks import task_export  # noqa: E402,F401

@@ -341,11 +341,12 @@ def load_deploy(path: str | os.PathLike[str]) -> DeploySpec:
         stat = Path(path).stat()
     except OSError as exc:
         raise DeployError(file, [DeployProblem("DEPLOY-E001", "", f"cannot read the file: {exc}")]) from None
-    return _load_cached(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size, file)
+    # ctime and inode too: an edit that keeps the size and restores the mtime still changes them
+    return _load_cached(str(Path(path).resolve()), (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_size), file)
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path: str, mtime_ns: int, size: int, file: str) -> DeploySpec:
+def _load_cached(path: str, identity: tuple[int, int, int, int], file: str) -> DeploySpec:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

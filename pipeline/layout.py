@@ -17,6 +17,8 @@ REQUIREMENTS_DIR = "requirements"
 STEPS: tuple[str, ...] = ("export", "check", "split", "petri", "codegen", "execute", "compare")
 
 CHECKS_FILE = "checks.json"
+RECORD_FILE = "record.json"             # every step's record of what it read and wrote
+MET_BASELINE_FILE = "met-baseline.json"  # models/<m>/: the reviewed timing baseline
 
 # Artifact file names the doit task generators need before any step module is imported
 # (importing the steps pulls in onnx, lark and the rest: a no-op `doit verify` must stay fast).
@@ -71,7 +73,7 @@ def step_data(folder: Path) -> list[Path]:
     """
     if not folder.is_dir():
         return []
-    skip = {folder / CHECKS_FILE, folder / "record.json"}
+    skip = {folder / CHECKS_FILE, folder / RECORD_FILE}
     return sorted(p for p in folder.rglob("*") if p.is_file() and p not in skip)
 
 
@@ -85,3 +87,8 @@ def project_relative(path: Path | str, root: Path | str = ".") -> str:
         return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
     except ValueError:
         return Path(path).as_posix()
+
+
+def requirement_files(root: str | Path = ".") -> list[Path]:
+    """requirements/*.yaml, sorted by name."""
+    return sorted((Path(root) / REQUIREMENTS_DIR).glob("*.yaml"))

@@ -1,41 +1,204 @@
 """What the steps' doit task modules share: source files as dependencies, a spec's deployments.
 
 Task modules are imported to list tasks, so this module stays light (no step imported): a
-no-op `doit verify` must not pay for onnx, lark or NumPy.
+no-op `doit verify` must not pay for onnx, lark, NumPy or jsonschema. The part of a
+deployment spec that decides which tasks and targets exist (its *outline*) is therefore
+kept in a cache beside doit's own state, keyed by the SHA-256 of the spec and of the code
+that loads it; a spec or loader that changes in any byte is loaded (and validated) again.
+The cache only shapes the task list: every step loads and validates the spec itself.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import fnmatch
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
 
-from pipeline.deploy import DeployError, load_deploy
 from pipeline.layout import model_dir
 
 PACKAGE = Path(__file__).resolve().parent
 SOURCE_SUFFIXES = (".py", ".lark", ".nnef", ".c", ".h", ".cu", ".fbs", ".json", ".yaml")
 
 
+_SOURCES: list[tuple[str, ...]] = []
+
+
+def _all_sources() -> list[tuple[str, ...]]:
+    """Every source file under pipeline/ as path parts relative to it; walked once per process."""
+    if not _SOURCES:
+        for dirpath, dirnames, filenames in os.walk(PACKAGE):
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+            rel = Path(dirpath).relative_to(PACKAGE).parts
+            _SOURCES.extend(rel + (name,) for name in sorted(filenames) if os.path.splitext(name)[1] in SOURCE_SUFFIXES)
+    return _SOURCES
+
+
+def _matches(parts: tuple[str, ...], pattern: tuple[str, ...], folder: bool) -> bool:
+    if len(parts) < len(pattern) or (len(parts) > len(pattern) and not folder):
+        return False
+    return all(fnmatch.fnmatchcase(part, glob) for part, glob in zip(parts, pattern))
+
+
 def package_sources(globs: tuple[str, ...]) -> list[str]:
     """Project-relative source files under pipeline/ matching `globs` (a step's code as file_dep).
 
-    A glob naming a folder (`"export"`) takes every source file under it, sub-folders included.
+    A glob naming a folder (`"export"`) takes every source file under it, sub-folders included;
+    any other glob matches within one folder level per part, as `Path.glob` does.
     """
-    root = PACKAGE.parent
-    found: set[Path] = set()
+    found: set[tuple[str, ...]] = set()
     for pattern in globs:
-        folder = PACKAGE / pattern
-        matches = sorted(folder.rglob("*")) if folder.is_dir() else sorted(PACKAGE.glob(pattern))
-        found.update(p for p in matches if p.is_file() and p.suffix in SOURCE_SUFFIXES)
-    return [p.relative_to(root).as_posix() for p in sorted(found)]
+        folder = (PACKAGE / pattern).is_dir()
+        found.update(parts for parts in _all_sources() if _matches(parts, tuple(pattern.split("/")), folder))
+    return [PurePosixPath(PACKAGE.name, *parts).as_posix() for parts in sorted(found)]
+
+
+# What loads a spec: when any of these changes, every cached outline is computed again.
+OUTLINE_LOADER = ("deploy.py", "schema.py", "schemas", "names.py", "tasking.py")
+OUTLINE_CACHE = ".doit-outline.json"
+OUTLINE_VERSION = 2
+
+
+@dataclass(frozen=True)
+class DeploymentOutline:
+    """What the task list needs from one deployment: its items' targets and the item files split writes."""
+
+    targets: tuple[str, ...]      # the target of each declared item, in the spec's order
+    item_files: tuple[str, ...]   # the items split writes an NNEF file for, sorted
+    rewritten: bool               # whether the deployment has rewrites (split writes rewritten.nnef)
+
+
+def _outline_of_spec(path: Path) -> dict[str, DeploymentOutline] | None:
+    from pipeline.deploy import DeployError, load_deploy
+
+    try:
+        spec = load_deploy(path)
+    except DeployError:
+        return None
+    outline = {}
+    for name, deployment in spec.deployments.items():
+        items = {deployment.default_item, *deployment.allocation}
+        for rewrite in deployment.rewrites:
+            if isinstance(rewrite, dict) and isinstance(rewrite.get("items"), list):
+                items.update(str(i) for i in rewrite["items"])
+        outline[name] = DeploymentOutline(tuple(item.target for item in deployment.items), tuple(sorted(items)),
+                                          bool(deployment.rewrites))
+    return outline
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+_LOADER_DIGEST: list[str] = []
+
+
+def _loader_digest() -> str:
+    if not _LOADER_DIGEST:
+        root = PACKAGE.parent
+        digest = hashlib.sha256(str(OUTLINE_VERSION).encode())
+        for rel in package_sources(OUTLINE_LOADER):
+            digest.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
+        _LOADER_DIGEST.append(digest.hexdigest())
+    return _LOADER_DIGEST[0]
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return document if isinstance(document, dict) and document.get("loader") == _loader_digest() else {}
+
+
+def _write_cache(path: Path, document: dict[str, Any]) -> None:
+    """Best effort: a cache that cannot be written costs time, never correctness."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(document, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+
+
+def deploy_outline(model: str, root: Path | str = ".") -> dict[str, DeploymentOutline] | None:
+    """The outline of models/<m>/deploy.yaml (None if the spec is unreadable or invalid).
+
+    An invalid spec yields no sub-targets; the step itself then reports the spec's errors.
+    """
+    spec_path = model_dir(model, root) / "deploy.yaml"
+    try:
+        key = _sha256(spec_path.read_bytes())
+    except OSError:
+        return None
+    cache_path = Path(root) / OUTLINE_CACHE
+    cache = _read_cache(cache_path)
+    entry = cache.get("models", {}).get(model)
+    if isinstance(entry, dict) and entry.get("spec") == key:
+        outline = entry.get("outline")
+        if outline is None:
+            return None
+        return {d["name"]: DeploymentOutline(tuple(d["targets"]), tuple(d["item_files"]), bool(d["rewritten"]))
+                for d in outline}
+    computed = _outline_of_spec(spec_path)
+    models = dict(cache.get("models", {}))
+    models[model] = {"spec": key, "outline": None if computed is None else [  # a list: the spec's order
+        {"name": name, "targets": list(d.targets), "item_files": list(d.item_files), "rewritten": d.rewritten}
+        for name, d in computed.items()]}
+    _write_cache(cache_path, {"loader": _loader_digest(), "models": models})
+    return computed
 
 
 def spec_deployments(model: str, root: Path | str = ".") -> dict[str, tuple[str, ...]]:
-    """Deployment name -> the targets of its items, from models/<m>/deploy.yaml ({} if unreadable).
+    """Deployment name -> the targets of its items, from models/<m>/deploy.yaml ({} if unreadable)."""
+    outline = deploy_outline(model, root)
+    return {} if outline is None else {name: d.targets for name, d in outline.items()}
 
-    An unreadable spec yields no sub-targets; the step itself then reports the spec's errors.
+
+class ContentChecker:
+    """doit's file-dependency check (DOIT_CONFIG `check_file_uptodate`), extended with the change time.
+
+    doit's default checker takes a file whose modification time is unchanged as unchanged, so
+    an in-place edit that keeps the size and restores the mtime (`touch -r`, `os.utime`, a
+    copy tool preserving times) would not re-run the steps that read it. The kernel sets the
+    change time (ctime) on every such edit and user space cannot set it back: the state here
+    is (mtime, size, MD5, ctime ns, inode), a file is unchanged when mtime, ctime and inode
+    are, and otherwise its MD5 decides, as in doit.
     """
-    try:
-        spec = load_deploy(model_dir(model, root) / "deploy.yaml")
-    except DeployError:
-        return {}
-    return {name: tuple(item.target for item in d.items) for name, d in spec.deployments.items()}
+
+    CheckerError = OSError
+
+    def exists(self, file_path: str) -> bool:
+        return os.path.exists(file_path)
+
+    def info(self, file_path: str) -> os.stat_result:
+        return os.stat(file_path)
+
+    def check_modified(self, file_path: str, file_stat: os.stat_result, state: Any) -> bool:
+        if not isinstance(state, (list, tuple)) or len(state) != 5:
+            return True  # a state saved by another checker (doit's md5): judge afresh
+        mtime, size, md5, ctime_ns, inode = state
+        if file_stat.st_mtime == mtime and file_stat.st_ctime_ns == ctime_ns and file_stat.st_ino == inode:
+            return False
+        if file_stat.st_size != size:
+            return True
+        return md5 != _file_md5(file_path)
+
+    def get_state(self, dep: str, current_state: Any) -> tuple[float, int, str, int, int] | None:
+        st = os.stat(dep)
+        if (isinstance(current_state, (list, tuple)) and len(current_state) == 5
+                and current_state[0] == st.st_mtime and current_state[3] == st.st_ctime_ns
+                and current_state[4] == st.st_ino):
+            return None  # unchanged: doit keeps the saved state
+        return st.st_mtime, st.st_size, _file_md5(dep), st.st_ctime_ns, st.st_ino
+
+
+def _file_md5(path: str) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

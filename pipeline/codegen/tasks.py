@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.registry.records import RECORD_FILE
-from pipeline.layout import checks_path, model_dir, model_names, step_dir
+from pipeline.layout import RECORD_FILE, checks_path, model_dir, model_names, step_dir
 from pipeline.split.tasks import split_targets
 from pipeline.tasking import package_sources
 

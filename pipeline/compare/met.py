@@ -21,10 +21,10 @@ from typing import Any, Mapping, Sequence
 
 from pipeline.atomic import write_json
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.layout import model_dir
+from pipeline.layout import MET_BASELINE_FILE, model_dir
 from pipeline.schema import require
 
-BASELINE_FILE = "met-baseline.json"
+BASELINE_FILE = MET_BASELINE_FILE
 
 
 def stats_us(ns: Sequence[int]) -> dict[str, float]:

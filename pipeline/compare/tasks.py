@@ -12,9 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.compare.met import baseline_path
-from pipeline.registry.records import RECORD_FILE
-from pipeline.layout import checks_path, model_dir, model_names, step_dir
+from pipeline.layout import MET_BASELINE_FILE, RECORD_FILE, checks_path, model_dir, model_names, step_dir
 from pipeline.tasking import package_sources, spec_deployments
 
 SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
@@ -38,8 +36,9 @@ def task_compare() -> Iterator[dict[str, Any]]:
                     (export / "graph.nnef").as_posix(), (export / "provenance.json").as_posix(),
                     (run / RECORD_FILE).as_posix()]
         file_dep += [(run / name / "run.json").as_posix() for name in spec_deployments(model)]
-        if baseline_path(model).is_file():
-            file_dep.append(baseline_path(model).as_posix())
+        baseline = model_dir(model) / MET_BASELINE_FILE
+        if baseline.is_file():
+            file_dep.append(baseline.as_posix())
         out = step_dir(model, "compare")
         yield {
             "name": model,

@@ -22,9 +22,9 @@ from pipeline.registry.checks import CheckSpec
 from pipeline.registry.requirements import RequirementSet
 from pipeline.layout import REQUIREMENTS_DIR
 from pipeline.schema import validate
+from pipeline.evidence.paths import BASELINE_FILE, baseline_path  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = 1
-BASELINE_FILE = "links.lock.json"
 
 E_STALE_LINK = "EVID-E015"
 E_UNBASELINED = "EVID-E016"
@@ -38,10 +38,6 @@ class Link:
 
     source: str
     target: str
-
-
-def baseline_path(root: str | Path = ".") -> Path:
-    return Path(root) / REQUIREMENTS_DIR / BASELINE_FILE
 
 
 def current_links(specs: Mapping[str, CheckSpec], requirements: RequirementSet) -> dict[Link, str]:

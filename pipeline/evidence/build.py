@@ -23,21 +23,11 @@ from pipeline.evidence.package import VerifyReport, build_package, package_path,
 from pipeline.evidence.render_html import render_html
 from pipeline.evidence.render_text import render_csv, render_markdown
 from pipeline.registry.tools import GitState, git_state
-from pipeline.layout import REPORTS_DIR, model_names
+from pipeline.layout import model_names
+from pipeline.evidence.paths import REPORT_FILES, report_paths  # noqa: F401 (re-exported)
 
 LOG = logging.getLogger(__name__)
 
-REPORT_FILES = {
-    "html": "trace-matrix.html",
-    "csv": "trace-matrix.csv",
-    "md": "trace-matrix.md",
-    "json": "trace.json",
-    "junit": "junit.xml",
-}
-
-
-def report_paths(root: str | Path = ".") -> dict[str, Path]:
-    return {kind: Path(root) / REPORTS_DIR / name for kind, name in REPORT_FILES.items()}
 
 
 @dataclass

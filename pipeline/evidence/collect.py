@@ -18,8 +18,9 @@ from typing import Any, Iterable, Mapping
 from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.registry.checks import CheckResult, CheckSpec, Verdict
 from pipeline.registry.hashing import relative_posix
-from pipeline.layout import REPORTS_DIR, STEPS, checks_path
+from pipeline.layout import STEPS, checks_path
 from pipeline.schema import validate
+from pipeline.evidence.paths import package_check_path  # noqa: F401 (re-exported)
 
 E_RESULTS_INVALID = "EVID-E022"
 
@@ -128,11 +129,6 @@ class ModelResults:
     unregistered: dict[str, Outcome] = field(default_factory=dict)
     steps_present: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-
-
-def package_check_path(model: str, root: str | Path = ".") -> Path:
-    """Where the evidence builder stores the result of checking a model's package."""
-    return Path(root) / REPORTS_DIR / model / "package-check.json"
 
 
 def collect_model(

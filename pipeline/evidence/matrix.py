@@ -45,10 +45,9 @@ from pipeline.evidence.registry import load_checks, registry_findings
 from pipeline.registry.requirements import RequirementSet, read_requirements
 from pipeline.registry.tools import GitState, git_state
 from pipeline.layout import model_names
+from pipeline.evidence.modes import DEVELOPMENT, MODES, STRICT  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = 1
-DEVELOPMENT, STRICT = "development", "strict"
-MODES: tuple[str, ...] = (DEVELOPMENT, STRICT)
 
 # Overall requirement statuses, worst first.
 FAILED = "failed"

@@ -40,11 +40,11 @@ from pipeline.evidence.render_html import render_html
 from pipeline.evidence.render_text import render_csv, render_markdown
 from pipeline.registry.requirements import requirement_files
 from pipeline.registry.tools import GitState, environment, tool_versions
-from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, REPORTS_DIR
+from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR
+from pipeline.evidence.paths import PACKAGE_FILE, package_path  # noqa: F401 (re-exported)
 
 LOG = logging.getLogger(__name__)
 
-PACKAGE_FILE = "evidence.zip"
 MANIFEST = "manifest.json"
 VERDICTS = "evidence/verdicts.json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -64,10 +64,6 @@ E_MANIFEST = "EVID-E054"
 E_UNSAFE_NAME = "EVID-E055"
 E_NOT_REPRODUCIBLE = "EVID-E056"
 E_CHANGED_WHILE_PACKING = "EVID-E057"
-
-
-def package_path(model: str, root: str | Path = ".") -> Path:
-    return Path(root) / REPORTS_DIR / model / PACKAGE_FILE
 
 
 @dataclass

@@ -28,36 +28,51 @@ from typing import Any, Callable, Iterator, Sequence
 from doit.tools import config_changed
 
 from pipeline.registry import checks
-from pipeline.evidence.build import build_model_package, build_reports, report_paths
-from pipeline.evidence.matrix import DEVELOPMENT, STRICT
-from pipeline.evidence.collect import package_check_path
-from pipeline.evidence.package import package_path
-from pipeline.registry.requirements import requirement_files
-from pipeline.evidence.baseline import baseline_path
-from pipeline.evidence.summary import error_count, summary_text
-from pipeline.registry.tools import git_state
-from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, model_names
+from pipeline.evidence.modes import DEVELOPMENT, STRICT
+from pipeline.evidence.paths import baseline_path, package_check_path, package_path, report_paths
+from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, model_names, requirement_files
 
 EVIDENCE_SOURCES = (Path(__file__).parent, Path(__file__).parents[1] / "registry")
 STAMP_KEY = "evidence_stamp"
 
 
-def _tree_signature(paths: list[Path]) -> list[tuple[str, int, int]]:
-    entries = []
+Signature = tuple[str, int, int, int, int]
+
+
+def _signature(path: str, st: os.stat_result) -> Signature:
+    """What identifies a file's content without reading it: path, size, mtime, ctime, inode.
+
+    The change time is set by the kernel on every write and on every metadata change,
+    `os.utime` included, and cannot be set back from user space: an in-place edit that keeps
+    the size and restores the modification time still changes it (doit's own file check,
+    mtime then MD5, would miss that edit; see pipeline.tasking.ContentChecker).
+    """
+    return (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _walk(folder: str, entries: list[Signature]) -> None:
+    try:
+        with os.scandir(folder) as scan:
+            children = sorted(scan, key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in children:
+        if entry.is_dir(follow_symlinks=False):
+            _walk(entry.path, entries)
+            continue
+        try:
+            entries.append(_signature(entry.path, entry.stat()))
+        except OSError:
+            continue
+
+
+def _tree_signature(paths: list[Path]) -> list[Signature]:
+    entries: list[Signature] = []
     for base in paths:
         if base.is_file():
-            st = base.stat()
-            entries.append((base.as_posix(), st.st_size, st.st_mtime_ns))
-            continue
-        for dirpath, dirnames, filenames in os.walk(base):
-            dirnames.sort()
-            for name in sorted(filenames):
-                full = Path(dirpath) / name
-                try:
-                    st = full.stat()
-                except OSError:
-                    continue
-                entries.append((full.as_posix(), st.st_size, st.st_mtime_ns))
+            entries.append(_signature(base.as_posix(), base.stat()))
+        else:
+            _walk(base.as_posix(), entries)
     return entries
 
 
@@ -72,7 +87,7 @@ class TreeStamp:
         self.paths = paths
 
     def stamp(self) -> str:
-        git = git_state(".")
+        git = _git_state()
         payload = json.dumps([_tree_signature(self.paths()), git.commit, git.dirty])
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -84,16 +99,41 @@ class TreeStamp:
         return previous is not None and previous == self.stamp()
 
 
+_GIT_STATE: list[Any] = []
+
+
+def _git_state() -> Any:
+    """The checkout's state, queried once per doit process (the steps write only ignored files)."""
+    if not _GIT_STATE:
+        from pipeline.registry.tools import git_state
+
+        _GIT_STATE.append(git_state("."))
+    return _GIT_STATE[0]
+
+
 def _check_module_sources() -> list[str]:
     """Source files of the modules that register checks: a changed registry changes the trace."""
+    # Only the top-level package is looked up with importlib: find_spec on a dotted name imports
+    # every parent package (pipeline.semantics loads NumPy), which task listing must not pay for.
     sources = []
     for name in checks.CHECK_MODULES:
+        top, *rest = name.split(".")
         try:
-            spec = importlib.util.find_spec(name)
+            spec = importlib.util.find_spec(top)
         except (ImportError, ValueError):
             spec = None
-        if spec is not None and spec.origin and Path(spec.origin).is_file():
-            sources.append(_relative(Path(spec.origin)))
+        if spec is None:
+            continue
+        if not rest:
+            if spec.origin and Path(spec.origin).is_file():
+                sources.append(_relative(Path(spec.origin)))
+            continue
+        for folder in spec.submodule_search_locations or ():
+            base = Path(folder).joinpath(*rest)
+            found = next((c for c in (base.with_suffix(".py"), base / "__init__.py") if c.is_file()), None)
+            if found is not None:
+                sources.append(_relative(found))
+                break
     return sources
 
 
@@ -125,12 +165,16 @@ def evidence_mode() -> str:
 
 
 def _package_action(model: str, mode: str = DEVELOPMENT) -> bool:
+    from pipeline.evidence.build import build_model_package
+
     outcome = build_model_package(model, ".", mode=mode)
     print(f"{outcome.path}: {'verified' if outcome.verify.ok else 'DOES NOT VERIFY'}; {outcome.reproducibility['reason']}")
     return True  # the verdict goes to package-check.json; `verify` decides pass/fail
 
 
 def _reports_action(mode: str = DEVELOPMENT) -> bool:
+    from pipeline.evidence.build import build_reports
+
     matrix = build_reports(".", mode=mode)
     errors = len(matrix.errors)
     print(f"{_relative(report_paths('.')['html'])}: {len(matrix.requirements)} requirements, {len(matrix.models)} models, {errors} error findings")
@@ -142,6 +186,8 @@ def _model_trees(model: str) -> Callable[[], list[Path]]:
 
 
 def _verify_action() -> bool:
+    from pipeline.evidence.summary import error_count, summary_text
+
     document = json.loads(report_paths(".")["json"].read_text(encoding="utf-8"))
     print(summary_text(document))
     return error_count(document) == 0

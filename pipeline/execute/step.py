@@ -41,14 +41,13 @@ from pipeline.execute.cuda import run_cuda_deployment
 from pipeline.execute.harness import read_outputs, run_harness, write_arrays, write_input_vectors
 from pipeline.execute.instructions import count_instructions, special_vector, valgrind_version
 
+from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP  # noqa: F401 (re-exported)
+
 log = logging.getLogger(__name__)
 
-STEP = "execute"
-RUN_FILE = "run.json"
 TIMING_FILE = "timing.json"
 STEP_TIMING_FILE = "step-timing.json"
 INSTRUCTIONS_FILE = "instructions.json"
-NOISE_SEEDS = (1, 2)
 WARMUP = 10
 PATH_VECTORS = 4      # validation vectors whose instruction counts are compared, plus zeros and specials
 NO_GENERATOR = "no CUDA/NVDLA generator yet"

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.registry.records import RECORD_FILE
-from pipeline.layout import checks_path, model_dir, model_names, step_dir
-from pipeline.execute.step import NOISE_SEEDS, RUN_FILE, STEP
+from pipeline.layout import RECORD_FILE, checks_path, model_dir, model_names, step_dir
+from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP
 from pipeline.tasking import package_sources, spec_deployments
 
 SOURCE_GLOBS = ("execute", "toolchain", "codegen/c/runtime/*", "vectors.py", "deploy.py", "nnef/tensorfile.py", "atomic.py")

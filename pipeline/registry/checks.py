@@ -14,7 +14,6 @@ modules that do so is `CHECK_MODULES` (names only: this registry imports no step
 from __future__ import annotations
 
 import enum
-import platform
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -60,6 +59,8 @@ class Obtained:
 
     @classmethod
     def host(cls) -> "Obtained":
+        import platform  # here, not at the top: doit imports this module to list tasks
+
         return cls(Where.HOST, f"{platform.machine() or 'unknown machine'} {platform.system() or 'unknown OS'}")
 
     @classmethod

@@ -23,10 +23,9 @@ from pipeline.atomic import write_json
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span
 from pipeline.registry.hashing import FileDigest, file_digest, iter_files, relative_posix
 from pipeline.registry.tools import tool_versions
-from pipeline.layout import CHECKS_FILE, STEPS, step_dir
+from pipeline.layout import CHECKS_FILE, RECORD_FILE, STEPS, step_dir
 
 SCHEMA_VERSION = 1
-RECORD_FILE = "record.json"
 
 E_RECORD_INPUT = "EVID-E030"
 E_RECORD_CHANGED = "EVID-E031"

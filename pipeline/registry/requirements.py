@@ -28,7 +28,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span, sorted_findings
 from pipeline.registry.yamlsource import Located, join_path, load_located
-from pipeline.layout import REQUIREMENTS_DIR
+from pipeline.layout import REQUIREMENTS_DIR, requirement_files  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = 1
 
@@ -153,11 +153,6 @@ class RequirementsInvalid(PipelineError):
         first = findings[0]
         more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
         super().__init__(first.code, first.message + more, Location.of_span(first.span))
-
-
-def requirement_files(root: str | Path = ".") -> list[Path]:
-    """requirements/*.yaml, sorted by name."""
-    return sorted((Path(root) / REQUIREMENTS_DIR).glob("*.yaml"))
 
 
 def _error(code: str, message: str, span: Span) -> Finding:

@@ -36,11 +36,9 @@ from pipeline.split.codes import SplitError
 from pipeline.split.schedule import item_schedules
 from pipeline.split.splitter import Split, Step
 
+from pipeline.split.outputs import PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE  # noqa: F401 (re-exported)
+
 SCHEMA_VERSION = 1
-PLAN_FILE = "plan.json"
-SCHEDULE_FILE = "schedule.json"
-TRACE_FILE = "trace-interpreter.json"
-REWRITTEN_FILE = "rewritten.nnef"
 
 
 def plan_document(split: Split, original: str) -> dict[str, Any]:

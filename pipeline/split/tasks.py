@@ -16,12 +16,9 @@ from typing import Any, Iterator
 
 from doit.exceptions import TaskFailed
 
-from pipeline.deploy import DeployError, load_deploy
-from pipeline.diagnostics import PipelineError
-from pipeline.registry.records import RECORD_FILE
-from pipeline.tasking import package_sources
-from pipeline.layout import checks_path, model_dir, model_names, step_dir
-from pipeline.split.plan import PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE
+from pipeline.tasking import deploy_outline, package_sources
+from pipeline.layout import RECORD_FILE, checks_path, model_dir, model_names, step_dir
+from pipeline.split.outputs import PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE
 
 SOURCE_GLOBS = ("split", "semantics", "nnef", "vectors.py", "deploy.py", "atomic.py", "diagnostics.py", "layout.py")
 EXPORT_FILES = ("graph.nnef", "provenance.json")
@@ -45,25 +42,18 @@ def split_targets(model: str) -> list[str]:
     """
     out = step_dir(model, "split")
     targets = [checks_path(model, "split"), out / RECORD_FILE]
-    try:
-        spec = load_deploy(model_dir(model) / "deploy.yaml")
-    except DeployError:
-        return [t.as_posix() for t in targets]
-    for name, deployment in spec.deployments.items():
+    outline = deploy_outline(model)
+    for name, deployment in (outline or {}).items():
         folder = out / name
         targets += [folder / PLAN_FILE, folder / SCHEDULE_FILE, folder / TRACE_FILE]
-        items = {deployment.default_item, *deployment.allocation}
-        rewrites = deployment.rewrites
-        if rewrites:
+        if deployment.rewritten:
             targets.append(folder / REWRITTEN_FILE)
-            for rewrite in rewrites:
-                if isinstance(rewrite, dict) and isinstance(rewrite.get("items"), list):
-                    items.update(str(i) for i in rewrite["items"])
-        targets += [folder / f"{item}.nnef" for item in sorted(items)]
+        targets += [folder / f"{item}.nnef" for item in deployment.item_files]
     return [t.as_posix() for t in targets]
 
 
 def _split(model: str) -> TaskFailed | None:
+    from pipeline.diagnostics import PipelineError
     from pipeline.split.step import run_split_step
 
     try:

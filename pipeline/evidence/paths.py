@@ -1,0 +1,40 @@
+"""Where the evidence step writes: named here so `doit` can list its targets cheaply.
+
+The builders (package, matrix, renderers) import jsonschema and the whole check
+registry; the task module only needs these paths.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.layout import REPORTS_DIR, REQUIREMENTS_DIR
+
+REPORT_FILES = {
+    "html": "trace-matrix.html",
+    "csv": "trace-matrix.csv",
+    "md": "trace-matrix.md",
+    "json": "trace.json",
+    "junit": "junit.xml",
+}
+PACKAGE_FILE = "evidence.zip"
+PACKAGE_CHECK_FILE = "package-check.json"
+BASELINE_FILE = "links.lock.json"
+
+
+def report_paths(root: str | Path = ".") -> dict[str, Path]:
+    return {kind: Path(root) / REPORTS_DIR / name for kind, name in REPORT_FILES.items()}
+
+
+def package_path(model: str, root: str | Path = ".") -> Path:
+    return Path(root) / REPORTS_DIR / model / PACKAGE_FILE
+
+
+def package_check_path(model: str, root: str | Path = ".") -> Path:
+    """Where the evidence builder stores the result of checking a model's package."""
+    return Path(root) / REPORTS_DIR / model / PACKAGE_CHECK_FILE
+
+
+def baseline_path(root: str | Path = ".") -> Path:
+    """The reviewed link baseline (requirements/links.lock.json)."""
+    return Path(root) / REQUIREMENTS_DIR / BASELINE_FILE
