@@ -85,7 +85,8 @@ def write_split(folder: Path, operations: int, n_items: int, seed: int) -> dict[
             "items": [{"name": item, "target": "cpu", "file": f"{item}.nnef"} for item in items],
             "sync_variables": [{"name": t.name, "writer": t.colour, "readers": list(t.dest), "value": t.inputs[0],
                                 "shape": [1, 4], "dtype": "scalar", "bytes": 16} for t in syncs],
-            "allocation": dict(network.items)}
+            "allocation": dict(allocation), "rewrites": [],
+            "outputs": {name: allocation.get(name, items[0]) for name in network.outputs}}
     (folder / "plan.json").write_text(json.dumps(plan))
     events: dict[str, list[Event]] = {item: [] for item in items}
     clock = {item: 0 for item in items}

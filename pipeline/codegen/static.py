@@ -77,10 +77,20 @@ class StaticReport:
     measured: dict[str, Any] = field(default_factory=dict)
 
 
+# The one piece of assembly generated code may hold: a weights header linking its binary file.
+LINKED_WEIGHTS = re.compile(r'__asm__\("\.pushsection \.rodata\\n\\t\.balign \d+\\n\w+:\\n\\t\.incbin '
+                            r'\\"[\w/.]+\\"\\n\\t\.popsection"\);')
+
+
 def forbidden_constructs(files: dict[str, str]) -> list[str]:
-    """Calls of allocation/jump functions, goto, and array declarators of non-constant size."""
+    """Calls of allocation/jump functions, goto, array declarators of non-constant size, and
+    inline assembly other than a weights header's `.incbin` of its binary file."""
     problems = []
     for name, text in files.items():
+        for number, line in enumerate(text.splitlines(), start=1):
+            for match in re.finditer(r"\b(?:__asm__|__asm|asm)\b", line):
+                if not (line.startswith("__asm__") and match.start() == 0 and LINKED_WEIGHTS.fullmatch(line)):
+                    problems.append(f"{name}:{number}: inline assembly")
         code = strip(text)
         for call in CALL.finditer(code):
             if call.group(1) in FORBIDDEN_CALLS:

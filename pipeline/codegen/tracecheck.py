@@ -8,7 +8,10 @@ range; the NNEF file still has the hash the trace recorded.
 Weights: every array weights.json lists is re-derived here from its tensor file (whose
 SHA-256 must still be the recorded one) by this module's own implementation of the layout,
 and compared bit for bit with the values parsed back from the generated header. So a weight
-in the executable is traced to the trained parameter, not merely to a comment.
+in the executable is traced to the trained parameter, not merely to a comment. Large items
+keep their parameters in a binary file the assembler links (`.incbin`); then the values are
+read from the file the header's assembler directive names, at the offset each array's
+`#define` gives (the very expressions the compiler uses), and compared the same way.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ from pipeline.nnef.checker import check_paths
 from pipeline.nnef.tensorfile import read_tensor
 
 ARRAY = re.compile(r"static const float (\w+)\[(\d+)\][^=]*=\s*\{(.*?)\};", re.S)
+BLOB = re.compile(r'^__asm__\("\.pushsection \.rodata\\n\\t\.balign (\d+)\\n(\w+):\\n\\t\.incbin \\"([\w/.]+)\\"'
+                  r'\\n\\t\.popsection"\);$', re.M)
+BLOB_ARRAY = re.compile(r"^#define (\w+) \((\w+) \+ (\d+)\)", re.M)
 DECLARATIONS = ("external", "variable", "variablesync", "constant")
 
 
@@ -49,6 +55,36 @@ def parse_arrays(text: str) -> dict[str, np.ndarray]:
             raise ValueError(f"array {match.group(1)} declares {match.group(2)} values, holds {array.size}")
         result[match.group(1)] = array
     return result
+
+
+def blob_arrays(text: str, deployment_dir: Path, sizes: dict[str, int]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The arrays a header defines into its linked binary file, `sizes[name]` floats each."""
+    blobs = BLOB.findall(text)
+    if not blobs:
+        return {}, []
+    if len(blobs) != 1:
+        return {}, [f"{len(blobs)} linked binary files in one weights header (expected one)"]
+    alignment, symbol, rel = blobs[0]
+    path = deployment_dir / rel
+    if ".." in Path(rel).parts or not path.is_file():
+        return {}, [f"the linked binary file {rel} does not exist in the deployment folder"]
+    if f"extern const float {symbol}[];" not in text:
+        return {}, [f"the linked binary file's symbol {symbol} is not declared"]
+    data = np.frombuffer(path.read_bytes(), dtype="<f4") if path.stat().st_size % 4 == 0 else None
+    if data is None:
+        return {}, [f"{rel}: size {path.stat().st_size} is not a whole number of floats"]
+    arrays, problems = {}, []
+    for name, base, first in BLOB_ARRAY.findall(text):
+        start, count = int(first), sizes.get(name)
+        if base != symbol or count is None:
+            continue
+        if (start * 4) % int(alignment):
+            problems.append(f"{name}: offset {start * 4} bytes is not {alignment}-byte aligned")
+        if start + count > data.size:
+            problems.append(f"{name}: floats [{start}, {start + count}) lie beyond the end of {rel} ({data.size} floats)")
+            continue
+        arrays[name] = data[start:start + count].astype(np.float32)
+    return arrays, problems
 
 
 def expected_layout(data: np.ndarray, layout: dict[str, Any]) -> np.ndarray:
@@ -102,6 +138,7 @@ def check_weights(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]
         return [f"{item_dir}: expected one weights header, found {len(headers)}"], {}
     text = headers[0].read_text(encoding="utf-8")
     arrays = parse_arrays(text)
+    expected_arrays: dict[str, np.ndarray] = {}
     floats = 0
     for entry in record["arrays"]:
         name = entry["array"]
@@ -113,14 +150,21 @@ def check_weights(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]
             problems.append(f"{name}: {entry['file']} changed since the code was generated (sha256 differs)")
         if entry["sha256"] not in text or entry["file"] not in text:
             problems.append(f"{name}: the header does not name {entry['file']} and its sha256")
+        try:
+            expected_arrays[name] = expected_layout(read_tensor(dat), entry["layout"])
+        except (ValueError, KeyError) as error:
+            problems.append(f"{name}: {error}")
+    linked, blob_problems = blob_arrays(text, item_dir.parent, {n: a.size for n, a in expected_arrays.items()})
+    problems += blob_problems
+    arrays.update(linked)
+    for entry in record["arrays"]:
+        name = entry["array"]
+        if name not in expected_arrays:
+            continue
         if name not in arrays:
             problems.append(f"{name}: listed in weights.json but not defined in {headers[0].name}")
             continue
-        try:
-            expected = expected_layout(read_tensor(dat), entry["layout"])
-        except (ValueError, KeyError) as error:
-            problems.append(f"{name}: {error}")
-            continue
+        expected = expected_arrays[name]
         got = arrays[name]
         if expected.shape != got.shape or expected.view(np.uint32).tobytes() != got.view(np.uint32).tobytes():
             diff = int(np.argmax(expected.view(np.uint32) != got.view(np.uint32))) if expected.shape == got.shape else -1
@@ -175,7 +219,8 @@ def check_trace(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]]:
     for code_file, lines in files.items():
         ranges = [(e["code_lines"][0], e["code_lines"][1]) for e in entries if e["code_file"] == code_file]
         for number, text in enumerate(lines, start=1):
-            defined = re.match(r"static (?:void (nnef_op_\w+)\(|const float (\w+)\[)", text)
+            defined = (re.match(r"static (?:void (nnef_op_\w+)\(|const float (\w+)\[)", text)
+                       or re.match(r"#define ()(\w+) \(nnef_weights_\w+ \+ \d+\)", text))
             if defined and not any(a <= number <= b for a, b in ranges):
                 what = defined.group(1) or defined.group(2)
                 if what.startswith(("D_", "B_nnef_op")):

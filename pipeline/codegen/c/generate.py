@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__
-from pipeline.atomic import write_json, write_text
-from pipeline.codegen.c.item import ItemCode, ItemEmitter, TraceEntry, item_file, sync_buffer, sync_object, weights_file
+from pipeline.atomic import write_bytes, write_json, write_text
+from pipeline.codegen.c.item import (ItemCode, ItemEmitter, TraceEntry, item_file, sync_buffer, sync_object,
+                                     weights_blob_file, weights_file)
 from pipeline.codegen.c.programs import math_header
 from pipeline.codegen.c.writer import CodeWriter
 from pipeline.codegen.codes import CodegenError
@@ -208,6 +209,8 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
         sub = folder / item.name
         put(f"{item.name}/{item_file(item.name)}", code.source)
         put(f"{item.name}/{weights_file(item.name)}", code.weights)
+        if code.weights_blob is not None:
+            written.append(write_bytes(folder / item.name / weights_blob_file(item.name), code.weights_blob))
         entries = list(code.entries)
         for op in item.graph.operations:
             if op.name == "variablesync":
@@ -235,6 +238,7 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
         items_manifest.append({
             "name": item.name, "dir": item.name, "source": f"{item.name}/{item_file(item.name)}",
             "weights": f"{item.name}/{weights_file(item.name)}", "trace": f"{item.name}/{TRACE_FILE}",
+            **({"weights_blob": f"{item.name}/{weights_blob_file(item.name)}"} if code.weights_blob is not None else {}),
             "memory_map": f"{item.name}/{MEMORY_MAP_FILE}", "weights_json": f"{item.name}/{WEIGHTS_FILE}",
             "nnef_file": item.nnef_rel, "steps": len(item.steps),
             "functions": code.functions, "sends": code.sends, "gets": code.gets,
