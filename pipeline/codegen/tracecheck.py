@@ -125,7 +125,13 @@ def expected_layout(data: np.ndarray, layout: dict[str, Any]) -> np.ndarray:
         out = np.zeros((nblocks, depth, block), np.float32)
         for o in range(outs):
             out[o // block, :, o % block] = w[o]
-        return out.reshape(-1)
+        if "last_block" not in layout:  # every block padded with zeros to `block` outputs
+            return out.reshape(-1)
+        last = int(layout["last_block"])
+        if last != outs - (nblocks - 1) * block:
+            raise ValueError(f"last block of {last} outputs; {outs} outputs in blocks of {block} leave "
+                             f"{outs - (nblocks - 1) * block}")
+        return np.concatenate([out[:-1].reshape(-1), out[-1, :, :last].reshape(-1)])
     raise ValueError(f"unknown layout {kind!r}")
 
 

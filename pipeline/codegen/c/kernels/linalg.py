@@ -119,24 +119,31 @@ def linear(k: Kernel) -> None:
         bref = bias.c
     k.comment("linear: out[n, o] = (+0 + x[n, 0] * w[o, 0] + ... + x[n, K-1] * w[o, K-1]) + bias[o]")
     if f.is_constant:
+        # Blocks of `width` output columns, [k][column] inside each; the last block holds only the
+        # outputs left (no zero padding: a 10-output layer keeps 10 columns, not 64). Vector loads
+        # are memcpy-based (unaligned), and a block's tail columns are read as scalars.
         width = MAX_VECTORS * k.lanes
         nblocks = -(-outs // width)
+        last = outs - (nblocks - 1) * width
         w = np.asarray(f.value, F32)
-        arranged = np.zeros((nblocks, depth, width), F32)
-        for b in range(nblocks):
-            cols = min(width, outs - b * width)
-            arranged[b, :, :cols] = w[b * width:b * width + cols].T
+        arranged = np.concatenate([w[b * width:b * width + min(width, outs - b * width)].T.reshape(-1)
+                                   for b in range(nblocks)])
         wname = k.const_array(f"W_{f.label or f.name}_kb{width}", arranged, "float",
                               f"{f.label or f.name} as [block {nblocks}][k {depth}][{width} outputs] (each block's "
-                              "columns contiguous, zero past the last output)",
+                              f"columns contiguous; the last block holds its {last} outputs only)",
                               source=f.label, layout={"kind": "linear_blocks", "outs": outs, "depth": depth,
-                                                      "block": width})
+                                                      "block": width, "last_block": last})
+
+        def b_offset(kk: str, c: int) -> str:
+            block = c // width
+            columns = width if block < nblocks - 1 else last
+            return f"{block * depth * width} + {kk} * {columns} + {c % width}"
 
         def b_vec(kk: str, c: int) -> str:
-            return f"nnef_vload({wname} + {(c // width) * depth * width} + {kk} * {width} + {c % width})"
+            return f"nnef_vload({wname} + {b_offset(kk, c)})"
 
         def b_scalar(kk: str, c: int) -> str:
-            return f"{wname}[{(c // width) * depth * width} + {kk} * {width} + {c % width}]"
+            return f"{wname}[{b_offset(kk, c)}]"
 
         _emit_rows(k, rows, outs, depth, f"{x.c}[{{r}} * {depth} + {{k}}]", b_vec, b_scalar,
                    f"{k.out.c} + r * {outs}", (kind, bref))
