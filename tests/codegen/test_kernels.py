@@ -250,3 +250,21 @@ def test_unknown_op_names_op_location_and_supported_list(tmp_path):
     assert info.value.code == "CODEGEN-E001"
     assert "nearest_upsample" in info.value.message and "conv" in info.value.message
     assert info.value.location.file.endswith("CPU0.nnef") and info.value.location.line > 0
+
+
+def test_every_unsupported_operation_is_listed_in_one_error(tmp_path):
+    """Issue 15: one CODEGEN-E001 names every operation the C generator lacks, with its line."""
+    from pipeline.codegen.codes import CodegenError
+
+    folder = H.single_item(tmp_path / "u", """
+        x = external<scalar>(shape = [1, 1, 4, 4]);
+        a = nearest_upsample(x, factor = [2, 2]);
+        b = relu(a);
+        y = nearest_downsample(b, factor = [2, 2]);
+    """, outputs=["y"])
+    with pytest.raises(CodegenError) as info:
+        H.generate(folder, folder, tmp_path / "code", 4, folder)
+    message = info.value.message
+    assert info.value.code == "CODEGEN-E001" and "2 operation(s)" in message, message
+    assert "'nearest_upsample' at" in message and "'nearest_downsample' at" in message and "'relu' at" not in message
+    assert info.value.location.line == 5  # the first one

@@ -143,3 +143,20 @@ def test_kernels_bit_exact_with_special_values(name, tmp_path):
     expected = H.reference(split / f"{C.ITEM}.nnef", inputs, weights, outputs)
     for result in results:
         H.assert_bit_identical(result, expected, name)
+
+
+def test_every_unsupported_operation_is_listed_in_one_error(tmp_path):
+    """Issue 15: one CODEGEN-E001 names every operation the CUDA generator lacks."""
+    from pipeline.codegen.codes import CodegenError
+
+    text = ("version 1.0;\n\ngraphitem GPU0 g( x ) -> ( y )\n{\n"
+            "    x = external<scalar>(shape = [1, 1, 4, 4]);\n"
+            "    a = nearest_upsample(x, factor = [2, 2]);\n"
+            "    b = relu(a);\n"
+            "    y = nearest_downsample(b, factor = [2, 2]);\n}\n")
+    split = C.one_item(tmp_path / "split", text)
+    with pytest.raises(CodegenError) as info:
+        C.generate(split, split, tmp_path / "code")
+    message = info.value.message
+    assert info.value.code == "CODEGEN-E001" and "2 operation(s)" in message, message
+    assert "'nearest_upsample' at" in message and "'nearest_downsample' at" in message and "'relu' at" not in message
