@@ -64,7 +64,7 @@ def test_checks_are_registered_with_requirements() -> None:
 
 def test_task_export_declares_dependencies_and_targets() -> None:
     tasks = {t["name"]: t for t in task_export()}
-    assert set(tasks) == {"branch3", "inception", "lenet5", "resnet8"}
+    assert set(tasks) == {"branch3", "inception", "lenet5", "mbconv", "resnet8"}
     task = tasks["lenet5"]
     assert task["file_dep"][:2] == ["models/lenet5/model.onnx", "models/lenet5/deploy.yaml"]
     assert "pipeline/export/exporter.py" in task["file_dep"] and "pipeline/vectors.py" in task["file_dep"]
