@@ -102,6 +102,7 @@ def _convert_nodes(ctx: ExportContext) -> None:
     for node in model.nodes:
         if node.index in folded:
             ctx.begin(node)
+            ctx.records[node.index].folded = True
             for index, name in enumerate(node.inputs):
                 if name and name in ctx.constants:
                     ctx.constant(index, "folded shape computation")  # recorded as a parameter

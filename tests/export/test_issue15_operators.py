@@ -136,3 +136,21 @@ def test_onnx_reference_agrees_on_the_folded_chain(tmp_path: Path) -> None:
     export = export_model(model, tmp_path / "out")
     ours = run_nnef(export, tmp_path / "out", feeds)["y"]
     assert np.array_equal(ours, run_reference(model, feeds)["y"])
+
+
+def test_folded_nodes_are_traced_in_provenance(tmp_path: Path) -> None:
+    """The trace check (HLR-EXP-003) accepts a folded node without NNEF line because provenance
+    records what it folded to; the values are onnx.reference's."""
+    from pipeline.export.checks import _trace_problems
+
+    model, _ = _channel_shuffle()
+    import onnx
+
+    onnx.save(model, tmp_path / "model.onnx")
+    export = export_model(model, tmp_path / "out")
+    nodes = {n["name"]: n for n in export.provenance["nodes"]}
+    assert nodes["s"]["folded"] == {"s": {"dtype": "int64", "shape": [4], "values": [1, 8, 3, 5]}}
+    assert nodes["shape5"]["folded"]["shape5"]["values"] == [1, 2, 4, 3, 5]
+    assert "folded" not in nodes["r"] and nodes["r"]["nnef_lines"]
+    problems, _ = _trace_problems(tmp_path / "out", tmp_path / "model.onnx")
+    assert problems == []
