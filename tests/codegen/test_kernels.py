@@ -93,6 +93,18 @@ CASES: dict[str, dict] = {
             d7 = deconv(u, f3, 0.0, border = 'constant', padding = [(0, 0), (0, 0)], stride = [3, 1], dilation = [1, 1], output_shape = [], groups = 0);
         """,
     },
+    "upsample": {  # issue 15: Resize nearest (integer factors) exports to nearest_upsample
+        "inputs": {"x": (1, 3, 4, 5), "v": (2, 2, 3)},
+        "outputs": ["n1", "n2", "n3"],
+        "variables": {},
+        "body": """
+            x = external<scalar>(shape = [1, 3, 4, 5]);
+            v = external<scalar>(shape = [2, 2, 3]);
+            n1 = nearest_upsample(x, factor = [2, 2]);
+            n2 = nearest_upsample(x, factor = [3, 1]);
+            n3 = nearest_upsample(v, factor = [4]);
+        """,
+    },
     "pool": {
         "inputs": {"x": (1, 3, 10, 13), "w": (2, 5, 6)},
         "outputs": ["p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"],
@@ -270,12 +282,12 @@ def test_unknown_op_names_op_location_and_supported_list(tmp_path):
 
     folder = H.single_item(tmp_path / "u", """
         x = external<scalar>(shape = [1, 1, 4, 4]);
-        y = nearest_upsample(x, factor = [2, 2]);
+        y = area_downsample(x, factor = [2, 2]);
     """, outputs=["y"])
     with pytest.raises(CodegenError) as info:
         H.generate(folder, folder, tmp_path / "code", 4, folder)
     assert info.value.code == "CODEGEN-E001"
-    assert "nearest_upsample" in info.value.message and "conv" in info.value.message
+    assert "area_downsample" in info.value.message and "conv" in info.value.message
     assert info.value.location.file.endswith("CPU0.nnef") and info.value.location.line > 0
 
 
@@ -285,7 +297,7 @@ def test_every_unsupported_operation_is_listed_in_one_error(tmp_path):
 
     folder = H.single_item(tmp_path / "u", """
         x = external<scalar>(shape = [1, 1, 4, 4]);
-        a = nearest_upsample(x, factor = [2, 2]);
+        a = area_downsample(x, factor = [2, 2]);
         b = relu(a);
         y = nearest_downsample(b, factor = [2, 2]);
     """, outputs=["y"])
@@ -293,5 +305,5 @@ def test_every_unsupported_operation_is_listed_in_one_error(tmp_path):
         H.generate(folder, folder, tmp_path / "code", 4, folder)
     message = info.value.message
     assert info.value.code == "CODEGEN-E001" and "2 operation(s)" in message, message
-    assert "'nearest_upsample' at" in message and "'nearest_downsample' at" in message and "'relu' at" not in message
-    assert info.value.location.line == 5  # the first one
+    assert "'area_downsample' at" in message and "'nearest_downsample' at" in message and "'relu' at" not in message
+    assert info.value.location.line == 6  # the first one (line 6 of CPU0.nnef)

@@ -114,7 +114,8 @@ KERNELS = {
         k = clamp(x, va, vb);
         g = reshape(x, shape = [1, 2, 3, 5, 4], axis_start = 0, axis_count = -1);
         p = transpose(g, axes = [0, 2, 1, 3, 4]);
-        q = transpose(x, axes = [0, 2, 1]);""",
+        q = transpose(x, axes = [0, 2, 1]);
+        n = nearest_upsample(x, factor = [2, 3]);""",
         {"va": (1, 6), "vb": (1, 6)}, {"x": (1, 6, 5, 4)}),
     "transcendentals": (
         """x = external<scalar>(shape = [4, 64]);
@@ -129,7 +130,7 @@ KERNELS = {
         f = floor(x);""",
         {}, {"x": (4, 64)}),
 }
-MULTIPLE_OUTPUTS = {"clamp_and_transpose": ["h", "s", "k", "p", "q"], "avg_pool_and_box": ["a", "c", "s"], "transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
+MULTIPLE_OUTPUTS = {"clamp_and_transpose": ["h", "s", "k", "p", "q", "n"], "avg_pool_and_box": ["a", "c", "s"], "transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -164,7 +165,7 @@ def test_every_unsupported_operation_is_listed_in_one_error(tmp_path):
 
     text = ("version 1.0;\n\ngraphitem GPU0 g( x ) -> ( y )\n{\n"
             "    x = external<scalar>(shape = [1, 1, 4, 4]);\n"
-            "    a = nearest_upsample(x, factor = [2, 2]);\n"
+            "    a = area_downsample(x, factor = [2, 2]);\n"
             "    b = relu(a);\n"
             "    y = nearest_downsample(b, factor = [2, 2]);\n}\n")
     split = C.one_item(tmp_path / "split", text)
@@ -172,4 +173,4 @@ def test_every_unsupported_operation_is_listed_in_one_error(tmp_path):
         C.generate(split, split, tmp_path / "code")
     message = info.value.message
     assert info.value.code == "CODEGEN-E001" and "2 operation(s)" in message, message
-    assert "'nearest_upsample' at" in message and "'nearest_downsample' at" in message and "'relu' at" not in message
+    assert "'area_downsample' at" in message and "'nearest_downsample' at" in message and "'relu' at" not in message

@@ -154,3 +154,65 @@ def test_folded_nodes_are_traced_in_provenance(tmp_path: Path) -> None:
     assert "folded" not in nodes["r"] and nodes["r"]["nnef_lines"]
     problems, _ = _trace_problems(tmp_path / "out", tmp_path / "model.onnx")
     assert problems == []
+
+
+def _resize(opset: int, scales: list[float] | None, sizes: list[int] | None, shape=(1, 2, 3, 4), **attrs):
+    inits: dict[str, np.ndarray] = {}
+    inputs = ["x"]
+    if opset < 11:
+        inits["scales"] = np.array(scales, np.float32)
+        inputs.append("scales")
+    else:
+        inputs += ["roi" if opset == 11 else "", "scales" if scales is not None else ""]
+        if opset == 11:  # roi is a required input of Resize-11
+            inits["roi"] = np.zeros(0, np.float32)
+        if scales is not None:
+            inits["scales"] = np.array(scales, np.float32)
+        if sizes is not None:
+            inits["sizes"] = np.array(sizes, np.int64)
+            inputs.append("sizes")
+    return make_model([node("Resize", inputs, ["y"], **attrs)], {"x": list(shape)}, {"y": None},
+                      initializers=inits, opset=opset)
+
+
+RESIZE_CASES = {
+    # torch nn.Upsample(scale_factor=2, mode='nearest') / F.interpolate, opset 11 .. 13
+    "torch_upsample": (13, [1, 1, 2, 2], None, {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                                 "nearest_mode": "floor", "cubic_coeff_a": -0.75}),
+    "resize10": (10, [1, 1, 2, 3], None, {"mode": "nearest"}),
+    "half_pixel_sizes": (19, None, [1, 2, 9, 8], {"mode": "nearest", "coordinate_transformation_mode": "half_pixel",
+                                                   "nearest_mode": "round_prefer_ceil"}),
+    "pytorch_half_pixel": (13, [1, 1, 3, 1], None, {"mode": "nearest",
+                                                     "coordinate_transformation_mode": "pytorch_half_pixel"}),
+    "tf_nn": (11, [1, 1, 2, 2], None, {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn",
+                                        "nearest_mode": "floor"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESIZE_CASES))
+def test_resize_nearest_whole_factors(tmp_path: Path, case: str) -> None:
+    opset, scales, sizes, attrs = RESIZE_CASES[case]
+    model = _resize(opset, scales, sizes, **attrs)
+    feeds = random_inputs(model, seed=7)
+    export = check_against_ort(model, tmp_path / "ort", feeds, atol=0.0, rtol=0.0)  # copies: exact
+    if case not in ("resize10", "tf_nn"):  # onnx 1.23's reference runs neither Resize-10 nor tf_half_pixel_for_nn
+        check_against_ort(model, tmp_path / "ref", feeds, atol=0.0, rtol=0.0, reference=True)
+    assert operations(export) == ["nearest_upsample"]
+
+
+@pytest.mark.parametrize("attrs, scales, fragment", [
+    ({"mode": "linear"}, [1, 1, 2, 2], "mode = 'linear'"),
+    ({"mode": "nearest", "coordinate_transformation_mode": "align_corners"}, [1, 1, 2, 2],
+     "coordinate_transformation_mode = 'align_corners'"),
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "round_prefer_floor"},
+     [1, 1, 2, 2], "nearest_mode = 'round_prefer_floor'"),
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, [1, 1, 1.5, 2],
+     "whole factor"),
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, [1, 1, 0.5, 1],
+     "whole factor"),
+])
+def test_resize_other_combinations_are_refused_naming_the_attribute(tmp_path: Path, attrs, scales, fragment) -> None:
+    model = _resize(13, scales, None, shape=(1, 2, 4, 4), **attrs)
+    with pytest.raises(ExportError) as info:
+        export_model(model, tmp_path / "out")
+    assert info.value.code == "EXPORT-E004" and fragment in str(info.value), str(info.value)

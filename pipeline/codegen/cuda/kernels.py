@@ -319,6 +319,20 @@ def transpose(b: Body) -> None:
     b.emit(f"y[i] = {x.param}[{' + '.join(terms) or '0'}];")
 
 
+@emitter("nearest_upsample")
+def nearest_upsample(b: Body) -> None:
+    """out = +0 + x[.., y / f] (the reference's one-term sum: -0 becomes +0)."""
+    x = b.arg("input")
+    if x.is_literal:
+        raise Unsupported("nearest_upsample: literal operand")
+    factor = [int(f) for f in b.op.attribs["factor"]]
+    if len(factor) != len(b.out_shape) - 2:
+        raise Unsupported(f"nearest_upsample: factor {factor}")
+    coords = b.coords()
+    coords = coords[:2] + [f"({u} / {f}u)" for u, f in zip(coords[2:], factor)]
+    b.emit(f"y[i] = NNEF_ADD(0.0f, {b.read(x, coords)});")
+
+
 @emitter("concat")
 def concat(b: Body) -> None:
     values = b.inputs["values"]
