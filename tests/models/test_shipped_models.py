@@ -283,6 +283,7 @@ def test_mbconv_has_the_mobile_constructs():
     assert users["b3_se_fc2_bias"] == ["b3_se_fc2", "b4_se_fc2"]
 
 
+def digits32(channels: int):
 
     """The preprocessing and split the READMEs describe, re-implemented: x / 16, nearest
     upsampling 8x8 -> 24x24, 4 zero pixels of padding on each side, channels replicated;
