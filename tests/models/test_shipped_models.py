@@ -284,7 +284,6 @@ def test_mbconv_has_the_mobile_constructs():
 
 
 def digits32(channels: int):
-
     """The preprocessing and split the READMEs describe, re-implemented: x / 16, nearest
     upsampling 8x8 -> 24x24, 4 zero pixels of padding on each side, channels replicated;
     test set = the first 360 of numpy RandomState(0).permutation(1797), sorted."""
