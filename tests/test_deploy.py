@@ -12,7 +12,7 @@ from pipeline.deploy import CODES, DeployError, check_inputs_match, load_deploy,
 from pipeline.vectors import Distribution, InputSpec
 
 ROOT = Path(__file__).parents[1]
-MODELS = ["branch3", "inception", "lenet5", "resnet8"]
+MODELS = ["branch3", "inception", "lenet5", "mbconv", "resnet8"]
 
 VALID = """\
 schema_version: 1

@@ -35,7 +35,7 @@ ALLOWED_OPS = frozenset(
     Relu LeakyRelu PRelu Sigmoid Tanh Softmax LogSoftmax Add Sub Mul Div Sum Max Min Concat
     Split Slice Flatten Reshape Transpose Squeeze Unsqueeze BatchNormalization Clip Pad LRN
     Identity Dropout ReduceMean Constant""".split()
-)
+) | {"HardSigmoid", "HardSwish"} | {"Shape", "Gather"}  # issue 15; Shape/Gather only as folded shape arithmetic
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 

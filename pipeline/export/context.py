@@ -74,6 +74,7 @@ class NodeRecord:
     statements: list[int] = field(default_factory=list)
     parameters: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    folded: bool = False  # evaluated at export (pipeline.export.fold): its outputs are constants
 
 
 class ExportContext:

@@ -33,8 +33,9 @@ from pipeline.atomic import canonical_json, write_bytes
 from pipeline.export.context import ExportContext
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError, node_error
+from pipeline.export.fold import evaluate, folded_nodes, refine_shapes
 from pipeline.export.names import sanitize
-from pipeline.export.onnx_model import DEFAULT_DOMAINS, OnnxModel, load_onnx
+from pipeline.export.onnx_model import DEFAULT_DOMAINS, Node, OnnxModel, load_onnx
 from pipeline.export.provenance import build_provenance
 from pipeline.export.registry import find, supported_operators
 from pipeline.nnef import build
@@ -65,19 +66,52 @@ class ExportResult:
     outputs: dict[str, str]
 
 
-def _convert_nodes(ctx: ExportContext) -> None:
-    model = ctx.model
-    for node in model.nodes:
+def _unsupported(ctx: ExportContext, folded: set[int]) -> list[tuple[Node, str]]:
+    """Each node whose operator (type, domain or version) has no converter, with what is wrong."""
+    problems = []
+    for node in ctx.model.nodes:
+        if node.index in folded:
+            continue
         conv = find(node.op_type) if node.domain in DEFAULT_DOMAINS else None
+        where = f"node '{node.label}' (index {node.index})"
         if conv is None:
             domain = f" (domain '{node.domain}')" if node.domain not in DEFAULT_DOMAINS else ""
-            raise node_error("EXPORT-E003", f"operator {node.op_type}{domain} is not supported",
-                             node_name=node.label, op_type=node.op_type, opset=node.opset, supported=ctx.supported)
-        if node.since_version not in conv.versions:
-            raise node_error("EXPORT-E003", f"{node.op_type} version {node.since_version} (in effect at opset "
-                             f"{node.opset}) is not supported; supported versions: "
-                             f"{', '.join(map(str, conv.versions))}",
-                             node_name=node.label, op_type=node.op_type, opset=node.opset, supported=ctx.supported)
+            problems.append((node, f"{node.op_type}{domain} at {where}"))
+        elif node.since_version not in conv.versions:
+            problems.append((node, f"{node.op_type} version {node.since_version} at {where} (supported versions: "
+                            f"{', '.join(map(str, conv.versions))})"))
+    return problems
+
+
+def _convert_nodes(ctx: ExportContext) -> None:
+    """Every unsupported operator of the model is reported in one EXPORT-E003 before any conversion."""
+    model = ctx.model
+    folded = folded_nodes(model)
+    problems = _unsupported(ctx, folded)
+    if problems:
+        first = problems[0][0]
+        count = f"{len(problems)} unsupported operator{'s' if len(problems) > 1 else ''}"
+        listed = "; ".join(text for _, text in problems)
+        raise node_error("EXPORT-E003", f"{count}: {listed}", node_name=first.label,
+                         op_type=first.op_type, opset=first.opset, supported=ctx.supported)
+    values = evaluate(model, folded, ctx.supported)
+    try:
+        refine_shapes(model, values)
+    except Exception as exc:  # noqa: BLE001 - InferenceError and friends
+        raise ExportError("EXPORT-E009", f"ONNX shape inference with the folded shape values failed: {exc}") from None
+    for node in model.nodes:
+        if node.index in folded:
+            ctx.begin(node)
+            ctx.records[node.index].folded = True
+            for index, name in enumerate(node.inputs):
+                if name and name in ctx.constants:
+                    ctx.constant(index, "folded shape computation")  # recorded as a parameter
+            for name in node.outputs:
+                if name:
+                    ctx.define_constant(name, values[name])
+            ctx.end()
+            continue
+        conv = find(node.op_type)
         unknown = sorted(set(node.attrs) - conv.attributes)
         if unknown:
             raise node_error("EXPORT-E004", f"attribute(s) {', '.join(unknown)} not supported",

@@ -10,7 +10,9 @@ Written beside graph.nnef (schema version 1, canonical JSON, no paths or times):
     nodes         per ONNX node in graph order: index, name, op_type, domain, opset,
                   version (the operator's since_version), inputs, outputs, nnef_lines,
                   nnef_operations, nnef_variables (names its statements assign),
-                  parameters (constants read as attribute values), dropped_outputs
+                  parameters (constants read as attribute values), dropped_outputs;
+                  for a node folded at export (pipeline.export.fold) also `folded`:
+                  per output its dtype, shape and values (or their sha256 above 64)
     lines         per NNEF statement line: the variable(s) it assigns, the operation, the
                   ONNX node (index, name, op_type) or graph input, and the initializer
     tensor_files  per .dat file: label, file, NNEF shape, ONNX tensor and shape, sha256,
@@ -43,6 +45,19 @@ def _targets(assignment: ast.Assignment) -> list[str]:
 def _operation(assignment: ast.Assignment) -> str:
     rhs = assignment.rhs
     return rhs.name.value if isinstance(rhs, ast.Invocation) else type(rhs).__name__
+
+
+def _folded_value(value: Any) -> dict[str, Any]:
+    """A folded output as the audit reads it: dtype, shape, and the values (small) or their sha256."""
+    import numpy as np
+
+    array = np.ascontiguousarray(value)
+    record: dict[str, Any] = {"dtype": str(array.dtype), "shape": list(array.shape)}
+    if array.size <= 64:
+        record["values"] = [v.item() if array.dtype.kind in "iub" else float(v) for v in array.reshape(-1)]
+    else:
+        record["sha256"] = hashlib.sha256(array.tobytes()).hexdigest()
+    return record
 
 
 def sha256(data: bytes) -> str:
@@ -87,6 +102,8 @@ def build_provenance(ctx: ExportContext, graph_name: str, text: str, lines: list
             "parameters": sorted(set(node_record.parameters)) if node_record else [],
             "dropped_outputs": list(node_record.dropped) if node_record else [],
         })
+        if node_record is not None and node_record.folded:
+            nodes[-1]["folded"] = {name: _folded_value(ctx.constants[name]) for name in node.outputs if name}
     tensor_files = []
     for record in ctx.variables.values():
         file = f"{record.name}.dat"

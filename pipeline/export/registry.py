@@ -36,6 +36,7 @@ CONVERTER_MODULES: tuple[str, ...] = (
     "pipeline.export.ops.reduce",
     "pipeline.export.ops.shape",
     "pipeline.export.ops.misc",
+    "pipeline.export.ops.resize",
 )
 
 

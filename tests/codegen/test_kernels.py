@@ -66,6 +66,45 @@ CASES: dict[str, dict] = {
             c10 = conv(x, f7, b7, border = 'constant', padding = [(2, 2), (2, 2)], stride = [1, 1], dilation = [1, 1], groups = 1);
         """,
     },
+    "deconv": {  # issue 15: transposed convolution; strides, pads, output padding, dilation, groups, 1-D, auto
+        "inputs": {"x": (1, 4, 5, 6), "u": (2, 6, 4, 4), "v": (1, 3, 7)},
+        "outputs": ["d1", "d2", "d3", "d4", "d5", "d6", "d7"],
+        "variables": {"f1": weights(4, 3, 3, 3), "b1": weights(1, 3), "f2": weights(4, 2, 3, 2), "b2": weights(1, 4),
+                      "f3": weights(6, 1, 3, 3), "f4": weights(3, 5, 4), "f5": weights(4, 2, 3, 3),
+                      "f6": np.where(RNG.random((4, 3, 3, 3)) < 0.1, np.inf, weights(4, 3, 3, 3)).astype(np.float32)},
+        "body": """
+            x = external<scalar>(shape = [1, 4, 5, 6]);
+            u = external<scalar>(shape = [2, 6, 4, 4]);
+            v = external<scalar>(shape = [1, 3, 7]);
+            f1 = variable<scalar>(shape = [4, 3, 3, 3], label = 'f1');
+            b1 = variable<scalar>(shape = [1, 3], label = 'b1');
+            f2 = variable<scalar>(shape = [4, 2, 3, 2], label = 'f2');
+            b2 = variable<scalar>(shape = [1, 4], label = 'b2');
+            f3 = variable<scalar>(shape = [6, 1, 3, 3], label = 'f3');
+            f4 = variable<scalar>(shape = [3, 5, 4], label = 'f4');
+            f5 = variable<scalar>(shape = [4, 2, 3, 3], label = 'f5');
+            f6 = variable<scalar>(shape = [4, 3, 3, 3], label = 'f6');
+            d1 = deconv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], output_shape = [], groups = 1);
+            d2 = deconv(x, f2, b2, border = 'constant', padding = [(0, 1), (2, 0)], stride = [2, 3], dilation = [1, 2], output_shape = [], groups = 2);
+            d3 = deconv(u, f3, 0.0, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], output_shape = [2, 6, 8, 8], groups = 6);
+            d4 = deconv(v, f4, 0.25, border = 'constant', padding = [(2, 1)], stride = [3], dilation = [1], output_shape = [], groups = 1);
+            d5 = deconv(x, f5, 0.0, border = 'constant', padding = [(0, 1), (0, 1)], stride = [2, 2], dilation = [1, 1], output_shape = [1, 4, 10, 12], groups = 2);
+            d6 = deconv(x, f6, b1, border = 'ignore', padding = [(0, 0), (1, 2)], stride = [1, 2], dilation = [2, 1], output_shape = [], groups = 1);
+            d7 = deconv(u, f3, 0.0, border = 'constant', padding = [(0, 0), (0, 0)], stride = [3, 1], dilation = [1, 1], output_shape = [], groups = 0);
+        """,
+    },
+    "upsample": {  # issue 15: Resize nearest (integer factors) exports to nearest_upsample
+        "inputs": {"x": (1, 3, 4, 5), "v": (2, 2, 3)},
+        "outputs": ["n1", "n2", "n3"],
+        "variables": {},
+        "body": """
+            x = external<scalar>(shape = [1, 3, 4, 5]);
+            v = external<scalar>(shape = [2, 2, 3]);
+            n1 = nearest_upsample(x, factor = [2, 2]);
+            n2 = nearest_upsample(x, factor = [3, 1]);
+            n3 = nearest_upsample(v, factor = [4]);
+        """,
+    },
     "pool": {
         "inputs": {"x": (1, 3, 10, 13), "w": (2, 5, 6)},
         "outputs": ["p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"],
@@ -199,7 +238,7 @@ def family(request, tmp_path_factory):
     case = CASES[name]
     folder = H.single_item(tmp_path_factory.mktemp(name), case["body"], case["variables"],
                            inputs=list(case["inputs"]), outputs=case["outputs"])
-    inputs = {n: data(shape, specials=name != "conv" or n != "v") for n, shape in case["inputs"].items()}
+    inputs = {n: data(shape, specials=name not in ("conv", "deconv") or n != "v") for n, shape in case["inputs"].items()}
     if name == "conv":  # a NaN and a -0 in one vector only, to see them propagate through the sums
         inputs["x"][1, 0, 0, 0] = np.nan
     expected = H.reference(folder / "CPU0.nnef", inputs, case["variables"], case["outputs"])
@@ -243,10 +282,28 @@ def test_unknown_op_names_op_location_and_supported_list(tmp_path):
 
     folder = H.single_item(tmp_path / "u", """
         x = external<scalar>(shape = [1, 1, 4, 4]);
-        y = nearest_upsample(x, factor = [2, 2]);
+        y = area_downsample(x, factor = [2, 2]);
     """, outputs=["y"])
     with pytest.raises(CodegenError) as info:
         H.generate(folder, folder, tmp_path / "code", 4, folder)
     assert info.value.code == "CODEGEN-E001"
-    assert "nearest_upsample" in info.value.message and "conv" in info.value.message
+    assert "area_downsample" in info.value.message and "conv" in info.value.message
     assert info.value.location.file.endswith("CPU0.nnef") and info.value.location.line > 0
+
+
+def test_every_unsupported_operation_is_listed_in_one_error(tmp_path):
+    """Issue 15: one CODEGEN-E001 names every operation the C generator lacks, with its line."""
+    from pipeline.codegen.codes import CodegenError
+
+    folder = H.single_item(tmp_path / "u", """
+        x = external<scalar>(shape = [1, 1, 4, 4]);
+        a = area_downsample(x, factor = [2, 2]);
+        b = relu(a);
+        y = nearest_downsample(b, factor = [2, 2]);
+    """, outputs=["y"])
+    with pytest.raises(CodegenError) as info:
+        H.generate(folder, folder, tmp_path / "code", 4, folder)
+    message = info.value.message
+    assert info.value.code == "CODEGEN-E001" and "2 operation(s)" in message, message
+    assert "'area_downsample' at" in message and "'nearest_downsample' at" in message and "'relu' at" not in message
+    assert info.value.location.line == 6  # the first one (line 6 of CPU0.nnef)

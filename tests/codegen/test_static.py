@@ -156,3 +156,20 @@ def test_planner_reuses_dead_memory_and_check_sees_overlap():
     assert plan.arena_bytes <= 2 * 1024
     broken = Plan([Buffer("a", 100, 0, 3, 0), Buffer("b", 100, 2, 5, 64)], 256, 64)
     assert any("share bytes" in p for p in check_plan(broken))
+
+
+def test_deconv_kernel_has_no_branch_and_fixed_bounds(tmp_path):
+    """Issue 15: the deconv kernel picks its taps from generation-time index tables, so the static
+    analysis (no branch, loop bounds constant or IX_* reads) accepts it."""
+    body = """
+        x = external<scalar>(shape = [1, 4, 5, 6]);
+        f = variable<scalar>(shape = [4, 2, 3, 2], label = 'f');
+        y = deconv(x, f, 0.5, border = 'constant', padding = [(0, 1), (2, 0)], stride = [2, 3], dilation = [1, 2], output_shape = [], groups = 2);
+    """
+    split = H.single_item(tmp_path / "split", body, {"f": np.ones((4, 2, 3, 2), np.float32)})
+    code = tmp_path / "code"
+    H.generate(split, split, code, 4, tmp_path)
+    assert "nnef_op_y" in _item(code).read_text()
+    assert _kernel_problems(code) == []
+    results = checks.evaluate("test/unit", code, tmp_path, tmp_path / "work")
+    assert all(r.verdict == Verdict.PASS for r in results), [r.reason for r in results]

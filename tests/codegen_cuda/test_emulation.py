@@ -18,7 +18,7 @@ from pipeline.nnef.tensorfile import read_tensor
 from tests.codegen import cghelpers as H
 from tests.codegen_cuda import cudahelpers as C
 
-MODELS = ("branch3", "inception", "lenet5", "resnet8")
+MODELS = ("branch3", "inception", "lenet5", "mbconv", "resnet8")
 VECTORS = 100
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed (Debian package g++)")
@@ -103,6 +103,20 @@ KERNELS = {
         c = avg_pool(x, size = [1, 1, 3, 2], border = 'constant', padding = [(0, 0), (0, 0), (1, 1), (0, 1)], stride = [1, 1, 1, 2], dilation = [1, 1, 1, 1]);
         s = box(x, size = [1, 1, 2, 2], border = 'constant', padding = [(0, 0), (0, 0), (1, 0), (0, 0)], stride = [1, 1, 1, 1], dilation = [1, 1, 2, 1], normalize = false);""",
         {}, {"x": (1, 3, 7, 6)}),
+    "clamp_and_transpose": (  # issue 15: HardSigmoid/HardSwish compositions, channel shuffle
+        """x = external<scalar>(shape = [1, 6, 5, 4]);
+        va = variable<scalar>(shape = [1, 6], label = 'va');
+        vb = variable<scalar>(shape = [1, 6], label = 'vb');
+        t = mul(x, 0.16666667);
+        u = add(t, 0.5);
+        h = clamp(u, 0.0, 1.0);
+        s = mul(x, h);
+        k = clamp(x, va, vb);
+        g = reshape(x, shape = [1, 2, 3, 5, 4], axis_start = 0, axis_count = -1);
+        p = transpose(g, axes = [0, 2, 1, 3, 4]);
+        q = transpose(x, axes = [0, 2, 1]);
+        n = nearest_upsample(x, factor = [2, 3]);""",
+        {"va": (1, 6), "vb": (1, 6)}, {"x": (1, 6, 5, 4)}),
     "transcendentals": (
         """x = external<scalar>(shape = [4, 64]);
         e = exp(x);
@@ -116,7 +130,7 @@ KERNELS = {
         f = floor(x);""",
         {}, {"x": (4, 64)}),
 }
-MULTIPLE_OUTPUTS = {"avg_pool_and_box": ["a", "c", "s"], "transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
+MULTIPLE_OUTPUTS = {"clamp_and_transpose": ["h", "s", "k", "p", "q", "n"], "avg_pool_and_box": ["a", "c", "s"], "transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -143,3 +157,20 @@ def test_kernels_bit_exact_with_special_values(name, tmp_path):
     expected = H.reference(split / f"{C.ITEM}.nnef", inputs, weights, outputs)
     for result in results:
         H.assert_bit_identical(result, expected, name)
+
+
+def test_every_unsupported_operation_is_listed_in_one_error(tmp_path):
+    """Issue 15: one CODEGEN-E001 names every operation the CUDA generator lacks."""
+    from pipeline.codegen.codes import CodegenError
+
+    text = ("version 1.0;\n\ngraphitem GPU0 g( x ) -> ( y )\n{\n"
+            "    x = external<scalar>(shape = [1, 1, 4, 4]);\n"
+            "    a = area_downsample(x, factor = [2, 2]);\n"
+            "    b = relu(a);\n"
+            "    y = nearest_downsample(b, factor = [2, 2]);\n}\n")
+    split = C.one_item(tmp_path / "split", text)
+    with pytest.raises(CodegenError) as info:
+        C.generate(split, split, tmp_path / "code")
+    message = info.value.message
+    assert info.value.code == "CODEGEN-E001" and "2 operation(s)" in message, message
+    assert "'area_downsample' at" in message and "'nearest_downsample' at" in message and "'relu' at" not in message

@@ -28,7 +28,7 @@ HEADER = """/* planted.cu -- a hand-written kernel for the gate's tests, from
 """
 
 
-@pytest.mark.parametrize("model", ("branch3", "inception", "lenet5", "resnet8"))
+@pytest.mark.parametrize("model", ("branch3", "inception", "lenet5", "mbconv", "resnet8"))
 def test_shipped_models_build_without_warning_and_pass_the_gate(model, exported_project, tmp_path):
     export = exported_project / "artifacts" / model / "export"
     split = C.whole_model(export, tmp_path / "split")

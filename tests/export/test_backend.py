@@ -26,7 +26,7 @@ pytest.importorskip("nnef")
 
 EXPECTED = Path(__file__).with_name("backend_expected.json")
 # The goal was stated for all element types; ours is the float32 part (see report).
-MINIMUM_PASSED = 219
+MINIMUM_PASSED = 228
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,19 @@ def test_unsupported_operator_names_node_op_opset_and_supported_list(tmp_path: P
     assert error.location.element == "node 'my_erf'" and str(error.location) == "node 'my_erf'"
 
 
+def test_every_unsupported_operator_is_reported_at_once(tmp_path: Path) -> None:
+    """Issue 15: one EXPORT-E003 lists each unsupported node (op type, name, index), not only the first."""
+    model = make_model([helper.make_node("Erf", ["x"], ["a"], name="first_erf"), node("Relu", ["a"], ["b"]),
+                        helper.make_node("Cos", ["b"], ["c"], name="the_cos"),
+                        helper.make_node("Erf", ["c"], ["y"], name="second_erf")],
+                       {"x": [2, 3]}, {"y": [2, 3]}, opset=13)
+    error = _expect(model, tmp_path, "EXPORT-E003", "3 unsupported operators",
+                    "Erf at node 'first_erf' (index 0)", "Cos at node 'the_cos' (index 2)",
+                    "Erf at node 'second_erf' (index 3)")
+    assert error.location.element == "node 'first_erf'"
+    assert "Relu at" not in str(error)
+
+
 def test_unsupported_domain(tmp_path: Path) -> None:
     graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="r", domain="com.example")], "g",
                               [value_info("x", [2])], [value_info("y", [2])])

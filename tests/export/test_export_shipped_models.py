@@ -24,7 +24,7 @@ from pipeline.nnef.checker import check_paths
 pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).parents[2]
-MODELS = ["branch3", "inception", "lenet5", "resnet8"]
+MODELS = ["branch3", "inception", "lenet5", "mbconv", "resnet8"]
 
 
 @pytest.fixture(scope="module")

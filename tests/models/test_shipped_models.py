@@ -26,7 +26,7 @@ from pipeline.layout import model_dir, model_names
 ort = pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ["branch3", "inception", "lenet5", "resnet8"]
+MODELS = ["branch3", "inception", "lenet5", "mbconv", "resnet8"]
 TRAINED = {"lenet5": 1, "resnet8": 3, "inception": 1}  # model -> input channels
 
 # The ONNX operators the exporter supports (issue 3); shipped models use nothing else.
@@ -35,15 +35,16 @@ ALLOWED_OPS = set(
     Relu LeakyRelu PRelu Sigmoid Tanh Softmax LogSoftmax Add Sub Mul Div Sum Max Min Concat
     Split Slice Flatten Reshape Transpose Squeeze Unsqueeze BatchNormalization Clip Pad LRN
     Identity Dropout ReduceMean Constant""".split()
-)
+) | {"HardSigmoid", "HardSwish", "Shape", "Gather"}  # issue 15 (Shape, Gather: shape arithmetic the exporter folds)
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 EXPECTED_OUTPUT = {
     "lenet5": ("prob", [1, 10]),
     "branch3": ("out", [1, 10]),
     "resnet8": ("logits", [1, 10]),
     "inception": ("prob", [1, 10]),
+    "mbconv": ("logits", [1, 10]),
 }
-OPSET = {"lenet5": 13, "branch3": 13, "inception": 13, "resnet8": 15}
+OPSET = {"lenet5": 13, "branch3": 13, "inception": 13, "resnet8": 15, "mbconv": 14}
 
 
 def load(name: str) -> onnx.ModelProto:
@@ -254,6 +255,32 @@ def test_branch3_build_script_reproduces_the_shipped_bytes(tmp_path):
     subprocess.run([sys.executable, str(ROOT / "models/branch3/build.py"), "--out", str(out)],
                    check=True, capture_output=True, cwd=ROOT)
     assert out.read_bytes() == (model_dir("branch3", ROOT) / "model.onnx").read_bytes()
+
+
+def test_mbconv_build_script_reproduces_the_shipped_bytes(tmp_path):
+    out = tmp_path / "mbconv.onnx"
+    subprocess.run([sys.executable, str(ROOT / "models/mbconv/build.py"), "--out", str(out)],
+                   check=True, capture_output=True, cwd=ROOT)
+    assert out.read_bytes() == (model_dir("mbconv", ROOT) / "model.onnx").read_bytes()
+
+
+def test_mbconv_has_the_mobile_constructs():
+    """Depthwise convolutions, squeeze-excitation, SiLU, HardSwish, HardSigmoid, a shared bias,
+    the channel-shuffle shape chain (issue 15, item 5)."""
+    g = load("mbconv").graph
+    convs = [n for n in g.node if n.op_type == "Conv"]
+    groups = {n.name: next((a.i for a in n.attribute if a.name == "group"), 1) for n in convs}
+    assert sum(1 for n, k in groups.items() if k > 1 and n.endswith("_dw")) == 4
+    ops = {n.op_type for n in g.node}
+    assert {"HardSwish", "HardSigmoid", "Sigmoid", "GlobalAveragePool", "Shape", "Gather", "Reshape"} <= ops
+    silu = [n for n in g.node if n.op_type == "Mul" and any(i == n.input[0] for i in
+            [m.input[0] for m in g.node if m.op_type == "Sigmoid" and m.output[0] == n.input[1]])]
+    assert len(silu) >= 6
+    users: dict[str, list[str]] = {}
+    for n in convs:
+        for name in n.input[1:]:
+            users.setdefault(name, []).append(n.name)
+    assert users["b3_se_fc2_bias"] == ["b3_se_fc2", "b4_se_fc2"]
 
 
 def digits32(channels: int):

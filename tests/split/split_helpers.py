@@ -23,7 +23,7 @@ from pipeline.nnef.tensorfile import write_tensor
 ROOT = Path(__file__).resolve().parents[2]
 BRANCH3 = ROOT / "examples" / "nnef" / "branch3.nnef"
 BRANCH3_ITEMS = ROOT / "examples" / "nnef" / "branch3_items.nnef"
-MODELS = ("branch3", "inception", "lenet5", "resnet8")
+MODELS = ("branch3", "inception", "lenet5", "mbconv", "resnet8")
 
 SPEC_HEAD = """schema_version: 1
 model: {model}

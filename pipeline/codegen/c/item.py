@@ -270,8 +270,18 @@ class ItemEmitter:
         return plan
 
     # ------------------------------------------------------------------ emission
+    def _refuse_unsupported(self) -> None:
+        """Every operation of the item without a C kernel, in one CODEGEN-E001 (issue 15)."""
+        missing = [(index, op) for index, op in enumerate(self.item.step_ops)
+                   if op is not None and self.item.steps[index].kind == "compute" and lookup(op.name) is None]
+        if missing:
+            listed = "; ".join(f"'{op.name}' at {self._where(op)}" for _, op in missing)
+            raise CodegenError("CODEGEN-E001", f"{len(missing)} operation(s) not supported by the C generator: "
+                               f"{listed}; supported: {', '.join(supported_operations())}", self._where(missing[0][1]))
+
     def generate(self) -> ItemCode:
         self._declare()
+        self._refuse_unsupported()
         kernels: dict[int, tuple[Kernel, dict[str, str], list[str]]] = {}
         for index, op in enumerate(self.item.step_ops):
             if op is None:

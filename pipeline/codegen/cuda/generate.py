@@ -130,9 +130,20 @@ class CudaItemEmitter:
             raise CodegenError("CODEGEN-E002", f"{op.name}: operand {value!r} is not a tensor or a number", self._where(op))
         return Arg((), "", F32(float(value)))
 
+    def _refuse_unsupported(self) -> None:
+        """Every operation of the item without a CUDA kernel, in one CODEGEN-E001 (issue 15)."""
+        missing = [op for step, op in zip(self.item.steps, self.item.step_ops)
+                   if step.kind == "compute" and op is not None and op.name not in VIEW_OPERATIONS
+                   and op.name not in EMITTERS]
+        if missing:
+            listed = "; ".join(f"'{op.name}' at {self._where(op)}" for op in missing)
+            raise CodegenError("CODEGEN-E001", f"{len(missing)} operation(s) not supported by the CUDA generator: "
+                               f"{listed}; supported: {', '.join(sorted(EMITTERS))}", self._where(missing[0]))
+
     def generate(self) -> dict[str, Any]:
         item = self.item
         self._declare()
+        self._refuse_unsupported()
         kernels: list[tuple[int, Operation, Body]] = []
         for index, (step, op) in enumerate(zip(item.steps, item.step_ops)):
             if step.kind != "compute" or op is None:

@@ -297,6 +297,42 @@ def softmax(b: Body) -> None:
     b.emit(f"y[i] = NNEF_DIV(nnef_exp(NNEF_SUB({b.read(x, u)}, m)), s);")
 
 
+@emitter("clamp")
+def clamp(b: Body) -> None:
+    """clamp(x, a, b) = max(min(x, b), a), as the fragment and the reference (NaN propagates, a > b gives a)."""
+    c = b.coords()
+    x, low, high = b.read(b.arg("x"), c), b.read(b.arg("a"), c), b.read(b.arg("b"), c)
+    b.emit(f"y[i] = nnef_max(nnef_min({x}, {high}), {low});")
+
+
+@emitter("transpose")
+def transpose(b: Body) -> None:
+    """Output axis k is input axis axes[k]; axes not named keep their place (a copy, no arithmetic)."""
+    x = b.arg("input")
+    if x.is_literal:
+        raise Unsupported("transpose: literal operand")
+    rank = len(b.out_shape)
+    axes = [int(a) for a in b.op.attribs["axes"]]
+    axes = axes + list(range(len(axes), rank))
+    st = strides(list(x.shape))
+    terms = [f"u{k} * {st[a]}u" if st[a] != 1 else f"u{k}" for k, a in enumerate(axes) if x.shape[a] != 1]
+    b.emit(f"y[i] = {x.param}[{' + '.join(terms) or '0'}];")
+
+
+@emitter("nearest_upsample")
+def nearest_upsample(b: Body) -> None:
+    """out = +0 + x[.., y / f] (the reference's one-term sum: -0 becomes +0)."""
+    x = b.arg("input")
+    if x.is_literal:
+        raise Unsupported("nearest_upsample: literal operand")
+    factor = [int(f) for f in b.op.attribs["factor"]]
+    if len(factor) != len(b.out_shape) - 2:
+        raise Unsupported(f"nearest_upsample: factor {factor}")
+    coords = b.coords()
+    coords = coords[:2] + [f"({u} / {f}u)" for u, f in zip(coords[2:], factor)]
+    b.emit(f"y[i] = NNEF_ADD(0.0f, {b.read(x, coords)});")
+
+
 @emitter("concat")
 def concat(b: Body) -> None:
     values = b.inputs["values"]

@@ -110,6 +110,31 @@ def transpose(k: Kernel) -> None:
     _gather_loops(k, k.out, x.c, [f"y{i} * {xst[p]}" for i, p in enumerate(perm)])
 
 
+@emitter("nearest_upsample")
+def nearest_upsample(k: Kernel) -> None:
+    """out[n, c, y..] = +0 + x[n, c, y // f..]: the fragment's one-term sum (debox), so -0 becomes +0
+    exactly as in the reference; every other value is copied."""
+    x = k.operand("input")
+    factor = [int(f) for f in k.op.attribs["factor"]]
+    if len(factor) != len(x.shape) - 2 or any(f <= 0 for f in factor):
+        raise k.fail(f"'factor' {factor} must have {len(x.shape) - 2} positive items")
+    expected = list(x.shape[:2]) + [n * f for n, f in zip(x.shape[2:], factor)]
+    if list(k.out.shape) != expected:
+        raise k.fail(f"nearest_upsample output {list(k.out.shape)} is not {expected}", "CODEGEN-E008")
+    xst = strides(x.shape)
+    ys = [f"y{a}" for a in range(len(x.shape))]
+    ost = strides(k.out.shape)
+    k.comment(f"nearest_upsample by {factor}: out = 0.0f + x[.., y / f] (the reference's +0 + x)")
+    for y, n in zip(ys, k.out.shape):
+        k.open(f"for (int {y} = 0; {y} < {n}; ++{y})")
+    src = " + ".join([f"y0 * {xst[0]}", f"y1 * {xst[1]}"]
+                     + [f"({ys[a]} / {factor[a - 2]}) * {xst[a]}" for a in range(2, len(x.shape))])
+    dst = " + ".join(f"{y} * {st}" for y, st in zip(ys, ost))
+    k.line(f"{k.out.c}[{dst}] = 0.0f + {x.c}[{src}];")
+    for _ in ys:
+        k.close()
+
+
 @emitter("slice")
 def slice_(k: Kernel) -> None:
     x = k.operand("input")

@@ -1,0 +1,91 @@
+"""Resize: nearest-neighbour upsampling by whole factors -> NNEF nearest_upsample.
+
+ONNX Resize maps output coordinate y of an axis to an input coordinate x_original by
+`coordinate_transformation_mode`, then picks an input element by `nearest_mode`. With a whole
+factor f (output extent = f x input extent, the scale exactly f) and y = q f + r (0 <= r < f):
+
+- asymmetric: x = y / f = q + r / f, in [q, q + 1): `floor` picks q (torch's
+  nn.Upsample(scale_factor, mode='nearest') and F.interpolate export this pair);
+- half_pixel / pytorch_half_pixel: x = (y + 0.5) / f - 0.5 = q + (r - (f - 1) / 2) / f,
+  strictly within 0.5 of q: `round_prefer_floor` and `round_prefer_ceil` pick q;
+- tf_half_pixel_for_nn: x = (y + 0.5) / f, in (q, q + 1): `floor` picks q.
+
+Each is x[y // f] on every axis, which is NNEF's nearest_upsample(factor = [f..]) (the
+reference's `+0 + x[y // f]`: a -0 input gives +0 where ONNX copies -0, a difference of 0 in
+value). Everything else (linear, cubic, non-whole or downsampling factors, align_corners,
+tf_crop_and_resize, other nearest_mode pairings, exclude_outside, antialias) is refused with
+EXPORT-E004 naming the attribute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.export.context import ExportContext
+from pipeline.export.onnx_model import Node
+from pipeline.export.registry import converter
+
+# coordinate_transformation_mode -> the nearest_mode values that give x[y // f] for whole factors
+NEAREST_PAIRS: dict[str, tuple[str, ...]] = {
+    "asymmetric": ("floor",),
+    "half_pixel": ("round_prefer_floor", "round_prefer_ceil"),
+    "pytorch_half_pixel": ("round_prefer_floor", "round_prefer_ceil"),
+    "tf_half_pixel_for_nn": ("floor",),
+}
+
+
+def _scales(ctx: ExportContext, node: Node) -> list[float] | None:
+    """The constant scales input, if given and not empty."""
+    index = 1 if (node.since_version or 0) < 11 else 2
+    if not ctx.has_input(index):
+        return None
+    value = ctx.constant(index, "scales")
+    return None if value.size == 0 else [float(v) for v in value.reshape(-1)]
+
+
+@converter("Resize", versions=(10, 11, 13, 18, 19),
+           attributes=("mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+                       "extrapolation_value", "antialias", "axes", "keep_aspect_ratio_policy"))
+def resize(ctx: ExportContext, node: Node) -> None:
+    """Resize(X, roi, scales | sizes), mode 'nearest', whole factors f >= 1 on the spatial axes
+    (1 on N and C), coordinate_transformation_mode / nearest_mode one of asymmetric / floor
+    (Resize-10's only rule), half_pixel or pytorch_half_pixel / round_prefer_floor or
+    round_prefer_ceil, tf_half_pixel_for_nn / floor -> nearest_upsample(X, factor = [f..]);
+    all factors 1 -> copy(X)."""
+    version = node.since_version or 0
+    mode = str(node.attr("mode", "nearest"))
+    if mode != "nearest":
+        raise ctx.fail("EXPORT-E004", f"Resize attribute mode = '{mode}' is not supported (only 'nearest')")
+    transform = "asymmetric" if version < 11 else str(node.attr("coordinate_transformation_mode", "half_pixel"))
+    nearest = "floor" if version < 11 else str(node.attr("nearest_mode", "round_prefer_floor"))
+    if transform not in NEAREST_PAIRS:
+        raise ctx.fail("EXPORT-E004", f"Resize attribute coordinate_transformation_mode = '{transform}' is not "
+                       f"supported (supported: {', '.join(NEAREST_PAIRS)})")
+    if nearest not in NEAREST_PAIRS[transform]:
+        raise ctx.fail("EXPORT-E004", f"Resize attribute nearest_mode = '{nearest}' with coordinate_transformation_mode"
+                       f" = '{transform}' is not supported (supported: {', '.join(NEAREST_PAIRS[transform])})")
+    for attr in ("exclude_outside", "antialias"):
+        if int(node.attr(attr, 0)) != 0:
+            raise ctx.fail("EXPORT-E004", f"Resize attribute {attr} = {node.attr(attr)} is not supported (only 0)")
+    in_shape, out_shape = ctx.in_shape(0), ctx.out_shape()
+    factors = []
+    for axis, (n, m) in enumerate(zip(in_shape, out_shape)):
+        if m % n or m < n:
+            raise ctx.fail("EXPORT-E004", f"Resize from {in_shape} to {out_shape}: axis {axis} is not upsampled by a "
+                           "whole factor (inputs scales / sizes: only whole upsampling factors are supported)")
+        factors.append(m // n)
+    scales = _scales(ctx, node)
+    if scales is not None:
+        axes = [int(a) % len(in_shape) for a in node.attr("axes", [])] or list(range(len(in_shape)))
+        full = [1.0] * len(in_shape)
+        for a, s in zip(axes, scales):
+            full[a] = s
+        if any(np.float32(s) != np.float32(f) for s, f in zip(full, factors)):
+            raise ctx.fail("EXPORT-E004", f"Resize scales {scales} are not the whole factors {factors} of the shapes "
+                           "(the coordinate mapping would not be x[y // f])")
+    if factors[:2] != [1, 1]:
+        raise ctx.fail("EXPORT-E004", f"Resize of the batch or channel axis (factors {factors[:2]}) is not supported")
+    if all(f == 1 for f in factors):
+        ctx.emit(ctx.output(), "copy", ctx.input(0))
+        return
+    ctx.emit(ctx.output(), "nearest_upsample", ctx.input(0), factor=factors[2:])

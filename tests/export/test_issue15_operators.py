@@ -1,0 +1,218 @@
+"""Issue 15, operators real networks use: HardSigmoid, HardSwish, static shape computations
+folded at export. Every result against onnxruntime and onnx.reference (not our code)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from tests.export.helpers import check_against_ort, make_model, node, operations, random_inputs, run_nnef, run_reference
+
+from pipeline.export import ExportError, export_model
+
+SPECIALS = np.array([-3.0, 3.0, -2.5, 2.5, 0.0, -0.0, 1e-30, -6.0, 6.0, 2.999999, -2.999999], np.float32)
+
+
+def _feeds(shape: list[int], seed: int) -> dict[str, np.ndarray]:
+    """Uniform on [-5, 5] (both clamp bounds are crossed) with the kinks and zeros planted."""
+    value = np.random.default_rng(seed).uniform(-5.0, 5.0, shape).astype(np.float32)
+    flat = value.reshape(-1)
+    flat[:SPECIALS.size] = SPECIALS
+    return {"x": value}
+
+
+@pytest.mark.parametrize("attrs", [{}, {"alpha": 0.25, "beta": 0.4}, {"alpha": 1.0 / 6.0, "beta": 0.5}])
+@pytest.mark.parametrize("opset", [13, 22])
+def test_hard_sigmoid(tmp_path: Path, attrs: dict, opset: int) -> None:
+    model = make_model([node("HardSigmoid", ["x"], ["y"], **attrs)], {"x": [2, 3, 5, 4]}, {"y": [2, 3, 5, 4]},
+                       opset=opset)
+    feeds = _feeds([2, 3, 5, 4], opset)
+    export = check_against_ort(model, tmp_path / "ort", feeds, atol=1e-7, rtol=1e-6)
+    check_against_ort(model, tmp_path / "ref", feeds, atol=0.0, rtol=0.0, reference=True)  # onnx.reference: exact
+    assert operations(export) == ["mul", "add", "clamp"]
+
+
+@pytest.mark.parametrize("opset", [14, 22])
+def test_hard_swish(tmp_path: Path, opset: int) -> None:
+    model = make_model([node("HardSwish", ["x"], ["y"])], {"x": [1, 4, 6, 6]}, {"y": [1, 4, 6, 6]}, opset=opset)
+    feeds = _feeds([1, 4, 6, 6], opset)
+    export = check_against_ort(model, tmp_path / "ort", feeds, atol=1e-6, rtol=1e-6)
+    check_against_ort(model, tmp_path / "ref", feeds, atol=1e-6, rtol=1e-6, reference=True)
+    assert operations(export) == ["mul", "add", "clamp", "mul"]
+    ours = run_nnef(export, tmp_path / "ort", feeds)["y"]
+    x = feeds["x"]
+    expected = x * np.clip(x * np.float32(1.0 / 6.0) + np.float32(0.5), np.float32(0), np.float32(1))  # ONNX-14, float32
+    assert np.array_equal(ours.view(np.uint32), expected.view(np.uint32))
+
+
+def test_hard_swish_before_opset_14_is_not_an_operator(tmp_path: Path) -> None:
+    model = make_model([node("Relu", ["x"], ["y"])], {"x": [2]}, {"y": [2]}, opset=13)
+    model.graph.node[0].op_type = "HardSwish"
+    with pytest.raises(ExportError):
+        export_model(model, tmp_path / "out")
+
+
+def _channel_shuffle(groups: int = 2) -> tuple:
+    """torch's channel_shuffle at opset 13 (shufflenet_v2): the shape read back from the data
+    and rebuilt with Gather / Unsqueeze / Div / Concat before each Reshape."""
+    shape = [1, 8, 3, 5]
+    i64 = lambda name, values: helper.make_tensor(name, TensorProto.INT64, [len(values)] if isinstance(values, list) else [], values if isinstance(values, list) else [values])  # noqa: E731
+    nodes = [
+        node("Relu", ["x"], ["r"]),
+        node("Shape", ["r"], ["s"]),
+        helper.make_node("Constant", [], ["i0"], name="i0", value=i64("i0", 0)),
+        helper.make_node("Constant", [], ["i1"], name="i1", value=i64("i1", 1)),
+        helper.make_node("Constant", [], ["i2"], name="i2", value=i64("i2", 2)),
+        helper.make_node("Constant", [], ["i3"], name="i3", value=i64("i3", 3)),
+        helper.make_node("Constant", [], ["g"], name="g", value=i64("g", groups)),
+        helper.make_node("Constant", [], ["ax0"], name="ax0", value=i64("ax0", [0])),
+        helper.make_node("Constant", [], ["minus1"], name="minus1", value=i64("minus1", [-1])),
+        node("Gather", ["s", "i0"], ["n"], axis=0),
+        node("Gather", ["s", "i1"], ["c"], axis=0),
+        node("Gather", ["s", "i2"], ["h"], axis=0),
+        node("Gather", ["s", "i3"], ["w"], axis=0),
+        node("Div", ["c", "g"], ["cpg"]),
+        node("Unsqueeze", ["n", "ax0"], ["n1"]),
+        node("Unsqueeze", ["g", "ax0"], ["g1"]),
+        node("Unsqueeze", ["cpg", "ax0"], ["cpg1"]),
+        node("Unsqueeze", ["h", "ax0"], ["h1"]),
+        node("Unsqueeze", ["w", "ax0"], ["w1"]),
+        node("Concat", ["n1", "g1", "cpg1", "h1", "w1"], ["shape5"], axis=0),
+        node("Reshape", ["r", "shape5"], ["grouped"]),
+        node("Transpose", ["grouped"], ["swapped"], perm=[0, 2, 1, 3, 4]),
+        node("Concat", ["n1", "minus1", "h1", "w1"], ["shape4"], axis=0),
+        node("Cast", ["shape4"], ["shape4i"], to=TensorProto.INT64),
+        node("Reshape", ["swapped", "shape4i"], ["y"]),
+    ]
+    return make_model(nodes, {"x": shape}, {"y": shape}, opset=13), shape
+
+
+def test_channel_shuffle_shape_chain_is_folded(tmp_path: Path) -> None:
+    model, shape = _channel_shuffle()
+    feeds = random_inputs(model, seed=3)
+    export = check_against_ort(model, tmp_path / "ort", feeds, atol=0.0, rtol=0.0)  # data movement only: exact
+    check_against_ort(model, tmp_path / "ref", feeds, atol=0.0, rtol=0.0, reference=True)
+    assert operations(export) == ["relu", "reshape", "transpose", "reshape"]
+    assert "[1, 2, 4, 3, 5]" in export.text and "variable" not in export.text
+
+
+def test_folded_float_constant_becomes_a_variable(tmp_path: Path) -> None:
+    """ConstantOfShape(Shape(x)) used as data: folded to a float constant, then an NNEF variable."""
+    nodes = [node("Shape", ["x"], ["s"]),
+             node("ConstantOfShape", ["s"], ["ones"], value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.5])),
+             node("Mul", ["x", "ones"], ["y"])]
+    model = make_model(nodes, {"x": [2, 3]}, {"y": [2, 3]}, opset=13)
+    export = check_against_ort(model, tmp_path / "ort")
+    assert operations(export) == ["mul"] and "variable<scalar>(shape = [2, 3]" in export.text
+
+
+def test_float_arithmetic_on_constants_is_not_folded(tmp_path: Path) -> None:
+    """Float data keeps its statements: only integer shape arithmetic and operators without a
+    data-path converter are folded."""
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    model = make_model([node("Add", ["a", "b"], ["c"]), node("Mul", ["x", "c"], ["y"])], {"x": [2, 3]}, {"y": [2, 3]},
+                       initializers={"a": a, "b": a + 1})
+    export = check_against_ort(model, tmp_path / "ort")
+    assert operations(export) == ["add", "mul"]
+
+
+def test_shape_arithmetic_on_data_is_refused_with_every_operator_named(tmp_path: Path) -> None:
+    """Gather of activations is data, not shape: not folded, refused, and listed with the others."""
+    nodes = [node("Gather", ["x", "idx"], ["g"], axis=1), node("Erf", ["g"], ["y"])]
+    model = make_model(nodes, {"x": [2, 3]}, {"y": [2, 2]}, initializers={"idx": np.array([0, 2], np.int64)})
+    with pytest.raises(ExportError) as info:
+        export_model(model, tmp_path / "out")
+    assert info.value.code == "EXPORT-E003"
+    assert "2 unsupported operators" in str(info.value) and "Gather at node 'g'" in str(info.value)
+    assert "Erf at node 'y'" in str(info.value)
+
+
+def test_onnx_reference_agrees_on_the_folded_chain(tmp_path: Path) -> None:
+    model, _ = _channel_shuffle(groups=4)
+    feeds = random_inputs(model, seed=5)
+    export = export_model(model, tmp_path / "out")
+    ours = run_nnef(export, tmp_path / "out", feeds)["y"]
+    assert np.array_equal(ours, run_reference(model, feeds)["y"])
+
+
+def test_folded_nodes_are_traced_in_provenance(tmp_path: Path) -> None:
+    """The trace check (HLR-EXP-003) accepts a folded node without NNEF line because provenance
+    records what it folded to; the values are onnx.reference's."""
+    from pipeline.export.checks import _trace_problems
+
+    model, _ = _channel_shuffle()
+    import onnx
+
+    onnx.save(model, tmp_path / "model.onnx")
+    export = export_model(model, tmp_path / "out")
+    nodes = {n["name"]: n for n in export.provenance["nodes"]}
+    assert nodes["s"]["folded"] == {"s": {"dtype": "int64", "shape": [4], "values": [1, 8, 3, 5]}}
+    assert nodes["shape5"]["folded"]["shape5"]["values"] == [1, 2, 4, 3, 5]
+    assert "folded" not in nodes["r"] and nodes["r"]["nnef_lines"]
+    problems, _ = _trace_problems(tmp_path / "out", tmp_path / "model.onnx")
+    assert problems == []
+
+
+def _resize(opset: int, scales: list[float] | None, sizes: list[int] | None, shape=(1, 2, 3, 4), **attrs):
+    inits: dict[str, np.ndarray] = {}
+    inputs = ["x"]
+    if opset < 11:
+        inits["scales"] = np.array(scales, np.float32)
+        inputs.append("scales")
+    else:
+        inputs += ["roi" if opset == 11 else "", "scales" if scales is not None else ""]
+        if opset == 11:  # roi is a required input of Resize-11
+            inits["roi"] = np.zeros(0, np.float32)
+        if scales is not None:
+            inits["scales"] = np.array(scales, np.float32)
+        if sizes is not None:
+            inits["sizes"] = np.array(sizes, np.int64)
+            inputs.append("sizes")
+    return make_model([node("Resize", inputs, ["y"], **attrs)], {"x": list(shape)}, {"y": None},
+                      initializers=inits, opset=opset)
+
+
+RESIZE_CASES = {
+    # torch nn.Upsample(scale_factor=2, mode='nearest') / F.interpolate, opset 11 .. 13
+    "torch_upsample": (13, [1, 1, 2, 2], None, {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+                                                 "nearest_mode": "floor", "cubic_coeff_a": -0.75}),
+    "resize10": (10, [1, 1, 2, 3], None, {"mode": "nearest"}),
+    "half_pixel_sizes": (19, None, [1, 2, 9, 8], {"mode": "nearest", "coordinate_transformation_mode": "half_pixel",
+                                                   "nearest_mode": "round_prefer_ceil"}),
+    "pytorch_half_pixel": (13, [1, 1, 3, 1], None, {"mode": "nearest",
+                                                     "coordinate_transformation_mode": "pytorch_half_pixel"}),
+    "tf_nn": (11, [1, 1, 2, 2], None, {"mode": "nearest", "coordinate_transformation_mode": "tf_half_pixel_for_nn",
+                                        "nearest_mode": "floor"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RESIZE_CASES))
+def test_resize_nearest_whole_factors(tmp_path: Path, case: str) -> None:
+    opset, scales, sizes, attrs = RESIZE_CASES[case]
+    model = _resize(opset, scales, sizes, **attrs)
+    feeds = random_inputs(model, seed=7)
+    export = check_against_ort(model, tmp_path / "ort", feeds, atol=0.0, rtol=0.0)  # copies: exact
+    if case not in ("resize10", "tf_nn"):  # onnx 1.23's reference runs neither Resize-10 nor tf_half_pixel_for_nn
+        check_against_ort(model, tmp_path / "ref", feeds, atol=0.0, rtol=0.0, reference=True)
+    assert operations(export) == ["nearest_upsample"]
+
+
+@pytest.mark.parametrize("attrs, scales, fragment", [
+    ({"mode": "linear"}, [1, 1, 2, 2], "mode = 'linear'"),
+    ({"mode": "nearest", "coordinate_transformation_mode": "align_corners"}, [1, 1, 2, 2],
+     "coordinate_transformation_mode = 'align_corners'"),
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "round_prefer_floor"},
+     [1, 1, 2, 2], "nearest_mode = 'round_prefer_floor'"),
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, [1, 1, 1.5, 2],
+     "whole factor"),
+    ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}, [1, 1, 0.5, 1],
+     "whole factor"),
+])
+def test_resize_other_combinations_are_refused_naming_the_attribute(tmp_path: Path, attrs, scales, fragment) -> None:
+    model = _resize(13, scales, None, shape=(1, 2, 4, 4), **attrs)
+    with pytest.raises(ExportError) as info:
+        export_model(model, tmp_path / "out")
+    assert info.value.code == "EXPORT-E004" and fragment in str(info.value), str(info.value)
