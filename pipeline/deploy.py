@@ -47,17 +47,21 @@ YAML note: PyYAML reads YAML 1.1, where `1e-5` (no dot) is a *string*; write `1.
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from stat import S_ISREG
 from typing import Any, Mapping, Sequence
 
 import yaml
 
 from pipeline import schema as _schema
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.names import name_problem
 from pipeline.vectors import Distribution, InputSpec
+from pipeline.yamlguard import limit_from_env, read_bounded, screen
 
 SCHEMA_VERSION = 1
 DEFAULT_VECTORS = 100
@@ -77,7 +81,27 @@ CODES: dict[str, str] = {
     "DEPLOY-E007": "item referenced but not declared, item declared twice, or a name allocated twice",
     "DEPLOY-E008": "unsupported schema_version",
     "DEPLOY-E009": "inputs do not match the model's graph inputs (names or shapes)",
+    "DEPLOY-E010": "a model, deployment or item name outside the name grammar (docs/deploy.md, \"Names\")",
+    "DEPLOY-E011": "YAML anchor or alias, or nesting deeper than the limit (refused before the document is built)",
+    "DEPLOY-E012": "not a regular file, or larger than the size limit",
 }
+
+# Limits (docs/deploy.md, "Limits"). Those a user could need more of are read from the
+# environment variable named beside them; the schema file holds the defaults.
+MAX_SPEC_BYTES = 1 << 20            # PIPELINE_MAX_SPEC_BYTES: a shipped spec is ~2 KiB
+MAX_VECTORS = 10_000                # PIPELINE_MAX_VECTORS: split holds every vector and its reference outputs
+MAX_RUNS = 100_000                  # PIPELINE_MAX_RUNS: timed executions of every deployment
+MAX_INPUT_ELEMENTS = 1 << 24        # PIPELINE_MAX_INPUT_ELEMENTS: elements of one input (64 MiB of float32)
+MAX_VECTOR_ELEMENTS = 1 << 28       # PIPELINE_MAX_VECTOR_ELEMENTS: vectors x elements of all inputs (1 GiB)
+LIMIT_VARIABLES = {"bytes": "PIPELINE_MAX_SPEC_BYTES", "vectors": "PIPELINE_MAX_VECTORS", "runs": "PIPELINE_MAX_RUNS",
+                   "input_elements": "PIPELINE_MAX_INPUT_ELEMENTS", "vector_elements": "PIPELINE_MAX_VECTOR_ELEMENTS"}
+
+
+def limits() -> dict[str, int]:
+    """The limits in force: the defaults above, or their environment variables."""
+    defaults = {"bytes": MAX_SPEC_BYTES, "vectors": MAX_VECTORS, "runs": MAX_RUNS,
+                "input_elements": MAX_INPUT_ELEMENTS, "vector_elements": MAX_VECTOR_ELEMENTS}
+    return {key: limit_from_env(LIMIT_VARIABLES[key], value) for key, value in defaults.items()}
 
 
 @dataclass(frozen=True)
@@ -168,6 +192,12 @@ class DeploySpec:
     deployments: dict[str, Deployment]
     met: MetSpec
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
+    positions: dict[str, tuple[int, int]] = field(repr=False, default_factory=dict)  # key path -> (line, column)
+
+    def location(self, key_path: str) -> Location:
+        """Where `key_path` (or its nearest written ancestor) is in the spec file."""
+        line, column = _schema.position(self.positions, key_path)
+        return Location(self.path, line, column, key_path=key_path)
 
 
 # ---------------------------------------------------------------------- YAML with positions
@@ -214,7 +244,39 @@ class _Checks:
         line, column = _schema.position(self.positions, path)
         self.problems.append(DeployProblem(code, path, message, line, column))
 
+    def name(self, value: Any, kind: str, path: str) -> None:
+        """DEPLOY-E010 unless `value` (a string; other types are the schema's) is in the name grammar."""
+        if isinstance(value, str) and value:
+            problem = name_problem(value, kind)
+            if problem is not None:
+                self.report("DEPLOY-E010", path, problem)
+
+    def sizes(self, top: dict[Any, Any], bounds: Mapping[str, int]) -> None:
+        """Element counts the schema cannot multiply: per input, and vectors x all inputs."""
+        inputs = top.get("inputs")
+        total = 0
+        for name, spec in (inputs.items() if isinstance(inputs, dict) else ()):
+            shape = spec.get("shape") if isinstance(spec, dict) else None
+            if not (isinstance(shape, list) and shape and all(_is_int(e) and e >= 1 for e in shape)):
+                continue
+            count = 1
+            for extent in shape:
+                count *= extent
+            total += count
+            if count > bounds["input_elements"]:
+                self.report("DEPLOY-E004", f"inputs.{name}.shape",
+                            f"input '{name}' has {count} elements, more than the limit of {bounds['input_elements']} "
+                            f"(raise it with {LIMIT_VARIABLES['input_elements']})")
+        validation = top.get("validation")
+        vectors = validation.get("vectors", DEFAULT_VECTORS) if isinstance(validation, dict) else DEFAULT_VECTORS
+        if _is_int(vectors) and 1 <= vectors and total and vectors * total > bounds["vector_elements"]:
+            self.report("DEPLOY-E004", "validation.vectors" if isinstance(validation, dict) and "vectors" in validation
+                        else "inputs", f"{vectors} vectors of {total} input elements make {vectors * total} values, "
+                        f"more than the limit of {bounds['vector_elements']} "
+                        f"(raise it with {LIMIT_VARIABLES['vector_elements']})")
+
     def document(self, top: dict[Any, Any]) -> None:
+        self.name(top.get("model"), "model name", "model")
         version = top.get("schema_version")
         if _is_int(version) and version != SCHEMA_VERSION:
             self.report("DEPLOY-E008", "schema_version",
@@ -228,6 +290,8 @@ class _Checks:
                             f"expected high > low, got low {float(dist['low'])} and high {float(dist['high'])}")
         deployments = top.get("deployments")
         for name, body in (deployments.items() if isinstance(deployments, dict) else ()):
+            if isinstance(name, str):
+                self.name(name, "deployment name", f"deployments.{name}")
             if isinstance(body, dict):
                 self.deployment(body, f"deployments.{name}")
 
@@ -237,6 +301,7 @@ class _Checks:
         if isinstance(entries, list) and all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries):
             names = set()
             for index, entry in enumerate(entries):
+                self.name(entry["name"], "item name", f"{path}.items[{index}].name")
                 if entry["name"] in names:
                     self.report("DEPLOY-E007", f"{path}.items[{index}].name", f"item '{entry['name']}' is declared twice")
                 names.add(entry["name"])
@@ -269,7 +334,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _build(top: dict[str, Any], file: str) -> DeploySpec:
+def _build(top: dict[str, Any], file: str, positions: dict[str, tuple[int, int]]) -> DeploySpec:
     """The typed spec of a document that passed the schema and the checks."""
     inputs = {name: InputSpec(name, tuple(spec["shape"]), Distribution(spec["distribution"]["kind"],
                                                                        float(spec["distribution"]["low"]),
@@ -289,7 +354,8 @@ def _build(top: dict[str, Any], file: str) -> DeploySpec:
         file, top["model"], top.get("description", ""), inputs,
         ValidationSpec(validation.get("vectors", DEFAULT_VECTORS), validation["seed"],
                        Tolerance(float(tolerance["max_abs_error"]), None if max_rel is None else float(max_rel))),
-        deployments, MetSpec(top["met"]["runs"], float(top["met"]["budget_us"]), top["met"].get("platform")), top)
+        deployments, MetSpec(top["met"]["runs"], float(top["met"]["budget_us"]), top["met"].get("platform")), top,
+        positions)
 
 
 # ---------------------------------------------------------------------- entry points
@@ -305,11 +371,36 @@ def _display(path: str | os.PathLike[str]) -> str:
     return p.as_posix()
 
 
+def _schema_with(bounds: Mapping[str, int]) -> str | dict[str, Any]:
+    """The deploy schema with the configurable maxima in force (its name when they are the defaults)."""
+    if bounds["vectors"] == MAX_VECTORS and bounds["runs"] == MAX_RUNS:
+        return SCHEMA
+    document = copy.deepcopy(_schema.load_schema(SCHEMA))
+    document["properties"]["validation"]["properties"]["vectors"]["maximum"] = bounds["vectors"]
+    document["properties"]["met"]["properties"]["runs"]["maximum"] = bounds["runs"]
+    return document
+
+
 def parse_deploy_text(text: str, file: str = "<string>") -> DeploySpec:
-    """Validate a deployment spec given as YAML text; DeployError lists every problem."""
+    """Validate a deployment spec given as YAML text; DeployError lists every problem.
+
+    The text is screened first (anchors, aliases, nesting: DEPLOY-E011), from the parser's
+    event stream, so that nothing a hostile document says is built before it is judged.
+    """
+    bounds = limits()
+    if len(text) > bounds["bytes"]:
+        raise DeployError(file, [DeployProblem("DEPLOY-E012", "", f"the spec has {len(text)} characters, more than the "
+                                               f"limit of {bounds['bytes']} (raise it with {LIMIT_VARIABLES['bytes']})")])
+    refusal = screen(text, _LOADER)
+    if refusal is not None:
+        raise DeployError(file, [DeployProblem("DEPLOY-E011", "", refusal.message, refusal.line, refusal.column)])
     try:
-        root = yaml.compose(text, Loader=_LOADER)
-        data = yaml.load(text, Loader=_LOADER)
+        loader = _LOADER(text)
+        try:
+            root = loader.get_single_node()
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
@@ -320,37 +411,47 @@ def parse_deploy_text(text: str, file: str = "<string>") -> DeploySpec:
     if root is not None:
         _positions(root, "", positions, duplicates)
     problems = duplicates + [DeployProblem(p.code, p.path, p.message, p.line, p.column)
-                             for p in _schema.validate(data, SCHEMA, _CODES, positions)]
+                             for p in _schema.validate(data, _schema_with(bounds), _CODES, positions)]
     if isinstance(data, dict):
         checks = _Checks(positions)
         checks.document(data)
+        checks.sizes(data, bounds)
         problems += checks.problems
     if problems:
         raise DeployError(file, sorted(problems, key=lambda p: (p.line, p.column, p.path, p.code, p.message)))
-    return _build(data, file)
+    return _build(data, file, positions)
 
 
 def load_deploy(path: str | os.PathLike[str]) -> DeploySpec:
     """Load and validate `path` (e.g. models/lenet5/deploy.yaml); DeployError lists every problem.
 
     Results are cached per file and modification: doit's task generators of every step read
-    every spec each time `doit` starts, and a no-op `doit verify` must stay fast.
+    every spec each time `doit` starts, and a no-op `doit verify` must stay fast. Only a
+    regular file of at most the size limit is read (DEPLOY-E012): a FIFO or /dev/zero named
+    as a spec must not hang or fill memory.
     """
     file = _display(path)
     try:
         stat = Path(path).stat()
     except OSError as exc:
-        raise DeployError(file, [DeployProblem("DEPLOY-E001", "", f"cannot read the file: {exc}")]) from None
+        raise DeployError(file, [DeployProblem("DEPLOY-E001", "", f"cannot read the file: {exc.strerror or exc}")]) from None
+    if not S_ISREG(stat.st_mode):
+        raise DeployError(file, [DeployProblem("DEPLOY-E012", "", "not a regular file (a FIFO, device or directory "
+                                               "is refused)")])
     # ctime and inode too: an edit that keeps the size and restores the mtime still changes them
-    return _load_cached(str(Path(path).resolve()), (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_size), file)
+    return _load_cached(str(Path(path).resolve()), (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, stat.st_size), file,
+                        tuple(limits().items()))
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path: str, identity: tuple[int, int, int, int], file: str) -> DeploySpec:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DeployError(file, [DeployProblem("DEPLOY-E001", "", f"cannot read the file: {exc}")]) from None
+def _load_cached(path: str, identity: tuple[int, int, int, int], file: str,
+                 bounds: tuple[tuple[str, int], ...]) -> DeploySpec:
+    max_bytes = dict(bounds)["bytes"]
+    text, refusal = read_bounded(path, max_bytes, LIMIT_VARIABLES["bytes"])
+    if text is None:
+        assert refusal is not None
+        raise DeployError(file, [DeployProblem("DEPLOY-E001" if refusal.unreadable else "DEPLOY-E012", "",
+                                               refusal.message)])
     return parse_deploy_text(text, file)
 
 

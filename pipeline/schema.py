@@ -164,6 +164,12 @@ def _messages(error: Any, path: str) -> list[tuple[str, str]]:
         allowed = error.validator_value
         shown = f"'{value}'" if isinstance(value, str) else describe(value)
         return [(path, f"{shown} is not one of {', '.join(str(a) for a in allowed)}")]
+    if keyword == "maximum":
+        return [(path, f"expected {_number_word(schema)} <= {error.validator_value}, got {value}")]
+    if keyword == "maxProperties":
+        return [(path, f"expected at most {error.validator_value} keys, got {len(value)}")]
+    if keyword == "maxLength":
+        return [(path, f"expected at most {error.validator_value} characters, got {len(value)}")]
     if keyword == "minimum":
         return [(path, f"expected {_number_word(schema)} >= {error.validator_value}, got {value}")]
     if keyword == "exclusiveMinimum":
@@ -197,10 +203,11 @@ def position(positions: Positions | None, path: str) -> tuple[int, int]:
         path = path[:cut] if cut > 0 else ""
 
 
-def validate(document: Any, schema: str, codes: str | Mapping[str, str],
+def validate(document: Any, schema: str | Mapping[str, Any], codes: str | Mapping[str, str],
              positions: Positions | None = None) -> list[SchemaProblem]:
     """Every problem of `document` against schema `schema`, sorted by (line, column, path, code).
 
+    `schema`: a schema name, or a schema document (e.g. one with limits raised by the user).
     `codes`: one code for every problem, or jsonschema keyword -> code with a `"*"` default.
     `positions`: key path -> (line, column), e.g. from the YAML node marks; problems without
     one get their nearest ancestor's. A type problem at a path hides the other problems at the same path.
@@ -209,7 +216,8 @@ def validate(document: Any, schema: str, codes: str | Mapping[str, str],
         return codes if isinstance(codes, str) else codes.get(error.validator, codes["*"])
 
     found: list[tuple[str, str, str, bool]] = []
-    for error in validator(schema).iter_errors(document):
+    checker = validator(schema) if isinstance(schema, str) else _validator_class()(schema)
+    for error in checker.iter_errors(document):
         path = _dotted(document, error.absolute_path)
         is_type = error.validator in _TYPE_KEYWORDS or "propertyNames" in error.schema_path
         for where, message in _messages(error, path):

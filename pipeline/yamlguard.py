@@ -1,0 +1,112 @@
+"""YAML judged before it is built: size, file kind, anchors/aliases and nesting, from the event stream.
+
+PyYAML builds what a document says. An alias bomb (`a: &a [x, x]`, `b: &b [*a, *a]`, ...)
+is a few hundred bytes whose composed node graph is shared, but every walk over it (key
+positions, schema validation) is exponential: minutes and gigabytes. A FIFO or /dev/zero
+named as a spec never ends; a deeply nested `[[[[...]]]]` exhausts Python's recursion.
+Every YAML file we read from a user (deployment specs, requirement files) therefore goes
+through `read_bounded` (a regular file no larger than a limit) and `screen` (the parser's
+event stream, refused at the first anchor or alias and beyond a nesting depth), both before
+any node is composed. Our YAML files use neither anchors nor aliases: each value is written
+where it applies, which is also what a reviewer reads.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MAX_DEPTH = 32   # nesting of mappings and sequences; our schemas need at most 6
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a YAML input is refused: a sentence, the 1-based line and column (0 when unknown), and
+    whether the file could not be read at all (`unreadable`: missing, permissions, not UTF-8)."""
+
+    message: str
+    line: int = 0
+    column: int = 0
+    unreadable: bool = False
+
+
+def limit_from_env(variable: str, default: int) -> int:
+    """A positive integer limit: `default`, or the environment variable `variable` when it holds one."""
+    text = os.environ.get(variable, "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    return default
+
+
+def read_bounded(path: str | os.PathLike[str], max_bytes: int, variable: str = "") -> tuple[str | None, Refusal | None]:
+    """The UTF-8 text of `path`, or why not: not a regular file, larger than `max_bytes`, unreadable.
+
+    The kind and size are judged from `fstat` of the opened file (no race between a check
+    and the read), and at most `max_bytes + 1` bytes are ever read.
+    """
+    how = f" (raise it with the environment variable {variable})" if variable else ""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        return None, Refusal(f"cannot read the file: {exc.strerror or exc}", unreadable=True)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, Refusal("not a regular file (a FIFO, device or directory is refused)")
+        if info.st_size > max_bytes:
+            return None, Refusal(f"the file has {info.st_size} bytes, more than the limit of {max_bytes}{how}")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        return None, Refusal(f"cannot read the file: {exc.strerror or exc}", unreadable=True)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        return None, Refusal(f"the file grew past the limit of {max_bytes} bytes while being read{how}")
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, Refusal(f"not UTF-8 text: byte {exc.start} cannot be decoded", unreadable=True)
+
+
+def _mark(event: Any) -> tuple[int, int]:
+    mark = getattr(event, "start_mark", None)
+    return (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+
+
+def screen(text: str, loader: Any = yaml.SafeLoader, max_depth: int = MAX_DEPTH) -> Refusal | None:
+    """The first anchor, alias or too deep nesting in `text`'s event stream, or None.
+
+    Streams parser events (linear in the text); nothing is composed or constructed, so a
+    refusal comes before any expansion. YAML syntax errors are left to the caller's loader,
+    which reports them with its own position.
+    """
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent):
+                line, column = _mark(event)
+                return Refusal(f"YAML alias '*{event.anchor}' refused: anchors and aliases are not accepted "
+                               "(write each value where it applies)", line, column)
+            anchor = getattr(event, "anchor", None)
+            if anchor is not None and isinstance(event, yaml.NodeEvent):
+                line, column = _mark(event)
+                return Refusal(f"YAML anchor '&{anchor}' refused: anchors and aliases are not accepted "
+                               "(write each value where it applies)", line, column)
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > max_depth:
+                    line, column = _mark(event)
+                    return Refusal(f"nesting deeper than {max_depth} mappings/sequences refused", line, column)
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    except yaml.YAMLError:
+        return None
+    except RecursionError:  # pragma: no cover - the depth bound comes first
+        return Refusal(f"nesting deeper than {max_depth} mappings/sequences refused")
+    return None
