@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.atomic import write_json
+from pipeline.names import confined
 from pipeline.codegen import checks
 from pipeline.codegen.c.generate import DEFAULT_LANES, generate_deployment
 from pipeline.codegen.codes import CodegenError
@@ -40,11 +41,11 @@ MIXED = "CUDA items next to items of another target are not generated yet (docs/
 
 
 def c_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
-    return step_dir(model, STEP, root) / "c" / deployment
+    return confined(step_dir(model, STEP, root), "c", deployment)
 
 
 def cuda_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
-    return step_dir(model, STEP, root) / "cuda" / deployment
+    return confined(step_dir(model, STEP, root), "cuda", deployment)
 
 
 def _is_cuda(deployment: Any) -> bool:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.atomic import write_json, write_text
+from pipeline.names import confined
 from pipeline.compare import checks
 from pipeline.compare.checks import result
 from pipeline.compare.met import jitter_ratio, load_baseline, markdown_table, step_rows, stats_us
@@ -281,7 +282,7 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
     for name in spec.deployments:
         subject = f"{model}/{name}"
         doc = ran.get(name)
-        folder = out / name
+        folder = confined(out, name)
         if doc is None:
             results += checks.not_run_all(subject, "the execute step did not run this deployment")
             continue

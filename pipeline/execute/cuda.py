@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.atomic import write_json
+from pipeline.names import confined
 from pipeline.diagnostics import PipelineError
 from pipeline.execute.harness import write_arrays
 from pipeline.layout import project_relative, step_dir
@@ -53,12 +54,12 @@ def _run(binary: Path, manifest: dict[str, Any], inputs: dict[str, np.ndarray], 
 
 def run_cuda_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int) -> dict[str, Any]:
     """Emulate one generated CUDA deployment on the validation vectors (module docstring)."""
-    folder = step_dir(model, "codegen", root) / "cuda" / deployment
+    folder = confined(step_dir(model, "codegen", root), "cuda", deployment)
     manifest_path = folder / "build.json"
     if not manifest_path.is_file():
         raise PipelineError("RUN-E040", "no generated CUDA code (run the codegen step)")
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    out = step_dir(model, "execute", root) / deployment
+    out = confined(step_dir(model, "execute", root), deployment)
     inputs = {p.stem: read_tensor(p)[:vectors] for p in sorted(inputs_dir.glob("*.dat"))}
     found, answer = gpu_query()
     with tempfile.TemporaryDirectory(prefix="nnef-cuda-run-") as tmp:

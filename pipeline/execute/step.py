@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.atomic import write_json
+from pipeline.names import confined
 from pipeline.codegen.c.generate import BUILD_FILE
 from pipeline.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
@@ -54,11 +55,11 @@ NO_GENERATOR = "no CUDA/NVDLA generator yet"
 
 
 def code_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
-    return step_dir(model, "codegen", root) / "c" / deployment
+    return confined(step_dir(model, "codegen", root), "c", deployment)
 
 
 def run_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
-    return step_dir(model, STEP, root) / deployment
+    return confined(step_dir(model, STEP, root), deployment)
 
 
 def _canonical_trace(raw: Path, target: Path) -> dict[str, Any]:

@@ -3,6 +3,11 @@
 PyYAML's plain `safe_load` forgets where a value was and silently keeps the last of two
 duplicate keys. Requirement files are reviewed by people, so an error must point at the
 file, the key path and the line; we compose the node tree ourselves to keep those.
+
+Before composing, the file is judged (pipeline.yamlguard): a regular file of at most
+MAX_BYTES (environment variable PIPELINE_MAX_REQUIREMENTS_BYTES), no anchor or alias (an
+alias bomb would be exponential to walk), nesting within yamlguard.MAX_DEPTH; each refusal
+is an EVID-E001 finding with its line.
 """
 
 from __future__ import annotations
@@ -14,9 +19,12 @@ from typing import Any
 import yaml
 
 from pipeline.diagnostics import Finding, Severity, Span
+from pipeline.yamlguard import limit_from_env, read_bounded, screen
 
 CODE_SYNTAX = "EVID-E001"
 CODE_DUPLICATE_KEY = "EVID-E008"
+MAX_BYTES = 4 << 20   # a requirement file today is ~20 KiB
+MAX_BYTES_VARIABLE = "PIPELINE_MAX_REQUIREMENTS_BYTES"
 
 
 @dataclass
@@ -90,10 +98,14 @@ def load_located(path: str | Path, display_name: str | None = None) -> tuple[Loc
     """Parse one YAML file; syntax errors and duplicate keys come back as findings."""
     name = display_name or str(path)
     findings: list[Finding] = []
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [Finding(CODE_SYNTAX, Severity.ERROR, f"cannot read requirement file: {exc}", Span(name, 1, 1))]
+    text, refusal = read_bounded(path, limit_from_env(MAX_BYTES_VARIABLE, MAX_BYTES), MAX_BYTES_VARIABLE)
+    if text is None:
+        assert refusal is not None
+        return None, [Finding(CODE_SYNTAX, Severity.ERROR, f"requirement file refused: {refusal.message}", Span(name, 1, 1))]
+    refusal = screen(text, yaml.SafeLoader)
+    if refusal is not None:
+        return None, [Finding(CODE_SYNTAX, Severity.ERROR, refusal.message,
+                              Span(name, refusal.line or 1, refusal.column or 1))]
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()

@@ -26,6 +26,8 @@ CODES: dict[str, str] = {
     "SPLIT-E015": "rewrite items: wrong count or an undeclared item",
     "SPLIT-E020": "the exported description is missing or does not check",
     "SPLIT-E021": "input vectors cannot be matched with the graph's inputs",
+    "SPLIT-E022": "the deployment spec does not describe the exported model (model name, input names, shapes or "
+                  "types, or provenance naming other inputs/outputs than graph.nnef)",
     "SPLIT-E030": "plan.json or schedule.json malformed",
     "SPLIT-E040": "split execution failed (worker error, deadlock, schedule violating its sync mode)",
     "SPLIT-E050": "internal: a generated description does not check (a splitter bug)",

@@ -7,6 +7,9 @@ From provenance.json (pipeline.export.provenance) it takes two facts:
   allocation naming `conv1` takes the whole node (pipeline.split.allocation);
 - input names: ONNX graph input -> NNEF external, to feed the vectors of deploy.yaml
   (drawn by the shared rule of pipeline.vectors, keyed by ONNX name).
+
+From the export's record.json it takes the model name. `check_spec_matches` compares the
+deployment spec with all of this before the split writes anything (SPLIT-E022).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from pipeline.deploy import DeploySpec
+from pipeline.deploy import DeployError, DeploySpec, check_inputs_match
 from pipeline.nnef.checker import CheckReport, check_paths
 from pipeline.nnef.graph import Graph
 from pipeline.semantics import load_variables
@@ -30,6 +33,8 @@ from pipeline.vectors import draw_vectors
 
 GRAPH_FILE = "graph.nnef"
 PROVENANCE_FILE = "provenance.json"
+RECORD_FILE = "record.json"
+SPEC_DTYPE = "scalar"   # deploy.yaml draws float32 vectors: every input it describes is an NNEF scalar tensor
 
 
 @dataclass
@@ -41,6 +46,7 @@ class Exported:
     report: CheckReport
     provenance: dict[str, Any] = field(default_factory=dict)
     graph_file: Path | None = None
+    model: str | None = None   # the model the export step recorded (record.json), when known
 
     @property
     def file(self) -> Path:
@@ -77,7 +83,73 @@ def load_exported(path: str | os.PathLike[str]) -> Exported:
             provenance = json.loads((folder / PROVENANCE_FILE).read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:
             raise SplitError("SPLIT-E020", f"unreadable {PROVENANCE_FILE}: {error}", Location.in_file(folder)) from None
-    return Exported(folder, report.graphs[0], report, provenance, graph_file)
+    return Exported(folder, report.graphs[0], report, provenance, graph_file, _recorded_model(folder))
+
+
+def _recorded_model(folder: Path) -> str | None:
+    """The model name in the export's record.json (None without a readable one)."""
+    path = folder / RECORD_FILE
+    try:
+        if not path.is_file() or path.stat().st_size > 1 << 24:
+            return None
+        model = json.loads(path.read_text(encoding="utf-8")).get("model")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return model if isinstance(model, str) else None
+
+
+def _declared(entries: Any) -> dict[str, tuple[str, list[int] | None]] | None:
+    """Provenance inputs/outputs: ONNX name -> (NNEF name, shape); None when absent or malformed."""
+    if not isinstance(entries, list):
+        return None
+    found: dict[str, tuple[str, list[int] | None]] = {}
+    for entry in entries:
+        if not (isinstance(entry, Mapping) and isinstance(entry.get("onnx"), str) and isinstance(entry.get("nnef"), str)):
+            return None
+        shape = entry.get("shape")
+        found[entry["onnx"]] = (entry["nnef"], list(shape) if isinstance(shape, list) else None)
+    return found
+
+
+def check_spec_matches(spec: DeploySpec, exported: Exported) -> None:
+    """SPLIT-E022 unless `spec` describes the exported model: its name (record.json), its inputs'
+    names and shapes (provenance.json, else graph.nnef's externals) and types (NNEF scalar);
+    and the provenance's inputs and outputs are graph.nnef's. Every mismatch names both sides."""
+    graph = exported.graph
+    problems: list[tuple[str, str]] = []   # (key path in the spec, message)
+    if exported.model is not None and exported.model != spec.model:
+        problems.append(("model", f"the spec is for model '{spec.model}' but the export at "
+                                  f"{exported.directory.as_posix()} is of model '{exported.model}' ({RECORD_FILE})"))
+    inputs = _declared(exported.provenance.get("inputs")) if exported.provenance else None
+    outputs = _declared(exported.provenance.get("outputs")) if exported.provenance else None
+    if inputs is not None and sorted(n for n, _ in inputs.values()) != sorted(graph.inputs):
+        problems.append(("inputs", f"{PROVENANCE_FILE} names inputs {sorted(n for n, _ in inputs.values())} but "
+                                   f"{exported.file.name} has {sorted(graph.inputs)}"))
+    if outputs is not None and sorted(n for n, _ in outputs.values()) != sorted(graph.outputs):
+        problems.append(("", f"{PROVENANCE_FILE} names outputs {sorted(n for n, _ in outputs.values())} but "
+                             f"{exported.file.name} has {sorted(graph.outputs)}"))
+    if inputs is None:   # no provenance: the graph's externals, by their NNEF names
+        inputs = {name: (name, graph.tensors[name].shape if name in graph.tensors else None) for name in graph.inputs}
+    shapes = {onnx: shape if shape is not None else graph_shape(graph, nnef) for onnx, (nnef, shape) in inputs.items()}
+    try:
+        check_inputs_match(spec.inputs, {k: v for k, v in shapes.items() if v is not None}, spec.path)
+    except DeployError as error:
+        problems += [(p.path, f"{p.message} (the model: {exported.file.as_posix()})") for p in error.problems]
+    for onnx, (nnef, _) in sorted(inputs.items()):
+        info = graph.tensors.get(nnef)
+        if onnx in spec.inputs and info is not None and info.dtype != SPEC_DTYPE:
+            problems.append((f"inputs.{onnx}", f"the spec draws float32 values for input '{onnx}' but the model's "
+                                               f"input '{nnef}' is of type {info.dtype}"))
+    if problems:
+        path, message = problems[0]
+        more = f" (and {len(problems) - 1} more: " + "; ".join(m for _, m in problems[1:]) + ")" if len(problems) > 1 else ""
+        raise SplitError("SPLIT-E022", message + more, spec.location(path))
+
+
+def graph_shape(graph: Graph, name: str) -> list[int] | None:
+    """The static shape of tensor `name` in `graph`, when known."""
+    info = graph.tensors.get(name)
+    return list(info.shape) if info is not None and info.shape is not None else None
 
 
 def followers_from_provenance(provenance: Mapping[str, Any]) -> dict[str, str]:

@@ -29,6 +29,8 @@ from pipeline.deploy import DeploySpec, load_deploy
 from pipeline.registry.checks import CheckResult, results_document
 from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, export_data, model_dir, project_relative, step_dir
+from pipeline.names import check_name, confined
+from pipeline.diagnostics import Location
 from pipeline.nnef import checks as nnef_checks
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph
@@ -37,7 +39,7 @@ from pipeline.split import checks
 from pipeline.split.allocation import Deployment, resolve_deployment
 from pipeline.split.codes import SplitError
 from pipeline.split.execute import compare_with_reference, trace_document
-from pipeline.split.exported import Exported, load_exported, vectors_for
+from pipeline.split.exported import Exported, check_spec_matches, load_exported, vectors_for
 from pipeline.nnef.khronos import khronos_available
 from pipeline.split.khronos import compare_with_khronos, strip_extension
 from pipeline.split.plan import (PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE, load_schedule,
@@ -70,7 +72,7 @@ def write_split(split: Split, directory: Path, original: str) -> list[Path]:
         if stale.stem not in texts and stale.name != REWRITTEN_FILE:
             stale.unlink()
     for item in split.items:
-        written.append(write_text(directory / item.file, texts[item.name]))
+        written.append(write_text(confined(directory, item.file), texts[item.name]))
     rewritten = directory / REWRITTEN_FILE
     if split.deployment.rewrites:
         written.append(write_text(rewritten, split.deployment.text))
@@ -171,6 +173,7 @@ def split_to_directory(exported: Exported, spec: DeploySpec, out: Path, *, deplo
     failures are results, not exceptions.
     """
     base = root or Path(".")
+    check_spec_matches(spec, exported)   # before anything is written
     vectors = spec.validation.vectors if vectors is None else vectors
     names = list(deployments) if deployments is not None else list(spec.deployments)
     resolved: list[Deployment] = []
@@ -185,13 +188,13 @@ def split_to_directory(exported: Exported, spec: DeploySpec, out: Path, *, deplo
     prefix = subject_prefix if subject_prefix is not None else spec.model
     outcomes = []
     for deployment in resolved:
-        directory = out / deployment.name
+        directory = confined(out, deployment.name)
         split = split_deployment(deployment)
         original = REWRITTEN_FILE if deployment.rewrites else \
             Path(os.path.relpath(exported.file.resolve(), directory.resolve())).as_posix()
         files = write_split(split, directory, original)
         for item, legal in legalized[deployment.name].items():
-            files.append(write_json(directory / f"{item}.nvdla-legalization.json", legalization_document(legal)))
+            files.append(write_json(confined(directory, f"{item}.nvdla-legalization.json"), legalization_document(legal)))
         results, trace = verify_split(f"{prefix}/{deployment.name}", split, directory, exported, inputs, reference,
                                       variables, base)
         if trace is not None:
@@ -240,6 +243,7 @@ def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int 
     `vectors`: input vectors per deployment for the execution checks (default: the spec's
     validation.vectors, with its seed)."""
     base = Path(root)
+    check_name(model, "model folder name", Location.in_file(model_dir(model, base)))
     deploy_path = model_dir(model, base) / "deploy.yaml"
     export = step_dir(model, "export", base)
     out = step_dir(model, STEP, base)
@@ -257,6 +261,7 @@ def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int 
                     command=["python", "-m", "pipeline", "split", project_relative(model_dir(model, base), base)], root=base)
         return results
     inputs += export_data(model, base)
+    check_spec_matches(spec, exported)   # before a stale deployment folder is removed
     current = set(spec.deployments)
     if out.is_dir():
         for child in out.iterdir():

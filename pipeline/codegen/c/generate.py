@@ -29,6 +29,7 @@ from typing import Any
 
 from pipeline import __version__
 from pipeline.atomic import write_bytes, write_json, write_text
+from pipeline.names import confined
 from pipeline.codegen.c.item import (ItemCode, ItemEmitter, TraceEntry, item_file, sync_buffer, sync_object,
                                      weights_blob_file, weights_file)
 from pipeline.codegen.c.programs import math_header
@@ -196,7 +197,7 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
     written: list[Path] = []
 
     def put(name: str, text: str) -> None:
-        written.append(write_text(folder / name, text))
+        written.append(write_text(confined(folder, name), text))
 
     put("nnef_config.h", _config(deployment, lanes, barriers))
     put("nnef_deployment.h", header)
@@ -206,11 +207,11 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
         put(name, (RUNTIME_DIR / name).read_text(encoding="utf-8"))
     items_manifest = []
     for code, item in zip(codes, deployment.items):
-        sub = folder / item.name
+        sub = confined(folder, item.name)
         put(f"{item.name}/{item_file(item.name)}", code.source)
         put(f"{item.name}/{weights_file(item.name)}", code.weights)
         if code.weights_blob is not None:
-            written.append(write_bytes(folder / item.name / weights_blob_file(item.name), code.weights_blob))
+            written.append(write_bytes(sub / weights_blob_file(item.name), code.weights_blob))
         entries = list(code.entries)
         for op in item.graph.operations:
             if op.name == "variablesync":

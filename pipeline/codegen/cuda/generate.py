@@ -32,6 +32,7 @@ import numpy as np
 
 from pipeline import __version__
 from pipeline.atomic import write_json, write_text
+from pipeline.names import confined
 from pipeline.codegen.c.kernels.common import flit, ident, strides
 from pipeline.codegen.c.planner import Buffer, check_plan, plan_buffers
 from pipeline.codegen.c.writer import CodeWriter
@@ -411,14 +412,15 @@ def generate_cuda(deployment: DeploymentInput, out_dir: str | Path, architecture
     for name in RUNTIME_FILES:
         write_text(folder / name, (RUNTIME_DIR / name).read_text(encoding="utf-8"))
     write_text(folder / "nnef_cuda_math.h", math_header())
-    write_text(folder / item.name / item_file(item.name), code["source"])
+    item_dir = confined(folder, item.name)
+    write_text(item_dir / item_file(item.name), code["source"])
     write_text(folder / "nnef_cuda_main.cu", _main(item.name, code["inputs"], code["outputs"]))
     rel = project_relative(folder, deployment.root)
     entries = [{**e, "code_file": f"{rel}/{item.name}/{e['code_file']}"} for e in code["entries"]]
-    write_json(folder / item.name / "trace.json", {
+    write_json(item_dir / "trace.json", {
         "schema_version": 1, "item": item.name, "target": "cuda", "nnef_file": item.nnef_rel,
         "nnef_sha256": item.nnef_sha256, "entries": entries})
-    write_json(folder / item.name / "memory_map.json", code["memory_map"])
+    write_json(item_dir / "memory_map.json", code["memory_map"])
     manifest = {"schema_version": 1, "generator": GENERATOR, "model": deployment.model,
                 "deployment": deployment.deployment, "threads": THREADS,
                 **({"architectures": list(architectures)} if architectures else {}),
