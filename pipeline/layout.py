@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pipeline.diagnostics import Location, PipelineError
+from pipeline.names import name_problem
+
 MODELS_DIR = "models"
 ARTIFACTS_DIR = "artifacts"
 REPORTS_DIR = "reports"
@@ -28,12 +31,28 @@ EXPORT_VALIDATION_FILE = "validation.json"
 CHECK_REPORT_FILE = "report.json"
 
 
-def model_names(root: Path | str = ".") -> list[str]:
-    """Every shipped model: a folder under models/ holding model.onnx, sorted by name."""
+def _model_folders(root: Path | str) -> list[str]:
     base = Path(root) / MODELS_DIR
     if not base.is_dir():
         return []
     return sorted(p.name for p in base.iterdir() if (p / "model.onnx").is_file())
+
+
+def model_names(root: Path | str = ".") -> list[str]:
+    """Every shipped model: a folder under models/ holding model.onnx, sorted by name.
+
+    Only names in the name grammar (pipeline.names): a model name becomes artifacts/<m>/ and
+    part of identifiers. The others are not skipped silently: `refused_models` reports them
+    and `doit` fails on them (docs/deploy.md, "Names").
+    """
+    return [name for name in _model_folders(root) if name_problem(name) is None]
+
+
+def refused_models(root: Path | str = ".") -> list[PipelineError]:
+    """NAME-E001 for each folder under models/ holding model.onnx whose name is outside the grammar."""
+    return [PipelineError("NAME-E001", f"{problem}; rename the folder",
+                          Location.in_file((Path(root) / MODELS_DIR / name).as_posix()))
+            for name in _model_folders(root) if (problem := name_problem(name, "model folder name")) is not None]
 
 
 def model_dir(model: str, root: Path | str = ".") -> Path:

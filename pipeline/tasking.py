@@ -16,9 +16,9 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Iterator
 
-from pipeline.layout import model_dir
+from pipeline.layout import model_dir, refused_models
 
 PACKAGE = Path(__file__).resolve().parent
 SOURCE_SUFFIXES = (".py", ".lark", ".nnef", ".c", ".h", ".cu", ".fbs", ".json", ".yaml")
@@ -202,3 +202,22 @@ def _file_md5(path: str) -> str:
         for block in iter(lambda: stream.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _refuse(rendered: str) -> Any:
+    from doit.exceptions import TaskFailed
+
+    return TaskFailed(rendered)
+
+
+def refused_model_tasks(root: Path | str = ".") -> Iterator[dict[str, Any]]:
+    """One failing sub-task per model folder whose name is outside the name grammar (NAME-E001).
+
+    `layout.model_names` leaves such a folder out of every step; this task makes `doit
+    verify` fail on it with the coded message rather than skip it silently.
+    """
+    from pipeline.terminal import render_error
+
+    for index, error in enumerate(refused_models(root)):
+        yield {"name": f"refused_model_{index}", "doc": f"refuse {error.location.file}: {error.message}",
+               "actions": [(_refuse, [render_error(error)])], "uptodate": [False]}

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 FOUNDATION = {
     "pipeline", "pipeline.atomic", "pipeline.diagnostics", "pipeline.layout", "pipeline.gcpause",
     "pipeline.vectors", "pipeline.deploy", "pipeline.schema", "pipeline.metrics", "pipeline.onnx_runner", "pipeline.tasking", "pipeline.lock",
-    "pipeline.terminal", "pipeline.toolchain",
+    "pipeline.terminal", "pipeline.toolchain", "pipeline.names", "pipeline.yamlguard",
     "pipeline.registry",
 }
 # The data path: format, semantics, then the steps in chain order, then the evidence step and the CLI.

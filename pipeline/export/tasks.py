@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.tasking import package_sources
+from pipeline.tasking import package_sources, refused_model_tasks
 from pipeline.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
                              model_names, step_dir)
 
@@ -41,3 +41,4 @@ def task_export() -> Iterator[dict[str, Any]]:
             + [checks_path(model, "export").as_posix(), (out / "record.json").as_posix()],
             "clean": True,
         }
+    yield from refused_model_tasks(".")   # a models/<m> folder outside the name grammar fails the run
