@@ -290,8 +290,12 @@ class _Checks:
                             f"expected high > low, got low {float(dist['low'])} and high {float(dist['high'])}")
         deployments = top.get("deployments")
         for name, body in (deployments.items() if isinstance(deployments, dict) else ()):
-            if isinstance(name, str):
+            if isinstance(name, str) and not name:   # the schema's minLength does not reach mapping keys
+                self.report("DEPLOY-E010", "deployments", "a deployment name is empty")
+            elif isinstance(name, str):
                 self.name(name, "deployment name", f"deployments.{name}")
+            else:
+                self.report("DEPLOY-E003", f"deployments.{name}", f"a deployment name must be a string, got {name!r}")
             if isinstance(body, dict):
                 self.deployment(body, f"deployments.{name}")
 
