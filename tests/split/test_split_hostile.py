@@ -1,0 +1,99 @@
+"""Hostile deployment specs from the command line: exit 2, one coded message, no traceback, nothing written outside.
+
+Each case runs `python -m pipeline split <export> --deploy SPEC --out out` as a user would,
+from a folder w/a/b/ of a scratch tree, and compares a listing of the whole tree before and
+after: before these checks `../../x` as a deployment name wrote w/a/x/ (exit 0), and item
+names with a space or a keyword ended in a traceback. The specs are the regression inputs
+of tests/deploy/data/hostile/; the cross-check cases change one fact of the shipped spec.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTILE = ROOT / "tests" / "deploy" / "data" / "hostile"
+LENET = (ROOT / "models" / "lenet5" / "deploy.yaml").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def export(exported_project: Path) -> Path:
+    return exported_project / "artifacts" / "lenet5" / "export"
+
+
+def _tree(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*")}
+
+
+def _split(tmp_path: Path, export: Path, spec: Path, *extra: str) -> tuple[int, str, set[str]]:
+    """Run the split CLI from tmp/w/a/b with --out out; (exit status, output, paths created in tmp)."""
+    work = tmp_path / "w" / "a" / "b"
+    work.mkdir(parents=True, exist_ok=True)
+    before = _tree(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pipeline", "split", str(export), "--deploy", str(spec),
+                           "--out", "out", "--execute", "1", *extra], cwd=work, capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return done.returncode, done.stdout + done.stderr, _tree(tmp_path) - before
+
+
+CASES = {   # regression input -> its code
+    "deployment_dotdot.yaml": "DEPLOY-E010", "deployment_keyword.yaml": "DEPLOY-E010",
+    "item_dotdot.yaml": "DEPLOY-E010", "item_space.yaml": "DEPLOY-E010", "item_keyword.yaml": "DEPLOY-E010",
+    "vectors_1e9.yaml": "DEPLOY-E004", "alias_bomb.yaml": "DEPLOY-E011", "deep_nesting.yaml": "DEPLOY-E011",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hostile_spec_is_refused_and_nothing_is_written(tmp_path: Path, export: Path, name: str) -> None:
+    spec = tmp_path / name
+    shutil.copyfile(HOSTILE / name, spec)
+    status, output, created = _split(tmp_path, export, spec)
+    assert status == 2, output
+    assert CASES[name] in output and "Traceback" not in output, output
+    assert created == set(), created
+
+
+@pytest.mark.parametrize("change, where", [
+    (("model: lenet5", "model: resnet8"), "'resnet8'"),
+    (("shape: [1, 1, 32, 32]", "shape: [1, 1, 28, 28]"), "[1, 1, 28, 28] differs from the model's [1, 1, 32, 32]"),
+    (("  input:\n", "  image:\n"), "no input 'image'"),
+])
+def test_spec_not_describing_the_export_is_refused_before_writing(tmp_path: Path, export: Path,
+                                                                    change: tuple[str, str], where: str) -> None:
+    spec = tmp_path / "deploy.yaml"
+    spec.write_text(LENET.replace(*change, 1), encoding="utf-8")
+    status, output, created = _split(tmp_path, export, spec)
+    assert status == 2 and "SPLIT-E022" in output and where in output and "Traceback" not in output, output
+    assert created == set(), created
+
+
+def test_symlinked_deployment_folder_is_not_followed(tmp_path: Path, export: Path) -> None:
+    spec = tmp_path / "deploy.yaml"
+    spec.write_text(LENET, encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "w" / "a" / "b" / "out"
+    out.mkdir(parents=True)
+    (out / "single").symlink_to(elsewhere)
+    status, output, created = _split(tmp_path, export, spec, "--deployment", "single")
+    assert status == 2 and "NAME-E002" in output and "Traceback" not in output, output
+    assert list(elsewhere.iterdir()) == [] and created == set(), created
+
+
+def test_model_folder_outside_the_grammar_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "models" / "bad name"
+    folder.mkdir(parents=True)
+    shutil.copyfile(ROOT / "models" / "lenet5" / "deploy.yaml", folder / "deploy.yaml")
+    shutil.copyfile(ROOT / "models" / "lenet5" / "model.onnx", folder / "model.onnx")
+    before = _tree(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pipeline", "split", "models/bad name"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and "NAME-E001" in output and "Traceback" not in output, output
+    assert _tree(tmp_path) == before
