@@ -81,9 +81,11 @@ def _outline_of_spec(path: Path) -> dict[str, DeploymentOutline] | None:
     outline = {}
     for name, deployment in spec.deployments.items():
         items = {deployment.default_item, *deployment.allocation}
+        declared = {item.name for item in deployment.items}
         for rewrite in deployment.rewrites:
             if isinstance(rewrite, dict) and isinstance(rewrite.get("items"), list):
-                items.update(str(i) for i in rewrite["items"])
+                # declared items only (names in the grammar): a target is also what `doit clean` deletes
+                items.update(str(i) for i in rewrite["items"] if str(i) in declared)
         outline[name] = DeploymentOutline(tuple(item.target for item in deployment.items), tuple(sorted(items)),
                                           bool(deployment.rewrites))
     return outline

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.atomic import write_json
+from pipeline.names import confined
 from pipeline.deploy import DeployError, load_deploy
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.registry.checks import CheckResult, Verdict, results_document
@@ -71,7 +72,7 @@ def trace_files(model: str, deployment: str, root: Path) -> list[Path]:
 
 
 def _write_net(verification: Verification, name: str, out: Path, root: Path) -> dict[str, Any]:
-    pnml, dot, svg = out / f"{name}.pnml", out / f"{name}.dot", out / f"{name}.svg"
+    pnml, dot, svg = (confined(out, f"{name}.{suffix}") for suffix in ("pnml", "dot", "svg"))
     write_pnml(verification.net, pnml)
     write_dot(verification.net, dot)
     note = render_svg(verification.net, dot, svg)
