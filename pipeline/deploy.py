@@ -82,7 +82,8 @@ CODES: dict[str, str] = {
     "DEPLOY-E008": "unsupported schema_version",
     "DEPLOY-E009": "inputs do not match the model's graph inputs (names or shapes)",
     "DEPLOY-E010": "a model, deployment or item name outside the name grammar (docs/deploy.md, \"Names\")",
-    "DEPLOY-E011": "YAML anchor or alias, or nesting deeper than the limit (refused before the document is built)",
+    "DEPLOY-E011": "YAML anchor or alias, nesting deeper than the limit or a number too long (refused before the "
+                   "document is built)",
     "DEPLOY-E012": "not a regular file, or larger than the size limit",
 }
 
@@ -93,6 +94,7 @@ MAX_VECTORS = 10_000                # PIPELINE_MAX_VECTORS: split holds every ve
 MAX_RUNS = 100_000                  # PIPELINE_MAX_RUNS: timed executions of every deployment
 MAX_INPUT_ELEMENTS = 1 << 24        # PIPELINE_MAX_INPUT_ELEMENTS: elements of one input (64 MiB of float32)
 MAX_VECTOR_ELEMENTS = 1 << 28       # PIPELINE_MAX_VECTOR_ELEMENTS: vectors x elements of all inputs (1 GiB)
+MAX_RANK, MAX_EXTENT = 8, 1 << 24   # as in the schema file (shape maxItems, extent maximum)
 LIMIT_VARIABLES = {"bytes": "PIPELINE_MAX_SPEC_BYTES", "vectors": "PIPELINE_MAX_VECTORS", "runs": "PIPELINE_MAX_RUNS",
                    "input_elements": "PIPELINE_MAX_INPUT_ELEMENTS", "vector_elements": "PIPELINE_MAX_VECTOR_ELEMENTS"}
 
@@ -257,8 +259,9 @@ class _Checks:
         total = 0
         for name, spec in (inputs.items() if isinstance(inputs, dict) else ()):
             shape = spec.get("shape") if isinstance(spec, dict) else None
-            if not (isinstance(shape, list) and shape and all(_is_int(e) and e >= 1 for e in shape)):
-                continue
+            if not (isinstance(shape, list) and 0 < len(shape) <= MAX_RANK
+                    and all(_is_int(e) and 1 <= e <= MAX_EXTENT for e in shape)):
+                continue   # the schema reports it (and a product of many huge extents is not computed)
             count = 1
             for extent in shape:
                 count *= extent
@@ -405,6 +408,8 @@ def parse_deploy_text(text: str, file: str = "<string>") -> DeploySpec:
             data = loader.construct_document(root) if root is not None else None
         finally:
             loader.dispose()
+    except (ValueError, OverflowError) as exc:   # a value PyYAML parses but Python cannot hold
+        raise DeployError(file, [DeployProblem("DEPLOY-E001", "", f"a value cannot be read: {exc}")]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)

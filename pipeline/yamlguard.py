@@ -14,6 +14,7 @@ where it applies, which is also what a reviewer reads.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,8 @@ from typing import Any
 import yaml
 
 MAX_DEPTH = 32   # nesting of mappings and sequences; our schemas need at most 6
+MAX_NUMBER_CHARS = 1000   # a plain scalar that reads as a number: Python refuses int() beyond 4,300 digits
+_NUMBERISH = re.compile(r"[-+]?[0-9][0-9a-fA-FxXoObB_:.eE+-]*")
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ def _mark(event: Any) -> tuple[int, int]:
 
 
 def screen(text: str, loader: Any = yaml.SafeLoader, max_depth: int = MAX_DEPTH) -> Refusal | None:
-    """The first anchor, alias or too deep nesting in `text`'s event stream, or None.
+    """The first anchor, alias, too deep nesting or too long number in `text`'s event stream, or None.
 
     Streams parser events (linear in the text); nothing is composed or constructed, so a
     refusal comes before any expansion. YAML syntax errors are left to the caller's loader,
@@ -97,6 +100,11 @@ def screen(text: str, loader: Any = yaml.SafeLoader, max_depth: int = MAX_DEPTH)
                 line, column = _mark(event)
                 return Refusal(f"YAML anchor '&{anchor}' refused: anchors and aliases are not accepted "
                                "(write each value where it applies)", line, column)
+            if isinstance(event, yaml.ScalarEvent) and not event.style and len(event.value) > MAX_NUMBER_CHARS \
+                    and _NUMBERISH.fullmatch(event.value):
+                line, column = _mark(event)
+                return Refusal(f"a number of {len(event.value)} characters refused (at most {MAX_NUMBER_CHARS})",
+                               line, column)
             if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
                 depth += 1
                 if depth > max_depth:

@@ -1,7 +1,8 @@
 """Seeded fuzz of the deployment loader: every mutant of a shipped spec is accepted or refused with codes.
 
 Mutants of each models/<m>/deploy.yaml: byte flips (random bytes and YAML's own punctuation),
-line deletions and duplications, numbers replaced by extremes, names by hostile ones. For
+line deletions and duplications, numbers replaced by extremes, names by hostile ones, YAML
+constructs inserted (anchors, aliases, tags, merge keys, deep brackets, a 5,000-digit number). For
 each, `load_deploy` (read, screen, parse, schema, checks) must return a spec or raise a
 DeployError whose every problem has a documented code; an accepted spec must hold only
 names in the grammar and counts within the limits. Mutant i of a run is a function of
@@ -31,6 +32,8 @@ PUNCTUATION = b":-[]{},&*!|>'\"#%@`\n\t \x00\xff?"
 EXTREMES = [b"0", b"-1", b"1000000000", b"99999999999999999999999999999", b"1.0e400", b"-1.0e400", b".nan", b".inf",
             b"1e9", b"0x7fffffffffffffff", b"4294967296", b"65536", b"1.5", b"true", b"null", b"~", b"[]", b"{}"]
 NAMES = [b"../../x", b"a b", b"graph", b"/tmp/x", b"CPU0/../..", b"x" * 200, b"\xc3\xa4", b"-", b"''", b"*a", b"&a x"]
+PIECES = [b"&a ", b"*a", b"!!python/object:os.system ", b"!!binary ", b"!!set ", b"? ", b"<<: ", b"[" * 100,
+          b"{" * 40, b"9" * 5000, b"%YAML 1.1\n", b"---\n", b"\n...\n", b"\t", b"\xef\xbb\xbf", b"\r", b"|\n  ", b">-\n"]
 NUMBER = re.compile(rb"(?<![A-Za-z_])[0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?")
 NAME = re.compile(rb"\b(CPU[0-9]|GPU[0-9]|ITEM[0-9]|single|split2|layer2|gpu|lenet5|resnet8|branch3|inception)\b")
 
@@ -40,7 +43,7 @@ def mutant(index: int) -> bytes:
     rng = random.Random(SEED * 1_000_003 + index)
     data = bytearray(SOURCES[index % len(SOURCES)].read_bytes())
     for _ in range(rng.randint(1, 4)):
-        kind = rng.randrange(6)
+        kind = rng.randrange(7)
         lines = bytes(data).split(b"\n")
         if kind == 0 and data:                          # a byte flipped to anything
             data[rng.randrange(len(data))] = rng.randrange(256)
@@ -58,6 +61,9 @@ def mutant(index: int) -> bytes:
             if found:
                 m = rng.choice(found)
                 data[m.start():m.end()] = rng.choice(EXTREMES)
+        elif kind == 5:                                 # a YAML construct or a long token inserted
+            at = rng.randrange(len(data) + 1)
+            data[at:at] = rng.choice(PIECES)
         else:                                           # a name replaced by a hostile one
             found = list(NAME.finditer(data))
             if found:
