@@ -42,6 +42,12 @@ key is added in two places: the schema file and the dataclass below (and `_build
 against the exported NNEF (allocations naming real variables) belong to the split step;
 `check_inputs_match` compares the inputs with the ONNX model's graph inputs.
 
+Hostile input (docs/deploy.md, "Names" and "Limits"): only a regular file within the size
+limit is read (DEPLOY-E012); the YAML event stream is screened before anything is built
+(anchors, aliases, deep nesting, huge numbers: DEPLOY-E011); names that become paths or
+identifiers follow pipeline/names.py (DEPLOY-E010); every count and size has an upper bound
+(schema maxima and `sizes` below; vectors, runs and element counts configurable).
+
 YAML note: PyYAML reads YAML 1.1, where `1e-5` (no dot) is a *string*; write `1.0e-5`.
 """
 
