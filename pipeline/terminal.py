@@ -90,11 +90,14 @@ def fail_usage(message: str) -> int:
 
 
 def model_and_root(text: str) -> tuple[str, Path]:
-    """A model name or models/<m> folder -> (model, project root)."""
+    """A model name or models/<m> folder -> (model, project root); NAME-E001 for a name outside
+    the grammar (docs/deploy.md, "Names"): it becomes artifacts/<m>/, which `../x` would leave."""
+    from pipeline.names import check_name
+
     path = Path(text)
     if path.is_dir() and (path / "deploy.yaml").is_file():
-        return path.resolve().name, path.resolve().parents[1]
-    return text, Path(".")
+        return check_name(path.resolve().name, "model name", Location.in_file(text)), path.resolve().parents[1]
+    return check_name(text, "model name"), Path(".")
 
 
 def print_results(results: Sequence[Any], as_json: bool) -> int:

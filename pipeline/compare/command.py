@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
         words = words[1:]
     if len(words) != 1:
         return fail_usage("give one model")
-    model, root = model_and_root(words[0])
     try:
+        model, root = model_and_root(words[0])
         if accept:
             documents = current_met_documents(model, root)
             if not documents:

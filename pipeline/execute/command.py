@@ -32,8 +32,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pipeline.execute.step import run_execute_step
 
-    model, root = model_and_root(args.model)
     try:
+        model, root = model_and_root(args.model)
         documents = run_execute_step(model, root, vectors=args.vectors, runs=args.runs,
                                  instructions=not args.no_valgrind, deployments=args.deployment)
     except PipelineError as error:

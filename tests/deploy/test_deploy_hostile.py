@@ -150,3 +150,13 @@ def test_requirement_yaml_refuses_aliases_and_special_files(tmp_path: Path) -> N
     os.mkfifo(fifo)
     located, findings = load_located(fifo, "fifo.yaml")
     assert located is None and findings[0].code == "EVID-E001" and "regular file" in findings[0].message
+
+
+def test_model_names_given_on_the_command_line_are_judged() -> None:
+    from pipeline.terminal import model_and_root
+
+    assert model_and_root("lenet5") == ("lenet5", Path("."))
+    for bad in ("../../x", "/tmp/x", "a b"):
+        with pytest.raises(PipelineError) as caught:
+            model_and_root(bad)
+        assert caught.value.code == "NAME-E001"

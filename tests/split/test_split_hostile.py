@@ -97,3 +97,12 @@ def test_model_folder_outside_the_grammar_is_refused(tmp_path: Path) -> None:
     output = done.stdout + done.stderr
     assert done.returncode == 2 and "NAME-E001" in output and "Traceback" not in output, output
     assert _tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("command", ["execute", "compare"])
+def test_model_name_climbing_out_is_refused_by_the_other_steps(tmp_path: Path, command: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "pipeline", command, "../../x"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and "NAME-E001" in output and "Traceback" not in output, output
+    assert not (tmp_path.parent.parent / "x").exists() and list(tmp_path.iterdir()) == []
