@@ -60,6 +60,7 @@ def package_sources(globs: tuple[str, ...]) -> list[str]:
 OUTLINE_LOADER = ("deploy.py", "schema.py", "schemas", "names.py", "tasking.py")
 OUTLINE_CACHE = ".doit-outline.json"
 OUTLINE_VERSION = 2
+_MAX_SPEC_READ = 16 << 20   # above any spec the loader accepts (pipeline.deploy.MAX_SPEC_BYTES, configurable)
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,8 @@ def deploy_outline(model: str, root: Path | str = ".") -> dict[str, DeploymentOu
     """
     spec_path = model_dir(model, root) / "deploy.yaml"
     try:
+        if not spec_path.is_file() or spec_path.stat().st_size > _MAX_SPEC_READ:
+            return None   # a FIFO, a device or a huge file: never read here; the steps refuse it (DEPLOY-E012)
         key = _sha256(spec_path.read_bytes())
     except OSError:
         return None

@@ -160,3 +160,13 @@ def test_model_names_given_on_the_command_line_are_judged() -> None:
         with pytest.raises(PipelineError) as caught:
             model_and_root(bad)
         assert caught.value.code == "NAME-E001"
+
+
+def test_task_list_never_reads_a_special_spec(tmp_path: Path) -> None:
+    from pipeline.tasking import deploy_outline
+
+    folder = tmp_path / "models" / "m"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "deploy.yaml")
+    started = time.perf_counter()
+    assert deploy_outline("m", tmp_path) is None and time.perf_counter() - started < 1
