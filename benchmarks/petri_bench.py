@@ -2,6 +2,11 @@
 
     python benchmarks/petri_bench.py [--operations 10000] [--items 8] [--seed 7]
                                      [--explore-states 200000] [--explore-seconds 20]
+    python benchmarks/petri_bench.py --scale 10000 100000     time ratio and peak memory
+
+With --scale, each size runs in its own process (peak memory is per run) without the
+explicit-state exploration, and a table gives the Petri time, the ratio to the first size
+against the ratio of sizes (linear: equal), and the peak resident memory of the process.
 
 Generates, as the splitter would write them, the original description, one graphitem file
 per item (a send_var right after each value another item reads, a get_var right before
@@ -21,6 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -105,7 +112,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--explore-states", type=int, default=200_000)
     parser.add_argument("--explore-seconds", type=float, default=20.0)
+    parser.add_argument("--scale", type=int, nargs="+", metavar="OPERATIONS", help="sizes to compare (own process each)")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.scale:
+        scale(args.scale, args.items, args.seed)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         sizes = write_split(folder, args.operations, args.items, args.seed)
@@ -140,6 +152,11 @@ def main() -> None:
             end = lap(f"pipeline (depth {plan.pipeline_depth}, dataflow + schedule nets)", start)
         verdicts = {**{k: v.verdict.value for k, v in outcomes.items()}, "equivalence": equivalence.verdict.value,
                     "schedule": sched.verdict.value, "trace": traced.verdict.value, "pipeline": pipeline.verdict.value}
+        if args.json:
+            print(json.dumps({"operations": args.operations, "petri_seconds": end - petri_start,
+                              "nnef_seconds": times["NNEF check of the 9 files (not Petri)"], "verdicts": verdicts,
+                              "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+            return
         counts = split_net.counts()
         print(f"network: {sizes['operations']} operations over {sizes['items']} items, {sizes['sync_variables']} sync "
               f"variables, {sizes['steps']} schedule steps")
@@ -169,6 +186,23 @@ def main() -> None:
             fate = f"gave up ({result.reason})" if result.gave_up else "finished"
             print(f"explicit-state exploration, {name}: {fate} after {result.states} states, {result.edges} edges, "
                   f"{result.seconds:.1f} s")
+
+
+def scale(sizes: list[int], items: int, seed: int) -> None:
+    rows = []
+    for n in sizes:
+        proc = subprocess.run([sys.executable, __file__, "--operations", str(n), "--items", str(items), "--seed", str(seed),
+                               "--json"], capture_output=True, text=True, check=True)
+        rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        print(f"{n} operations done", file=sys.stderr, flush=True)
+    first = rows[0]
+    print("| operations | Petri s | ratio | size ratio | peak memory MB (whole process) | NNEF check s | verdicts |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        failing = sorted(k for k, v in row["verdicts"].items() if v != "pass")
+        print(f"| {row['operations']} | {row['petri_seconds']:.2f} | {row['petri_seconds'] / first['petri_seconds']:.1f} | "
+              f"{row['operations'] / first['operations']:.0f} | {row['peak_rss_mb']:.0f} | {row['nnef_seconds']:.1f} | "
+              f"{'all pass' if not failing else 'not pass: ' + ', '.join(failing)} |")
 
 
 if __name__ == "__main__":

@@ -77,12 +77,21 @@ def digits(n: int) -> int:
     return k + 2 if n >= 10 ** (k + 1) else k + 1
 
 
-def approximate(n: int) -> str:
-    """'~1.234e5678' for a huge integer."""
+def log10_of(n: int) -> float:
+    """log10 of an integer >= 1 of any size (float conversion would overflow beyond 1e308)."""
     shift = max(0, n.bit_length() - 60)
-    log10 = math.log10(n >> shift) + shift * math.log10(2)
+    return math.log10(n >> shift) + shift * math.log10(2)
+
+
+def approximate_log10(log10: float) -> str:
+    """'~1.234e5678' for the number whose log10 is `log10`."""
     exponent = int(log10)
     return f"~{10 ** (log10 - exponent):.3f}e{exponent}"
+
+
+def approximate(n: int) -> str:
+    """'~1.234e5678' for a huge integer."""
+    return approximate_log10(log10_of(n))
 
 
 def json_number(n: int) -> int | str:
