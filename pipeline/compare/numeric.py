@@ -154,9 +154,11 @@ class Comparison:
 
 
 def compare(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], *, exact: bool = False,
-            max_abs_error: float | None = None, max_rel_error: float | None = None) -> Comparison:
+            max_abs_error: float | None = None, max_rel_error: float | None = None,
+            max_abs_errors: Mapping[str, float] | None = None) -> Comparison:
     """Compare [N, ...] outputs by name. `exact`: pass only when bit-identical (0 ULP and the
-    same sign of zero; any NaN equal to any NaN); otherwise within the given tolerances."""
+    same sign of zero; any NaN equal to any NaN); otherwise within the given tolerances
+    (`max_abs_errors`: per output, where given, instead of `max_abs_error`)."""
     result = Comparison()
     for name in sorted(expected):
         a = np.asarray(actual[name], np.float32)
@@ -178,10 +180,11 @@ def compare(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]
             if divergence is not None:
                 item.reason = f"not bit-identical: first divergence at {divergence.describe()}"
         else:
-            ok, why = within_tolerance(stats, max_abs_error, max_rel_error)
+            limit = (max_abs_errors or {}).get(name, max_abs_error)
+            ok, why = within_tolerance(stats, limit, max_rel_error)
             item.passed = ok
             if not ok:
-                first = first_exceeding(name, a, e, max_abs_error)
+                first = first_exceeding(name, a, e, limit)
                 item.reason = f"output {name}: {why}" + (f"; first element beyond the tolerance: {first.describe()}"
                                                          if first else "")
         result.outputs.append(item)

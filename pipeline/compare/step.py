@@ -37,6 +37,7 @@ from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import CheckResult, Obtained, Verdict, results_document
 from pipeline.registry.records import record_step
 from pipeline.registry.requirements import load_requirements
+from pipeline.tolerance import EffectiveTolerance, effective_tolerance
 from pipeline.layout import checks_path, model_dir, project_relative, step_dir
 from pipeline.nnef.tensorfile import read_tensor
 from pipeline.execute.harness import write_arrays
@@ -50,32 +51,54 @@ PLATFORM_VARIABLE = "NNCERT_PLATFORM"  # the name of the timing platform this ma
 def _parameters(root: Path) -> dict[str, float]:
     """Normative values read from the requirements (not copied)."""
     requirements = load_requirements(root)
-    return {"max_abs_error": float(requirements.parameter("HLR-NUM-002", "max_abs_error")),
-            "max_ulp": int(requirements.parameter("HLR-NUM-001", "max_ulp")),
+    return {"max_ulp": int(requirements.parameter("HLR-NUM-001", "max_ulp")),
             "max_jitter_ratio": float(requirements.parameter("HLR-MET-002", "max_jitter_ratio")),
             "max_drift_ratio": float(requirements.parameter("HLR-MET-002", "max_drift_ratio"))}
 
 
+def output_tolerances(model: str, spec: DeploySpec, root: Path) -> dict[str, EffectiveTolerance]:
+    """Per NNEF output, pipeline.tolerance's rule on the export validation's computed bound and measured
+    rounding (validation.json) and this deploy.yaml's limit: the same function export applied."""
+    path = step_dir(model, "export", root) / "validation.json"
+    document = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"outputs": []}
+    limit = spec.validation.tolerance.max_abs_error
+    rules = {}
+    for output in document.get("outputs", []):
+        recorded = output.get("tolerance") or {}
+        yard = document.get("yardstick", {})
+        why = (yard.get("bound") or {}).get("unavailable", "") or yard.get("unavailable", "")
+        computed, rounding = recorded.get("computed_max_abs_error"), recorded.get("measured_rounding_max_abs_error")
+        rules[output["nnef"]] = effective_tolerance(limit, None if computed is None else float(computed),
+                                                    None if rounding is None else float(rounding), why)
+    return rules
+
+
 def _numeric(subject: str, outputs: dict[str, np.ndarray], reference: dict[str, np.ndarray],
-             ort: dict[str, np.ndarray], spec: DeploySpec, params: dict[str, float], folder: Path,
+             ort: dict[str, np.ndarray], spec: DeploySpec, rules: dict[str, EffectiveTolerance], folder: Path,
              read: list[str], root: Path) -> list[CheckResult]:
     exact = compare(outputs, reference, exact=True)
-    tolerance = min(params["max_abs_error"], spec.validation.tolerance.max_abs_error)
+    limit = spec.validation.tolerance.max_abs_error
     rel = spec.validation.tolerance.max_rel_error
-    versus = compare(outputs, ort, max_abs_error=tolerance, max_rel_error=rel)
+    per_output = {name: rule.effective for name, rule in rules.items()}
+    versus = compare(outputs, ort, max_abs_error=limit, max_rel_error=rel, max_abs_errors=per_output)
     path = write_json(folder / "numeric.json", {
-        "schema_version": 1, "reference": exact.to_json(),
-        "onnxruntime": {**versus.to_json(), "tolerance": {"max_abs_error": tolerance, "max_rel_error": rel,
-                                                          "deploy_max_abs_error": spec.validation.tolerance.max_abs_error,
-                                                          "hlr_max_abs_error": params["max_abs_error"]}}})
+        "schema_version": 2, "reference": exact.to_json(),
+        "onnxruntime": {**versus.to_json(), "tolerance": {"max_abs_error": limit, "max_rel_error": rel,
+                                                          "deploy_max_abs_error": limit,
+                                                          "outputs": {n: r.to_json() for n, r in sorted(rules.items())}}}})
     written = [project_relative(path, root)]
     failure = exact.first_failure()
     results = [result(checks.REFERENCE, subject, Verdict.PASS if exact.passed else Verdict.FAIL,
                       failure.reason if failure else "", exact.measured(), read, written)]
     failure = versus.first_failure()
-    measured = {**versus.measured(), "tolerance_max_abs_error": tolerance, "tolerance_max_rel_error": rel}
+    measured = {**versus.measured(), "tolerance_max_abs_error": max(per_output.values(), default=limit),
+                "tolerance_max_rel_error": rel,
+                **{f"{n}.tolerance_basis": r.basis for n, r in sorted(rules.items())}}
+    reason = failure.reason if failure else ""
+    if failure is not None and failure.name in rules:
+        reason += f" (tolerance {rules[failure.name].basis}: {rules[failure.name].reason})"
     results.append(result(checks.ONNXRUNTIME, subject, Verdict.PASS if versus.passed else Verdict.FAIL,
-                          failure.reason if failure else "", measured, read, written))
+                          reason, measured, read, written))
     return results
 
 
@@ -259,6 +282,7 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
         if child.is_dir() and child.name not in spec.deployments and child.name not in ("reference", "onnxruntime"):
             shutil.rmtree(child)
     params = _parameters(base)
+    rules = output_tolerances(model, spec, base)
     results: list[CheckResult] = []
     inputs_read: list[Path] = [deploy_path]
     documents = {name: (run / name / "run.json") for name in spec.deployments}
@@ -303,7 +327,7 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
             [project_relative(out / "reference", base), project_relative(out / "onnxruntime", base)]
         split_dir = step_dir(model, "split", base) / name
         try:
-            results += _numeric(subject, outputs, reference, ort, spec, params, folder, read, base)
+            results += _numeric(subject, outputs, reference, ort, spec, rules, folder, read, base)
             results.append(_traces(subject, split_dir, run_dir, doc, folder, base))
             results += _met(model, name, subject, spec, run_dir, doc, split_dir, params, folder, base)
             results.append(_path(subject, run_dir, folder, base))

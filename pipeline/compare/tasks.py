@@ -16,7 +16,7 @@ from pipeline.layout import MET_BASELINE_FILE, RECORD_FILE, checks_path, model_d
 from pipeline.tasking import package_sources, spec_deployments
 
 SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
-                "petri/load.py", "petri/net.py", "onnx_runner.py", "metrics.py", "nnef", "deploy.py")
+                "petri/load.py", "petri/net.py", "onnx_runner.py", "metrics.py", "nnef", "deploy.py", "tolerance.py")
 
 
 def _compare(model: str) -> bool:
@@ -34,7 +34,7 @@ def task_compare() -> Iterator[dict[str, Any]]:
         export = step_dir(model, "export")
         file_dep = [(model_dir(model) / "deploy.yaml").as_posix(), (model_dir(model) / "model.onnx").as_posix(),
                     (export / "graph.nnef").as_posix(), (export / "provenance.json").as_posix(),
-                    (run / RECORD_FILE).as_posix()]
+                    (export / "validation.json").as_posix(), (run / RECORD_FILE).as_posix()]
         file_dep += [(run / name / "run.json").as_posix() for name in spec_deployments(model)]
         baseline = model_dir(model) / MET_BASELINE_FILE
         if baseline.is_file():

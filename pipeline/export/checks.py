@@ -2,6 +2,14 @@
 
 export.numeric   ONNX (onnxruntime) and the NNEF (reference semantics) agree within the
                  deployment tolerance on the validation vectors (validation.json).
+export.tolerance the tolerance applied is justified: the computed worst-case bound fits under
+                 the deploy.yaml limit, or else both sides' measured rounding against the
+                 float64 yardstick does (pipeline.tolerance).
+export.bound_reference    the reference semantics is within its computed error bound of the
+                 float64 yardstick (pipeline.errorbound, pipeline.yardstick).
+export.bound_onnxruntime  onnxruntime is within its computed error bound of the yardstick.
+export.discriminating     every output varies across the validation vectors by more than the
+                 tolerance (a constant output would not pass).
 export.explicit  our checker, certification profile, reads the exported files (with their
                  tensor files) without any finding: no defaulted or automatic attribute.
 export.trace     provenance.json accounts for every NNEF line, variable and tensor file
@@ -37,6 +45,10 @@ NUMERIC = "export.numeric"
 EXPLICIT = "export.explicit"
 TRACE = "export.trace"
 KHRONOS = "export.khronos"
+TOLERANCE = "export.tolerance"
+BOUND_REFERENCE = "export.bound_reference"
+BOUND_ONNXRUNTIME = "export.bound_onnxruntime"
+DISCRIMINATING = "export.discriminating"
 REJECT = "export.reject"
 
 register_check(
@@ -47,6 +59,41 @@ register_check(
     "Runs the ONNX model with onnxruntime (one thread) and the exported NNEF with the reference interpreter on "
     "the deployment spec's seeded validation vectors; per output max abs error, max ULP distance, mean abs error "
     "and max relative error against validation.tolerance.",
+)
+register_check(
+    TOLERANCE,
+    "Export: the tolerance applied to reference vs onnxruntime is justified by the network's rounding",
+    STEP,
+    ["HLR-EXP-001", "HLR-NUM-002"],
+    "pipeline.tolerance: effective tolerance = computed bound(ours) + bound(onnxruntime) when tighter than the "
+    "deploy.yaml limit, else the limit; pass when the computed bound or the measured rounding of both sides "
+    "(distance to the float64 yardstick) fits under the limit; fail when even the measured rounding exceeds it; "
+    "not run without a yardstick.",
+)
+register_check(
+    BOUND_REFERENCE,
+    "Export: the float32 reference semantics is within its computed forward error bound of the float64 yardstick",
+    STEP,
+    ["HLR-EXP-001", "HLR-SEM-001"],
+    "On the first validation vectors, |reference - yardstick| <= bound element by element; yardstick: "
+    "onnx.reference in float64 (pipeline.yardstick); bound: pipeline.errorbound (gamma_n accumulation, "
+    "magnitude propagation, documented transcendental accuracy). Not run when an operator has no bound rule.",
+)
+register_check(
+    BOUND_ONNXRUNTIME,
+    "Export: onnxruntime is within its computed forward error bound of the float64 yardstick",
+    STEP,
+    ["HLR-EXP-001", "HLR-NUM-002"],
+    "As export.bound_reference for onnxruntime's outputs, with the bound's onnxruntime assumptions (any order, "
+    "FMA, Conv+BatchNormalization folding, MLAS transcendental accuracy); a failure means an assumption is wrong.",
+)
+register_check(
+    DISCRIMINATING,
+    "Export: every output varies across the validation vectors by more than the tolerance",
+    STEP,
+    ["HLR-EXP-001"],
+    "Per output, max over elements of (max - min over the validation vectors) of the reference's outputs must "
+    "exceed the effective tolerance; otherwise a network with a constant output would pass the validation: fail.",
 )
 register_check(
     EXPLICIT,
@@ -91,12 +138,66 @@ def numeric_result(model: str, report: ValidationReport, read: list[str], writte
         "tolerance_max_rel_error": report.settings.tolerance.max_rel_error,
     }
     for output in report.outputs:
+        if output.tolerance is not None:
+            measured[f"{output.onnx_name}.effective_max_abs_error"] = output.tolerance.effective
+    for output in report.outputs:
         stats = output.stats.to_json()
         for key in ("max_abs_error", "mean_abs_error", "max_rel_error", "max_ulp", "nan_mismatches"):
             measured[f"{output.onnx_name}.{key}"] = stats[key]
     reasons = "; ".join(o.reason for o in report.outputs if not o.passed)
     verdict = Verdict.PASS if report.passed else Verdict.FAIL
     return CheckResult(NUMERIC, model, verdict, reasons, measured, read, written)
+
+
+def tolerance_result(model: str, report: ValidationReport, read: list[str], written: list[str]) -> CheckResult:
+    rules = {o.onnx_name: o.tolerance for o in report.outputs if o.tolerance is not None}
+    measured: dict[str, Any] = {f"{name}.{key}": value for name, rule in rules.items()
+                                for key, value in rule.to_json().items() if key != "reason"}
+    if report.yardstick.get("unavailable") or not report.yardstick.get("vectors"):
+        return CheckResult(TOLERANCE, model, Verdict.NOT_RUN, f"no float64 yardstick: "
+                           f"{report.yardstick.get('unavailable') or 'no vector'}", measured, read, written)
+    failed = [f"output '{name}': {rule.reason}" for name, rule in rules.items() if not rule.justified]
+    notes = "; ".join(f"output '{name}': {rule.reason}" for name, rule in rules.items())
+    return CheckResult(TOLERANCE, model, Verdict.FAIL if failed else Verdict.PASS, "; ".join(failed) or notes,
+                       measured, read, written)
+
+
+def _bound_result(check: str, side: str, model: str, report: ValidationReport, read: list[str],
+                  written: list[str]) -> CheckResult:
+    yard = report.yardstick
+    measured: dict[str, Any] = {"vectors": yard.get("vectors", 0)}
+    for o in report.outputs:
+        for key in ("max_abs", "max_rel", "bound_max", "to_bound", "over_bound"):
+            if f"{side}_{key}" in o.yardstick:
+                measured[f"{o.onnx_name}.{key}"] = o.yardstick[f"{side}_{key}"]
+    if yard.get("unavailable") or not yard.get("vectors"):
+        return CheckResult(check, model, Verdict.NOT_RUN, f"no float64 yardstick: {yard.get('unavailable') or 'no vector'}",
+                           measured, read, written)
+    if yard["bound"]["unavailable"]:
+        return CheckResult(check, model, Verdict.NOT_RUN, f"no computed bound: {yard['bound']['unavailable']}",
+                           measured, read, written)
+    over = [f"output '{o.onnx_name}': {o.yardstick[f'{side}_over_bound']} elements farther from the float64 "
+            f"yardstick than the bound (worst distance/bound {o.yardstick[f'{side}_to_bound']})"
+            for o in report.outputs if o.yardstick.get(f"{side}_over_bound")]
+    return CheckResult(check, model, Verdict.FAIL if over else Verdict.PASS, "; ".join(over), measured, read, written)
+
+
+def bound_results(model: str, report: ValidationReport, read: list[str], written: list[str]) -> list[CheckResult]:
+    return [_bound_result(BOUND_REFERENCE, "reference", model, report, read, written),
+            _bound_result(BOUND_ONNXRUNTIME, "onnxruntime", model, report, read, written)]
+
+
+def discriminating_result(model: str, report: ValidationReport, read: list[str], written: list[str]) -> CheckResult:
+    measured: dict[str, Any] = {"vectors": report.settings.vectors}
+    for o in report.outputs:
+        measured[f"{o.onnx_name}.spread"] = o.spread
+        measured[f"{o.onnx_name}.tolerance"] = o.tolerance.effective if o.tolerance else None
+    if report.settings.vectors < 2:
+        return CheckResult(DISCRIMINATING, model, Verdict.NOT_RUN, "fewer than two validation vectors", measured,
+                           read, written)
+    failed = [o.discriminating_reason for o in report.outputs if not o.discriminating]
+    return CheckResult(DISCRIMINATING, model, Verdict.FAIL if failed else Verdict.PASS, "; ".join(failed),
+                       measured, read, written)
 
 
 def explicit_result(model: str, export_dir: Path, read: list[str]) -> CheckResult:

@@ -59,6 +59,9 @@ def run_export_step(model: str, root: str | os.PathLike[str] = ".") -> list[Chec
     graph_files = [rel(out / name) for name in sorted(result.files) if name != PROVENANCE_FILE]
     results = [
         checks.numeric_result(model, report, sources + graph_files, [rel(out / VALIDATION_FILE)]),
+        checks.tolerance_result(model, report, sources + graph_files, [rel(out / VALIDATION_FILE)]),
+        *checks.bound_results(model, report, sources + graph_files, [rel(out / VALIDATION_FILE)]),
+        checks.discriminating_result(model, report, sources + graph_files, [rel(out / VALIDATION_FILE)]),
         checks.explicit_result(model, out, graph_files),
         checks.trace_result(model, out, onnx_path, sources[:1] + exported),
         checks.khronos_result(model, out, graph_files),

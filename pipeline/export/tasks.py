@@ -17,7 +17,7 @@ from pipeline.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_V
                              model_names, step_dir)
 
 SOURCE_GLOBS = ("export", "semantics", "nnef", "vectors.py", "deploy.py", "atomic.py", "diagnostics.py",
-                "layout.py", "metrics.py", "onnx_runner.py")
+                "layout.py", "metrics.py", "onnx_runner.py", "yardstick.py", "errorbound.py", "tolerance.py")
 
 
 def _export(model: str) -> None:

@@ -5,12 +5,18 @@ The validator does not trust the exporter: it reads the files the export wrote
 NNEF names of inputs and outputs), runs the reference interpreter on them, runs the
 ONNX model with onnxruntime (pipeline.onnx_runner), both on the same seeded vectors
 (pipeline.vectors), and compares every output with pipeline.metrics against the
-tolerance of the deployment spec. The result is validation.json:
+tolerance of pipeline.tolerance's rule. On the first YARDSTICK_VECTORS vectors it also
+evaluates the float64 yardstick (pipeline.yardstick) and the worst-case error bounds of both
+float32 evaluations (pipeline.errorbound), and records per output each side's distance to
+the yardstick against its bound and the output's spread across the vectors (docs/export.md,
+docs/compare.md). The result is validation.json:
 
     schema_version, model, onnx {file, sha256}, nnef {file, sha256},
     reference {runtime, version, settings}, vectors {count, seed, rule, inputs},
-    tolerance {max_abs_error, max_rel_error}, outputs [per output: onnx, nnef, shape,
-    the measures of metrics.ErrorStats, verdict, reason], verdict
+    tolerance {max_abs_error, max_rel_error}, yardstick {runtime, vectors, bound, unavailable},
+    outputs [per output: onnx, nnef, shape, the measures of metrics.ErrorStats, tolerance
+    (pipeline.tolerance.EffectiveTolerance), yardstick {reference, onnxruntime: distances and
+    bounds}, spread, discriminating, verdict, reason], verdict
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import onnx
 
+from pipeline.errorbound import ONNXRUNTIME, REFERENCE, BoundUnavailable, ErrorBound
 from pipeline.layout import EXPORT_VALIDATION_FILE
-from pipeline.metrics import ErrorAccumulator, ErrorStats, within_tolerance
+from pipeline.metrics import ErrorAccumulator, ErrorStats, _json_float, within_tolerance
 from pipeline.deploy import DeploySpec, Tolerance, check_inputs_match
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
@@ -35,11 +42,16 @@ from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE
 from pipeline.onnx_runner import ReferenceRunner, reference_runner
 from pipeline.nnef.checker import check_paths
 from pipeline.semantics import interpret, load_variables
+from pipeline.tolerance import EffectiveTolerance, discriminating, effective_tolerance, spread
 from pipeline.vectors import RULE, Distribution, InputSpec, iter_vectors
+from pipeline.yardstick import DESCRIPTION as YARDSTICK_DESCRIPTION
+from pipeline.yardstick import Yardstick
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# The yardstick and the bounds run on this many of the vectors (onnx.reference is plain NumPy).
+YARDSTICK_VECTORS = 20
 VALIDATION_FILE = EXPORT_VALIDATION_FILE
 DEFAULT_VECTORS = 100
 DEFAULT_SEED = 0
@@ -86,9 +98,16 @@ class OutputResult:
     stats: ErrorStats
     passed: bool
     reason: str
+    tolerance: EffectiveTolerance | None = None
+    yardstick: dict[str, Any] = field(default_factory=dict)
+    spread: float = 0.0
+    discriminating: bool = True
+    discriminating_reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"onnx": self.onnx_name, "nnef": self.nnef_name, "shape": self.shape, **self.stats.to_json(),
+                "tolerance": None if self.tolerance is None else self.tolerance.to_json(),
+                "yardstick": self.yardstick, "spread": self.spread, "discriminating": self.discriminating,
                 "verdict": "pass" if self.passed else "fail", "reason": self.reason}
 
 
@@ -101,6 +120,7 @@ class ValidationReport:
     onnx_file: dict[str, str]
     nnef_file: dict[str, str]
     timings: dict[str, float] = field(default_factory=dict)
+    yardstick: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -122,6 +142,7 @@ class ValidationReport:
                 "inputs": [spec.to_json() for _, spec in sorted(self.settings.inputs.items())],
             },
             "tolerance": self.settings.tolerance.to_json(),
+            "yardstick": self.yardstick,
             "outputs": [o.to_json() for o in self.outputs],
             "verdict": "pass" if self.passed else "fail",
         }
@@ -132,7 +153,8 @@ class ValidationReport:
         header = ["output", "shape", "max abs", "max ULP", "mean abs", "max rel", "tolerance", "verdict"]
         rows = [header]
         for o in self.outputs:
-            limit = f"{tol.max_abs_error:.1e}" + (f" / rel {tol.max_rel_error:.1e}" if tol.max_rel_error is not None else "")
+            used = o.tolerance.effective if o.tolerance is not None else tol.max_abs_error
+            limit = f"{used:.1e}" + (f" / rel {tol.max_rel_error:.1e}" if tol.max_rel_error is not None else "")
             rows.append([o.onnx_name, "x".join(map(str, o.shape)) or "scalar", f"{o.stats.max_abs_error:.3e}",
                          str(o.stats.max_ulp), f"{o.stats.mean_abs_error:.3e}", f"{o.stats.max_rel_error:.3e}",
                          limit, "pass" if o.passed else "FAIL"])
@@ -174,20 +196,29 @@ def validate_export(onnx_path: str | os.PathLike[str], export_dir: str | os.Path
     runner = runner or reference_runner(model)
     accumulators = {name: ErrorAccumulator() for name in output_names}
     shapes: dict[str, list[int]] = {}
+    seen: dict[str, list[np.ndarray]] = {name: [] for name in output_names}
+    yard = _YardstickRun(model, output_names)
     for index, vector in enumerate(iter_vectors(settings.inputs, settings.vectors, settings.seed)):
         expected = runner.run(vector)
         actual = interpret(graph, {input_names[name]: value for name, value in vector.items()}, variables)
         for onnx_name, nnef_name in output_names.items():
             shapes[onnx_name] = list(np.shape(expected[onnx_name]))
             accumulators[onnx_name].add(actual[nnef_name], np.asarray(expected[onnx_name], dtype=np.float32), index)
+            seen[onnx_name].append(np.asarray(actual[nnef_name], dtype=np.float32))
+        if index < YARDSTICK_VECTORS:
+            yard.add(vector, {o: actual[n] for o, n in output_names.items()}, expected)
     outputs = []
     tolerance = settings.tolerance
     for onnx_name, nnef_name in output_names.items():
         stats = accumulators[onnx_name].stats()
-        passed, reason = within_tolerance(stats, tolerance.max_abs_error, tolerance.max_rel_error)
+        rule = yard.tolerance(onnx_name, tolerance.max_abs_error)
+        passed, reason = within_tolerance(stats, rule.effective, tolerance.max_rel_error)
         if not passed:
-            reason = f"output '{onnx_name}': {reason}"
-        outputs.append(OutputResult(onnx_name, nnef_name, shapes.get(onnx_name, []), stats, passed, reason))
+            reason = f"output '{onnx_name}': {reason} ({rule.basis}: {rule.reason})"
+        width = spread(np.stack(seen[onnx_name])) if seen[onnx_name] else 0.0
+        telling, why = discriminating(width, rule.effective)
+        outputs.append(OutputResult(onnx_name, nnef_name, shapes.get(onnx_name, []), stats, passed, reason, rule,
+                                    yard.summary(onnx_name), width, telling, why and f"output '{onnx_name}': {why}"))
     log.info("validated %s on %d vectors: %s", onnx_file, settings.vectors,
              "pass" if all(o.passed for o in outputs) else "fail")
     return ValidationReport(
@@ -197,5 +228,77 @@ def validate_export(onnx_path: str | os.PathLike[str], export_dir: str | os.Path
         outputs=outputs,
         onnx_file={"file": onnx_file.name, "sha256": _sha256(onnx_file)},
         nnef_file={"file": GRAPH_FILE, "sha256": _sha256(export / GRAPH_FILE)},
+        yardstick=yard.describe(),
     )
 
+
+
+class _YardstickRun:
+    """The float64 yardstick and both error bounds on the first vectors, accumulated per output."""
+
+    def __init__(self, model: onnx.ModelProto, outputs: Mapping[str, str]) -> None:
+        self.vectors = 0
+        self.unavailable = ""
+        self.bound_unavailable = ""
+        self.measures: dict[str, dict[str, float]] = {name: {} for name in outputs}
+        try:
+            self.yardstick: Yardstick | None = Yardstick(model)
+        except Exception as error:  # onnx.reference refusing the model: recorded, never a pass
+            self.yardstick, self.unavailable = None, f"{type(error).__name__}: {error}"
+        try:
+            self.bounds: tuple[ErrorBound, ErrorBound] | None = (ErrorBound(model, REFERENCE),
+                                                                  ErrorBound(model, ONNXRUNTIME))
+        except BoundUnavailable as error:
+            self.bounds, self.bound_unavailable = None, str(error)
+
+    def add(self, vector: Mapping[str, np.ndarray], ours: Mapping[str, np.ndarray],
+            ort: Mapping[str, np.ndarray]) -> None:
+        if self.yardstick is None:
+            return
+        try:
+            exact = self.yardstick.run(vector)
+        except Exception as error:  # an operator onnx.reference cannot run in float64
+            self.yardstick, self.unavailable = None, f"{type(error).__name__}: {error}"
+            return
+        bounds = None if self.bounds is None else [b.run(vector) for b in self.bounds]
+        self.vectors += 1
+        for name, m in self.measures.items():
+            y = exact[name]
+            scale = np.maximum(np.abs(y), np.finfo(np.float32).tiny)
+            d_ours = np.abs(np.asarray(ours[name], np.float64) - y)
+            d_ort = np.abs(np.asarray(ort[name], np.float64).reshape(y.shape) - y)
+            _grow(m, "reference_max_abs", float(d_ours.max(initial=0.0)))
+            _grow(m, "reference_max_rel", float((d_ours / scale).max(initial=0.0)))
+            _grow(m, "onnxruntime_max_abs", float(d_ort.max(initial=0.0)))
+            _grow(m, "onnxruntime_max_rel", float((d_ort / scale).max(initial=0.0)))
+            _grow(m, "rounding_sum_max_abs", float((d_ours + d_ort).max(initial=0.0)))
+            if bounds is not None:
+                b_ours, b_ort = bounds[0][name].e, bounds[1][name].e
+                _grow(m, "reference_bound_max", float(b_ours.max(initial=0.0)))
+                _grow(m, "onnxruntime_bound_max", float(b_ort.max(initial=0.0)))
+                _grow(m, "computed_tolerance", float((b_ours + b_ort).max(initial=0.0)))
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    _grow(m, "reference_to_bound", float(np.nan_to_num(d_ours / b_ours, nan=np.inf).max(initial=0.0)))
+                    _grow(m, "onnxruntime_to_bound", float(np.nan_to_num(d_ort / b_ort, nan=np.inf).max(initial=0.0)))
+                m["reference_over_bound"] = m.get("reference_over_bound", 0) + int((d_ours > b_ours).sum())
+                m["onnxruntime_over_bound"] = m.get("onnxruntime_over_bound", 0) + int((d_ort > b_ort).sum())
+
+    def tolerance(self, name: str, limit: float) -> EffectiveTolerance:
+        m = self.measures[name]
+        why = self.bound_unavailable or (f"no float64 yardstick ({self.unavailable})" if self.unavailable else "")
+        return effective_tolerance(limit, m.get("computed_tolerance"), m.get("rounding_sum_max_abs"), why)
+
+    def summary(self, name: str) -> dict[str, Any]:
+        return {key: _json_float(float(value)) if isinstance(value, float) else value
+                for key, value in sorted(self.measures[name].items())}
+
+    def describe(self) -> dict[str, Any]:
+        return {"runtime": YARDSTICK_DESCRIPTION, "onnx_version": onnx.__version__, "vectors": self.vectors,
+                "unavailable": self.unavailable,
+                "bound": {"method": "worst-case forward error bound (pipeline.errorbound, docs/compare.md)",
+                          "reference": REFERENCE.to_json(), "onnxruntime": ONNXRUNTIME.to_json(),
+                          "unavailable": self.bound_unavailable}}
+
+
+def _grow(measures: dict[str, float], key: str, value: float) -> None:
+    measures[key] = max(measures.get(key, 0.0), value)

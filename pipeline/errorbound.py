@@ -1,0 +1,472 @@
+"""A forward error bound of float32 evaluation of an ONNX model, computed from the network.
+
+For every tensor t of the graph, on one input vector, a float64 pass carries the value v(t)
+(the network's semantics in double) and a bound e(t) such that any float32 evaluation that
+satisfies the assumptions below computes each element within e of v:
+
+* IEEE binary32, round to nearest even, unit roundoff u = 2^-24; no flush of subnormals
+  (a tiny absolute term covers gradual underflow); FMA allowed (it rounds less).
+* A dot product or sum of n terms (products, bias) is computed in *any* order and any
+  blocking: |fl(sum) - sum| <= gamma_n * sum |terms| with gamma_n = n u / (1 - n u)
+  (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., (3.4)-(3.5)). So the same
+  bound holds for our documented order and for onnxruntime's.
+* `slack` extra roundings per accumulated term cover graph rewrites an engine may apply
+  (onnxruntime folds BatchNormalization into the preceding Conv's weights: up to 3 roundings
+  per folded weight, one for the folded bias).
+* Transcendental functions within `ulps` units in the last place of the exact result, plus an
+  absolute error `absolute` (onnxruntime's MLAS approximations are not ulp-accurate near 0).
+* Errors in an operation's inputs propagate through its exact Lipschitz behaviour on the
+  interval [v - e, v + e] (relu, max pool: 1; sigmoid: 1/4; exp: exp(v + e); softmax:
+  relative exp(2 max e) - 1; products: (|a| + e_a)(|b| + e_b) - |a||b|).
+
+The float64 value v has its own error (~1e-16 relative), far below the float32 terms.
+Operators without a rule raise BoundUnavailable naming them: the bound is then not computed,
+never guessed. docs/compare.md ("The computed bound") derives each rule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+U = 2.0 ** -24
+TINY = 2.0 ** -149  # the smallest subnormal: gradual underflow's absolute error per rounding
+
+
+@dataclass(frozen=True)
+class Arithmetic:
+    """How one float32 implementation computes: what the bound may assume of it."""
+
+    name: str
+    slack: int = 0
+    ulps: Mapping[str, float] = field(default_factory=dict)
+    absolute: float = 0.0
+    lam: float | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "slack_roundings": self.slack, "transcendental_ulps": dict(sorted(self.ulps.items())),
+                "transcendental_absolute": self.absolute}
+
+
+# Our reference: the documented order (no rewrite), the transcendental programs' measured maxima
+# rounded up (docs/semantics/transcendental.md).
+REFERENCE = Arithmetic("reference semantics (float32)", 0, {"exp": 1.0, "tanh": 1.1, "sigmoid": 2.5})
+# onnxruntime (CPU provider, ORT_ENABLE_ALL): Conv+BatchNormalization folding (4 extra roundings),
+# MLAS polynomial exp/tanh/logistic: an assumption, checked on every model by the
+# onnxruntime-against-yardstick check.
+ONNXRUNTIME = Arithmetic("onnxruntime (CPUExecutionProvider, float32)", 4,
+                         {"exp": 4.0, "tanh": 4.0, "sigmoid": 4.0}, 2.0 ** -24)
+
+
+class BoundUnavailable(Exception):
+    """The model uses an operator (or attribute) the bound has no rule for."""
+
+
+def gamma_probabilistic(n: int, lam: float) -> float:
+    """Higham and Mary's gamma~_n(lam) = exp(lam sqrt(n) u + n u^2 / (1 - u)) - 1 (SIAM J. Sci. Comput. 41(5), 2019)."""
+    return math.expm1(lam * math.sqrt(n) * U + n * U * U / (1.0 - U))
+
+
+def gamma(n: int | float) -> float:
+    nu = n * U
+    if nu >= 1.0:
+        return math.inf
+    return nu / (1.0 - nu)
+
+
+@dataclass
+class Bounded:
+    """A tensor's float64 value and the bound on any float32 evaluation's distance to it."""
+
+    v: np.ndarray
+    e: np.ndarray
+
+    @property
+    def hi(self) -> np.ndarray:
+        """A bound on the magnitude of the float32 value."""
+        return np.abs(self.v) + self.e
+
+
+def _attrs(node: onnx.NodeProto) -> dict[str, object]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _rounding(a: Arithmetic, y: np.ndarray, fn: str) -> np.ndarray:
+    """The error of one transcendental evaluation with exact argument: ulps of |y| plus absolute."""
+    if fn not in a.ulps:
+        raise BoundUnavailable(f"no accuracy stated for {fn} in {a.name}")
+    return a.ulps[fn] * 2.0 * U * np.abs(y) + a.absolute + TINY
+
+
+# --- linear operators ------------------------------------------------------------------------------
+
+
+def _conv64(x: np.ndarray, w: np.ndarray, pads: list[int], strides: list[int], dilations: list[int],
+            group: int) -> np.ndarray:
+    """Cross-correlation (ONNX Conv without bias) in float64, any number of spatial axes."""
+    spatial = x.ndim - 2
+    half = len(pads) // 2
+    x = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + half]) for i in range(spatial)])
+    n, c = x.shape[:2]
+    o, cg = w.shape[:2]
+    kernel = w.shape[2:]
+    out_shape = [(x.shape[2 + i] - dilations[i] * (kernel[i] - 1) - 1) // strides[i] + 1 for i in range(spatial)]
+    out = np.zeros([n, o, *out_shape])
+    og = o // group
+    for g in range(group):
+        xg = x[:, g * cg:(g + 1) * cg]
+        wg = w[g * og:(g + 1) * og]
+        for k in np.ndindex(*kernel):
+            sl = tuple(slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (out_shape[i] - 1) + 1, strides[i])
+                       for i in range(spatial))
+            out[:, g * og:(g + 1) * og] += np.einsum("nc...,oc->no...", xg[(slice(None), slice(None), *sl)],
+                                                    wg[(slice(None), slice(None), *k)])
+    return out
+
+
+def _bilinear(a: Arithmetic, f: Callable[[np.ndarray, np.ndarray], np.ndarray], x: Bounded, w: Bounded,
+              n: int, bias: Bounded | None) -> Bounded:
+    """y = f(x, w) (+ bias), f bilinear with n products per output element (any order).
+
+    Worst case: |f(x^, w^) - f(x, w)| <= f(|x| + e_x, |w| + e_w) - f(|x|, |w|), rounding gamma_(n+1) f(|x^|, |w^|).
+    Probabilistic (a.lam): the input errors as independent, mean-zero, bounded: Hoeffding gives
+    lam * sqrt(f(e_x^2, (|w| + e_w)^2) + f(x^2, e_w^2)); rounding Higham-Mary's gamma~_(n+1)(lam).
+    """
+    v = f(x.v, w.v)
+    mag = f(x.hi, w.hi)
+    terms = n + (bias is not None)
+    if a.lam is None:
+        propagated = np.maximum(mag - f(np.abs(x.v), np.abs(w.v)), 0.0)
+        rounding = gamma(terms + a.slack)
+    else:
+        propagated = a.lam * np.sqrt(f(x.e ** 2, w.hi ** 2) + f(x.v ** 2, w.e ** 2))
+        rounding = gamma_probabilistic(terms + a.slack, a.lam)
+    if bias is not None:
+        v = v + bias.v
+        mag = mag + bias.hi
+        propagated = propagated + bias.e
+    return Bounded(v, propagated + rounding * mag + TINY * terms)
+
+
+def _conv(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    at = _attrs(node)
+    if at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        raise BoundUnavailable("Conv with auto_pad")
+    x, w = ins[0], ins[1]
+    spatial = x.v.ndim - 2
+    pads = list(at.get("pads", [0] * 2 * spatial))
+    strides = list(at.get("strides", [1] * spatial))
+    dilations = list(at.get("dilations", [1] * spatial))
+    group = int(at.get("group", 1))
+    n = int(np.prod(w.v.shape[1:]))
+    bias = ins[2] if len(ins) > 2 else None
+    if bias is not None:
+        shape = [1, -1] + [1] * spatial
+        bias = Bounded(bias.v.reshape(shape), bias.e.reshape(shape))
+    return [_bilinear(a, lambda p, q: _conv64(p, q, pads, strides, dilations, group), x, w, n, bias)]
+
+
+def _gemm(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    at = _attrs(node)
+    alpha, beta = float(at.get("alpha", 1.0)), float(at.get("beta", 1.0))
+    x, w = ins[0], ins[1]
+    if at.get("transA", 0):
+        x = Bounded(x.v.T, x.e.T)
+    if at.get("transB", 0):
+        w = Bounded(w.v.T, w.e.T)
+    if alpha != 1.0:  # alpha * (A B) as (alpha A) B: one more rounding per product
+        x = Bounded(alpha * x.v, abs(alpha) * x.e)
+    extra = (alpha != 1.0) + (beta != 1.0)
+    scaled = Arithmetic(a.name, a.slack + extra, a.ulps, a.absolute, a.lam)
+    bias = None
+    if len(ins) > 2 and ins[2].v.size:
+        bias = Bounded(beta * ins[2].v, abs(beta) * ins[2].e)
+    return [_bilinear(scaled, np.matmul, x, w, x.v.shape[-1], bias)]
+
+
+def _matmul(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    return [_bilinear(a, np.matmul, ins[0], ins[1], ins[0].v.shape[-1], None)]
+
+
+# --- element-wise ---------------------------------------------------------------------------------
+
+
+def _add(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], sign: float = 1.0) -> list[Bounded]:
+    x, y = ins
+    e = x.e + y.e
+    return [Bounded(x.v + sign * y.v, e + U * (x.hi + y.hi) + TINY)]
+
+
+def _sub(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    return _add(a, node, ins, -1.0)
+
+
+def _mul(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x, y = ins
+    mag = x.hi * y.hi
+    return [Bounded(x.v * y.v, mag - np.abs(x.v * y.v) + U * mag + TINY)]
+
+
+def _div(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x, y = ins
+    low = np.abs(y.v) - y.e
+    with np.errstate(divide="ignore", invalid="ignore"):
+        propagated = np.where(low > 0, (np.abs(x.v) * y.e + np.abs(y.v) * x.e) / (np.abs(y.v) * low), np.inf)
+        rounding = np.where(low > 0, U * x.hi / low, np.inf)
+    return [Bounded(x.v / y.v, propagated + rounding + TINY)]
+
+
+def _relu(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    return [Bounded(np.maximum(ins[0].v, 0.0), ins[0].e)]
+
+
+def _leaky(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    alpha = float(_attrs(node).get("alpha", 0.01))
+    x = ins[0]
+    y = np.where(x.v >= 0, x.v, alpha * x.v)
+    return [Bounded(y, max(1.0, abs(alpha)) * x.e + U * np.abs(alpha) * x.hi + TINY)]
+
+
+def _clip(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    at = _attrs(node)
+    low = ins[1].v if len(ins) > 1 and ins[1].v.size else at.get("min", -np.inf)
+    high = ins[2].v if len(ins) > 2 and ins[2].v.size else at.get("max", np.inf)
+    return [Bounded(np.clip(ins[0].v, low, high), ins[0].e)]
+
+
+def _sigmoid(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x = ins[0]
+    y = 1.0 / (1.0 + np.exp(-x.v))
+    hi = 1.0 / (1.0 + np.exp(-(x.v + x.e)))
+    return [Bounded(y, np.minimum(x.e / 4.0, 1.0) + _rounding(a, hi, "sigmoid"))]
+
+
+def _tanh(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x = ins[0]
+    return [Bounded(np.tanh(x.v), np.minimum(x.e, 2.0) + _rounding(a, np.tanh(np.abs(x.v) + x.e), "tanh"))]
+
+
+def _exp(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x = ins[0]
+    hi = np.exp(x.v + x.e)
+    return [Bounded(np.exp(x.v), hi - np.exp(x.v) + _rounding(a, hi, "exp"))]
+
+
+def _softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset: int) -> list[Bounded]:
+    x = ins[0]
+    axis = int(_attrs(node).get("axis", -1 if opset >= 13 else 1))
+    v, e = x.v, x.e
+    shape = v.shape
+    if opset < 13:  # coerced to 2-D at `axis`
+        axis = axis % v.ndim
+        v = v.reshape(int(np.prod(shape[:axis])), -1)
+        e = e.reshape(v.shape)
+        axis = 1
+    t = v - v.max(axis=axis, keepdims=True)
+    s = np.exp(t) / np.exp(t).sum(axis=axis, keepdims=True)
+    n = v.shape[axis]
+    big = e.max(axis=axis, keepdims=True)
+    propagated = s * np.expm1(2.0 * big)
+    # x - max rounds relatively by u; exp amplifies that by |t|; exp's own error; the sum; the division.
+    exp_rel = np.expm1(U * (np.abs(t) + 2.0 * big)) + _rounding(a, 1.0, "exp")
+    worst = exp_rel.max(axis=axis, keepdims=True)
+    rel = (1.0 + exp_rel) * (1.0 + U) / ((1.0 - worst) * (1.0 - gamma(n))) - 1.0
+    bound = propagated + (s + propagated) * rel + TINY
+    return [Bounded(s.reshape(shape), bound.reshape(shape))]
+
+
+# --- pooling and normalization -------------------------------------------------------------------
+
+
+def _window(x: np.ndarray, kernel: list[int], pads: list[int], strides: list[int], fill: float,
+            dilations: list[int] | None = None) -> np.ndarray:
+    """[N, C, *out, *kernel] view of the padded input's windows."""
+    spatial = len(kernel)
+    dilations = dilations or [1] * spatial
+    half = len(pads) // 2
+    padded = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + half]) for i in range(spatial)], constant_values=fill)
+    span = [dilations[i] * (kernel[i] - 1) + 1 for i in range(spatial)]
+    windows = np.lib.stride_tricks.sliding_window_view(padded, span, axis=tuple(range(2, 2 + spatial)))
+    windows = windows[(Ellipsis, *[slice(None, None, d) for d in dilations])]
+    return windows[(slice(None), slice(None), *[slice(None, None, s) for s in strides])]
+
+
+def _pool_attrs(node: onnx.NodeProto, spatial: int) -> tuple[list[int], list[int], list[int], dict[str, object]]:
+    at = _attrs(node)
+    if at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") or at.get("ceil_mode", 0):
+        raise BoundUnavailable(f"{node.op_type} with auto_pad or ceil_mode")
+    kernel = list(at["kernel_shape"])
+    return kernel, list(at.get("pads", [0] * 2 * spatial)), list(at.get("strides", [1] * spatial)), at
+
+
+def _maxpool(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x = ins[0]
+    kernel, pads, strides, at = _pool_attrs(node, x.v.ndim - 2)
+    dil = list(at.get("dilations", [1] * len(kernel)))
+    axes = tuple(range(-len(kernel), 0))
+    v = _window(x.v, kernel, pads, strides, -np.inf, dil).max(axis=axes)
+    e = _window(x.e, kernel, pads, strides, 0.0, dil).max(axis=axes)
+    return [Bounded(v, e)]
+
+
+def _average(x: Bounded, axes: tuple[int, ...], count: np.ndarray | int, a: Arithmetic, terms: int) -> Bounded:
+    """Sum of `terms` terms then one division by `count` (or a multiplication by its rounded reciprocal)."""
+    s = x.v.sum(axis=axes)
+    mag = x.hi.sum(axis=axes)
+    e = (x.e.sum(axis=axes) + gamma(terms + 2 + a.slack) * mag) / count + TINY * terms
+    return Bounded(s / count, e)
+
+
+def _avgpool(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x = ins[0]
+    kernel, pads, strides, at = _pool_attrs(node, x.v.ndim - 2)
+    axes = tuple(range(-len(kernel), 0))
+    windows = Bounded(_window(x.v, kernel, pads, strides, 0.0), _window(x.e, kernel, pads, strides, 0.0))
+    if at.get("count_include_pad", 0):
+        count: np.ndarray | int = int(np.prod(kernel))
+    else:
+        ones = _window(np.ones_like(x.v), kernel, pads, strides, 0.0)
+        count = ones.sum(axis=axes)
+    return [_average(windows, axes, count, a, int(np.prod(kernel)))]
+
+
+def _global_avgpool(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x = ins[0]
+    axes = tuple(range(2, x.v.ndim))
+    count = int(np.prod(x.v.shape[2:]))
+    out = _average(x, axes, count, a, count)
+    shape = x.v.shape[:2] + (1,) * (x.v.ndim - 2)
+    return [Bounded(out.v.reshape(shape), out.e.reshape(shape))]
+
+
+def _batchnorm(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x, scale, bias, mean, var = ins[:5]
+    if any(np.any(p.e) for p in (scale, bias, mean, var)):
+        raise BoundUnavailable("BatchNormalization with computed parameters")
+    eps = float(np.float32(_attrs(node).get("epsilon", 1e-5)))
+    shape = [1, -1] + [1] * (x.v.ndim - 2)
+    factor = (scale.v / np.sqrt(var.v + eps)).reshape(shape)
+    m, b = mean.v.reshape(shape), bias.v.reshape(shape)
+    v = factor * (x.v - m) + b
+    # sub, mul, add epsilon, sqrt, div, add: six roundings, relative to these magnitudes.
+    e = np.abs(factor) * x.e + gamma(6 + a.slack) * (np.abs(factor) * (x.hi + np.abs(m)) + np.abs(b)) + TINY
+    return [Bounded(v, e)]
+
+
+# --- data movement: the same operation on value and bound ------------------------------------------
+
+
+def _shape_op(fn: Callable[[np.ndarray, list[np.ndarray]], np.ndarray]):
+    def rule(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+        rest = [i.v for i in ins[1:]]
+        return [Bounded(fn(ins[0].v, rest, node), fn(ins[0].e, rest, node))]
+    return rule
+
+
+def _flatten(x: np.ndarray, rest: list[np.ndarray], node: onnx.NodeProto) -> np.ndarray:
+    axis = int(_attrs(node).get("axis", 1)) % max(x.ndim, 1)
+    return x.reshape(int(np.prod(x.shape[:axis])), -1)
+
+
+def _reshape(x: np.ndarray, rest: list[np.ndarray], node: onnx.NodeProto) -> np.ndarray:
+    shape = [int(d) for d in rest[0]]
+    if not _attrs(node).get("allowzero", 0):
+        shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+    return x.reshape(shape)
+
+
+def _transpose(x: np.ndarray, rest: list[np.ndarray], node: onnx.NodeProto) -> np.ndarray:
+    perm = _attrs(node).get("perm")
+    return np.transpose(x, perm)
+
+
+def _axes(node: onnx.NodeProto, rest: list[np.ndarray]) -> list[int] | None:
+    if rest and rest[0].size:
+        return [int(i) for i in rest[0]]
+    axes = _attrs(node).get("axes")
+    return None if axes is None else list(axes)
+
+
+def _squeeze(x: np.ndarray, rest: list[np.ndarray], node: onnx.NodeProto) -> np.ndarray:
+    axes = _axes(node, rest)
+    return np.squeeze(x) if axes is None else np.squeeze(x, axis=tuple(axes))
+
+
+def _unsqueeze(x: np.ndarray, rest: list[np.ndarray], node: onnx.NodeProto) -> np.ndarray:
+    axes = _axes(node, rest) or []
+    out = x
+    for axis in sorted(a % (x.ndim + len(axes)) for a in axes):
+        out = np.expand_dims(out, axis)
+    return out
+
+
+def _concat(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    axis = int(_attrs(node)["axis"])
+    return [Bounded(np.concatenate([i.v for i in ins], axis), np.concatenate([i.e for i in ins], axis))]
+
+
+def _identity(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    return [ins[0]]
+
+
+def _unsupported(node: onnx.NodeProto) -> list[Bounded]:
+    raise BoundUnavailable(f"no error-bound rule for {node.op_type} (node '{node.name or node.output[0]}')")
+
+
+RULES: dict[str, Callable[..., list[Bounded]]] = {
+    "Conv": _conv, "Gemm": _gemm, "MatMul": _matmul, "Add": _add, "Sub": _sub, "Mul": _mul, "Div": _div,
+    "Relu": _relu, "LeakyRelu": _leaky, "Clip": _clip, "Sigmoid": _sigmoid, "Tanh": _tanh, "Exp": _exp,
+    "MaxPool": _maxpool, "AveragePool": _avgpool, "GlobalAveragePool": _global_avgpool,
+    "BatchNormalization": _batchnorm, "Flatten": _shape_op(_flatten), "Reshape": _shape_op(_reshape),
+    "Transpose": _shape_op(_transpose), "Squeeze": _shape_op(_squeeze), "Unsqueeze": _shape_op(_unsqueeze),
+    "Concat": _concat, "Identity": _identity, "Dropout": _identity,
+}
+
+
+class ErrorBound:
+    """The bound of one arithmetic on one model: `run({input: array}) -> {output: Bounded}`."""
+
+    def __init__(self, model: onnx.ModelProto, arithmetic: Arithmetic) -> None:
+        self.model = model
+        self.arithmetic = arithmetic
+        self.opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=13)
+        self.constants = {t.name: numpy_helper.to_array(t).astype(np.float64)
+                          if t.data_type == onnx.TensorProto.FLOAT else numpy_helper.to_array(t)
+                          for t in model.graph.initializer}
+        missing = sorted({n.op_type for n in model.graph.node if n.op_type not in RULES and n.op_type != "Constant"})
+        if missing:
+            raise BoundUnavailable(f"no error-bound rule for {', '.join(missing)}")
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, Bounded]:
+        env: dict[str, Bounded] = {name: Bounded(np.asarray(c, np.float64) if c.dtype.kind == "f" else c,
+                                                 np.zeros(c.shape)) for name, c in self.constants.items()}
+        for name, value in inputs.items():
+            env[name] = Bounded(np.asarray(value, np.float32).astype(np.float64), np.zeros(np.shape(value)))
+        env[""] = Bounded(np.zeros(0), np.zeros(0))
+        for node in self.model.graph.node:
+            if node.op_type == "Constant":
+                tensor = numpy_helper.to_array(_attrs(node)["value"])
+                env[node.output[0]] = Bounded(tensor.astype(np.float64) if tensor.dtype.kind == "f" else tensor,
+                                              np.zeros(tensor.shape))
+                continue
+            ins = [env[name] for name in node.input]
+            if node.op_type == "Softmax":
+                outs = _softmax(self.arithmetic, node, ins, self.opset)
+            else:
+                outs = RULES[node.op_type](self.arithmetic, node, ins)
+            for name, value in zip(node.output, outs):
+                env[name] = value
+        return {o.name: env[o.name] for o in self.model.graph.output}
+
+
+def tolerance_bound(model: onnx.ModelProto) -> tuple[ErrorBound, ErrorBound]:
+    """The bounds of our reference and of onnxruntime on `model` (BoundUnavailable if either has no rule)."""
+    return ErrorBound(model, REFERENCE), ErrorBound(model, ONNXRUNTIME)
+
+
+RULES["Softmax"] = _softmax  # dispatched with the opset in ErrorBound.run

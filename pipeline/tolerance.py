@@ -1,0 +1,80 @@
+"""The one tolerance rule for "float32 reference (or the code bit-identical to it) against onnxruntime".
+
+Used by the export validation (reference semantics vs onnxruntime) and by the compare step
+(executed code vs onnxruntime), so the same numbers cannot pass one and fail the other
+(docs/compare.md, "The tolerance rule"):
+
+* the deploy.yaml tolerance (`limit`) is the largest difference the user accepts;
+* the computed tolerance is bound(ours) + bound(onnxruntime), the worst-case forward error
+  bounds of pipeline.errorbound (max over the validation vectors and elements);
+* the effective tolerance is the computed one when it is tighter than the limit, else the limit;
+* the limit is *justified* when the computed tolerance fits under it, or else when the
+  measured rounding of both sides (their distances to the float64 yardstick,
+  pipeline.yardstick) fits under it; a limit below the measured rounding is a limit that
+  float32 evaluation cannot meet, and the rule says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class EffectiveTolerance:
+    """The absolute tolerance a comparison applies, where it comes from, and whether it is justified."""
+
+    effective: float
+    limit: float
+    computed: float | None
+    measured_rounding: float | None
+    basis: str
+    justified: bool
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"effective_max_abs_error": self.effective, "limit_max_abs_error": self.limit,
+                "computed_max_abs_error": self.computed, "measured_rounding_max_abs_error": self.measured_rounding,
+                "basis": self.basis, "justified": self.justified, "reason": self.reason}
+
+
+def effective_tolerance(limit: float, computed: float | None, measured_rounding: float | None = None,
+                        unavailable: str = "") -> EffectiveTolerance:
+    """The rule (module docstring). `computed` None: no bound (`unavailable` says why)."""
+    if computed is not None and computed <= limit:
+        return EffectiveTolerance(computed, limit, computed, measured_rounding, "computed bound", True,
+                                  f"computed bound {computed:.3e} <= deploy.yaml limit {limit:.3e}")
+    if computed is None:
+        why = f"no computed bound ({unavailable or 'not evaluated'})"
+    else:
+        why = f"computed worst-case bound {computed:.3e} exceeds the deploy.yaml limit {limit:.3e}"
+    if measured_rounding is None:
+        return EffectiveTolerance(limit, limit, computed, None, "deploy.yaml limit", False,
+                                  f"{why}; rounding not measured against the float64 yardstick")
+    if measured_rounding <= limit:
+        return EffectiveTolerance(limit, limit, computed, measured_rounding, "deploy.yaml limit", True,
+                                  f"{why}; the limit covers the measured rounding of both sides "
+                                  f"({measured_rounding:.3e} against the float64 yardstick)")
+    return EffectiveTolerance(limit, limit, computed, measured_rounding, "deploy.yaml limit", False,
+                              f"{why}, and the measured rounding of both sides against the float64 yardstick "
+                              f"({measured_rounding:.3e}) exceeds it too: float32 evaluation cannot meet this limit")
+
+
+def spread(values: np.ndarray) -> float:
+    """max over elements of (max - min over vectors) of `values` [vectors, ...]: what the validation can see."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape[0] < 2:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        per_element = np.nanmax(values, axis=0) - np.nanmin(values, axis=0)
+    return float(np.nanmax(per_element)) if per_element.size else 0.0
+
+
+def discriminating(spread_value: float, tolerance: float) -> tuple[bool, str]:
+    """A validation discriminates an output when its spread across the vectors exceeds the tolerance."""
+    if spread_value > tolerance:
+        return True, ""
+    return False, (f"the output varies by at most {spread_value:.3e} across the validation vectors, not more than "
+                   f"the tolerance {tolerance:.3e}: a constant output would pass this validation")
