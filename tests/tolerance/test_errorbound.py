@@ -1,0 +1,143 @@
+"""The computed forward error bound holds on seeded random networks, against things nobody here wrote.
+
+Each network is built with onnx.helper, exported and run by our float32 reference semantics
+(pipeline.semantics on the NNEF) and by onnxruntime; both must lie within their bound of the
+float64 yardstick (onnx.reference in double). The bound pass's own float64 values must agree
+with the yardstick (two float64 evaluations written by different people).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from pipeline.errorbound import ONNXRUNTIME, REFERENCE, U, BoundUnavailable, ErrorBound, gamma
+from pipeline.export import export_model
+from pipeline.yardstick import Yardstick
+from tests.export import helpers as H
+
+SEEDS = range(3)
+
+
+def _dense_chain(seed: int) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    sizes = [64, 48, 32, 10]
+    nodes, init, x = [], {}, "x"
+    for i, (m, n) in enumerate(zip(sizes, sizes[1:])):
+        init[f"w{i}"] = rng.normal(0, 1 / np.sqrt(m), (n, m)).astype(np.float32)
+        init[f"b{i}"] = rng.normal(0, 0.1, n).astype(np.float32)
+        nodes.append(H.node("Gemm", [x, f"w{i}", f"b{i}"], [f"g{i}"], transB=1))
+        nodes.append(H.node("Relu" if i % 2 == 0 else "Tanh", [f"g{i}"], [f"a{i}"]))
+        x = f"a{i}"
+    nodes.append(H.node("Softmax", [x], ["y"], axis=1))
+    return H.make_model(nodes, {"x": [1, 64]}, {"y": [1, 10]}, init)
+
+
+def _conv_net(seed: int) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    init = {"w1": rng.normal(0, 0.4, (8, 3, 3, 3)).astype(np.float32), "b1": rng.normal(0, 0.1, 8).astype(np.float32),
+            "w2": rng.normal(0, 0.2, (8, 8, 3, 3)).astype(np.float32),
+            "s": rng.uniform(0.5, 1.5, 8).astype(np.float32), "o": rng.normal(0, 0.1, 8).astype(np.float32),
+            "m": rng.normal(0, 0.1, 8).astype(np.float32), "v": rng.uniform(0.5, 2, 8).astype(np.float32),
+            "wd": rng.normal(0, 0.3, (8, 1, 3, 3)).astype(np.float32),
+            "wf": rng.normal(0, 0.3, (5, 8)).astype(np.float32), "bf": rng.normal(0, 0.1, 5).astype(np.float32)}
+    nodes = [H.node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             H.node("Relu", ["c1"], ["r1"]),
+             H.node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             H.node("Conv", ["p1", "w2"], ["c2"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+             H.node("BatchNormalization", ["c2", "s", "o", "m", "v"], ["n2"], epsilon=1e-5),
+             H.node("Conv", ["n2", "wd"], ["d2"], pads=[1, 1, 1, 1], kernel_shape=[3, 3], group=8),
+             H.node("Add", ["d2", "p1"], ["a2"]),
+             H.node("Sigmoid", ["a2"], ["g2"]),
+             H.node("Mul", ["a2", "g2"], ["silu"]),
+             H.node("AveragePool", ["silu"], ["ap"], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1]),
+             H.node("GlobalAveragePool", ["ap"], ["gap"]),
+             H.node("Flatten", ["gap"], ["f"], axis=1),
+             H.node("Gemm", ["f", "wf", "bf"], ["y"], transB=1)]
+    return H.make_model(nodes, {"x": [1, 3, 12, 12]}, {"y": [1, 5]}, init)
+
+
+def _cancelling(seed: int) -> onnx.ModelProto:
+    """Sums of large terms that cancel: the result is small, the rounding of the terms is not."""
+    rng = np.random.default_rng(seed)
+    half = rng.uniform(100, 1000, (4, 32)).astype(np.float32)
+    w = np.concatenate([half, -half], axis=1) * rng.uniform(0.999, 1.001, (4, 64)).astype(np.float32)
+    return H.make_model([H.node("MatMul", ["x", "w"], ["y"])], {"x": [1, 64]}, {"y": [1, 4]},
+                        {"w": np.ascontiguousarray(w.T, dtype=np.float32)})
+
+
+def _check(model: onnx.ModelProto, directory: Path, seed: int, low: float, high: float) -> dict[str, float]:
+    export = export_model(model, directory)
+    yard = Yardstick(model)
+    ours_bound, ort_bound = ErrorBound(model, REFERENCE), ErrorBound(model, ONNXRUNTIME)
+    ratios = {"ours": 0.0, "ort": 0.0}
+    for v in range(4):
+        feeds = H.random_inputs(model, seed * 10 + v, low, high)
+        exact = yard.run(feeds)
+        ours, ort = H.run_nnef(export, directory, feeds), H.run_ort(model, feeds)
+        b_ours, b_ort = ours_bound.run(feeds), ort_bound.run(feeds)
+        for name, y in exact.items():
+            np.testing.assert_allclose(b_ours[name].v, y, rtol=1e-12, atol=1e-12)
+            for side, got, bound in (("ours", ours[name], b_ours[name].e), ("ort", ort[name], b_ort[name].e)):
+                distance = np.abs(np.asarray(got, np.float64) - y)
+                assert np.all(distance <= bound), (side, float((distance / bound).max()))
+                ratios[side] = max(ratios[side], float((distance / bound).max()))
+    return ratios
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_bound_holds_on_dense_chains(tmp_path: Path, seed: int) -> None:
+    _check(_dense_chain(seed), tmp_path, seed, -2.0, 2.0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_bound_holds_on_convolutional_networks(tmp_path: Path, seed: int) -> None:
+    _check(_conv_net(seed), tmp_path, seed, 0.0, 1.0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_bound_holds_on_cancelling_sums(tmp_path: Path, seed: int) -> None:
+    ratios = _check(_cancelling(seed), tmp_path, seed, 0.5, 1.0)
+    assert ratios["ours"] > 1e-3, "cancellation makes the rounding visible: the bound is not vacuous here"
+
+
+def test_bound_is_tight_for_a_sum_that_rounds_every_time(tmp_path: Path) -> None:
+    """1 + u + u + ... in the reference's documented order: each + u is a tie, rounded to even (back to 1).
+
+    The error is (n - 1) u; the bound gamma_(n+1) (1 + (n - 1) u) is about (n + 1) u: within 10 %.
+    """
+    n = 64
+    model = H.make_model([H.node("MatMul", ["x", "w"], ["y"])], {"x": [1, n]}, {"y": [1, 1]},
+                         {"w": np.ones((n, 1), np.float32)})
+    feeds = {"x": np.array([[1.0] + [U] * (n - 1)], np.float32)}
+    export = export_model(model, tmp_path)
+    ours = H.run_nnef(export, tmp_path, feeds)["y"]
+    exact = Yardstick(model).run(feeds)["y"]
+    bound = ErrorBound(model, REFERENCE).run(feeds)["y"].e
+    assert exact[0, 0] == 1.0 + (n - 1) * U and ours[0, 0] == 1.0
+    error = abs(float(ours[0, 0]) - exact[0, 0])
+    assert error <= bound[0, 0] and error / bound[0, 0] > 0.9, (error, bound[0, 0])
+    assert bound[0, 0] == pytest.approx(gamma(n) * (1.0 + (n - 1) * U), rel=1e-6)
+
+
+def test_unsupported_operator_is_named() -> None:
+    model = H.make_model([H.node("Erf", ["x"], ["y"])], {"x": [1, 4]}, {"y": [1, 4]})
+    with pytest.raises(BoundUnavailable, match="Erf"):
+        ErrorBound(model, REFERENCE)
+
+
+def test_yardstick_batchnorm_is_the_inference_formula() -> None:
+    """onnx.reference alone computes opset-13 BatchNormalization with batch statistics; the yardstick does not."""
+    rng = np.random.default_rng(5)
+    p = {k: rng.uniform(0.5, 2.0, 3).astype(np.float32) for k in ("s", "o", "m", "v")}
+    model = H.make_model([H.node("BatchNormalization", ["x", "s", "o", "m", "v"], ["y"], epsilon=1e-3)],
+                         {"x": [2, 3, 4, 4]}, {"y": [2, 3, 4, 4]}, p)
+    x = rng.normal(0, 1, (2, 3, 4, 4)).astype(np.float32)
+    got = Yardstick(model).run({"x": x})["y"]
+    c = lambda k: p[k].astype(np.float64).reshape(1, 3, 1, 1)  # noqa: E731
+    expected = (x - c("m")) / np.sqrt(c("v") + np.float64(np.float32(1e-3))) * c("s") + c("o")
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=1e-14, atol=1e-14)
