@@ -358,6 +358,123 @@ def _batchnorm(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[
     return [Bounded(v, e)]
 
 
+def _hardsigmoid_parts(x: Bounded, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
+    """max(0, min(1, alpha x + beta)): Lipschitz |alpha|; alpha x, + beta: two roundings, a third for an
+    implementation that rounds alpha to float32 (HardSwish's 1/6) or divides by 6."""
+    v = np.clip(alpha * x.v + beta, 0.0, 1.0)
+    return v, abs(alpha) * x.e + gamma(3) * (abs(alpha) * x.hi + abs(beta)) + TINY
+
+
+def _hardsigmoid(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    at = _attrs(node)
+    v, e = _hardsigmoid_parts(ins[0], float(at.get("alpha", 0.2)), float(at.get("beta", 0.5)))
+    return [Bounded(v, e)]
+
+
+def _hardswish(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """x * hardsigmoid(x; 1/6, 1/2): slope in [-1/2, 3/2]; the product of x^ and h^ rounds once more."""
+    x = ins[0]
+    h, eh = _hardsigmoid_parts(x, 1.0 / 6.0, 0.5)
+    v = x.v * h
+    hi_h = np.minimum(h + eh, 1.0)
+    return [Bounded(v, 1.5 * x.e + x.hi * eh + gamma(2) * x.hi * hi_h + TINY)]
+
+
+def _prelu(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x, slope = ins
+    v = np.where(x.v >= 0, x.v, slope.v * x.v)
+    return [Bounded(v, np.maximum(1.0, slope.hi) * x.e + U * slope.hi * x.hi + TINY)]
+
+
+def _extremum(fn: Callable[..., np.ndarray]):
+    """Max / Min of n inputs: exact, and 1-Lipschitz in the max norm."""
+    def rule(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+        v = ins[0].v
+        e = ins[0].e
+        for other in ins[1:]:
+            v = fn(v, other.v)
+            e = np.maximum(e, other.e)
+        return [Bounded(v, np.broadcast_to(e, v.shape).copy())]
+    return rule
+
+
+def _sum(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    v = sum(i.v for i in ins)
+    mag = sum(i.hi for i in ins)
+    return [Bounded(v, sum(i.e for i in ins) + gamma(max(len(ins) - 1, 0)) * mag + TINY)]
+
+
+def _global_maxpool(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x = ins[0]
+    axes = tuple(range(2, x.v.ndim))
+    return [Bounded(x.v.max(axis=axes, keepdims=True), x.e.max(axis=axes, keepdims=True))]
+
+
+def _reduce_mean(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    x = ins[0]
+    at = _attrs(node)
+    axes = list(at["axes"]) if "axes" in at else ([int(i) for i in ins[1].v] if len(ins) > 1 and ins[1].v.size
+                                                  else list(range(x.v.ndim)))
+    axes_t = tuple(sorted(i % x.v.ndim for i in axes))
+    count = int(np.prod([x.v.shape[i] for i in axes_t]))
+    out = _average(x, axes_t, count, a, count)
+    if at.get("keepdims", 1):
+        shape = [1 if i in axes_t else d for i, d in enumerate(x.v.shape)]
+        out = Bounded(out.v.reshape(shape), out.e.reshape(shape))
+    return [out]
+
+
+def _pad(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    at = _attrs(node)
+    mode = at.get("mode", b"constant")
+    if mode not in (b"constant", "constant"):
+        raise BoundUnavailable(f"Pad mode {mode!r}")
+    x = ins[0]
+    pads = [int(p) for p in (ins[1].v if len(ins) > 1 else at["pads"])]
+    if len(ins) > 3 and ins[3].v.size:
+        raise BoundUnavailable("Pad with axes")
+    value = float(ins[2].v) if len(ins) > 2 and ins[2].v.size else float(at.get("value", 0.0))
+    if min(pads) < 0:
+        raise BoundUnavailable("Pad with negative pads")
+    half = len(pads) // 2
+    width = [(pads[i], pads[i + half]) for i in range(half)]
+    return [Bounded(np.pad(x.v, width, constant_values=value), np.pad(x.e, width))]
+
+
+def _slice_index(node: onnx.NodeProto, ins: list[Bounded], ndim: int) -> tuple[slice, ...]:
+    starts, ends = (np.asarray(i.v, np.int64) for i in ins[1:3])
+    axes = np.asarray(ins[3].v, np.int64) if len(ins) > 3 and ins[3].v.size else np.arange(len(starts))
+    steps = np.asarray(ins[4].v, np.int64) if len(ins) > 4 and ins[4].v.size else np.ones(len(starts), np.int64)
+    index = [slice(None)] * ndim
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        big = np.iinfo(np.int64).max // 2
+        index[int(axis) % ndim] = slice(int(np.clip(start, -big, big)), int(np.clip(end, -big, big)), int(step))
+    return tuple(index)
+
+
+def _slice(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    if len(ins) < 3:
+        raise BoundUnavailable("Slice before opset 10")
+    index = _slice_index(node, ins, ins[0].v.ndim)
+    return [Bounded(ins[0].v[index], ins[0].e[index])]
+
+
+def _split(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    at = _attrs(node)
+    x = ins[0]
+    axis = int(at.get("axis", 0)) % x.v.ndim
+    if len(ins) > 1 and ins[1].v.size:
+        sizes = [int(s) for s in ins[1].v]
+    elif "split" in at:
+        sizes = list(at["split"])
+    else:
+        count = len(node.output)
+        step = -(-x.v.shape[axis] // count)
+        sizes = [min(step, x.v.shape[axis] - i * step) for i in range(count)]
+    cuts = np.cumsum(sizes)[:-1]
+    return [Bounded(v, e) for v, e in zip(np.split(x.v, cuts, axis), np.split(x.e, cuts, axis))]
+
+
 # --- data movement: the same operation on value and bound ------------------------------------------
 
 
@@ -425,6 +542,9 @@ RULES: dict[str, Callable[..., list[Bounded]]] = {
     "BatchNormalization": _batchnorm, "Flatten": _shape_op(_flatten), "Reshape": _shape_op(_reshape),
     "Transpose": _shape_op(_transpose), "Squeeze": _shape_op(_squeeze), "Unsqueeze": _shape_op(_unsqueeze),
     "Concat": _concat, "Identity": _identity, "Dropout": _identity,
+    "HardSigmoid": _hardsigmoid, "HardSwish": _hardswish, "PRelu": _prelu, "Max": _extremum(np.maximum),
+    "Min": _extremum(np.minimum), "Sum": _sum, "GlobalMaxPool": _global_maxpool, "ReduceMean": _reduce_mean,
+    "Pad": _pad, "Slice": _slice, "Split": _split,
 }
 
 

@@ -141,3 +141,44 @@ def test_yardstick_batchnorm_is_the_inference_formula() -> None:
     expected = (x - c("m")) / np.sqrt(c("v") + np.float64(np.float32(1e-3))) * c("s") + c("o")
     assert got.dtype == np.float64
     np.testing.assert_allclose(got, expected, rtol=1e-14, atol=1e-14)
+
+
+def _assorted(seed: int) -> onnx.ModelProto:
+    """Pad, Slice, Split, Max, Min, Sum, PRelu, GlobalMaxPool, ReduceMean, LeakyRelu, Concat, Transpose."""
+    rng = np.random.default_rng(seed)
+    init = {"w": rng.normal(0, 0.5, (6, 4, 3, 3)).astype(np.float32), "pads": np.array([0, 0, 1, 1, 0, 0, 1, 1]),
+            "st": np.array([0, 1]), "en": np.array([3, 7]), "ax": np.array([1, 3]),
+            "slope": rng.uniform(0.05, 0.3, (1, 6, 1, 1)).astype(np.float32), "rm": np.array([2, 3])}
+    nodes = [H.node("Pad", ["x", "pads"], ["p"], mode="constant"),
+             H.node("Conv", ["p", "w"], ["c"], kernel_shape=[3, 3]),
+             H.node("PRelu", ["c", "slope"], ["r"]),
+             H.node("Split", ["r"], ["s0", "s1"], axis=1),
+             H.node("Max", ["s0", "s1"], ["mx"]), H.node("Min", ["s0", "s1"], ["mn"]),
+             H.node("Sum", ["mx", "mn", "s0"], ["sm"]),
+             H.node("LeakyRelu", ["sm"], ["lk"], alpha=0.1),
+             H.node("Slice", ["lk", "st", "en", "ax"], ["sl"]),
+             H.node("GlobalMaxPool", ["sl"], ["gm"]),
+             H.node("ReduceMean", ["lk"], ["rmean"], axes=[2, 3], keepdims=1),
+             H.node("Concat", ["gm", "rmean"], ["cc"], axis=1),
+             H.node("Transpose", ["cc"], ["y"], perm=[0, 2, 3, 1])]
+    return H.make_model(nodes, {"x": [1, 4, 8, 8]}, {"y": None}, init)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_bound_holds_on_assorted_operators(tmp_path: Path, seed: int) -> None:
+    _check(_assorted(seed), tmp_path, seed, -1.0, 1.0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_onnxruntime_within_bound_on_hard_activations(seed: int) -> None:
+    """HardSigmoid and HardSwish (opset 14), onnxruntime against the yardstick."""
+    rng = np.random.default_rng(seed)
+    model = H.make_model([H.node("MatMul", ["x", "w"], ["m"]), H.node("HardSwish", ["m"], ["h"]),
+                          H.node("HardSigmoid", ["h"], ["y"], alpha=0.3, beta=0.4)],
+                         {"x": [1, 32]}, {"y": [1, 16]}, {"w": rng.normal(0, 1, (32, 16)).astype(np.float32)}, opset=14)
+    feeds = H.random_inputs(model, seed, -3.0, 3.0)
+    exact = Yardstick(model).run(feeds)["y"]
+    bound = ErrorBound(model, ONNXRUNTIME).run(feeds)["y"]
+    # onnx.reference spells HardSwish's alpha 1/6 as a float32 constant; the bound pass uses 1/6 exactly.
+    np.testing.assert_allclose(bound.v, exact, rtol=1e-7, atol=1e-12)
+    assert np.all(np.abs(H.run_ort(model, feeds)["y"].astype(np.float64) - exact) <= bound.e)
