@@ -243,7 +243,7 @@ def _sigmoid(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bo
     x = ins[0]
     y = 1.0 / (1.0 + np.exp(-x.v))
     hi = 1.0 / (1.0 + np.exp(-(x.v + x.e)))
-    return [Bounded(y, np.minimum(x.e / 4.0, 1.0) + _rounding(a, hi, "sigmoid"))]
+    return [Bounded(y, np.minimum(x.e / 4.0 + _rounding(a, hi, "sigmoid"), 1.0))]  # both in [0, 1]
 
 
 def _tanh(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
@@ -276,7 +276,7 @@ def _softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset: int
     exp_rel = np.expm1(U * (np.abs(t) + 2.0 * big)) + _rounding(a, 1.0, "exp")
     worst = exp_rel.max(axis=axis, keepdims=True)
     rel = (1.0 + exp_rel) * (1.0 + U) / ((1.0 - worst) * (1.0 - gamma(n))) - 1.0
-    bound = propagated + (s + propagated) * rel + TINY
+    bound = np.minimum(propagated + (s + propagated) * rel + TINY, 1.0)  # both in [0, 1]
     return [Bounded(s.reshape(shape), bound.reshape(shape))]
 
 
