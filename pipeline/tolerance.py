@@ -59,7 +59,10 @@ def effective_tolerance(limit: float, computed: float | None, measured_rounding:
                                   f"({measured_rounding:.3e} against the float64 yardstick)")
     return EffectiveTolerance(limit, limit, computed, measured_rounding, "deploy.yaml limit", False,
                               f"{why}, and the measured rounding of both sides against the float64 yardstick "
-                              f"({measured_rounding:.3e}) exceeds it too: float32 evaluation cannot meet this limit")
+                              f"({measured_rounding:.3e}) exceeds it too: float32 evaluation cannot meet this limit "
+                              f"(rounding, not a defect, if export.bound_reference and export.bound_onnxruntime pass; "
+                              f"a deploy.yaml validation.tolerance.max_abs_error of at least {measured_rounding:.1e} "
+                              f"would be justified by the measured rounding)")
 
 
 def spread(values: np.ndarray) -> float:
