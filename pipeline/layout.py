@@ -78,6 +78,8 @@ def export_data(model: str, root: Path | str = ".") -> list[Path]:
     record.json and validation.json are the export's verdicts, which a later step neither
     reads nor depends on (doit re-runs it when provenance.json, holding every tensor's hash,
     changes), so recording them would make its record stale whenever only they change.
+    (The compare step is the exception: it reads validation.json's tolerance record, the one
+    tolerance rule's inputs, and depends on it; docs/compare.md.)
     """
     folder = step_dir(model, "export", root)
     files = [folder / EXPORT_GRAPH_FILE, folder / EXPORT_PROVENANCE_FILE] + sorted(folder.glob("*.dat"))
