@@ -527,6 +527,30 @@ def _concat(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bou
     return [Bounded(np.concatenate([i.v for i in ins], axis), np.concatenate([i.e for i in ins], axis))]
 
 
+def _shape(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    at = _attrs(node)
+    dims = np.array(ins[0].v.shape, np.int64)[int(at.get("start", 0)):at.get("end")]
+    return [Bounded(dims, np.zeros(dims.shape))]
+
+
+def _gather(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    axis = int(_attrs(node).get("axis", 0))
+    indices = np.asarray(ins[1].v, np.int64)
+    return [Bounded(np.take(ins[0].v, indices, axis=axis), np.take(ins[0].e, indices, axis=axis))]
+
+
+_INTEGER = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
+            "Div": lambda x, y: np.trunc(np.true_divide(x, y)).astype(np.int64)}
+
+
+def _integer(node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded] | None:
+    """Shape arithmetic on int64 tensors: exact, no rounding."""
+    if node.op_type not in _INTEGER or not all(np.asarray(i.v).dtype.kind in "iu" for i in ins):
+        return None
+    value = _INTEGER[node.op_type](ins[0].v, ins[1].v)
+    return [Bounded(value, np.zeros(np.shape(value)))]
+
+
 def _identity(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
     return [ins[0]]
 
@@ -544,7 +568,7 @@ RULES: dict[str, Callable[..., list[Bounded]]] = {
     "Concat": _concat, "Identity": _identity, "Dropout": _identity,
     "HardSigmoid": _hardsigmoid, "HardSwish": _hardswish, "PRelu": _prelu, "Max": _extremum(np.maximum),
     "Min": _extremum(np.minimum), "Sum": _sum, "GlobalMaxPool": _global_maxpool, "ReduceMean": _reduce_mean,
-    "Pad": _pad, "Slice": _slice, "Split": _split,
+    "Pad": _pad, "Slice": _slice, "Split": _split, "Shape": _shape, "Gather": _gather,
 }
 
 
@@ -575,7 +599,10 @@ class ErrorBound:
                                               np.zeros(tensor.shape))
                 continue
             ins = [env[name] for name in node.input]
-            if node.op_type == "Softmax":
+            integer = _integer(node, ins)
+            if integer is not None:
+                outs = integer
+            elif node.op_type == "Softmax":
                 outs = _softmax(self.arithmetic, node, ins, self.opset)
             else:
                 outs = RULES[node.op_type](self.arithmetic, node, ins)

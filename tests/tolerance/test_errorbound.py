@@ -182,3 +182,22 @@ def test_onnxruntime_within_bound_on_hard_activations(seed: int) -> None:
     # onnx.reference spells HardSwish's alpha 1/6 as a float32 constant; the bound pass uses 1/6 exactly.
     np.testing.assert_allclose(bound.v, exact, rtol=1e-7, atol=1e-12)
     assert np.all(np.abs(H.run_ort(model, feeds)["y"].astype(np.float64) - exact) <= bound.e)
+
+
+def test_shape_arithmetic_is_exact_and_the_bound_holds_through_it() -> None:
+    """Shape -> Gather -> Div (int64) -> Unsqueeze -> Concat -> Reshape, as torch exports a channel shuffle."""
+    rng = np.random.default_rng(7)
+    model = H.make_model([
+        H.node("MatMul", ["x", "w"], ["m"]),
+        H.node("Shape", ["m"], ["s"]), H.node("Gather", ["s", "i1"], ["c"], axis=0),
+        H.node("Div", ["c", "two"], ["half"]), H.node("Unsqueeze", ["half", "ax0"], ["h1"]),
+        H.node("Concat", ["one", "two1", "h1"], ["shape"], axis=0),
+        H.node("Reshape", ["m", "shape"], ["r"]), H.node("Transpose", ["r"], ["y"], perm=[0, 2, 1])],
+        {"x": [1, 8]}, {"y": [1, 4, 2]},
+        {"w": rng.normal(0, 1, (8, 8)).astype(np.float32), "i1": np.array(1, np.int64), "two": np.array(2, np.int64),
+         "ax0": np.array([0], np.int64), "one": np.array([1], np.int64), "two1": np.array([2], np.int64)})
+    feeds = H.random_inputs(model, 7)
+    exact = Yardstick(model).run(feeds)["y"]
+    bound = ErrorBound(model, ONNXRUNTIME).run(feeds)["y"]
+    np.testing.assert_allclose(bound.v, exact, rtol=1e-12, atol=1e-12)
+    assert np.all(np.abs(H.run_ort(model, feeds)["y"].astype(np.float64) - exact) <= bound.e)
