@@ -15,6 +15,8 @@ export.explicit  our checker, certification profile, reads the exported files (w
 export.trace     provenance.json accounts for every NNEF line, variable and tensor file
                  (re-hashed) and every ONNX node, and matches the ONNX file.
 export.khronos   the Khronos parser reads the same graph, shapes and tensor data.
+export.finite_parameters  every initializer and Constant tensor of the ONNX model holds
+                 finite numbers only (a NaN or an infinity names the tensor and its first index).
 export.reject    the exporter rejects an unsupported operator, a dynamic shape and a
                  non-float32 input with the right code, naming node, op type, opset and
                  the supported operators, and writes nothing.
@@ -28,13 +30,15 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.registry.checks import CheckResult, Verdict, register_check
 from pipeline.export.errors import ExportError
 from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE, export_model
 from pipeline.export.khronos import compare_with_khronos
+from pipeline.export.onnx_model import OnnxModel
 from pipeline.export.validate import ValidationReport
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.codes import PROFILE_DEPENDENT
@@ -50,6 +54,7 @@ BOUND_REFERENCE = "export.bound_reference"
 BOUND_ONNXRUNTIME = "export.bound_onnxruntime"
 DISCRIMINATING = "export.discriminating"
 REJECT = "export.reject"
+FINITE = "export.finite_parameters"
 
 register_check(
     NUMERIC,
@@ -118,6 +123,15 @@ register_check(
     ["HLR-FMT-005"],
     "nnef.load_graph + nnef.infer_shapes on the export directory, compared operation by operation, shape by shape "
     "and variable by variable (bit for bit) with our checker's graph; 'not run' without the nnef package.",
+)
+register_check(
+    FINITE,
+    "Export: every trained parameter (initializer, Constant tensor) is a finite number: no NaN, no infinity",
+    STEP,
+    ["HLR-EXP-001"],
+    "Reads every floating-point initializer and Constant-node tensor of the ONNX model and fails on the first "
+    "NaN or infinite value, naming the tensor and the index (in C order) of that value. A NaN weight makes the "
+    "numeric comparison meaningless (NaN == NaN passes as a match), so it is refused before validation counts.",
 )
 register_check(
     REJECT,
@@ -259,6 +273,41 @@ def trace_result(model: str, export_dir: Path, onnx_path: Path, read: list[str])
     if problems:
         return CheckResult(TRACE, model, Verdict.FAIL, f"{len(problems)} problem(s), first: {problems[0]}", measured, read)
     return CheckResult(TRACE, model, Verdict.PASS, "", measured, read)
+
+
+def first_non_finite(arrays: dict[str, np.ndarray]) -> tuple[str, tuple[int, ...], float] | None:
+    """(name, index, value) of the first NaN or infinity in `arrays` (in name order), or None."""
+    for name in sorted(arrays):
+        data = np.asarray(arrays[name])
+        if data.dtype.kind not in "fc" or data.size == 0:
+            continue
+        bad = ~np.isfinite(data)
+        if bad.any():
+            index = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), data.shape))
+            return name, index, data[index].item()
+    return None
+
+
+def constant_parameters(onnx_model: OnnxModel) -> dict[str, np.ndarray]:
+    """The model's trained numbers: its initializers and the tensors its Constant nodes hold."""
+    found = dict(onnx_model.initializers)
+    for node in onnx_model.nodes:
+        for value in node.attrs.values():
+            if isinstance(value, TensorProto):
+                found[node.outputs[0] if node.outputs else node.label] = numpy_helper.to_array(value)
+    return found
+
+
+def finite_result(model: str, onnx_model: OnnxModel, read: list[str]) -> CheckResult:
+    """export.finite_parameters over the model's constant tensors (initializers and Constant values)."""
+    parameters = constant_parameters(onnx_model)
+    measured = {"tensors": len(parameters), "values": int(sum(np.asarray(a).size for a in parameters.values()))}
+    first = first_non_finite(parameters)
+    if first is not None:
+        name, index, value = first
+        return CheckResult(FINITE, model, Verdict.FAIL, f"tensor '{name}' holds {value} at index {list(index)}",
+                           measured, read)
+    return CheckResult(FINITE, model, Verdict.PASS, "", measured, read)
 
 
 def khronos_result(model: str, export_dir: Path, read: list[str]) -> CheckResult:

@@ -24,6 +24,10 @@ CODES: dict[str, str] = {
     "EXPORT-E010": "output directory not usable (exists and is not empty and not a previous export, or not writable)",
     "EXPORT-E011": "internal check failed: the NNEF written does not pass the checker or its shapes differ from ONNX's",
     "EXPORT-E012": "the ONNX model cannot be run by the reference runtime (onnxruntime, onnx.reference)",
+    "EXPORT-E013": "constant tensor data disagrees with its declared shape (longer or shorter), is external, or has a shape beyond the limits",
+    "EXPORT-E014": "a graph input, intermediate or output shape beyond the limits (an extent over 2^31 - 1 or more than 2^32 elements)",
+    "EXPORT-E015": "a graph output listed twice",
+    "EXPORT-E016": "the ONNX model file is not a regular file or exceeds the size limit (2 GiB - 1)",
 }
 
 

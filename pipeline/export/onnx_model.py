@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
+from pipeline.export.guard import (MAX_ONNX_BYTES, check_file_size, check_outputs, check_shapes, check_tensor_data)
 
 MIN_OPSET = 7
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -128,18 +129,25 @@ def _read(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> tuple[onn
         data = source.SerializeToString(deterministic=True)
         return source, data, "<memory>"
     if isinstance(source, (bytes, bytearray)):
-        data = bytes(source)
+        data, where = bytes(source), "<memory>"
+        if len(data) > MAX_ONNX_BYTES:
+            raise ExportError("EXPORT-E016", f"the ONNX model is {len(data)} bytes; the limit is {MAX_ONNX_BYTES}",
+                              Location.in_file(where))
+    else:
+        path = Path(source)
+        check_file_size(path)
         try:
-            return onnx.load_model_from_string(data), data, "<memory>"
-        except Exception as exc:  # noqa: BLE001 - protobuf raises several types
-            raise ExportError("EXPORT-E001", f"not an ONNX model: {exc}", Location.in_file("<memory>")) from None
-    path = Path(source)
-    try:
-        data = path.read_bytes()
-        model = onnx.load(str(path))
-    except Exception as exc:  # noqa: BLE001 - OSError, DecodeError, external-data errors
-        raise ExportError("EXPORT-E001", f"cannot read the ONNX model: {exc}", Location.in_file(path)) from None
-    return model, data, path.name
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ExportError("EXPORT-E001", f"cannot read the ONNX model: {exc.strerror or exc}",
+                              Location.in_file(path)) from None
+        where = path.name
+    try:  # from the bytes read: external data (a path in the model) is never followed
+        return onnx.load_model_from_string(data), data, where
+    except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeWarning, ValueError
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ExportError("EXPORT-E001", f"not an ONNX model (protobuf decoding failed: {message})",
+                          Location.in_file(where)) from None
 
 
 def _default_opset(model: onnx.ModelProto, where: str) -> int:
@@ -163,9 +171,16 @@ def _since_version(op_type: str, domain: str, opset: int) -> int | None:
 
 
 def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> OnnxModel:
-    """Read, check and shape-infer a model; ExportError (E001/E002/E005/E006/E007/E009) otherwise."""
+    """Read, check and shape-infer a model; ExportError (E001/E002/E005/E006/E007/E009, E013-E016) otherwise.
+
+    The file's size, every constant tensor's data length and every shape are judged
+    (pipeline.export.guard) before onnx.checker, shape inference or NumPy see them.
+    """
     model, data, where = _read(source)
     opset = _default_opset(model, where)
+    check_outputs(model.graph)
+    check_tensor_data(model.graph)
+    check_shapes(model.graph.input, "graph input")
     declared_initializers = {t.name for t in model.graph.initializer}
     for value in model.graph.input:
         if value.name not in declared_initializers:
@@ -173,7 +188,7 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> OnnxM
             _check_graph_input(TensorInfo(value.name, elem_type, shape))
     try:
         onnx.checker.check_model(model)
-    except onnx.checker.ValidationError as exc:
+    except Exception as exc:  # noqa: BLE001 - ValidationError, and ValueError for oversized protos
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else "invalid model"
         raise ExportError("EXPORT-E001", f"not a valid ONNX model: {first}", Location.in_file(where)) from None
     try:
@@ -182,7 +197,12 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> OnnxM
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ExportError("EXPORT-E009", f"ONNX shape inference failed: {message}", Location.in_file(where)) from None
     graph = inferred.graph
-    initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    check_shapes(graph.value_info, "tensor")
+    check_shapes(graph.output, "graph output")
+    try:
+        initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    except Exception as exc:  # noqa: BLE001 - a data layout onnx cannot decode, after our length checks
+        raise ExportError("EXPORT-E013", f"an initializer cannot be decoded: {exc}", Location.in_file(where)) from None
     tensors: dict[str, TensorInfo] = {}
     for value in list(graph.input) + list(graph.value_info) + list(graph.output):
         elem_type, shape = _shape_of(value.type)

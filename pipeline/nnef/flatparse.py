@@ -40,7 +40,7 @@ _KEYWORDS = frozenset({
     "length_of", "range_of",
 })
 
-_VERSION = re.compile(r"([0-9]+)\.([0-9]+)")
+_VERSION = re.compile(r"([0-9]{1,9})\.([0-9]{1,9})")
 _FRACTIONAL = re.compile(r"[0-9]+\.|[0-9]+[eE]")
 
 

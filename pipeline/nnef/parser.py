@@ -136,7 +136,7 @@ class _AstBuilder(Transformer):
     @_rule
     def version(self, c: list[Any], span: Span) -> ast.Version:
         text = c[1].value
-        match = re.fullmatch(r"([0-9]+)\.([0-9]+)", text)
+        match = re.fullmatch(r"([0-9]{1,9})\.([0-9]{1,9})", text)
         major, minor = (int(match.group(1)), int(match.group(2))) if match else (-1, -1)
         return ast.Version(major, minor, self._tok_span(c[1]))
 
