@@ -1,7 +1,10 @@
 """Atomic file writes: temp file in the same directory, fsync, then rename.
 
 An interrupted run must never leave a half-written artifact that doit would take as
-up to date, so every artifact the pipeline writes goes through here.
+up to date, so every artifact the pipeline writes goes through here. A write the system
+refuses (disk full, read-only file system, permission, quota: any OSError) leaves the
+previous file untouched, removes the temp file and raises `WriteError` (PIPE-E901, a
+PipelineError naming the path, still an OSError for callers that catch those).
 """
 
 from __future__ import annotations
@@ -12,12 +15,44 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pipeline.diagnostics import Location, PipelineError
+
+WRITE_ERROR = "PIPE-E901"
+
+
+class WriteError(PipelineError, OSError):
+    """A file the system would not let us write; nothing half-written is left behind."""
+
+    def __init__(self, path: str | os.PathLike[str], cause: OSError) -> None:
+        reason = cause.strerror or str(cause) or type(cause).__name__
+        name = errno_name(cause.errno)
+        super().__init__(WRITE_ERROR, f"cannot write {os.fspath(path)}: {reason}" + (f" ({name})" if name else ""),
+                         Location.in_file(os.fspath(path)))
+        self.errno = cause.errno
+        self.strerror = cause.strerror
+        self.filename = os.fspath(path)
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.code}: {self.message}"
+
+
+def errno_name(number: int | None) -> str:
+    """`ENOSPC` for 28, "" when unknown."""
+    import errno
+
+    return errno.errorcode.get(number, "") if number is not None else ""
+
 
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write `data` to `path` atomically, creating parent directories."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except WriteError:
+        raise
+    except OSError as exc:
+        raise WriteError(target, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -25,9 +60,14 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    except BaseException as exc:
+        try:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        except OSError:
+            pass  # the original error says more than a failed clean-up
+        if isinstance(exc, OSError) and not isinstance(exc, WriteError):
+            raise WriteError(target, exc) from None
         raise
     return target
 

@@ -8,6 +8,7 @@ them as JSON. A finding is data, never an exception: checkers return *all* of th
 from __future__ import annotations
 
 import enum
+import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple
 
@@ -158,3 +159,42 @@ class PipelineError(Exception):
     def all_problems(self) -> list["PipelineError"]:
         """Every problem this error stands for: itself; a document validator's error lists them all."""
         return [self]
+
+
+# Errors no step anticipated (docs/conventions.md, "Errors"): every command and doit action
+# reports them with a code, never with a traceback unless asked.
+INTERNAL_ERROR = "PIPE-E900"  # an exception no step anticipated: a bug, reported as such
+IO_ERROR = "PIPE-E901"  # the system refused a read or write (disk full, read-only, permission, quota)
+DEBUG_ENV = "NNCERT_DEBUG"  # set to 1 (or pass --debug) to see the traceback of an internal error
+
+
+def debug_requested() -> bool:
+    """Whether tracebacks are wanted: NNCERT_DEBUG set to anything but "", 0, false, no, off."""
+    return os.environ.get(DEBUG_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    return lines[0].strip()[:500] if lines else ""
+
+
+def describe_unexpected(exc: BaseException) -> str:
+    """One coded line for an exception that is not a PipelineError.
+
+    An OSError (ENOSPC, EROFS, EACCES, EDQUOT, ...) is the system's answer, not a bug:
+    PIPE-E901 with the path. Anything else is PIPE-E900 `internal error` with the type and
+    the first line of its message.
+    """
+    if isinstance(exc, PipelineError):
+        return "\n".join(f"{p.location}: error {p.code}: {p.message}" if p.location else f"error {p.code}: {p.message}"
+                         for p in exc.all_problems())
+    if isinstance(exc, OSError):
+        import errno
+
+        name = errno.errorcode.get(exc.errno, "") if exc.errno is not None else ""
+        where = f"{exc.filename}: " if exc.filename else ""
+        reason = exc.strerror or _first_line(str(exc)) or type(exc).__name__
+        return f"{where}error {IO_ERROR}: {reason}" + (f" ({name})" if name else "")
+    message = _first_line(str(exc))
+    return (f"error {INTERNAL_ERROR}: internal error: {type(exc).__name__}" + (f": {message}" if message else "")
+            + f" (a bug in the pipeline; set {DEBUG_ENV}=1 or pass --debug for the traceback)")

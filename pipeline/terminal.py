@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import sys
+import traceback
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, TextIO
 
-from pipeline.diagnostics import Finding, Location, PipelineError, Span
+from pipeline.diagnostics import (DEBUG_ENV, INTERNAL_ERROR, IO_ERROR, Finding, Location, PipelineError, Span,  # noqa: F401
+                                  debug_requested, describe_unexpected)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
@@ -80,6 +82,14 @@ def print_findings(findings: Iterable[Finding], out: TextIO, texts: Mapping[str,
 def report_error(error: PipelineError) -> int:
     """Print a bad-input error on stderr; the exit status for bad input."""
     print(render_error(error), file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def report_unexpected(exc: BaseException, debug: bool = False) -> int:
+    """Print `describe_unexpected(exc)` on stderr (and the traceback when asked); exit status 2."""
+    if debug or debug_requested():
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    print(render_error(exc) if isinstance(exc, PipelineError) else describe_unexpected(exc), file=sys.stderr)
     return EXIT_BAD_INPUT
 
 

@@ -8,6 +8,7 @@ from typing import Any, Iterator
 
 from doit.exceptions import TaskFailed
 
+from pipeline.registry.freshness import step_action
 from pipeline.tasking import package_sources
 from pipeline.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, model_names, step_dir
 
@@ -47,7 +48,7 @@ def task_check() -> Iterator[dict[str, Any]]:
         out = step_dir(model, "check")
         yield {
             "name": model,
-            "actions": [(_run, [model])],
+            "actions": [(step_action("check", _run), [model])],
             "file_dep": [str(export / "graph.nnef"), str(export / "provenance.json")] + sources,
             "targets": [str(out / CHECK_REPORT_FILE), str(checks_path(model, "check")), str(out / "record.json")],
             "clean": True,

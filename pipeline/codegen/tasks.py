@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from pipeline.layout import RECORD_FILE, checks_path, model_dir, model_names, step_dir
 from pipeline.split.tasks import split_targets
+from pipeline.registry.freshness import step_action
 from pipeline.tasking import package_sources
 
 SOURCE_GLOBS = ("codegen", "semantics/transcendental.py", "toolchain", "nnef", "split/plan.py", "deploy.py", "layout.py",
@@ -39,7 +40,7 @@ def task_codegen() -> Iterator[dict[str, Any]]:
         yield {
             "name": model,
             "doc": f"generate and check the C code of {model}'s CPU deployments",
-            "actions": [(_generate, [model])],
+            "actions": [(step_action("codegen", _generate), [model])],
             "file_dep": sorted(set(file_dep)) + deps,
             "targets": [checks_path(model, "codegen").as_posix(), (out / "status.json").as_posix(),
                         (out / RECORD_FILE).as_posix()],

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from pipeline.layout import MET_BASELINE_FILE, RECORD_FILE, checks_path, model_dir, model_names, step_dir
+from pipeline.registry.freshness import step_action
 from pipeline.tasking import package_sources, spec_deployments
 
 SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
@@ -43,7 +44,7 @@ def task_compare() -> Iterator[dict[str, Any]]:
         yield {
             "name": model,
             "doc": f"compare {model}'s executed code with the references; traces; MET",
-            "actions": [(_compare, [model])],
+            "actions": [(step_action("compare", _compare), [model])],
             "file_dep": sorted(set(file_dep)) + deps,
             "targets": [checks_path(model, "compare").as_posix(), (out / RECORD_FILE).as_posix()],
             "clean": True,

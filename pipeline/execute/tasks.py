@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from pipeline.layout import RECORD_FILE, checks_path, model_dir, model_names, step_dir
 from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP
+from pipeline.registry.freshness import step_action
 from pipeline.tasking import package_sources, spec_deployments
 
 SOURCE_GLOBS = ("execute", "toolchain", "codegen/c/runtime/*", "vectors.py", "deploy.py", "nnef/tensorfile.py", "atomic.py")
@@ -43,7 +44,7 @@ def task_execute() -> Iterator[dict[str, Any]]:
         yield {
             "name": model,
             "doc": f"build and run {model}'s generated code: outputs, traces, timings, instruction counts",
-            "actions": [(_run, [model])],
+            "actions": [(step_action("execute", _run), [model])],
             "file_dep": [(model_dir(model) / "deploy.yaml").as_posix(),
                          (step_dir(model, "codegen") / "status.json").as_posix()] + deps,
             "targets": targets,

@@ -38,6 +38,8 @@ MAX_ONNX_BYTES = 2**31 - 1  # the protobuf limit; raise nothing here, lower it f
 
 # Typed-data fields holding two numbers per element.
 _PAIRED = {TensorProto.COMPLEX64, TensorProto.COMPLEX128}
+# Sub-byte types: elements per byte (raw data; the typed field packs them the same way).
+_PER_BYTE = {"INT4": 2, "UINT4": 2, "FLOAT4E2M1": 2, "INT2": 4, "UINT2": 4}
 
 
 def check_file_size(path: Path) -> int:
@@ -92,12 +94,13 @@ def _check_one(what: str, tensor: TensorProto) -> None:
     except (KeyError, ValueError):
         raise ExportError("EXPORT-E013", f"{what} has the unknown element type {tensor.data_type}",
                           Location(element=what)) from None
-    packed = "4" in TensorProto.DataType.Name(tensor.data_type)[-2:]  # INT4, UINT4, FLOAT4E2M1: two per byte
+    per_byte = _PER_BYTE.get(TensorProto.DataType.Name(tensor.data_type), 0)
+    packed = -(-count // per_byte) if per_byte else 0
     if tensor.HasField("raw_data"):
-        expected = (count + 1) // 2 if packed else count * np.dtype(dtype).itemsize
+        expected = packed if per_byte else count * np.dtype(dtype).itemsize
         actual, unit = len(tensor.raw_data), "bytes of raw data"
     else:
-        expected = (count + 1) // 2 if packed else count * (2 if tensor.data_type in _PAIRED else 1)
+        expected = packed if per_byte else count * (2 if tensor.data_type in _PAIRED else 1)
         actual, unit = len(getattr(tensor, field)), f"values in {field}"
     if actual != expected:
         side = "more" if actual > expected else "fewer"

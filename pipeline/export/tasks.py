@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from pipeline.registry.freshness import step_action
 from pipeline.tasking import package_sources, refused_model_tasks
 from pipeline.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
                              model_names, step_dir)
@@ -34,7 +35,7 @@ def task_export() -> Iterator[dict[str, Any]]:
         yield {
             "name": model,
             "doc": f"export {model} to NNEF and validate it",
-            "actions": [(_export, [model])],
+            "actions": [(step_action("export", _export), [model])],
             "file_dep": [(model_dir(model) / "model.onnx").as_posix(), (model_dir(model) / "deploy.yaml").as_posix()]
             + sources,
             "targets": [(out / name).as_posix() for name in (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE)]

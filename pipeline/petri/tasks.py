@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 from pipeline.layout import EXPORT_GRAPH_FILE, checks_path, model_dir, model_names, step_dir
 from pipeline.split.tasks import split_targets
+from pipeline.registry.freshness import step_action
 from pipeline.tasking import spec_deployments
 
 # The step's file names (pipeline.petri.step), spelled here so that listing tasks imports no step code.
@@ -38,7 +39,7 @@ def task_petri() -> Iterator[dict[str, Any]]:
             targets += [str(out / f"{deployment}.pnml"), str(out / f"{deployment}.dot")]
         yield {
             "name": model,
-            "actions": [(_run, [model])],
+            "actions": [(step_action("petri", _run), [model])],
             "file_dep": sorted(set(file_dep)),
             "targets": targets,
             "clean": True,

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from pipeline.atomic import write_json
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span
+from pipeline.registry.freshness import FAILED_FILE, check_output
 from pipeline.registry.hashing import FileDigest, file_digest, iter_files, relative_posix
 from pipeline.registry.tools import tool_versions
 from pipeline.layout import CHECKS_FILE, RECORD_FILE, STEPS, step_dir
@@ -33,6 +34,7 @@ E_RECORD_STALE_INPUT = "EVID-E032"
 E_RECORD_UNRECORDED = "EVID-E033"
 E_RECORD_MISSING = "EVID-E034"
 E_RECORD_INVALID = "EVID-E035"
+E_STEP_FAILED = "EVID-E036"
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,8 @@ def record_step(
     folder = step_dir(model, step, base)
     record_file = folder / RECORD_FILE
     output_paths = list(outputs) if outputs is not None else [folder]
+    for path in output_paths:
+        check_output(model, step, Path(path) if Path(path).is_absolute() else base / path)
     produced = tuple(d for d in _digests(output_paths, base, "output") if d.path != relative_posix(record_file, base))
     argv = tuple(shlex.split(command)) if isinstance(command, str) else tuple(str(c) for c in command)
     tools = tool_versions()
@@ -139,6 +143,18 @@ def record_step(
 def read_record(path: str | os.PathLike[str]) -> StepRecord:
     with open(path, encoding="utf-8") as handle:
         return StepRecord.from_json(json.load(handle))
+
+
+def _failure_finding(model: str, step: str, failed: Path, base: Path) -> Finding:
+    """EVID-E036: the last run of `step` failed; its outputs and the later steps' are gone."""
+    rel = relative_posix(failed, base)
+    try:
+        data = json.loads(failed.read_text(encoding="utf-8"))
+        detail = f"{data.get('code', '?')}: {data.get('message', '')}"
+    except (OSError, ValueError, AttributeError) as exc:
+        detail = f"(unreadable {FAILED_FILE}: {exc})"
+    return Finding(E_STEP_FAILED, Severity.ERROR, f"{model}/{step}: the step failed, {detail}; its outputs and "
+                   "those of the later steps were removed", Span(rel, 1, 1))
 
 
 @dataclass
@@ -166,6 +182,10 @@ def check_records(model: str, root: str | os.PathLike[str] = ".") -> RecordCheck
             continue
         rec_path = folder / RECORD_FILE
         rel_rec = relative_posix(rec_path, base)
+        failed = folder / FAILED_FILE
+        if failed.is_file():
+            outcome.findings.append(_failure_finding(model, step, failed, base))
+            continue
         has_results = (folder / CHECKS_FILE).is_file()
         if has_results:
             outcome.steps_with_results.append(step)

@@ -14,11 +14,10 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, Iterator
 
-from doit.exceptions import TaskFailed
-
 from pipeline.tasking import deploy_outline, package_sources
 from pipeline.layout import RECORD_FILE, checks_path, model_dir, model_names, step_dir
 from pipeline.split.outputs import PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE
+from pipeline.registry.freshness import step_action
 
 SOURCE_GLOBS = ("split", "semantics", "nnef", "vectors.py", "deploy.py", "atomic.py", "diagnostics.py", "layout.py")
 EXPORT_FILES = ("graph.nnef", "provenance.json")
@@ -52,16 +51,10 @@ def split_targets(model: str) -> list[str]:
     return [t.as_posix() for t in targets]
 
 
-def _split(model: str) -> TaskFailed | None:
-    from pipeline.diagnostics import PipelineError
+def _split(model: str) -> None:
     from pipeline.split.step import run_split_step
 
-    try:
-        run_split_step(model, ".")
-    except PipelineError as error:
-        from pipeline.terminal import render_error
-
-        return TaskFailed(render_error(error))
+    run_split_step(model, ".")  # an error: step_action removes the outputs and fails the task with its code
     return None  # the verdicts are evidence; a failing check fails `verify`, not this task
 
 
@@ -76,7 +69,7 @@ def task_split() -> Iterator[dict[str, Any]]:
         yield {
             "name": model,
             "doc": f"split {model} over the items of its deployments and verify the split",
-            "actions": [(_split, [model])],
+            "actions": [(step_action("split", _split), [model])],
             "file_dep": file_dep,
             "targets": split_targets(model),
             "clean": True,

@@ -85,7 +85,7 @@ def test_export_step_writes_artifacts_and_passing_checks(tmp_path: Path) -> None
         assert (out / name).is_file(), name
     stored = read_results_document(json.loads((out / "checks.json").read_text()))
     assert {r.check_id for r in stored} == {"export.numeric", "export.explicit", "export.trace", "export.khronos",
-                                           "export.reject", "export.tolerance", "export.bound_reference",
+                                           "export.finite_parameters", "export.reject", "export.tolerance", "export.bound_reference",
                                            "export.bound_onnxruntime", "export.discriminating"}
     assert all(r.verdict.value == "pass" for r in results), [(r.check_id, r.reason) for r in results]
     assert "artifacts/lenet5/export/graph.nnef" in next(r for r in stored if r.check_id == "export.explicit").read

@@ -56,7 +56,8 @@ def test_docs_list_every_operator() -> None:
 def test_checks_are_registered_with_requirements() -> None:
     checks = all_checks()
     expected = {"export.numeric": {"HLR-EXP-001", "HLR-SEM-001"}, "export.explicit": {"HLR-FMT-003"},
-                "export.trace": {"HLR-EXP-003"}, "export.khronos": {"HLR-FMT-005"}, "export.reject": {"HLR-EXP-002"}}
+                "export.trace": {"HLR-EXP-003"}, "export.khronos": {"HLR-FMT-005"}, "export.reject": {"HLR-EXP-002"},
+                "export.finite_parameters": {"HLR-EXP-001"}}
     for check_id, requirements in expected.items():
         assert set(checks[check_id].requirements) == requirements
         assert checks[check_id].step == "export"

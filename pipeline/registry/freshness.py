@@ -1,0 +1,138 @@
+"""No stale output: a step run starts from an empty folder, and a failed run leaves a failure record.
+
+The rule (docs/conventions.md, "Stale outputs"): when `doit` runs step S for model m,
+
+1. before S does anything, artifacts/<m>/<S>/ is removed as a whole (renamed aside in one
+   step, then deleted), so every file found there afterwards was written by this run;
+2. while the run is active, `record_step` refuses to name an output outside that folder
+   (`check_output`), so no record names a file this run did not write;
+3. if S raises, the folders of S and of every later step of m are removed (they were made
+   from outputs that no longer exist), and artifacts/<m>/<S>/failed.json records the step,
+   the error code and the one-line message; `check_records` turns it into an error finding
+   (EVID-E036) naming the failed step, so no later `pass` can stand on the old files;
+4. the doit action returns TaskFailed with the coded message (never a traceback; an
+   exception no step anticipated is PIPE-E900, an OSError PIPE-E901 with its path).
+
+`step_action(step, function)` packages 1-4 for a step's tasks.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from pipeline.atomic import write_json
+from pipeline.diagnostics import INTERNAL_ERROR, IO_ERROR, Location, PipelineError, debug_requested, describe_unexpected
+from pipeline.layout import STEPS, step_dir
+
+log = logging.getLogger(__name__)
+
+FAILED_FILE = "failed.json"
+SCHEMA_VERSION = 1
+E_STEP_FAILED = "EVID-E036"
+E_OUTPUT_NOT_WRITTEN = "EVID-E037"
+
+_ACTIVE: dict[tuple[str, str], Path] = {}  # (model, step) -> the step folder this run started empty
+
+
+def remove_folder(folder: Path) -> None:
+    """Remove `folder` so that no reader ever sees it half-deleted: rename aside, then delete."""
+    if not folder.exists() and not folder.is_symlink():
+        return
+    if folder.is_symlink() or not folder.is_dir():
+        folder.unlink()
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".stale", dir=folder.parent))
+    os.replace(folder, aside / folder.name)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def later_steps(step: str) -> tuple[str, ...]:
+    """The steps after `step` in the chain."""
+    return STEPS[STEPS.index(step) + 1:]
+
+
+def invalidate(model: str, step: str, root: str | os.PathLike[str] = ".") -> None:
+    """Remove the outputs of `step` and of every later step of `model`."""
+    for name in (step, *later_steps(step)):
+        remove_folder(step_dir(model, name, root))
+
+
+def failure_document(model: str, step: str, error: BaseException) -> dict[str, Any]:
+    """failed.json: which step failed, with which code and message (no traceback, no path of this host)."""
+    if isinstance(error, PipelineError):
+        code, message = error.code, str(error)
+    else:
+        code = IO_ERROR if isinstance(error, OSError) else INTERNAL_ERROR
+        message = describe_unexpected(error)
+    return {"schema_version": SCHEMA_VERSION, "model": model, "step": step, "code": code,
+            "message": message.splitlines()[0] if message else code}
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def failure_path(model: str, step: str, root: str | os.PathLike[str] = ".") -> Path:
+    return step_dir(model, step, root) / FAILED_FILE
+
+
+@contextlib.contextmanager
+def fresh_run(model: str, step: str, root: str | os.PathLike[str] = ".") -> Iterator[Path]:
+    """Run `step` for `model` from an empty folder; on an exception, invalidate and record the failure."""
+    folder = step_dir(model, step, root)
+    remove_folder(folder)
+    key = (model, step)
+    _ACTIVE[key] = folder.resolve()
+    try:
+        yield folder
+    except Exception as error:
+        invalidate(model, step, root)
+        try:
+            write_json(failure_path(model, step, root), failure_document(model, step, error))
+        except OSError as exc:  # a full disk must not hide the step's own error
+            log.warning("cannot record the failure of %s/%s: %s", model, step, exc)
+        raise
+    finally:
+        _ACTIVE.pop(key, None)
+
+
+def check_output(model: str, step: str, path: Path) -> None:
+    """While `step` runs for `model` under fresh_run, an output must lie in its (emptied) folder."""
+    folder = _ACTIVE.get((model, step))
+    if folder is None:
+        return
+    resolved = path.resolve()
+    if resolved != folder and folder not in resolved.parents:
+        raise PipelineError(E_OUTPUT_NOT_WRITTEN, f"{model}/{step}: output {path} lies outside the step folder, so this "
+                            "run cannot have been the one that wrote it", Location.in_file(path))
+
+
+def step_action(step: str, function: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A doit python-action for `step`: `function(model)` under fresh_run, failures as coded TaskFailed."""
+
+    @functools.wraps(function)
+    def action(model: str) -> Any:
+        from doit.exceptions import TaskFailed
+
+        try:
+            with fresh_run(model, step, "."):
+                result = function(model)
+                if result is False or isinstance(result, TaskFailed):
+                    message = result.message if isinstance(result, TaskFailed) else "the action returned False"
+                    raise PipelineError(E_STEP_FAILED, _first_line(message))
+                return result
+        except Exception as error:  # noqa: BLE001 - no traceback reaches the user
+            if debug_requested():
+                import traceback
+
+                traceback.print_exc()
+            return TaskFailed(f"{step}:{model} failed\n{describe_unexpected(error)}")
+
+    return action
