@@ -123,6 +123,37 @@ def check_shapes(values: Iterable[onnx.ValueInfoProto], kind: str) -> None:
         element_count(dims, f"{kind} '{value.name}'", "EXPORT-E014")
 
 
+def _strings(model: onnx.ModelProto) -> Iterator[tuple[str, object]]:
+    graph = model.graph
+    yield "graph name", graph.name
+    yield "producer name", model.producer_name
+    for value in list(graph.input) + list(graph.output) + list(graph.value_info):
+        yield "value name", value.name
+    for tensor in graph.initializer:
+        yield "initializer name", tensor.name
+    for node in graph.node:
+        for what, text in (("node name", node.name), ("op type", node.op_type), ("domain", node.domain)):
+            yield what, text
+        for name in list(node.input) + list(node.output):
+            yield f"tensor name of node '{node.name!r}'", name
+        for attribute in node.attribute:
+            yield "attribute name", attribute.name
+            if attribute.type == onnx.AttributeProto.STRING:
+                yield "string attribute", attribute.s  # bytes by definition: must still decode
+
+
+def check_strings(model: onnx.ModelProto) -> None:
+    """Every name is valid UTF-8 (protobuf hands undecodable strings over as bytes), EXPORT-E001."""
+    for what, value in _strings(model):
+        if isinstance(value, bytes):
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ExportError("EXPORT-E001", f"a {what} is not valid UTF-8: {value[:40]!r}") from None
+            if what != "string attribute":
+                raise ExportError("EXPORT-E001", f"a {what} is not valid UTF-8: {value[:40]!r}")
+
+
 def check_outputs(graph: onnx.GraphProto) -> None:
     """Each graph output is listed once (an NNEF graph's results are distinct), EXPORT-E015."""
     seen: set[str] = set()

@@ -21,7 +21,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
-from pipeline.export.guard import (MAX_ONNX_BYTES, check_file_size, check_outputs, check_shapes, check_tensor_data)
+from pipeline.export.guard import (MAX_ONNX_BYTES, check_file_size, check_outputs, check_shapes, check_strings,
+                                  check_tensor_data)
 
 MIN_OPSET = 7
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -129,7 +130,7 @@ def _read(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> tuple[onn
         data = source.SerializeToString(deterministic=True)
         return source, data, "<memory>"
     if isinstance(source, (bytes, bytearray)):
-        data, where = bytes(source), "<memory>"
+        data, where, shown = bytes(source), "<memory>", "<memory>"
         if len(data) > MAX_ONNX_BYTES:
             raise ExportError("EXPORT-E016", f"the ONNX model is {len(data)} bytes; the limit is {MAX_ONNX_BYTES}",
                               Location.in_file(where))
@@ -141,13 +142,13 @@ def _read(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> tuple[onn
         except OSError as exc:
             raise ExportError("EXPORT-E001", f"cannot read the ONNX model: {exc.strerror or exc}",
                               Location.in_file(path)) from None
-        where = path.name
+        where, shown = path.name, str(path)
     try:  # from the bytes read: external data (a path in the model) is never followed
         return onnx.load_model_from_string(data), data, where
     except Exception as exc:  # noqa: BLE001 - protobuf raises DecodeError, RuntimeWarning, ValueError
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ExportError("EXPORT-E001", f"not an ONNX model (protobuf decoding failed: {message})",
-                          Location.in_file(where)) from None
+                          Location.in_file(shown)) from None
 
 
 def _default_opset(model: onnx.ModelProto, where: str) -> int:
@@ -177,6 +178,7 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> OnnxM
     (pipeline.export.guard) before onnx.checker, shape inference or NumPy see them.
     """
     model, data, where = _read(source)
+    check_strings(model)
     opset = _default_opset(model, where)
     check_outputs(model.graph)
     check_tensor_data(model.graph)

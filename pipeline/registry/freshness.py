@@ -6,20 +6,24 @@ The rule (docs/conventions.md, "Stale outputs"): when `doit` runs step S for mod
    step, then deleted), so every file found there afterwards was written by this run;
 2. while the run is active, `record_step` refuses to name an output outside that folder
    (`check_output`), so no record names a file this run did not write;
-3. if S raises, the folders of S and of every later step of m are removed (they were made
-   from outputs that no longer exist), and artifacts/<m>/<S>/failed.json records the step,
-   the error code and the one-line message; `check_records` turns it into an error finding
-   (EVID-E036) naming the failed step, so no later `pass` can stand on the old files;
-4. the doit action returns TaskFailed with the coded message (never a traceback; an
+3. if S raises, its folder is removed again (whatever it wrote before failing goes too), and
+   artifacts/<m>/<S>/failed.json records the step, the error code and the one-line message;
+   `check_records` turns it into an error finding (EVID-E036) naming the failed step;
+4. whether S passed or failed, every later step of m whose record names an input under
+   artifacts/<m>/ that is now missing or different (size, then SHA-256) is removed, in chain
+   order (so its own dependents follow): a later step never keeps a `pass` made from files
+   that are gone or changed, even when doit cannot re-run it (its file_dep is missing);
+5. the doit action returns TaskFailed with the coded message (never a traceback; an
    exception no step anticipated is PIPE-E900, an OSError PIPE-E901 with its path).
 
-`step_action(step, function)` packages 1-4 for a step's tasks.py.
+`step_action(step, function)` packages 1-5 for a step's tasks.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import os
 import shutil
@@ -58,16 +62,47 @@ def later_steps(step: str) -> tuple[str, ...]:
     return STEPS[STEPS.index(step) + 1:]
 
 
-def invalidate(model: str, step: str, root: str | os.PathLike[str] = ".") -> None:
-    """Remove the outputs of `step` and of every later step of `model`."""
-    for name in (step, *later_steps(step)):
-        remove_folder(step_dir(model, name, root))
+def _input_changed(entry: Any, base: Path, prefix: str) -> bool:
+    """Whether a recorded input under artifacts/<m>/ is missing or differs from what was recorded."""
+    from pipeline.registry.hashing import sha256_file
+
+    path = str(entry.get("path", "")) if isinstance(entry, dict) else ""
+    if not path.startswith(prefix):
+        return False
+    full = base / path
+    try:
+        if not full.is_file() or full.stat().st_size != entry.get("size"):
+            return True
+        return sha256_file(full) != entry.get("sha256")
+    except OSError:
+        return True
+
+
+def invalidate_dependents(model: str, step: str, root: str | os.PathLike[str] = ".") -> list[str]:
+    """Remove every later step of `model` whose recorded artifact inputs are missing or changed; their names."""
+    base = Path(root)
+    prefix = step_dir(model, step, base).parent.relative_to(base).as_posix() + "/"
+    removed = []
+    for name in later_steps(step):
+        folder = step_dir(model, name, base)
+        record = folder / "record.json"
+        if not record.is_file():
+            continue
+        try:
+            inputs = json.loads(record.read_text(encoding="utf-8")).get("inputs", [])
+        except (OSError, ValueError, AttributeError):
+            inputs = None  # an unreadable record vouches for nothing
+        if inputs is None or not isinstance(inputs, list) or any(_input_changed(e, base, prefix) for e in inputs):
+            remove_folder(folder)
+            removed.append(name)
+            log.info("%s/%s removed: its inputs changed or are gone after %s ran", model, name, step)
+    return removed
 
 
 def failure_document(model: str, step: str, error: BaseException) -> dict[str, Any]:
     """failed.json: which step failed, with which code and message (no traceback, no path of this host)."""
     if isinstance(error, PipelineError):
-        code, message = error.code, str(error)
+        code, message = error.code, f"{error.location}: {error.message}" if error.location else error.message
     else:
         code = IO_ERROR if isinstance(error, OSError) else INTERNAL_ERROR
         message = describe_unexpected(error)
@@ -93,7 +128,7 @@ def fresh_run(model: str, step: str, root: str | os.PathLike[str] = ".") -> Iter
     try:
         yield folder
     except Exception as error:
-        invalidate(model, step, root)
+        remove_folder(folder)
         try:
             write_json(failure_path(model, step, root), failure_document(model, step, error))
         except OSError as exc:  # a full disk must not hide the step's own error
@@ -101,6 +136,10 @@ def fresh_run(model: str, step: str, root: str | os.PathLike[str] = ".") -> Iter
         raise
     finally:
         _ACTIVE.pop(key, None)
+        try:
+            invalidate_dependents(model, step, root)
+        except OSError as exc:  # the step's own outcome (or error) says more
+            log.warning("cannot remove the steps after %s/%s: %s", model, step, exc)
 
 
 def check_output(model: str, step: str, path: Path) -> None:

@@ -153,8 +153,8 @@ def _failure_finding(model: str, step: str, failed: Path, base: Path) -> Finding
         detail = f"{data.get('code', '?')}: {data.get('message', '')}"
     except (OSError, ValueError, AttributeError) as exc:
         detail = f"(unreadable {FAILED_FILE}: {exc})"
-    return Finding(E_STEP_FAILED, Severity.ERROR, f"{model}/{step}: the step failed, {detail}; its outputs and "
-                   "those of the later steps were removed", Span(rel, 1, 1))
+    return Finding(E_STEP_FAILED, Severity.ERROR, f"{model}/{step}: the step failed, {detail}; its outputs were "
+                   "removed, and so were those of every later step that read them", Span(rel, 1, 1))
 
 
 @dataclass
