@@ -34,6 +34,7 @@ MAX_EXPRESSION_DEPTH = 100   # lowering uses about 4 Python frames per level
 MAX_INTEGER = 2**63 - 1
 MAX_EXTENT = 2**31 - 1
 MAX_ELEMENTS = 2**32
+MAX_TEXT_BYTES = 256 * 1024 * 1024  # a description file (regular files only); judged with stat before reading
 
 _INTEGER = re.compile(r"(?<![\w.])\d+(?![\w.])")
 

@@ -10,7 +10,9 @@ and column numbers) and parses again, up to `MAX_SYNTAX_ERRORS` times.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -498,6 +500,11 @@ def parse_file(path: str | Path) -> ParseResult:
     """Parse the NNEF file at `path` (UTF-8); an unreadable file is a finding, not an exception."""
     file = str(path)
     try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError("not a regular file (a FIFO, device or directory is never read)")
+        if info.st_size > limits.MAX_TEXT_BYTES:
+            raise OSError(f"{info.st_size} bytes exceed the limit of {limits.MAX_TEXT_BYTES} (docs/nnef.md, Limits)")
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         return ParseResult(None, [Finding("NNEF-E003", Severity.ERROR, f"cannot read file: {error}", Span(file, 1, 1))], "")
