@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 from doit.exceptions import TaskFailed
 
-from pipeline.registry.freshness import step_action
+from pipeline.registry.freshness import coded_action, step_action
 from pipeline.tasking import package_sources
 from pipeline.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, model_names, step_dir
 
@@ -57,7 +57,7 @@ def task_check() -> Iterator[dict[str, Any]]:
     if examples:
         yield {
             "name": "examples",
-            "actions": [(_check_examples, [examples])],
+            "actions": [(coded_action(_check_examples, "check:examples"), [examples])],
             "file_dep": examples,
             "targets": [str(EXAMPLES_REPORT)],
             "clean": True,

@@ -31,6 +31,7 @@ from pipeline.registry import checks
 from pipeline.evidence.modes import DEVELOPMENT, STRICT
 from pipeline.evidence.paths import baseline_path, package_check_path, package_path, report_paths
 from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, model_names, requirement_files
+from pipeline.registry.freshness import coded_action
 
 EVIDENCE_SOURCES = (Path(__file__).parent, Path(__file__).parents[1] / "registry")
 STAMP_KEY = "evidence_stamp"
@@ -212,7 +213,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
             yield {
                 "name": model,
                 "doc": f"evidence package reports/{model}/evidence.zip",
-                "actions": [(_package_action, [model, mode])],
+                "actions": [(coded_action(_package_action, "evidence"), [model, mode])],
                 "file_dep": common + inputs,
                 "task_dep": list(after),
                 "targets": [package_path(model).as_posix(), package_check_path(model).as_posix()],
@@ -222,7 +223,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
         yield {
             "name": "reports",
             "doc": "trace matrix and JUnit XML under reports/",
-            "actions": [(_reports_action, [mode])],
+            "actions": [(coded_action(_reports_action, "evidence"), [mode])],
             "file_dep": common + [package_check_path(m).as_posix() for m in models],
             "task_dep": list(after),
             "targets": [p.as_posix() for p in report_paths(".").values()],
@@ -234,7 +235,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
         """Everything, then the summary (model x step verdicts, coverage); fails if any requirement fails."""
         models = model_names(".")
         return {
-            "actions": [_verify_action],
+            "actions": [coded_action(_verify_action, "verify")],
             "file_dep": [p.as_posix() for p in report_paths(".").values()] + [package_path(m).as_posix() for m in models],
             "task_dep": ["evidence"],
             "uptodate": [False],

@@ -153,25 +153,51 @@ def check_output(model: str, step: str, path: Path) -> None:
                             "run cannot have been the one that wrote it", Location.in_file(path))
 
 
-def step_action(step: str, function: Callable[[str], Any]) -> Callable[[str], Any]:
+def _task_failed(head: str, error: BaseException) -> Any:
+    from doit.exceptions import TaskFailed
+
+    if debug_requested():
+        import traceback
+
+        traceback.print_exception(type(error), error, error.__traceback__)
+    return TaskFailed(f"{head}\n{describe_unexpected(error)}")
+
+
+class coded_action:  # noqa: N801 - used like a function in task dicts
+    """A doit python-action that reports an exception as a coded TaskFailed (PIPE-E900/E901), never a traceback.
+
+    A class rather than a closure so that doit can pickle the task for `doit -n N`.
+    """
+
+    def __init__(self, function: Callable[..., Any], label: str = "") -> None:
+        self.function = function
+        self.label = label or function.__name__
+        functools.update_wrapper(self, function)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return self.function(*args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - no traceback reaches the user
+            return _task_failed(f"{self.label} failed", error)
+
+
+class step_action:  # noqa: N801 - used like a function in task dicts
     """A doit python-action for `step`: `function(model)` under fresh_run, failures as coded TaskFailed."""
 
-    @functools.wraps(function)
-    def action(model: str) -> Any:
+    def __init__(self, step: str, function: Callable[[str], Any]) -> None:
+        self.step = step
+        self.function = function
+        functools.update_wrapper(self, function)
+
+    def __call__(self, model: str) -> Any:
         from doit.exceptions import TaskFailed
 
         try:
-            with fresh_run(model, step, "."):
-                result = function(model)
+            with fresh_run(model, self.step, "."):
+                result = self.function(model)
                 if result is False or isinstance(result, TaskFailed):
                     message = result.message if isinstance(result, TaskFailed) else "the action returned False"
                     raise PipelineError(E_STEP_FAILED, _first_line(message))
                 return result
         except Exception as error:  # noqa: BLE001 - no traceback reaches the user
-            if debug_requested():
-                import traceback
-
-                traceback.print_exc()
-            return TaskFailed(f"{step}:{model} failed\n{describe_unexpected(error)}")
-
-    return action
+            return _task_failed(f"{self.step}:{model} failed", error)
