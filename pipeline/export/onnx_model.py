@@ -21,8 +21,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
-from pipeline.export.guard import (MAX_ONNX_BYTES, check_file_size, check_outputs, check_shapes, check_strings,
-                                  check_tensor_data)
+from pipeline.export.guard import (MAX_ONNX_BYTES, check_activation_bytes, check_file_size, check_outputs,
+                                   check_shapes, check_strings, check_tensor_data)
 
 MIN_OPSET = 7
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -201,6 +201,9 @@ def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> OnnxM
     graph = inferred.graph
     check_shapes(graph.value_info, "tensor")
     check_shapes(graph.output, "graph output")
+    initializer_names = {t.name for t in graph.initializer}
+    check_activation_bytes(v for v in list(graph.input) + list(graph.value_info) + list(graph.output)
+                           if v.name not in initializer_names)
     try:
         initializers = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     except Exception as exc:  # noqa: BLE001 - a data layout onnx cannot decode, after our length checks

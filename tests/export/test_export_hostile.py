@@ -88,6 +88,8 @@ CASES = {
                         "graph input 'x': shape [1048576, 1048576] has more than 4294967296 elements"),
     "input_extent_over_31_bits": (lambda: add_model(ones(shape=(1,)), [1, 2**31]), "EXPORT-E014",
                                   "extent 2147483648"),
+    "input_over_the_activation_budget": (lambda: add_model(ones(shape=(1,)), [2**14, 2**13]), "EXPORT-E014",
+                                         "one inference would hold more than 268435456 bytes"),
     "duplicate_outputs": (lambda: add_model(ones(), outputs=2), "EXPORT-E015", "graph output 'y' is listed twice"),
 }
 REGRESSION = ("initializer_longer_raw", "initializer_longer_typed", "input_huge_dims", "duplicate_outputs")
