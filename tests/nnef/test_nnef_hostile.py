@@ -28,7 +28,7 @@ EXPECTED = {
     "deep_fragment.nnef": "NNEF-E022", "long_chain.nnef": "NNEF-E022", "unary_chain.nnef": "NNEF-E022",
     "huge_extent.nnef": "NNEF-E022", "float_in_int.nnef": "NNEF-E015", "dup_param.nnef": "NNEF-E043",
     "dup_result.nnef": "NNEF-E043", "result_is_param.nnef": "NNEF-E043", "sendvar_plain.nnef": "NNEF-E081",
-    "recursive_fragment.nnef": "NNEF-E009",
+    "recursive_fragment.nnef": "NNEF-E009", "long_version.nnef": "NNEF-E002",
 }
 FUZZ_SECONDS = float(os.environ.get("NNCERT_FUZZ_SECONDS", "20"))
 
@@ -99,6 +99,16 @@ def test_seeded_fuzz_of_the_tensor_reader(tmp_path: Path) -> None:
             assert error.code == "NNEF-E032" and error.location.file == str(path)
         done += 1
     assert done >= 100
+
+
+def test_description_files_must_be_regular(tmp_path: Path) -> None:
+    from pipeline.nnef.parser import parse_file
+
+    fifo = tmp_path / "graph.nnef"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        result = parse_file(path)  # would block or never end if it were read
+        assert [f.code for f in result.findings] == ["NNEF-E003"] and "not a regular file" in result.findings[0].message
 
 
 def test_special_files_are_never_read(tmp_path: Path) -> None:
