@@ -14,6 +14,15 @@ from pipeline.names import name_problem
 MODELS_DIR = "models"
 ARTIFACTS_DIR = "artifacts"
 REPORTS_DIR = "reports"
+# The cross-model reports under reports/ (the evidence step writes them; named here so that a
+# step about to replace its outputs can remove the reports built from the old ones).
+REPORT_FILES = {
+    "html": "trace-matrix.html",
+    "csv": "trace-matrix.csv",
+    "md": "trace-matrix.md",
+    "json": "trace.json",
+    "junit": "junit.xml",
+}
 REQUIREMENTS_DIR = "requirements"
 
 # The steps in chain order; each writes artifacts/<model>/<step>/ and a checks.json there.

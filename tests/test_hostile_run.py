@@ -173,6 +173,24 @@ def test_a_failing_step_leaves_only_its_failure_and_removes_what_read_it(tmp_pat
     assert "m/export: the step failed, EXPORT-E001" in findings[0].message
 
 
+def test_a_step_removes_the_reports_built_from_its_previous_outputs(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    reports = root / "reports"
+    for name in ("m/evidence.zip", "m/package-check.json", "other/evidence.zip", "trace.json", "trace-matrix.html",
+                 "junit.xml"):
+        write_bytes(reports / name, b"old verdicts")
+
+    def broken(model: str) -> None:
+        raise PipelineError("EXPORT-E001", "not an ONNX model")
+
+    step_action("export", broken)("m")
+    assert not (reports / "m").exists(), "no package of m claims the old verdicts"
+    assert not any((reports / name).exists() for name in ("trace.json", "trace-matrix.html", "junit.xml"))
+    assert (reports / "other" / "evidence.zip").is_file(), "another model's package is not touched"
+
+
 def test_an_unanticipated_exception_in_a_step_is_internal_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(_project(tmp_path))
     outcome = step_action("petri", lambda model: 1 / 0)("m")

@@ -8,15 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.layout import REPORTS_DIR, REQUIREMENTS_DIR
-
-REPORT_FILES = {
-    "html": "trace-matrix.html",
-    "csv": "trace-matrix.csv",
-    "md": "trace-matrix.md",
-    "json": "trace.json",
-    "junit": "junit.xml",
-}
+from pipeline.layout import REPORT_FILES, REPORTS_DIR, REQUIREMENTS_DIR  # noqa: F401 (REPORT_FILES re-exported)
 PACKAGE_FILE = "evidence.zip"
 PACKAGE_CHECK_FILE = "package-check.json"
 BASELINE_FILE = "links.lock.json"

@@ -2,6 +2,9 @@
 
 The rule (docs/conventions.md, "Stale outputs"): when `doit` runs step S for model m,
 
+0. the evidence built from m's previous outputs is removed first (reports/<m>/ and the
+   cross-model reports: trace matrix, trace.json, JUnit), so a run that stops at S (doit
+   runs no evidence task after a failed step) leaves no report still showing the old verdicts;
 1. before S does anything, artifacts/<m>/<S>/ is removed as a whole (renamed aside in one
    step, then deleted), so every file found there afterwards was written by this run;
 2. while the run is active, `record_step` refuses to name an output outside that folder
@@ -33,7 +36,7 @@ from typing import Any, Callable, Iterator
 
 from pipeline.atomic import write_json
 from pipeline.diagnostics import INTERNAL_ERROR, IO_ERROR, Location, PipelineError, debug_requested, describe_unexpected
-from pipeline.layout import STEPS, step_dir
+from pipeline.layout import REPORT_FILES, REPORTS_DIR, STEPS, step_dir
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +125,7 @@ def failure_path(model: str, step: str, root: str | os.PathLike[str] = ".") -> P
 def fresh_run(model: str, step: str, root: str | os.PathLike[str] = ".") -> Iterator[Path]:
     """Run `step` for `model` from an empty folder; on an exception, invalidate and record the failure."""
     folder = step_dir(model, step, root)
+    remove_reports(model, root)
     remove_folder(folder)
     key = (model, step)
     _ACTIVE[key] = folder.resolve()
@@ -140,6 +144,14 @@ def fresh_run(model: str, step: str, root: str | os.PathLike[str] = ".") -> Iter
             invalidate_dependents(model, step, root)
         except OSError as exc:  # the step's own outcome (or error) says more
             log.warning("cannot remove the steps after %s/%s: %s", model, step, exc)
+
+
+def remove_reports(model: str, root: str | os.PathLike[str] = ".") -> None:
+    """Rule 0: the evidence of `model` and the cross-model reports, which its new outputs will replace."""
+    reports = Path(root) / REPORTS_DIR
+    remove_folder(reports / model)
+    for name in REPORT_FILES.values():
+        (reports / name).unlink(missing_ok=True)
 
 
 def check_output(model: str, step: str, path: Path) -> None:
