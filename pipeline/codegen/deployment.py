@@ -23,7 +23,7 @@ from pipeline.diagnostics import Location, PipelineError, Severity
 from pipeline.layout import project_relative
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph, Operation
-from pipeline.nnef.tensorfile import read_tensor
+from pipeline.nnef.tensorfile import LABEL_CODE, label_path, read_tensor
 from pipeline.split.plan import PLAN_FILE, SCHEDULE_FILE, load_plan, load_schedule
 from pipeline.split.splitter import Step
 
@@ -176,7 +176,11 @@ def load_deployment(split_dir: str | os.PathLike[str], export_dir: str | os.Path
             label = str(op.attribs.get("label", ""))
             if label in weights:
                 continue
-            dat = export / f"{label}.dat"
+            try:
+                dat = label_path(export, label)
+            except ValueError as error:
+                raise PipelineError(LABEL_CODE, str(error), Location.of_span(op.span) if op.span
+                                   else Location.in_file(path)) from None
             if not dat.is_file():
                 raise CodegenError("CODEGEN-E003", f"tensor file of variable '{label}' missing", Location.in_file(dat))
             try:

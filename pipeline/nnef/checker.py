@@ -30,7 +30,7 @@ from pipeline.nnef.graph import Graph
 from pipeline.nnef.lowering import GraphBuilder, Options
 from pipeline.nnef.multiitem import check_items
 from pipeline.nnef.parser import parse_file, parse_text
-from pipeline.nnef.tensorfile import TensorFileError, read_tensor_file
+from pipeline.nnef.tensorfile import LABEL_CODE, TensorFileError, label_problem, read_tensor_file
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +111,13 @@ def check_tensor_files(graph: Graph, base: Path) -> list[Finding]:
     for op in graph.operations:
         if op.name != "variable":
             continue
-        label = str(op.attribs.get("label", "")).lstrip("/")
-        path = base / f"{label}.dat"
+        label = str(op.attribs.get("label", ""))
+        problem = label_problem(label)
+        if problem is not None:  # judged before anything is opened: no read outside the folder
+            findings.append(Finding(LABEL_CODE, Severity.ERROR, f"variable '{op.output_refs()[0].name}': {problem}",
+                                    op.span))
+            continue
+        path = base / f"{label.lstrip('/')}.dat"
         try:
             stored = read_tensor_file(path)
         except TensorFileError as error:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import stat
 import struct
 from dataclasses import dataclass
@@ -187,6 +188,33 @@ def _decode_payload(payload: bytes, header: _Header) -> TensorFile:
     else:
         data = np.frombuffer(payload, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="), copy=True)
     return TensorFile(data, item_type, bits, version)
+
+
+LABEL_CODE = "NNEF-E033"
+_LABEL_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*")
+
+
+def label_problem(label: str) -> str | None:
+    """Why a variable label cannot name a tensor file inside the tensor folder (None if it can).
+
+    A label is the file's path relative to the folder of the description, without `.dat`
+    (NNEF spec, "Tensor files"); `/`-separated segments of letters, digits, `_`, `.` and `-`,
+    none `..` or empty, no leading `/` beyond the one the spec's writers sometimes add. A label
+    such as `../../etc/passwd` would make every reader open a file outside the folder.
+    """
+    segments = label[1:].split("/") if label.startswith("/") else label.split("/")
+    if not label or not all(_LABEL_SEGMENT.fullmatch(s) and s not in (".", "..") for s in segments):
+        return (f"label '{label[:80]}' is not a path inside the tensor folder ('/'-separated names of letters, "
+                "digits, '_', '.', '-'; no '..', no empty segment)")
+    return None
+
+
+def label_path(base: str | os.PathLike[str], label: str) -> Path:
+    """The tensor file of `label` under `base`; ValueError (the label_problem text) if it would leave it."""
+    problem = label_problem(label)
+    if problem is not None:
+        raise ValueError(problem)
+    return Path(base) / f"{label.lstrip('/')}.dat"
 
 
 def read_tensor_file(path: str | os.PathLike[str]) -> TensorFile:

@@ -171,7 +171,7 @@ def interpret(
 
 def load_variables(graph: Graph, directory: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Every `variable` of `graph` read from `<directory>/<label>.dat`, keyed by label."""
-    from pipeline.nnef.tensorfile import read_tensor
+    from pipeline.nnef.tensorfile import LABEL_CODE, label_path, read_tensor
 
     base = Path(directory)
     values: dict[str, np.ndarray] = {}
@@ -181,7 +181,10 @@ def load_variables(graph: Graph, directory: str | os.PathLike[str]) -> dict[str,
         label = str(op.attribs.get("label", ""))
         if label in values:
             continue
-        path = base / f"{label}.dat"
+        try:
+            path = label_path(base, label)
+        except ValueError as error:
+            raise PipelineError(LABEL_CODE, str(error), _where(op)) from None
         if not path.is_file():
             raise PipelineError("SEM-E007", f"tensor file for variable '{label}' not found: {path}", _where(op))
         values[label] = read_tensor(path)

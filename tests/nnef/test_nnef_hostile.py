@@ -119,3 +119,28 @@ def test_special_files_are_never_read(tmp_path: Path) -> None:
     for path in (fifo, link, tmp_path):
         with pytest.raises(TensorFileError, match="not a regular file"):
             read_tensor(path)
+
+
+@pytest.mark.parametrize("label", ["../outside", "../../etc/passwd", "a/../../b", "/abs/../x", "a//b", "", "a b", "./x"])
+def test_a_label_leaving_the_tensor_folder_is_refused_before_any_read(tmp_path: Path, label: str) -> None:
+    from pipeline.nnef.checker import check_paths
+    from pipeline.nnef.tensorfile import LABEL_CODE, label_path, write_tensor
+
+    folder = tmp_path / "export"
+    folder.mkdir()
+    write_tensor(tmp_path / "outside.dat", np.zeros((1, 2), np.float32))  # what '../outside' would reach
+    (folder / "graph.nnef").write_text(
+        "version 1.0;\n\ngraph g( x ) -> ( y )\n{\n    x = external<scalar>(shape = [1, 2]);\n"
+        f"    w = variable<scalar>(shape = [1, 2], label = '{label}');\n    y = add(x, w);\n}}\n", encoding="utf-8")
+    report = check_paths([folder / "graph.nnef"], tensors=True)
+    codes = [f.code for f in report.findings if f.is_error]
+    assert codes == [LABEL_CODE], [str(f) for f in report.findings]
+    with pytest.raises(ValueError):
+        label_path(folder, label)
+
+
+def test_ordinary_labels_name_files_inside_the_folder(tmp_path: Path) -> None:
+    from pipeline.nnef.tensorfile import label_path
+
+    assert label_path(tmp_path, "conv1/filter") == tmp_path / "conv1" / "filter.dat"
+    assert label_path(tmp_path, "/w.1-a") == tmp_path / "w.1-a.dat"
