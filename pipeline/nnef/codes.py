@@ -32,7 +32,9 @@ CODES: dict[str, str] = {
     "NNEF-E030": "tensor file of a variable is missing",
     "NNEF-E031": "tensor file shape or item type differs from the declaration",
     "NNEF-E032": "tensor file cannot be read (bad magic, truncated, rank > 8, length mismatch)",
-    "NNEF-E033": "variable label is not a path inside the tensor folder ('..', empty segment, odd characters); nothing is read",
+    "NNEF-E033": ("variable label is not a path inside the tensor folder (`..`, empty segment, characters other than "
+                  "letters, digits, `_`, `.`, `-`); judged before any file is opened, by the checker, the interpreter "
+                  "and the C generator alike (`tensorfile.label_path`)"),
     "NNEF-E040": "graph parameter not declared by external",
     "NNEF-E041": "graph result never assigned",
     "NNEF-E042": "external declares a tensor that is not a graph parameter",
