@@ -80,6 +80,18 @@ def conv(k: Kernel) -> None:
         _general(k, x, f, bias, groups, border)
 
 
+def store_plus_bias(k: Kernel, o_index: str, kind: str, bref: str | None, bias: Operand) -> None:
+    """out[o_index] = acc, plus the bias of output channel `o` last (the reference's order)."""
+    if kind == "zero":
+        k.line(f"{k.out.c}[{o_index}] = acc;")
+    elif kind in ("scalar", "channel"):
+        k.line(f"{k.out.c}[{o_index}] = acc + {bref}[o];")
+    elif kind == "tensor_scalar":
+        k.line(f"{k.out.c}[{o_index}] = acc + {bias.c}[0];")
+    else:
+        k.line(f"{k.out.c}[{o_index}] = acc + {bias.c}[o];")
+
+
 def _prefer_positions(k: Kernel, x: Operand, f: Operand, groups: int) -> bool:
     """Vectors across output columns rather than output channels, when that wastes fewer lanes:
     needs a unit stride along the width and at least one full vector of columns."""
@@ -418,13 +430,6 @@ def _general(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, bord
     for _ in range(rank + 1):
         k.close()
     o_index = " + ".join([f"n * {ost[0]}", f"o * {ost[1]}"] + [f"{y} * {ost[2 + a]}" for a, y in enumerate(ys)])
-    if kind == "zero":
-        k.line(f"{k.out.c}[{o_index}] = acc;")
-    elif kind in ("scalar", "channel"):
-        k.line(f"{k.out.c}[{o_index}] = acc + {bref}[o];")
-    elif kind == "tensor_scalar":
-        k.line(f"{k.out.c}[{o_index}] = acc + {bias.c}[0];")
-    else:
-        k.line(f"{k.out.c}[{o_index}] = acc + {bias.c}[o];")
+    store_plus_bias(k, o_index, kind, bref, bias)
     for _ in range(rank + 2):
         k.close()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.codegen.c.kernels.common import F32, Kernel, emitter, strides
-from pipeline.codegen.c.kernels.conv import _bias_per_channel, _groups
+from pipeline.codegen.c.kernels.conv import _bias_per_channel, _groups, store_plus_bias
 from pipeline.codegen.c.kernels.geometry import BORDERS
 
 
@@ -133,13 +133,6 @@ def deconv(k: Kernel) -> None:
     for _ in range(rank + 1):
         k.close()
     o_index = " + ".join([f"n * {ost[0]}", f"o * {ost[1]}"] + [f"{y} * {ost[2 + a]}" for a, y in enumerate(ys)])
-    if kind == "zero":
-        k.line(f"{k.out.c}[{o_index}] = acc;")
-    elif kind in ("scalar", "channel"):
-        k.line(f"{k.out.c}[{o_index}] = acc + {bref}[o];")
-    elif kind == "tensor_scalar":
-        k.line(f"{k.out.c}[{o_index}] = acc + {bias.c}[0];")
-    else:
-        k.line(f"{k.out.c}[{o_index}] = acc + {bias.c}[o];")
+    store_plus_bias(k, o_index, kind, bref, bias)
     for _ in range(rank + 2):
         k.close()
