@@ -84,7 +84,8 @@ CODES: dict[str, str] = {
     "DEPLOY-E004": "value out of range or not one of the allowed values",
     "DEPLOY-E005": "unknown key (misspelt or not part of schema version 1)",
     "DEPLOY-E006": "key written twice in the same mapping",
-    "DEPLOY-E007": "item referenced but not declared, item declared twice, or a name allocated twice",
+    "DEPLOY-E007": "item referenced but not declared, item declared twice, two items or two deployments whose names "
+                   "differ only by letter case, or a name allocated twice",
     "DEPLOY-E008": "unsupported schema_version",
     "DEPLOY-E009": "inputs do not match the model's graph inputs (names or shapes)",
     "DEPLOY-E010": "a model, deployment or item name outside the name grammar (docs/deploy.md, \"Names\")",
@@ -259,6 +260,18 @@ class _Checks:
             if problem is not None:
                 self.report("DEPLOY-E010", path, problem)
 
+    def same_but_case(self, name: str, seen: dict[str, str], kind: str, path: str) -> None:
+        """DEPLOY-E007 when `name` differs from an earlier one only by letter case.
+
+        Names become file and folder names; on a case-insensitive file system (macOS, Windows
+        checkouts) `CPU0` and `cpu0` are one file, and the second item would overwrite the first.
+        """
+        key = name.casefold()
+        if key in seen and seen[key] != name:
+            self.report("DEPLOY-E007", path, f"{kind} '{name}' differs from {kind} '{seen[key]}' only by letter case; "
+                        "both become file names, which collide on a case-insensitive file system")
+        seen.setdefault(key, name)
+
     def sizes(self, top: dict[Any, Any], bounds: Mapping[str, int]) -> None:
         """Element counts the schema cannot multiply: per input, and vectors x all inputs."""
         inputs = top.get("inputs")
@@ -298,7 +311,10 @@ class _Checks:
                 self.report("DEPLOY-E004", f"inputs.{name}.distribution.high",
                             f"expected high > low, got low {float(dist['low'])} and high {float(dist['high'])}")
         deployments = top.get("deployments")
+        folded: dict[str, str] = {}
         for name, body in (deployments.items() if isinstance(deployments, dict) else ()):
+            if isinstance(name, str) and name:
+                self.same_but_case(name, folded, "deployment", f"deployments.{name}")
             if isinstance(name, str) and not name:   # the schema's minLength does not reach mapping keys
                 self.report("DEPLOY-E010", "deployments", "a deployment name is empty")
             elif isinstance(name, str):
@@ -313,10 +329,13 @@ class _Checks:
         names: set[str] | None = None
         if isinstance(entries, list) and all(isinstance(e, dict) and isinstance(e.get("name"), str) for e in entries):
             names = set()
+            folded: dict[str, str] = {}
             for index, entry in enumerate(entries):
                 self.name(entry["name"], "item name", f"{path}.items[{index}].name")
                 if entry["name"] in names:
                     self.report("DEPLOY-E007", f"{path}.items[{index}].name", f"item '{entry['name']}' is declared twice")
+                else:
+                    self.same_but_case(entry["name"], folded, "item", f"{path}.items[{index}].name")
                 names.add(entry["name"])
         default = body.get("default_item")
         if names is not None and isinstance(default, str) and default and default not in names:

@@ -104,6 +104,8 @@ def test_yaml_1_1_exponent_is_a_string_with_a_hint() -> None:
     ("      GPU0: [a, b]", "      GPU1: [a, b]", "DEPLOY-E007", "deployments.two.allocation.GPU1"),
     ("      GPU0: [a, b]", "      GPU0: [a, a]", "DEPLOY-E007", "deployments.two.allocation.GPU0[1]"),
     ("{name: GPU0, target: cuda}", "{name: CPU0, target: cuda}", "DEPLOY-E007", "deployments.two.items[1].name"),
+    ("{name: GPU0, target: cuda}", "{name: cpu0, target: cuda}", "DEPLOY-E007", "deployments.two.items[1].name"),
+    ("  two:\n", "  Single:\n", "DEPLOY-E007", "deployments.Single"),
     ("  budget_us: 250", "  budget_us: 0", "DEPLOY-E004", "met.budget_us"),
     ("  runs: 100", "  runs: 1.5", "DEPLOY-E003", "met.runs"),
     ("met:\n", "met:\n  jitter: 3\n", "DEPLOY-E005", "met.jitter"),
