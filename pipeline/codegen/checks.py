@@ -79,9 +79,14 @@ def _rel(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def _files(folder: Path) -> dict[str, str]:
+def _files(folder: Path, manifest: dict[str, Any] | None = None) -> dict[str, str]:
+    """The C sources and headers of a generated folder (a mixed deployment's CUDA files, which
+    codegen.cuda judges, left out)."""
+    cuda = (manifest or {}).get("cuda", {})
+    skip = set(cuda.get("headers", [])) | set(cuda.get("sources", []))
     return {_p.relative_to(folder).as_posix(): _p.read_text(encoding="utf-8")
-            for _p in sorted(folder.rglob("*")) if _p.suffix in (".c", ".h")}
+            for _p in sorted(folder.rglob("*")) if _p.suffix in (".c", ".h")
+            and _p.relative_to(folder).as_posix() not in skip}
 
 
 def _result(check_id: str, subject: str, problems: list[str], measured: dict[str, Any], read: list[str],
@@ -97,7 +102,7 @@ def evaluate(subject: str, folder: Path, root: Path, scratch: Path) -> list[Chec
     """The three codegen checks of one generated deployment folder."""
     manifest = json.loads((folder / "build.json").read_text(encoding="utf-8"))
     lanes = int(manifest["lanes"])
-    files = _files(folder)
+    files = _files(folder, manifest)
     read = [_rel(folder / name, root) for name in files] + [_rel(folder / "build.json", root)]
     # compile (shared by codegen.compile and the libm part of codegen.static)
     objects, commands, diagnostics = compile_objects(folder, manifest["sources"], scratch / "obj", lanes)
@@ -121,7 +126,8 @@ def evaluate(subject: str, folder: Path, root: Path, scratch: Path) -> list[Chec
     problems += [f"recursion: {' -> '.join(c)}" for c in cycles]
     kernels = loops = 0
     arena_bytes: dict[str, int] = {}
-    for item in manifest["items"]:
+    c_items = [i for i in manifest["items"] if i.get("language", "c") == "c"]
+    for item in c_items:
         source = files[item["source"]]
         k, n, p = static.kernel_problems(item["source"], source)
         kernels, loops = kernels + k, loops + n
@@ -150,7 +156,7 @@ def evaluate(subject: str, folder: Path, root: Path, scratch: Path) -> list[Chec
         item_dir = folder / item["dir"]
         p, m = tracecheck.check_trace(item_dir, root)
         trace_problems += [f"{item['name']}: {x}" for x in p]
-        q, w = tracecheck.check_weights(item_dir, root)
+        q, w = tracecheck.check_weights(item_dir, root) if item in c_items else ([], {})
         trace_problems += [f"{item['name']}: {x}" for x in q]
         for key, value in {**m, **w}.items():
             trace_measured[key] = trace_measured.get(key, 0) + value
@@ -213,11 +219,11 @@ def cuda_result(subject: str, folder: Path, root: Path, scratch: Path) -> CheckR
         return not_run(CUDA, subject, "nvcc is not installed (CUDA toolkit)")
     if cuobjdump_path() is None:
         return not_run(CUDA, subject, "cuobjdump is not installed (pip install nvidia-cuda-cuobjdump)")
-    archs = list(manifest.get("architectures") or ARCHITECTURES)
+    archs = list(manifest.get("architectures") or manifest.get("cuda", {}).get("architectures") or ARCHITECTURES)
     problems: list[str] = []
     measured: dict[str, Any] = {"architectures": archs}
     read = [_rel(folder / "build.json", root)]
-    for item in manifest["items"]:
+    for item in [i for i in manifest["items"] if i.get("language", "cuda") == "cuda"]:   # a mixed program's too
         source = folder / item["source"]
         read.append(_rel(source, root))
         try:

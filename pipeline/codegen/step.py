@@ -1,5 +1,7 @@
-"""The codegen step: C code for every deployment of a model whose items are all `cpu`, CUDA code
-for every deployment whose items are all `cuda` (one item today, docs/codegen-cuda.md).
+"""The codegen step: C code for every deployment of a model whose items are `cpu` or `cuda` with
+at least one `cpu` item (a mixed deployment's cuda items are .cu items of the C program,
+pipeline.codegen.items), CUDA code for every deployment whose items are all `cuda` (one item
+today, docs/codegen-cuda.md).
 
 artifacts/<m>/codegen/c/<deployment>/...   the generated code (pipeline.codegen.c.generate)
 artifacts/<m>/codegen/cuda/<deployment>/... the generated CUDA code (pipeline.codegen.cuda.generate)
@@ -24,6 +26,7 @@ from pipeline.names import confined
 from pipeline.codegen import checks
 from pipeline.codegen.c.generate import DEFAULT_LANES, generate_deployment
 from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.items import emitter_for
 from pipeline.codegen.deployment import load_deployment, sha256_of
 from pipeline.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
@@ -36,8 +39,7 @@ log = logging.getLogger(__name__)
 
 STEP = "codegen"
 STATUS_FILE = "status.json"
-NO_GENERATOR = "no CUDA/NVDLA generator yet"
-MIXED = "CUDA items next to items of another target are not generated yet (docs/codegen-cuda.md); no NVDLA generator yet"
+NO_GENERATOR = "no NVDLA generator yet"
 
 
 def c_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
@@ -105,10 +107,9 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
             if folder.is_dir():
                 shutil.rmtree(folder)
             continue
-        others = [f"{i.name} ({i.target})" for i in deployment.items if i.target != "cpu"]
+        others = [f"{i.name} ({i.target})" for i in deployment.items if emitter_for(i.target) is None]
         if others:
-            reason = f"{NO_GENERATOR if all(i.target != 'cuda' for i in deployment.items) else MIXED}: items " \
-                     f"{', '.join(others)}"
+            reason = f"{NO_GENERATOR}: items {', '.join(others)}"
             status[name] = {"status": "not run", "reason": reason}
             results += [checks.not_run(check, subject, reason) for check in checks.ALL]
             if folder.is_dir():
@@ -118,7 +119,7 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
             loaded = load_deployment(split / name, export, base)
             if folder.is_dir():
                 shutil.rmtree(folder)
-            generated = generate_deployment(loaded, folder, lanes=lanes)
+            generated = generate_deployment(loaded, folder, lanes=lanes, architectures=deployment.architectures)
         except (CodegenError, PipelineError) as error:
             reason = f"{error.code}: {error.message}" + (f" ({error.location})" if error.location else "")
             status[name] = {"status": "failed", "reason": reason}
@@ -131,6 +132,8 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
                         "files": {project_relative(p, base): sha256_of(p) for p in sorted(generated.files)}}
         with tempfile.TemporaryDirectory(prefix="nnef-codegen-") as tmp:
             results += checks.evaluate(subject, folder, base, Path(tmp))
+            if "cuda" in generated.manifest:       # the .cu items of a mixed program: nvcc and the gate
+                results.append(checks.cuda_result(subject, folder, base, Path(tmp) / "cuda"))
     with tempfile.TemporaryDirectory(prefix="nnef-math-") as tmp:
         results.append(checks.transcendental_result(model, Path(tmp)))
     accelerated = {name: [f"{i.name} ({i.target})" for i in d.items if i.target == "nvdla"]

@@ -124,6 +124,28 @@ def _cuda_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.n
                   f"GPU run {doc['gpu']['run']}", measured, read, [project_relative(path, root)], obtained)
 
 
+def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str, Any], params: dict[str, float],
+           folder: Path, root: Path) -> list[CheckResult]:
+    """The C program's other judgements on a mixed deployment whose cuda items ran on the host emulation:
+    traces replayed on the net (emulated: the GPU items' steps ran on the host), MET figures reported
+    but never judged (a host emulation is no GPU timing), no instruction-count verdict."""
+    run_dir = step_dir(model, "execute", root) / name
+    split_dir = step_dir(model, "split", root) / name
+    emulation = Obtained.emulation(f"C program with its cuda items ({', '.join(doc.get('cuda_items', []))}) on the "
+                                   "CUDA host emulation")
+    traces = _traces(subject, split_dir, run_dir, doc, folder, root)
+    if traces.verdict is Verdict.PASS:
+        traces = result(checks.TRACES, subject, Verdict.EMULATED, "every trace a valid path of the net, the cuda "
+                        "items' steps on the host emulation", traces.measured, traces.read, traces.written, emulation)
+    met = _met(model, name, subject, spec, run_dir, doc, split_dir, params, folder, root)
+    why = "the cuda items ran on the host emulation: these are host figures, not a GPU timing"
+    met = [result(r.check_id, subject, Verdict.NOT_RUN,
+                  f"{why}; {r.reason}" if r.reason else why, r.measured, r.read, r.written) for r in met]
+    path = result(checks.PATH, subject, Verdict.NOT_RUN, "instruction counts are not taken on the host emulation of "
+                  "cuda items (they say nothing about a GPU)")
+    return [traces, *met, path]
+
+
 def _traces(subject: str, split_dir: Path, run_dir: Path, run_doc: dict[str, Any], folder: Path, root: Path
             ) -> CheckResult:
     traces = sorted(run_dir.glob("trace-*.json"))
@@ -314,6 +336,8 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
         if doc.get("status") == "emulated":
             assert reference is not None
             results.append(_cuda_reference(subject, doc, reference, folder, base))
+            if doc.get("target") == "mixed":
+                results += _mixed(model, name, subject, spec, doc, params, folder, base)
             continue
         if doc.get("status") != "ran":
             verb = "did not run" if doc.get("status") == "not run" else "failed"

@@ -64,8 +64,10 @@ class RunResult:
 def run_harness(binary: str | os.PathLike[str], inputs: str | os.PathLike[str], outputs: str | os.PathLike[str],
                 vectors: int, *, trace: str | os.PathLike[str] | None = None, noise_seed: int | None = None,
                 time_runs: int = 0, timing: str | os.PathLike[str] | None = None, warmup: int = 10,
-                timeout: float = 600.0, prefix: Sequence[str] = (), check: bool = True) -> RunResult:
-    """Run the harness once (options as nnef_main.c documents); RUN-E021 on a failure."""
+                timeout: float = 600.0, prefix: Sequence[str] = (), check: bool = True,
+                env: Mapping[str, str] | None = None) -> RunResult:
+    """Run the harness once (options as nnef_main.c documents); RUN-E021 on a failure. `env` adds
+    environment variables (NNEF_EMULATE_SEED: the launch order of emulated CUDA items)."""
     import time
 
     Path(outputs).mkdir(parents=True, exist_ok=True)
@@ -78,7 +80,8 @@ def run_harness(binary: str | os.PathLike[str], inputs: str | os.PathLike[str], 
         command += ["--time", str(time_runs), "--timing", str(timing), "--warmup", str(warmup)]
     started = time.perf_counter()
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
+                              env=None if env is None else {**os.environ, **env})
     except subprocess.TimeoutExpired:
         raise PipelineError("RUN-E022", f"the run did not finish within {timeout:.0f} s: {' '.join(command)}",
                             Location.in_file(binary)) from None

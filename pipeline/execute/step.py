@@ -12,8 +12,12 @@ artifacts/<m>/execute/
     checks.json, record.json
 
 The step measures and records; pipeline/compare judges. A deployment of cuda items is run on
-the host emulation (pipeline/execute/cuda.py: run.json status "emulated"). A deployment
-without generated code (an nvdla item, mixed targets, or codegen not run) gets run.json with
+the host emulation (pipeline/execute/cuda.py: run.json status "emulated"). A mixed deployment
+(cpu and cuda items: one C program whose cuda items are .cu files) runs through the same C path
+with its cuda items built by g++ as the host emulation (nnef_cuda_emulate.h), once with blocks
+and threads in order and once shuffled: run.json status "emulated" as well, never "ran";
+instruction counts are not taken (an emulated launch loop says nothing about a GPU). A
+deployment without generated code (an nvdla item, or codegen not run) gets run.json with
 status "not run" and the reason.
 """
 
@@ -38,7 +42,9 @@ from pipeline.registry.checks import results_document
 from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, model_dir, project_relative, step_data, step_dir
 from pipeline.toolchain.cc import compile_and_link, compiler_version, host_isa, isa_for
-from pipeline.execute.cuda import run_cuda_deployment
+from pipeline.codegen.items import emitter_for
+from pipeline.execute.cuda import EMULATION, SHUFFLE_SEED, run_cuda_deployment
+from pipeline.toolchain.nvcc import emulation_objects, gpu_query
 from pipeline.execute.harness import read_outputs, run_harness, write_arrays, write_input_vectors
 from pipeline.execute.instructions import count_instructions, special_vector, valgrind_version
 
@@ -51,7 +57,8 @@ STEP_TIMING_FILE = "step-timing.json"
 INSTRUCTIONS_FILE = "instructions.json"
 WARMUP = 10
 PATH_VECTORS = 4      # validation vectors whose instruction counts are compared, plus zeros and specials
-NO_GENERATOR = "no CUDA/NVDLA generator yet"
+NO_GENERATOR = "no NVDLA generator yet"
+SEED_VARIABLE = "NNEF_EMULATE_SEED"   # read by the init of an emulated cuda item (pipeline/codegen/cuda/linked.py)
 
 
 def code_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
@@ -113,14 +120,32 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
     sources = list(manifest["sources"])
     output_names = [o["name"] for o in manifest["outputs"]]
     capacity = vectors + runs + WARMUP
-    plain = compile_and_link(code, sources, out / "bin" / "nnef_run", lanes)
-    traced = compile_and_link(code, sources, out / "bin" / "nnef_run_trace", lanes,
-                              trace=True, defines=[f"NNEF_TRACE_INFERENCES={capacity}"])
+    cuda = manifest.get("cuda")
+    emulated: list[Any] = []
+
+    def build(binary: Path, trace: bool, defines: list[str]) -> Any:
+        if not cuda:
+            return compile_and_link(code, sources, binary, lanes, trace=trace, defines=defines)
+        objects = emulation_objects(code, cuda["sources"], out / "obj" / binary.name,
+                                    (["NNEF_TRACE"] if trace else []) + defines)
+        emulated.append(objects)
+        return compile_and_link(code, sources, binary, lanes, trace=trace, defines=defines,
+                                objects=list(objects.outputs.values()), libraries=["-lstdc++"])
+
+    plain = build(out / "bin" / "nnef_run", False, [])
+    traced = build(out / "bin" / "nnef_run_trace", True, [f"NNEF_TRACE_INFERENCES={capacity}"])
     builds = [{"binary": project_relative(b.binary, root), "command": b.command, "flags": b.flags, "defines": b.defines,
                "diagnostics": b.diagnostics} for b in (plain, traced)]
+    for objects in emulated:
+        builds.append({"cuda_objects": [project_relative(p, root) for p in objects.outputs.values()],
+                       "commands": [[Path(a).name if a.startswith("/") else a for a in c] for c in objects.commands],
+                       "compiler": objects.version})
     outputs_dir = out / "outputs"
     run_harness(plain.binary, inputs_dir, outputs_dir, vectors)
     reference = read_outputs(outputs_dir, output_names)
+    shuffled_dir = out / "outputs-shuffled"
+    if cuda:
+        run_harness(plain.binary, inputs_dir, shuffled_dir, vectors, env={SEED_VARIABLE: str(SHUFFLE_SEED)})
     traced_runs = []
     with tempfile.TemporaryDirectory(prefix="nnef-run-") as tmp:
         scratch = Path(tmp)
@@ -155,7 +180,11 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
                                                       for item, steps in sorted(durations.items())},
                                             "functions": {name: item["functions"] for name, item in schedule.items()}})
         # instruction counts
-        if instructions:
+        if instructions and cuda:
+            write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
+                                                 "reason": "the cuda items run on the host emulation, whose launch "
+                                                 "loop says nothing about the instructions a GPU executes"})
+        elif instructions:
             write_json(out / INSTRUCTIONS_FILE, _instruction_counts(plain.binary, inputs_dir, manifest, scratch))
     document = {
         "schema_version": 1,
@@ -173,6 +202,14 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         "met_runs": runs,
         "warmup": WARMUP,
     }
+    if cuda:
+        found, answer = gpu_query()
+        document.update({
+            "status": "emulated", "target": "mixed", "emulation": EMULATION, "shuffle_seed": SHUFFLE_SEED,
+            "cuda_items": [i["name"] for i in manifest["items"] if i.get("language") == "cuda"],
+            "outputs_shuffled": {n: project_relative(shuffled_dir / f"{n}.dat", root) for n in output_names},
+            "gpu": {"found": found, "query": answer,
+                    "run": "not run: the GPU build's run is not wired in yet" if found else f"not run: no GPU ({answer})"}})
     write_json(out / RUN_FILE, document)
     return document
 
@@ -230,8 +267,8 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
                 documents[name] = document
                 log.error("run %s/%s: %s", model, name, error)
             continue
-        if any(item.target != "cpu" for item in deployment.items):
-            others = ", ".join(f"{i.name} ({i.target})" for i in deployment.items if i.target != "cpu")
+        if any(emitter_for(item.target) is None for item in deployment.items):
+            others = ", ".join(f"{i.name} ({i.target})" for i in deployment.items if emitter_for(i.target) is None)
             document = {"schema_version": 1, "model": model, "deployment": name, "status": "not run",
                         "reason": f"{NO_GENERATOR}: items {others}"}
             write_json(run_folder(model, name, base) / RUN_FILE, document)

@@ -111,10 +111,13 @@ def build_flags(lanes: int, *, trace: bool = False, sanitize: bool = False,
 def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], binary: str | os.PathLike[str],
                      lanes: int, *, trace: bool = False, sanitize: bool = False, defines: Sequence[str] = (),
                      include_dirs: Sequence[str] = (".",), cc: str | None = None,
-                     timeout: float = 600.0) -> BuildResult:
+                     timeout: float = 600.0, objects: Sequence[str | os.PathLike[str]] = (),
+                     libraries: Sequence[str] = ()) -> BuildResult:
     """Compile `sources` (relative to `code_dir`) into `binary`; RUN-E003 with the diagnostics on
     any error or warning (warnings are errors under -Werror, so an empty stderr is the proof
-    that none was issued). Written atomically: a failed build leaves no binary."""
+    that none was issued). Written atomically: a failed build leaves no binary. `objects` built
+    by another compiler (a mixed deployment's CUDA items) are linked in, with `libraries`
+    (-l options) after them."""
     name = compiler_path(cc)
     flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines)
     folder = Path(code_dir)
@@ -122,7 +125,7 @@ def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], b
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.tmp{os.getpid()}")
     command = [name, *flags, *[f"-I{d}" for d in include_dirs], *[f"-D{d}" for d in defs], *sources,
-               "-o", str(temporary)]
+               *[str(o) for o in objects], *libraries, "-o", str(temporary)]
     proc = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout, check=False)
     diagnostics = (proc.stdout + proc.stderr).strip()
     if proc.returncode != 0 or diagnostics:

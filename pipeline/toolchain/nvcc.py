@@ -133,6 +133,28 @@ def emulation_build(code_dir: Path, source: Path, binary: Path, cxx: str = "g++"
     return CudaBuild(binary, [command], cxx, version)
 
 
+def emulation_objects(code_dir: Path, sources: Sequence[str], out_dir: Path, defines: Sequence[str] = (),
+                      cxx: str = "g++") -> CudaBuild:
+    """The host emulation of the CUDA items of a mixed deployment, one object each (`sources` relative
+    to `code_dir`), to be linked with the C program by gcc (with -lstdc++: the emulated launcher's
+    shuffle uses std::vector). Flags as emulation_build, plus -pthread (the items run in threads)."""
+    found = shutil.which(cxx)
+    if found is None:
+        raise PipelineError("RUN-E001", f"C++ compiler '{cxx}' not found (Debian package g++)")
+    code_dir, out_dir = Path(code_dir).resolve(), Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    version = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout.splitlines()[0]
+    build = CudaBuild(out_dir, [], cxx, version)
+    for source in sources:
+        obj = out_dir / (Path(source).name.rsplit(".", 1)[0] + ".o")
+        command = [cxx, *EMULATION_FLAGS, "-pthread", "-I", str(code_dir), *[f"-D{d}" for d in defines], "-c", source,
+                   "-o", str(obj)]
+        _run(command, code_dir)
+        build.commands.append(command)
+        build.outputs[source] = obj
+    return build
+
+
 def gpu_query() -> tuple[bool, str]:
     """Whether a CUDA GPU answers here: (found, what the query said).
 

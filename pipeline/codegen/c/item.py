@@ -94,7 +94,7 @@ class ItemCode:
 
     name: str
     source: str
-    weights: str
+    weights: str | None        # the weights header (None: an item keeping its parameters in its source)
     entries: list[TraceEntry]
     memory_map: dict[str, Any]
     weight_records: list[dict[str, Any]]
@@ -105,6 +105,10 @@ class ItemCode:
     gets: list[str]
     arrays: dict[str, ConstArray] = field(default_factory=dict)
     weights_blob: bytes | None = None  # the parameters as little-endian binary32, when linked as binary
+    source_file: str = ""      # the item's source file name (default item_file(name), a .c)
+    language: str = "c"        # "c" (gcc) or "cuda" (nvcc on the device, g++ for the host emulation)
+    init: str | None = None    # the item's init function the harness calls once before the first inference
+    support_files: dict[str, str] = field(default_factory=dict)  # deployment-level files the source includes
 
 
 def _literal_f32(value: Any) -> np.float32:

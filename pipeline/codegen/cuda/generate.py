@@ -74,8 +74,11 @@ class Storage:
 class CudaItemEmitter:
     """One item of target cuda as a .cu file (see the module docstring)."""
 
-    def __init__(self, d: DeploymentInput, item: ItemInput) -> None:
+    def __init__(self, d: DeploymentInput, item: ItemInput, index: int = 0, linked: bool = False) -> None:
+        """`linked`: the item is one of a mixed deployment's C program (cuda/linked.py) and exchanges
+        values with the other items; `index` is its place in the program's item table."""
         self.d, self.item, self.graph = d, item, item.graph
+        self.index, self.linked = index, linked
         self.storage: dict[str, Storage] = {}
         self.host_arrays: dict[str, tuple[str, np.ndarray, str]] = {}   # device name -> host name, values, note
 
@@ -98,7 +101,7 @@ class CudaItemEmitter:
     def _declare(self) -> None:
         for op in self.graph.operations:
             if op.name not in ("external", "variable", "constant"):
-                if op.name == "variablesync":
+                if op.name == "variablesync" and not self.linked:
                     raise CodegenError("CODEGEN-E006", "CUDA items exchanging values with other items "
                                        "(variablesync/send_var/get_var) are not generated yet", self._where(op))
                 continue
@@ -119,6 +122,8 @@ class CudaItemEmitter:
                 values = np.full(shape, data[0], F32) if data.size == 1 else data.reshape(shape)
                 note = f"constant {name}: literal values rounded once to float32"
                 key = f"K_{ident(name)}"
+            line, text = self._line(op)
+            note = f"NNEF {self.item.nnef_rel}:{line}: {text}\n{note}"
             self.host_arrays[f"D_{key}"] = (f"H_{key}", values.reshape(-1), note)
             self.storage[name] = Storage("weight", name, f"D_{key}")
 
@@ -147,6 +152,11 @@ class CudaItemEmitter:
         self._refuse_unsupported()
         kernels: list[tuple[int, Operation, Body]] = []
         for index, (step, op) in enumerate(zip(item.steps, item.step_ops)):
+            if (step.kind != "compute" or op is None) and self.linked:
+                if step.kind == "get" and op is not None:   # the device buffer the host value is copied into
+                    name = op.output_refs()[0].name
+                    self.storage[name] = Storage("arena", name, "")
+                continue
             if step.kind != "compute" or op is None:
                 raise CodegenError("CODEGEN-E006", f"step {index} of item {item.name} is a {step.kind} step: CUDA "
                                    "items exchanging values with other items are not generated yet",
@@ -183,6 +193,10 @@ class CudaItemEmitter:
                 storage.c = self.storage[storage.root].c
         return self._assemble(kernels, plan)
 
+    def own_outputs(self) -> list[str]:
+        """The graph outputs this item computes (all of them in a one-item deployment)."""
+        return sorted(n for n, owner in self.d.outputs.items() if owner == self.item.name)
+
     def _plan(self):
         first: dict[str, int] = {}
         last: dict[str, int] = {}
@@ -190,7 +204,8 @@ class CudaItemEmitter:
             if s.kind == "arena" and s.root == name:
                 first.setdefault(name, -1)
         for index, op in enumerate(self.item.step_ops):
-            assert op is not None
+            if op is None:                 # a barrier (linked items)
+                continue
             for ref in op.output_refs():
                 s = self.storage.get(ref.name)
                 if s is not None and s.kind == "arena" and s.root == ref.name:
@@ -200,7 +215,7 @@ class CudaItemEmitter:
                 s = self.storage.get(ref.name)
                 if s is not None and s.kind == "arena":
                     last[s.root] = max(last.get(s.root, index), index)
-        for name in self.d.outputs:
+        for name in self.own_outputs():
             s = self.storage.get(name)
             if s is None or s.kind != "arena":
                 raise CodegenError("CODEGEN-E002", f"graph output {name} is not computed by item {self.item.name}",
@@ -228,8 +243,13 @@ class CudaItemEmitter:
                   "nnef_k_<item>_L<line>_<result>); each thread computes whole output elements in the reference's\n"
                   "order; no atomics, no shared memory, no CUDA math library. Device memory is allocated and the\n"
                   "weights are copied once, in init; see docs/codegen-cuda.md.")
+        if self.linked:
+            w.line("#include <stdio.h>")
+            w.line("#include <stdlib.h>")
         w.line('#include "nnef_cuda.h"')
         w.line('#include "nnef_cuda_math.h"')
+        if self.linked:
+            w.line('#include "nnef_sync.h"')
         w.line("")
         w.line(f"#define NNEF_THREADS {THREADS}u")
         w.line("")
@@ -295,6 +315,10 @@ class CudaItemEmitter:
                                f"{', '.join(pointers + [self.storage[result].c])});")
             kernel_records.append({"kernel": kname, "step": index, "nnef_line": line, "operation": op.name,
                                    "elements": count, "blocks": blocks, "threads": THREADS})
+        if self.linked:
+            from pipeline.codegen.cuda.linked import linked_tail
+
+            return linked_tail(self, w, launches, entries, kernel_records, plan)
         # init
         w.comment("Allocate device memory and copy the weights, once; nothing is allocated or copied later but "
                   "inputs and outputs.")

@@ -31,6 +31,7 @@ typedef struct {
     uint32_t count;
     uint32_t dropped;
     uint32_t noise_state;          /* xorshift32 state of the noise mode */
+    int (*init)(void);             /* once before the first inference (device memory, weights), or NULL; 0 = ok */
 } nnef_item;
 
 typedef struct {

@@ -216,6 +216,11 @@ int main(int argc, char **argv)
         if (!(nnef_out[o] = open_output(outputs, &nnef_outputs[o], vectors)))
             return 3;
 
+    for (int i = 0; i < NNEF_ITEMS; ++i)   /* items with resources of their own (a GPU item's device memory) */
+        if (nnef_items[i].init && nnef_items[i].init() != 0) {
+            fprintf(stderr, "RUN-E017: the initialisation of item %s failed\n", nnef_items[i].name);
+            return 2;
+        }
     nnef_runtime_init(NNEF_ITEMS);
     nnef_noise_configure(noise, seed);
     if (NNEF_ITEMS > 1) {
