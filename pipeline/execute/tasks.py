@@ -38,7 +38,8 @@ def task_execute() -> Iterator[dict[str, Any]]:
         for name, targets_of_items in spec_deployments(model).items():
             folder = out / name
             targets.append((folder / RUN_FILE).as_posix())
-            if all(target == "cpu" for target in targets_of_items):
+            # the C program's deployments (cpu items, possibly next to cuda items: docs/execute.md) are traced
+            if "cpu" in targets_of_items and all(target in ("cpu", "cuda") for target in targets_of_items):
                 targets += [(folder / f"trace-{kind}.json").as_posix()
                             for kind in ["plain"] + [f"noise-{seed}" for seed in NOISE_SEEDS]]
         yield {

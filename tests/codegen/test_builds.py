@@ -111,7 +111,8 @@ def test_flags():
 def test_selection_primitives_have_no_conditional_jumps(tmp_path):
     from pipeline.codegen.c.generate import RUNTIME_DIR
 
-    shutil.copy(RUNTIME_DIR / "nnef_runtime.h", tmp_path)
+    for header in ("nnef_runtime.h", "nnef_sync.h"):
+        shutil.copy(RUNTIME_DIR / header, tmp_path)
     for lanes in H.lanes_available():
         (tmp_path / "nnef_config.h").write_text(f"#define NNEF_VL {lanes}\n")
         (tmp_path / "probe.c").write_text(static.probe_source())

@@ -98,7 +98,8 @@ def build_driver(folder: Path, lanes: int = 4) -> Path:
         raise MathCheckError("gcc is not installed")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "nnef_math.h").write_text(math_header(), encoding="utf-8")
-    shutil.copy(RUNTIME_DIR / "nnef_runtime.h", folder)
+    for header in ("nnef_runtime.h", "nnef_sync.h"):
+        shutil.copy(RUNTIME_DIR / header, folder)
     (folder / "nnef_config.h").write_text(f"#define NNEF_VL {lanes}\n", encoding="utf-8")
     (folder / "driver.c").write_text(DRIVER, encoding="utf-8")
     flags, _ = build_flags(lanes)
