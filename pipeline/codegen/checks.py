@@ -237,4 +237,24 @@ def cuda_result(subject: str, folder: Path, root: Path, scratch: Path) -> CheckR
         commands = [" ".join(Path(a).name if "/" in a else a for a in c) for c in build.commands]
         measured[item["name"]] = {"nvcc": build.version, "commands": commands,
                                   "kernels": {arch: report.counts.get(arch, {}) for arch in archs}}
+    if "cuda" in manifest and not problems:      # a mixed deployment: the GPU program itself (not run here)
+        problems += _device_program(folder, manifest, archs, scratch / "program", measured)
     return _result(CUDA, subject, problems, measured, read)
+
+
+def _device_program(folder: Path, manifest: dict[str, Any], archs: list[str], scratch: Path,
+                    measured: dict[str, Any]) -> list[str]:
+    """Build a mixed deployment's GPU program: the C files by gcc (qualified flags), the .cu by nvcc,
+    linked by nvcc with the CUDA runtime; the problems (a diagnostic, a failed link)."""
+    from pipeline.toolchain.nvcc import device_program
+
+    objects, _, diagnostics = compile_objects(folder, manifest["sources"], scratch / "c", int(manifest["lanes"]))
+    if diagnostics:
+        return [f"GPU program: gcc: {diagnostics.splitlines()[0]}"]
+    try:
+        build = device_program(folder, manifest["cuda"]["sources"], objects, scratch / "nnef_run_gpu", archs)
+    except PipelineError as error:
+        return [f"GPU program: {error.code}: {error.message.splitlines()[0]}"]
+    measured["device_program"] = {"commands": [" ".join(Path(a).name if "/" in a else a for a in c)
+                                               for c in build.commands], "linked": build.binary.is_file()}
+    return []

@@ -120,6 +120,37 @@ def device_build(code_dir: Path, source: Path, out_dir: Path, archs: Sequence[st
     return build
 
 
+def device_program(code_dir: Path, sources: Sequence[str], c_objects: Sequence[Path], binary: Path,
+                   archs: Sequence[str] = ARCHITECTURES) -> CudaBuild:
+    """The GPU build of a mixed deployment's C program: each .cu (`sources`, relative to `code_dir`)
+    compiled by nvcc with the pinned flags to an object holding SASS for every architecture and
+    the PTX of the newest, then linked by nvcc (which adds the CUDA runtime) with the C program's
+    objects `c_objects` (gcc, qualified flags). RUN-E003 on an error or a warning."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        raise PipelineError("RUN-E001", "nvcc not found (install the CUDA toolkit)")
+    archs = check_architectures(archs)
+    code_dir, binary = Path(code_dir).resolve(), Path(binary).resolve()
+    binary.parent.mkdir(parents=True, exist_ok=True)
+    gencode = [f"-gencode=arch=compute_{a[3:]},code=sm_{a[3:]}" for a in archs]
+    gencode.append(f"-gencode=arch=compute_{archs[-1][3:]},code=compute_{archs[-1][3:]}")
+    build = CudaBuild(binary, [], nvcc, nvcc_version())
+    objects = []
+    for source in sources:
+        obj = binary.parent / (Path(source).name.rsplit(".", 1)[0] + ".o")
+        command = [nvcc, *DEVICE_FLAGS, "-I", str(code_dir), *gencode, "-c", source, "-o", str(obj)]
+        if _run(command, code_dir).strip():
+            raise PipelineError("RUN-E003", f"nvcc printed a diagnostic: {' '.join(command)}")
+        build.commands.append(command)
+        build.outputs[source] = obj
+        objects.append(obj)
+    command = [nvcc, "-o", str(binary), *[str(o) for o in objects], *[str(o) for o in c_objects], "-Xcompiler",
+               "-pthread"]
+    _run(command, code_dir)
+    build.commands.append(command)
+    return build
+
+
 def emulation_build(code_dir: Path, source: Path, binary: Path, cxx: str = "g++") -> CudaBuild:
     """The host emulation of `source` (docs/codegen-cuda.md "Host emulation")."""
     found = shutil.which(cxx)

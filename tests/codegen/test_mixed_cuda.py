@@ -3,7 +3,7 @@
 The dispatch table names an emitter per target (nvdla has none yet); the shipped mixed deployments
 generate one C program whose cuda items have C-linkage run and init functions following the
 schedule step for step; the C checks judge the C files and codegen.cuda (nvcc for sm_87 and sm_90
-+ the PTX/SASS gate) the .cu; a library call planted in a mixed .cu fails the gate with the kernel
++ the PTX/SASS gate, then the GPU program linked) the .cu; a library call planted in a mixed .cu fails the gate with the kernel
 and the NNEF line named.
 """
 
@@ -71,6 +71,8 @@ def test_mixed_cuda_items_pass_the_gate_and_a_planted_call_fails_it(exported_pro
     passed = checks.cuda_result("branch3/paper3gpu", folder, root, tmp_path / "gate")
     assert passed.verdict is Verdict.PASS, passed.reason
     assert set(passed.measured) >= {"ITEM2", "ITEM3"}
+    program = passed.measured["device_program"]            # the GPU program: nvcc .cu objects + gcc C objects
+    assert program["linked"] and any("-c nnef_item_ITEM2.cu" in c for c in program["commands"])
     source = folder / "ITEM3" / "nnef_item_ITEM3.cu"
     text = source.read_text()
     body = re.search(r"NNEF_HD void nnef_body_L(\d+)_(\w+)\(.*?\n    y\[i\] = (.*?);\n", text, re.S)
