@@ -39,3 +39,28 @@ def test_copy_one_element_short_is_caught(copy, exported_project, tmp_path):
     results = {r.check_id: r for r in run_compare_step("branch3", root) if r.subject == "branch3/paper3gpu"}
     cuda = results["compare.cuda_reference"]
     assert cuda.verdict is Verdict.FAIL and "ULP" in cuda.reason, cuda.reason
+
+
+def test_order_dependent_kernel_is_caught_in_the_shuffled_order(exported_project, tmp_path):
+    """A kernel whose result depends on the order of its threads (a planted counter, right in order)
+    passes in order and fails shuffled: the shuffled run of a mixed program really is shuffled."""
+    import re
+
+    from pipeline.compare.step import run_compare_step
+    from pipeline.execute.step import run_deployment
+
+    root = M.project(exported_project, tmp_path / "p", "branch3")
+    folder = M.generate(root, "branch3", "paper3gpu")
+    source = folder / "ITEM2" / "nnef_item_ITEM2.cu"
+    text = source.read_text()
+    store = re.search(r"\n    const unsigned i = nnef_block \* NNEF_THREADS \+ nnef_thread;\n    if \(i >= (\d+)u\) return;\n"
+                      r"(?:.*\n)*?    y\[i\] = (.*);\n", text)
+    count, value = int(store.group(1)), store.group(2)
+    assert count % 128 == 0                                   # every launched thread stores: the counter is exact
+    planted = f"    static unsigned nnef_seen_ = 0u;\n    y[i] = (nnef_seen_++ % {count}u == i) ? {value} : 0.0f;\n"
+    source.write_text(text.replace(f"    y[i] = {value};\n", planted, 1))
+    doc = run_deployment("branch3", "paper3gpu", root, M.inputs(root, "branch3", 2), 2, 3, instructions=False)
+    results = {r.check_id: r for r in run_compare_step("branch3", root) if r.subject == "branch3/paper3gpu"}
+    cuda = results["compare.cuda_reference"]
+    assert doc["status"] == "emulated" and cuda.verdict is Verdict.FAIL
+    assert "shuffled" in cuda.reason, cuda.reason
