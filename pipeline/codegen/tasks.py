@@ -1,7 +1,8 @@
 """doit tasks of the codegen step: `codegen:<model>` for every shipped model.
 
-Each sub-task generates the C code of every all-`cpu` deployment of models/<m>/deploy.yaml
-and checks it (pipeline.codegen.step). It depends on the spec, every file the split step declares (plans, schedules,
+Each sub-task generates the code of every deployment of models/<m>/deploy.yaml that has a
+generator (C programs, with .cu items next to the cpu items of a mixed deployment; one-item
+CUDA deployments) and checks it (pipeline.codegen.step). It depends on the spec, every file the split step declares (plans, schedules,
 item files), the export (graph and
 provenance.json, which holds the sha256 of every tensor file) and the sources of the
 generator, its runtime, the reference programs it emits and the validators. status.json (a
@@ -29,7 +30,7 @@ def _generate(model: str) -> bool:
 
 
 def task_codegen() -> Iterator[dict[str, Any]]:
-    """Generate and check the C code of every all-CPU deployment of each model."""
+    """Generate and check the code of every deployment of each model that has a generator."""
     deps = package_sources(SOURCE_GLOBS)
     for model in model_names("."):
         export = step_dir(model, "export")
@@ -39,7 +40,7 @@ def task_codegen() -> Iterator[dict[str, Any]]:
         out = step_dir(model, "codegen")
         yield {
             "name": model,
-            "doc": f"generate and check the C code of {model}'s CPU deployments",
+            "doc": f"generate and check the code of {model}'s deployments",
             "actions": [(step_action("codegen", _generate), [model])],
             "file_dep": sorted(set(file_dep)) + deps,
             "targets": [checks_path(model, "codegen").as_posix(), (out / "status.json").as_posix(),

@@ -17,7 +17,9 @@ the buffer plan and every weight) is allocated and the weights copied once, in i
 inference copies its inputs in, launches the kernels in schedule order on the item's one
 stream, and copies its outputs out.
 
-Not yet: items exchanging values with other items (send_var/get_var, barriers) -- CODEGEN-E006.
+A cuda item exchanging values with other items (send_var/get_var, barriers) is a .cu item of the
+deployment's C program instead (pipeline/codegen/cuda/linked.py, the same emitter with
+`linked=True`); here, in a one-item deployment, such steps stop at CODEGEN-E006.
 """
 
 from __future__ import annotations
