@@ -93,19 +93,35 @@ def _token_free_cycle(net: Net) -> list[int]:
     return cycle
 
 
-def _dijkstra(start: int, adjacency: list[list[tuple[int, int]]], cutoff: float = INFINITE) -> dict[int, float]:
-    """Token distances from `start`, only up to `cutoff` (farther nodes are left out: they cannot improve a bound)."""
-    dist: dict[int, float] = {start: 0}
-    heap = [(0, start)]
-    while heap:
-        d, x = heapq.heappop(heap)
-        if d > dist[x]:
-            continue
-        for y, w in adjacency[x]:
-            nd = d + w
-            if nd <= cutoff and nd < dist.get(y, INFINITE):
-                dist[y] = nd
-                heapq.heappush(heap, (nd, y))
+def _dijkstra(start: int, adjacency: list[list[tuple[int, int]]], cutoff: float = INFINITE) -> list[float]:
+    """Token distances from `start` (INFINITE beyond `cutoff`: farther nodes cannot improve a bound).
+
+    Weights are token counts, mostly 0 and never negative: a bucket per distance (Dial's
+    queue, the distinct distances kept in a heap) settles each node once, so a run costs
+    O(nodes + arcs + D log D) for D distinct distances, where a heap of nodes paid a log
+    factor per arc.
+    """
+    dist = [INFINITE] * len(adjacency)
+    dist[start] = 0
+    buckets: dict[float, list[int]] = {0: [start]}
+    keys: list[float] = [0]
+    while keys:
+        d = heapq.heappop(keys)
+        bucket = buckets[d]
+        for x in bucket:   # zero-weight arcs append to this very bucket, which the loop then reaches
+            if dist[x] != d:
+                continue   # settled earlier at a smaller distance
+            for y, w in adjacency[x]:
+                nd = d + w
+                if nd <= cutoff and nd < dist[y]:
+                    dist[y] = nd
+                    target = buckets.get(nd)
+                    if target is None:
+                        buckets[nd] = [y]
+                        heapq.heappush(keys, nd)
+                    else:
+                        target.append(y)
+        del buckets[d]
     return dist
 
 
@@ -156,6 +172,72 @@ def _strong_components(n: int, succ: list[list[int]]) -> list[int]:
     return comp
 
 
+@dataclass
+class _ZeroReach:
+    """For hubs whose searches stop at 0 tokens: which hubs' ends reach each transition by token-free arcs.
+
+    Bit i stands for the i-th hub by increasing tokens (the lowest bit set is the cheapest
+    hub); `from_q1[x]` has bit i when hub i's consumer reaches x, `to_q0[x]` when x reaches
+    hub i's producer: the distances 0 of the two searches, every other one being beyond the cut.
+    """
+
+    tokens: list[int]
+    bit_of: dict[int, int]   # hub place -> its bit
+    from_q1: list[int]
+    to_q0: list[int]
+
+    def improve(self, p: int, a: int, b: int, m: int, best: float) -> float:
+        """`best` lowered by the cycles through p and one of these hubs (as the search loop would)."""
+        shared = self.from_q1[a] & self.to_q0[b]
+        own = self.bit_of.get(p)
+        if own is not None:
+            if self.from_q1[a] >> own & 1:
+                best = min(best, m)   # p is a hub itself: the cycle p, then b ~> a without tokens
+            shared &= ~(1 << own)
+        if shared:
+            best = min(best, m + self.tokens[(shared & -shared).bit_length() - 1])
+        return best
+
+
+def _zero_reach(n: int, forward: list[list[tuple[int, int]]], hubs: list[tuple[int, int, int, int]]) -> _ZeroReach | None:
+    """Token-free reachability for `hubs` (q, a, b, tokens) in one pass each way; None when the
+    token-free arcs have a cycle (no topological order: the searches run one by one)."""
+    if not hubs:
+        return None
+    succ: list[list[int]] = [[] for _ in range(n)]
+    indegree = [0] * n
+    for x, arcs in enumerate(forward):
+        for y, w in arcs:
+            if w == 0:
+                succ[x].append(y)
+                indegree[y] += 1
+    order = [x for x in range(n) if indegree[x] == 0]
+    for x in order:   # Kahn: the list grows while it is walked
+        for y in succ[x]:
+            indegree[y] -= 1
+            if indegree[y] == 0:
+                order.append(y)
+    if len(order) < n:
+        return None
+    ranked = sorted(hubs, key=lambda h: h[3])
+    from_q1 = [0] * n
+    to_q0 = [0] * n
+    for i, (_, a, b, _) in enumerate(ranked):
+        from_q1[b] |= 1 << i
+        to_q0[a] |= 1 << i
+    for x in order:
+        mask = from_q1[x]
+        if mask:
+            for y in succ[x]:
+                from_q1[y] |= mask
+    for x in reversed(order):
+        mask = to_q0[x]
+        for y in succ[x]:
+            mask |= to_q0[y]
+        to_q0[x] = mask
+    return _ZeroReach([h[3] for h in ranked], {h[0]: i for i, h in enumerate(ranked)}, from_q1, to_q0)
+
+
 def analyse_marked_graph(net: Net, places: Sequence[int] | None = None) -> MarkedGraphResult:
     """Liveness (token-free cycle), boundedness (strong components) and the bounds of `places` (default all).
 
@@ -195,8 +277,11 @@ def analyse_marked_graph(net: Net, places: Sequence[int] | None = None) -> Marke
         upper[p] = m if a == b else (m + back[(b, a)] if (b, a) in back else INFINITE)
     limit = max((u for p, u in upper.items() if arcs[p][0] != arcs[p][1]), default=0)
     hubs = [(q, a, b, m) for q, (a, b, m) in arcs.items() if m > 0 and a != b and m < limit]
-    # a run through q only matters below the largest 2-cycle bound: cut the searches there
-    runs = [(q, m, _dijkstra(b, forward, limit - m - 1), _dijkstra(a, backward, limit - m - 1)) for q, a, b, m in hubs]
+    # a run through q only matters below the largest 2-cycle bound: cut the searches there; a run
+    # cut at 0 tokens is a reachability, done for all such hubs at once when it can be
+    zero = _zero_reach(n, forward, [h for h in hubs if limit - h[3] - 1 == 0])
+    runs = [(q, m, _dijkstra(b, forward, limit - m - 1), _dijkstra(a, backward, limit - m - 1))
+            for q, a, b, m in hubs if zero is None or limit - m - 1 != 0]
     for p in wanted:
         a, b, m = arcs[p]
         if a == b:
@@ -208,9 +293,11 @@ def analyse_marked_graph(net: Net, places: Sequence[int] | None = None) -> Marke
                 continue
             if q == p:
                 # p is itself marked: the cycle p, then b ~> a
-                best = min(best, m + from_q1.get(a, INFINITE))
+                best = min(best, m + from_q1[a])
             else:
                 # closed walk: p (a -> b), then b ~> q0, q (its tokens), q1 ~> a
-                best = min(best, m + to_q0.get(b, INFINITE) + tokens + from_q1.get(a, INFINITE))
+                best = min(best, m + to_q0[b] + tokens + from_q1[a])
+        if zero is not None:
+            best = zero.improve(p, a, b, m, best)
         result.bounds[p] = best
     return result

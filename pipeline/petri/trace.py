@@ -40,7 +40,7 @@ from typing import Any
 from pipeline.petri.documents import read_json
 from pipeline.petri.net import Net
 from pipeline.petri.outcome import Outcome, failed, listed, passed
-from pipeline.petri.schedule import Schedule, local_producers, place_steps
+from pipeline.petri.schedule import Schedule, Step, local_producers, place_steps
 from pipeline.schema import require
 
 ANALYSIS = "trace"
@@ -90,16 +90,39 @@ class _Graph:
     """Events as nodes (per-item positions, plus one virtual node per barrier and inference)."""
 
     node: dict[tuple[str, int], int] = field(default_factory=dict)
-    label: list[str] = field(default_factory=list)
+    # a node's label, or what makes it: written out only for the few a failure names
+    label: list[str | tuple[str, int, Event, Step]] = field(default_factory=list)
     succ: list[list[tuple[int, str]]] = field(default_factory=list)
 
-    def add(self, label: str) -> int:
+    def add(self, label: str | tuple[str, int, Event, Step]) -> int:
         self.label.append(label)
         self.succ.append([])
         return len(self.label) - 1
 
     def edge(self, a: int, b: int, why: str) -> None:
         self.succ[a].append((b, why))
+
+    def text(self, n: int) -> str:
+        label = self.label[n]
+        if isinstance(label, str):
+            return label
+        item, pos, e, step = label
+        return f"{item} event {pos} ({e.event} {step.describe()}" + (f", inference {e.inference}" if e.inference else "") + ")"
+
+
+@dataclass(frozen=True, slots=True)
+class _EventLabel:
+    """`ITEM1 event 3 (start step 1: conv y, inference 1)`, written out only when a problem names it."""
+
+    item: str
+    pos: int
+    e: Event
+    steps: list[Step]
+
+    def __str__(self) -> str:
+        e = self.e
+        return (f"{self.item} event {self.pos} ({e.event} step {e.step}: {self.steps[e.step].describe()}"
+                + (f", inference {e.inference}" if e.inference else "") + ")")
 
 
 def _cycle(graph: _Graph, alive: list[bool]) -> list[tuple[int, str]]:
@@ -160,11 +183,11 @@ def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
         next_start: dict[int, int] = {}
         last_t: int | None = None
         for pos, e in enumerate(item_events):
-            label = f"{item} event {pos} ({e.event} step {e.step}"
             if e.step >= len(steps):
-                problem("PETRI-E130", f"{label}): {item}'s schedule has {len(steps)} steps", item=item, event=pos)
+                problem("PETRI-E130", f"{item} event {pos} ({e.event} step {e.step}): {item}'s schedule has "
+                        f"{len(steps)} steps", item=item, event=pos)
                 break
-            label += f": {steps[e.step].describe()}" + (f", inference {e.inference}" if e.inference else "") + ")"
+            label = _EventLabel(item, pos, e, steps)
             if e.t is not None:
                 if last_t is not None and e.t < last_t:
                     problem("PETRI-E130", f"{label}: its time {e.t} is before the previous event's {last_t}", item=item, event=pos)
@@ -218,8 +241,7 @@ def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
     for item, item_events in trace.items.items():
         previous = None
         for pos, e in enumerate(item_events):
-            node = graph.add(f"{item} event {pos} ({e.event} {schedule.items[item][e.step].describe()}"
-                             + (f", inference {e.inference}" if e.inference else "") + ")")
+            node = graph.add((item, pos, e, schedule.items[item][e.step]))
             graph.node[(item, pos)] = node
             if previous is not None:
                 graph.edge(previous, node, f"{item} logged them in this order")
@@ -256,7 +278,7 @@ def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
         for a, edges in enumerate(graph.succ):
             for b, why in edges:
                 if a in times and b in times and times[b] < times[a]:
-                    problem("PETRI-E132", f"{graph.label[b]} at t={times[b]} comes before {graph.label[a]} at "
+                    problem("PETRI-E132", f"{graph.text(b)} at t={times[b]} comes before {graph.text(a)} at "
                             f"t={times[a]}: {why}", t=times[b])
                 elif b not in times:
                     arrivals.setdefault(b, []).append(a)
@@ -264,8 +286,8 @@ def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
             last = max(sources, key=lambda n: times[n])
             first_out = min((b for b, _ in graph.succ[virtual]), key=lambda n: times[n], default=None)
             if first_out is not None and times[first_out] < times[last]:
-                problem("PETRI-E132", f"{graph.label[first_out]} at t={times[first_out]} leaves {graph.label[virtual]} "
-                        f"before {graph.label[last]} reached it at t={times[last]}", t=times[first_out])
+                problem("PETRI-E132", f"{graph.text(first_out)} at t={times[first_out]} leaves {graph.text(virtual)} "
+                        f"before {graph.text(last)} reached it at t={times[last]}", t=times[first_out])
         problems.sort(key=lambda p: (p["t"], p["message"]))
     else:
         indegree = [0] * len(graph.label)
@@ -285,7 +307,7 @@ def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
                     ready.append(b)
         if removed < len(graph.label):
             cycle = _cycle(graph, alive)
-            steps_text = [f"{graph.label[n]} before {graph.label[cycle[(i + 1) % len(cycle)][0]]} ({why})"
+            steps_text = [f"{graph.text(n)} before {graph.text(cycle[(i + 1) % len(cycle)][0])} ({why})"
                           for i, (n, why) in enumerate(cycle)]
             crossing = next((s for s in steps_text if "logged them" not in s), steps_text[0])
             problem("PETRI-E132", "no global order explains the per-item logs: they require " + crossing
