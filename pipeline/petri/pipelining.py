@@ -131,6 +131,7 @@ def check_pipeline(net: Net, depth: int, schedule: Schedule | None = None) -> Ou
     value_bounds = [b for p, b in result.bounds.items() if periodic.places[p].kind is not PlaceKind.CONTROL and b != INFINITE]
     measured["value_place_bound"] = int(max(value_bounds)) if value_bounds else 0
     measured["places"] = len(periodic.places)
+    del periodic, result   # the schedule net is as large: do not hold both
     if problem is None and schedule is not None:
         code_net = schedule_net(schedule, depth)
         buffers_at = [p for p, place in enumerate(code_net.places) if place.kind is PlaceKind.VALUE]
