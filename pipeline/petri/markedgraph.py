@@ -254,27 +254,38 @@ def analyse_marked_graph(net: Net, places: Sequence[int] | None = None) -> Marke
     backward: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     succ: list[list[int]] = [[] for _ in range(n)]
     arcs: dict[int, tuple[int, int, int]] = {}   # place -> (producer, consumer, tokens)
-    back: dict[tuple[int, int], int] = {}        # (producer, consumer) -> fewest tokens on such a place
+    back: dict[int, int] = {}                    # producer * n + consumer -> fewest tokens on such a place
+    producers, consumers = net.producers, net.consumers
     for p, place in enumerate(net.places):
-        if len(net.producers[p]) == 1 and len(net.consumers[p]) == 1:
-            a, b = net.producers[p][0][0], net.consumers[p][0][0]
-            arcs[p] = (a, b, place.initial)
-            forward[a].append((b, place.initial))
-            backward[b].append((a, place.initial))
+        made, taken = producers[p], consumers[p]
+        if len(made) == 1 and len(taken) == 1:
+            a, b, m = made[0][0], taken[0][0], place.initial
+            arcs[p] = (a, b, m)
+            forward[a].append((b, m))
+            backward[b].append((a, m))
             succ[a].append(b)
-            back[(a, b)] = min(back.get((a, b), place.initial), place.initial)
+            key = a * n + b
+            fewest = back.get(key)
+            if fewest is None or m < fewest:
+                back[key] = m
     component = _strong_components(n, succ)
+    del succ
+    bounds = result.bounds
     for p, (a, b, _) in arcs.items():
         if component[a] != component[b]:
-            result.bounds[p] = INFINITE
+            bounds[p] = INFINITE
     for p in result.not_marked_graph:
-        if net.producers[p] and not net.consumers[p]:
-            result.bounds[p] = INFINITE
-    wanted = [p for p in (places if places is not None else range(len(net.places))) if p in arcs and p not in result.bounds]
+        if producers[p] and not consumers[p]:
+            bounds[p] = INFINITE
+    wanted = [p for p in (places if places is not None else range(len(net.places))) if p in arcs and p not in bounds]
     upper: dict[int, float] = {}
     for p in wanted:
         a, b, m = arcs[p]
-        upper[p] = m if a == b else (m + back[(b, a)] if (b, a) in back else INFINITE)
+        if a == b:
+            upper[p] = m
+        else:
+            there = back.get(b * n + a)
+            upper[p] = INFINITE if there is None else m + there
     limit = max((u for p, u in upper.items() if arcs[p][0] != arcs[p][1]), default=0)
     hubs = [(q, a, b, m) for q, (a, b, m) in arcs.items() if m > 0 and a != b and m < limit]
     # a run through q only matters below the largest 2-cycle bound: cut the searches there; a run
