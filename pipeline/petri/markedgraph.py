@@ -20,10 +20,13 @@ bound(p) = M0(p) + min_q [dist(b, q0) + M0(q) + dist(q1, a)] (a shortest closed 
 through p and q; the shortest closed walk through p is a simple cycle since weights are
 non-negative). A place with a place straight back (b -> a) lies on a 2-cycle of U tokens;
 cycles whose marked places all hold U tokens or more cannot beat it, so only marked places
-with fewer tokens need their runs. Cost O(K · (P + T) log T) for the K marked places
-needed: one (the in-flight place) for the periodic net of a pipeline, one per item (its
-loop) for the periodic schedule net, whose sync buffers all have a credit place straight
-back. Boundedness itself (every place on a cycle) is one strong-components pass.
+with fewer tokens need their runs. Cost O(K · (P + T)) for the K marked places needed
+(a bucket queue: weights are small token counts): one (the in-flight place) for the
+periodic net of a pipeline, one per item (its loop) for the periodic schedule net, whose
+sync buffers all have a credit place straight back. Runs cut at 0 tokens are
+reachabilities: all of them together take one topological pass each way, a bit per hub
+(the schedule net's item loops at depth 2: 16 graph walks become 2). Boundedness itself
+(every place on a cycle) is one strong-components pass.
 """
 
 from __future__ import annotations
