@@ -45,11 +45,14 @@ register_check(TRANSCENDENTAL, "The generator emits the reference's transcendent
                "exp, log, tanh, sigmoid, softplus and pow as generated C (nnef_math.h, built with the build flags, "
                "linked without -lm) against the NumPy evaluation of the same programs on special values and "
                "seeded random inputs: every result bit-identical (NaN payloads aside).")
-register_check(ACCELERATORS, "DLA (NVDLA) items are generated and compared with the reference",
-               STEP, ["HLR-NUM-004"],
-               "Deployments with nvdla items: their code generated, run and compared (the precision tolerance). "
-               "No NVDLA generator exists yet, so this check reports not run with the reason for every model: DLA "
-               "semantics preservation is not verified. (CUDA items: codegen.cuda and compare.cuda_reference.)")
+register_check(ACCELERATORS, "NVDLA loadables are structurally valid and traced to the NNEF instructions",
+               STEP, ["LLR-COD-008"],
+               "Deployments with nvdla items: every loadable (artifacts/<m>/codegen/nvdla/<d>/<ITEM>.nvdla) re-read "
+               "from its bytes by the independent reader and validator (pipeline/codegen/nvdla/validate.py, never "
+               "the writer): no NVDLA-Vnnn finding, the sha256 build.json recorded, as many tasks as its debug table "
+               "names; every computing instruction of the item file (as the NNEF checker reads it) has a trace entry "
+               "whose debug-table lines name its NNEF line. Structural only: the numbers are compare.nvdla_reference's "
+               "(HLR-NUM-004). Not run for a model without an nvdla deployment.")
 register_check(CUDA, "CUDA items compile for every architecture without a diagnostic and pass the PTX/SASS gate",
                STEP, ["HLR-COD-003", "LLR-COD-006"],
                "nvcc --fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Werror all-warnings for sm_87 and sm_90 "
@@ -199,14 +202,18 @@ def transcendental_result(subject: str, scratch: Path) -> CheckResult:
     return CheckResult(TRANSCENDENTAL, subject, Verdict.PASS, "", measured, read, [])
 
 
-def accelerators_result(subject: str, deployments: dict[str, list[str]]) -> CheckResult:
-    """`codegen.accelerators`: never pass until an NVDLA generator exists (say why it did not run)."""
-    if deployments:
-        listed = "; ".join(f"{name}: {', '.join(items)}" for name, items in sorted(deployments.items()))
-        reason = f"no NVDLA generator yet; deployments with nvdla items: {listed}"
-    else:
-        reason = "no deployment of this model has an nvdla item, and no NVDLA generator exists yet"
-    return CheckResult(ACCELERATORS, subject, Verdict.NOT_RUN, reason, {"deployments": len(deployments)}, [], [])
+def accelerators_result(subject: str, folder: Path, root: Path) -> CheckResult:
+    """`codegen.accelerators` for one generated NVDLA deployment folder (pipeline.codegen.nvdla.check)."""
+    from pipeline.codegen.nvdla.check import check_folder
+
+    problems, measured, read = check_folder(folder, root)
+    return _result(ACCELERATORS, subject, problems, measured, read)
+
+
+def no_accelerators(subject: str) -> CheckResult:
+    """`codegen.accelerators` of a model none of whose deployments has an nvdla item."""
+    return CheckResult(ACCELERATORS, subject, Verdict.NOT_RUN, "no deployment of this model has an nvdla item",
+                       {"deployments": 0}, [], [])
 
 
 def cuda_result(subject: str, folder: Path, root: Path, scratch: Path) -> CheckResult:

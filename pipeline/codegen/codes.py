@@ -18,6 +18,8 @@ CODES: dict[str, str] = {
     "CODEGEN-E006": "deployment has items of a target without a generator (cuda, nvdla)",
     "CODEGEN-E007": "generated code does not compile cleanly under the qualified flags",
     "CODEGEN-E008": "internal: the generated code or its buffer plan violates an invariant (a generator bug)",
+    "CODEGEN-E009": "an nvdla item cannot be made into a loadable (legalization refused on the item file, or its "
+                    "debug table cannot be traced)",
 }
 
 

@@ -1,10 +1,12 @@
 """The codegen step: C code for every deployment of a model whose items are `cpu` or `cuda` with
 at least one `cpu` item (a mixed deployment's cuda items are .cu items of the C program,
 pipeline.codegen.items), CUDA code for every deployment whose items are all `cuda` (one item
-today, docs/codegen-cuda.md).
+today, docs/codegen-cuda.md), NVDLA loadables for every deployment whose items are all `nvdla`
+(docs/codegen-nvdla.md).
 
 artifacts/<m>/codegen/c/<deployment>/...   the generated code (pipeline.codegen.c.generate)
 artifacts/<m>/codegen/cuda/<deployment>/... the generated CUDA code (pipeline.codegen.cuda.generate)
+artifacts/<m>/codegen/nvdla/<deployment>/... the loadables, debug tables, traces (pipeline.codegen.nvdla.generate)
 artifacts/<m>/codegen/status.json          per deployment: generated, or why not
 artifacts/<m>/codegen/checks.json          codegen.static, codegen.trace, codegen.compile
 artifacts/<m>/codegen/record.json
@@ -39,7 +41,8 @@ log = logging.getLogger(__name__)
 
 STEP = "codegen"
 STATUS_FILE = "status.json"
-NO_GENERATOR = "no NVDLA generator yet"
+NO_GENERATOR = "no emitter yet for NVDLA items next to items of another target (a deployment of nvdla " \
+    "items only is written as loadables, docs/codegen-nvdla.md)"
 
 
 def c_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
@@ -48,6 +51,38 @@ def c_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") ->
 
 def cuda_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
     return confined(step_dir(model, STEP, root), "cuda", deployment)
+
+
+def nvdla_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
+    return confined(step_dir(model, STEP, root), "nvdla", deployment)
+
+
+def _is_nvdla(deployment: Any) -> bool:
+    """A deployment the NVDLA generator handles alone: items all of target nvdla."""
+    return bool(deployment.items) and all(i.target == "nvdla" for i in deployment.items)
+
+
+def _nvdla_deployment(model: str, name: str, base: Path, split: Path, export: Path
+                      ) -> tuple[dict[str, Any], CheckResult]:
+    """Write the loadables of one deployment and judge them (codegen.accelerators)."""
+    from pipeline.codegen.nvdla.generate import generate_nvdla
+
+    subject = f"{model}/{name}"
+    folder = nvdla_folder(model, name, base)
+    if folder.is_dir():
+        shutil.rmtree(folder)
+    try:
+        generated = generate_nvdla(load_deployment(split, export, base), folder)
+    except (CodegenError, PipelineError) as error:
+        reason = f"{error.code}: {error.message}" + (f" ({error.location})" if error.location else "")
+        log.error("codegen %s: %s", subject, reason)
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        return {"status": "failed", "reason": reason, "target": "nvdla"}, \
+            checks.failed_generation(checks.ACCELERATORS, subject, reason)
+    status = {"status": "generated", "target": "nvdla", "folder": project_relative(folder, base),
+              "files": {project_relative(p, base): sha256_of(p) for p in sorted(generated.files)}}
+    return status, checks.accelerators_result(subject, folder, base)
 
 
 def _is_cuda(deployment: Any) -> bool:
@@ -98,9 +133,21 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
     for child in (out / "cuda").iterdir():
         if child.is_dir() and (child.name not in spec.deployments or not _is_cuda(spec.deployments[child.name])):
             shutil.rmtree(child)
+    (out / "nvdla").mkdir(parents=True, exist_ok=True)
+    for child in (out / "nvdla").iterdir():
+        if child.is_dir() and (child.name not in spec.deployments or not _is_nvdla(spec.deployments[child.name])):
+            shutil.rmtree(child)
+    accelerated = []
     for name, deployment in spec.deployments.items():
         subject = f"{model}/{name}"
         folder = c_folder(model, name, base)
+        if _is_nvdla(deployment):
+            status[name], verdict = _nvdla_deployment(model, name, base, split / name, export)
+            results.append(verdict)
+            accelerated.append(name)
+            if folder.is_dir():
+                shutil.rmtree(folder)
+            continue
         if _is_cuda(deployment):
             status[name], more = _cuda_deployment(model, name, base, split / name, export, deployment.architectures)
             results += more
@@ -136,9 +183,8 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
                 results.append(checks.cuda_result(subject, folder, base, Path(tmp) / "cuda"))
     with tempfile.TemporaryDirectory(prefix="nnef-math-") as tmp:
         results.append(checks.transcendental_result(model, Path(tmp)))
-    accelerated = {name: [f"{i.name} ({i.target})" for i in d.items if i.target == "nvdla"]
-                   for name, d in spec.deployments.items()}
-    results.append(checks.accelerators_result(model, {k: v for k, v in accelerated.items() if v}))
+    if not accelerated:
+        results.append(checks.no_accelerators(model))
     write_json(out / STATUS_FILE, {"schema_version": 1, "model": model, "deployments": status})
     write_json(checks_path(model, STEP, base), results_document(results))
     record_step(model, STEP, inputs=[p for p in [deploy_path] if p.exists()] + step_data(split) + export_data(model, base),

@@ -9,6 +9,8 @@ met.stability        HLR-MET-002, LLR-MET-001  jitter bound; no drift against th
 met.path             HLR-MET-002, LLR-MET-002  identical instruction counts for every input
 compare.cuda_reference HLR-NUM-003, LLR-NUM-001, LLR-COD-007  CUDA outputs (host emulation, in order
                                                and shuffled; the GPU where one answers) bit-identical to the reference
+compare.nvdla_reference HLR-NUM-004           NVDLA outputs (emulator, mode ideal) within fp16_max_abs_error of the
+                                               reference; verdict emulated (never pass here)
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ BUDGET = "met.budget"
 STABILITY = "met.stability"
 PATH = "met.path"
 CUDA_REFERENCE = "compare.cuda_reference"
+NVDLA_REFERENCE = "compare.nvdla_reference"
 ALL = (REFERENCE, ONNXRUNTIME, TRACES, BUDGET, STABILITY, PATH)
 
 register_check(REFERENCE, "Executed C code reproduces the reference semantics bit for bit on every validation vector",
@@ -40,6 +43,13 @@ register_check(CUDA_REFERENCE, "Generated CUDA code reproduces the reference sem
                "pipeline.semantics.interpret: 0 ULP, same sign of zero, NaN where NaN, in both orders. Verdict "
                "emulated (never pass) with the emulation named and the GPU device query's answer; pass or fail "
                "only from a run on a GPU.")
+register_check(NVDLA_REFERENCE, "NVDLA loadables agree with the reference semantics within the tolerance of their "
+               "precision on every validation vector", STEP, ["HLR-NUM-004"],
+               "The NVDLA emulator (pipeline/execute/nvdla/emulator.py, mode ideal) runs each loadable the codegen "
+               "step wrote, decoded from its bytes, on the N seeded vectors; every output against "
+               "pipeline.semantics.interpret in float32: max abs error <= HLR-NUM-004's fp16_max_abs_error (the "
+               "requirement's parameter, read, not copied) for FP16 items. Verdict emulated (never pass) naming the "
+               "precision, the tolerance, the mode and the measured max error; fail beyond the tolerance.")
 register_check(ONNXRUNTIME, "Executed C code agrees with onnxruntime within the deployment tolerance",
                STEP, ["HLR-NUM-002", "LLR-NUM-002"],
                "Outputs against the ONNX model run by onnxruntime (one thread) on the same vectors: per output, max "

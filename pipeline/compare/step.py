@@ -146,6 +146,37 @@ def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str,
     return [traces, *met, path]
 
 
+def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.ndarray], folder: Path,
+                     root: Path) -> CheckResult:
+    """compare.nvdla_reference on an emulated NVDLA run: within HLR-NUM-004's tolerance of its precision."""
+    requirements = load_requirements(root)
+    precision = doc["precision"]
+    parameter = {"fp16": "fp16_max_abs_error", "int8": "int8_max_abs_error"}[precision]
+    tolerance = float(requirements.parameter("HLR-NUM-004", parameter))
+    read = list(doc["outputs"].values())
+    outputs = {n: read_tensor(root / p) for n, p in doc["outputs"].items()}
+    comparison = compare(outputs, reference, max_abs_error=tolerance)
+    path = write_json(folder / "nvdla-numeric.json", {
+        "schema_version": 1, "emulation": doc["emulation"], "mode": doc["mode"], "mode_meaning": doc["mode_meaning"],
+        "precision": precision, "tolerance": {"requirement": "HLR-NUM-004", "parameter": parameter,
+                                              "max_abs_error": tolerance}, **comparison.to_json()})
+    obtained = Obtained.emulation(doc["emulation"])
+    stats = comparison.measured()
+    measured = {"vectors": doc["vectors"], "precision": precision, "tolerance_max_abs_error": tolerance,
+                "tolerance_parameter": f"HLR-NUM-004 {parameter}", "mode": doc["mode"],
+                "configuration": doc["configuration"], **stats}
+    written = [project_relative(path, root)]
+    applied = (f"precision {precision.upper()}, tolerance {parameter} = {tolerance:g} (HLR-NUM-004), "
+               f"emulator mode {doc['mode']}, {doc['vectors']} vectors")
+    failure = comparison.first_failure()
+    if failure is not None:
+        return result(checks.NVDLA_REFERENCE, subject, Verdict.FAIL, f"{applied}: {failure.reason}", measured, read,
+                      written, obtained)
+    return result(checks.NVDLA_REFERENCE, subject, Verdict.EMULATED,
+                  f"{applied}: max |error| {stats['max_abs_error']:.3g} <= {tolerance:g} (top-1 agreement "
+                  f"{stats['top1_agreement']:.0%}); no NVDLA here, so never pass", measured, read, written, obtained)
+
+
 def _traces(subject: str, split_dir: Path, run_dir: Path, run_doc: dict[str, Any], folder: Path, root: Path
             ) -> CheckResult:
     traces = sorted(run_dir.glob("trace-*.json"))
@@ -335,6 +366,9 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
         inputs_read.append(run / name)
         if doc.get("status") == "emulated":
             assert reference is not None
+            if doc.get("target") == "nvdla":
+                results.append(_nvdla_reference(subject, doc, reference, folder, base))
+                continue
             results.append(_cuda_reference(subject, doc, reference, folder, base))
             if doc.get("target") == "mixed":
                 results += _mixed(model, name, subject, spec, doc, params, folder, base)

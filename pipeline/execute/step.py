@@ -17,8 +17,9 @@ the host emulation (pipeline/execute/cuda.py: run.json status "emulated"). A mix
 with its cuda items built by g++ as the host emulation (nnef_cuda_emulate.h), once with blocks
 and threads in order and once shuffled: run.json status "emulated" as well, never "ran";
 instruction counts are not taken (an emulated launch loop says nothing about a GPU). A
-deployment without generated code (an nvdla item, or codegen not run) gets run.json with
-status "not run" and the reason.
+deployment of nvdla items only runs on the NVDLA emulator (pipeline/execute/nvdla/run.py:
+status "emulated", mode `ideal`). A deployment without generated code (nvdla items next to
+other targets, or codegen not run) gets run.json with status "not run" and the reason.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from pipeline.toolchain.cc import compile_and_link, compiler_version, host_isa, 
 from pipeline.codegen.items import emitter_for
 from pipeline.execute.cuda import EMULATION, SHUFFLE_SEED, run_cuda_deployment
 from pipeline.toolchain.nvcc import emulation_objects, gpu_query
+from pipeline.execute.nvdla.run import run_nvdla_deployment
 from pipeline.execute.harness import read_outputs, run_harness, write_arrays, write_input_vectors
 from pipeline.execute.instructions import count_instructions, special_vector, valgrind_version
 
@@ -57,7 +59,7 @@ STEP_TIMING_FILE = "step-timing.json"
 INSTRUCTIONS_FILE = "instructions.json"
 WARMUP = 10
 PATH_VECTORS = 4      # validation vectors whose instruction counts are compared, plus zeros and specials
-NO_GENERATOR = "no NVDLA generator yet"
+NO_GENERATOR = "no emitter yet for NVDLA items next to items of another target"
 SEED_VARIABLE = "NNEF_EMULATE_SEED"   # read by the init of an emulated cuda item (pipeline/codegen/cuda/linked.py)
 
 
@@ -257,9 +259,11 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
             shutil.rmtree(child)
     for name in names:
         deployment = spec.deployments[name]
-        if deployment.items and all(item.target == "cuda" for item in deployment.items):
+        emulated = {"cuda": run_cuda_deployment, "nvdla": run_nvdla_deployment}
+        targets = {item.target for item in deployment.items}
+        if len(targets) == 1 and (target := next(iter(targets))) in emulated:
             try:
-                documents[name] = run_cuda_deployment(model, name, base, inputs_dir, count)
+                documents[name] = emulated[target](model, name, base, inputs_dir, count)
             except PipelineError as error:
                 document = {"schema_version": 1, "model": model, "deployment": name, "status": "failed",
                             "reason": f"{error.code}: {error.message}"[:4000]}
