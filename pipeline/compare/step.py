@@ -394,6 +394,11 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
             done = {r.check_id for r in results if r.subject == subject}
             results += [result(c, subject, Verdict.FAIL, f"comparison failed: {error}") for c in checks.ALL
                         if c not in done]
+    if not any(r.check_id == checks.NVDLA_REFERENCE for r in results):
+        with_dla = [n for n, d in spec.deployments.items() if any(i.target == "nvdla" for i in d.items)]
+        results.append(result(checks.NVDLA_REFERENCE, model, Verdict.NOT_RUN,
+                              f"no nvdla deployment of this model ran ({', '.join(with_dla)}: see the execute step's "
+                              "run.json)" if with_dla else "no deployment of this model has an nvdla item"))
     write_json(checks_path(model, STEP, base), results_document(results))
     baseline = model_dir(model, base) / "met-baseline.json"
     record_step(model, STEP, inputs=[p for p in inputs_read + [baseline] if p.exists()],
