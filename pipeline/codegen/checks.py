@@ -4,6 +4,7 @@ codegen.static   HLR-COD-001   pipeline.codegen.static on the sources and object
 codegen.trace    HLR-COD-002, LLR-COD-001, LLR-COD-002   pipeline.codegen.tracecheck
 codegen.compile  HLR-COD-003, LLR-COD-003   every source compiled with the qualified flags, no diagnostic;
                  the compiler's known wrong-code cases (compilerdefects) right with the same flags
+codegen.accelerators  LLR-COD-008      NVDLA loadables: independent validator on the bytes, debug-table trace
 
 The validators read the generated files (and compile them); they do not use the generator's
 data structures.
