@@ -1,1 +1,2 @@
-"""Emulation of NVDLA loadables (emulator.py): verdicts from it are `emulated`, never `pass`."""
+"""Emulation of NVDLA loadables (emulator.py; run.py runs a deployment's loadable for the execute step): verdicts
+from it are `emulated`, never `pass`."""
