@@ -60,10 +60,29 @@ def test_every_cpu_deployment_ran(model_results):
     model, _, runs, _ = model_results
     assert runs, model
     for name, doc in runs.items():
-        if doc.get("target") in ("cuda", "mixed"):
+        if doc.get("target") in ("cuda", "mixed", "nvdla"):
             continue
         assert doc["status"] == "ran", (name, doc.get("reason"))
         assert doc["vectors"] == 100
+
+
+def test_every_nvdla_deployment_emulated_within_the_fp16_tolerance(model_results):
+    """The `dla` deployments: loadables the validator accepts, emulated within HLR-NUM-004's FP16 tolerance."""
+    model, codegen, runs, compare = model_results
+    dla = {name for name, doc in runs.items() if doc.get("target") == "nvdla"}
+    for name in dla:
+        assert runs[name]["status"] == "emulated" and runs[name]["vectors"] == 100, runs[name]
+    accelerators = _by(codegen, "codegen.accelerators")
+    verdicts = _by(compare, "compare.nvdla_reference")
+    if not dla:
+        assert [r.verdict for r in accelerators.values()] == [Verdict.NOT_RUN]
+        assert [r.verdict for r in verdicts.values()] == [Verdict.NOT_RUN]
+        return
+    assert set(accelerators) == set(verdicts) == {f"{model}/{name}" for name in dla}
+    for subject in verdicts:
+        assert accelerators[subject].verdict is Verdict.PASS, accelerators[subject].reason
+        r = verdicts[subject]
+        assert r.verdict is Verdict.EMULATED and r.measured["max_abs_error"] <= r.measured["tolerance_max_abs_error"]
 
 
 def test_every_cuda_deployment_emulated_bit_exact(model_results):
