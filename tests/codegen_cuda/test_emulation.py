@@ -117,6 +117,15 @@ KERNELS = {
         q = transpose(x, axes = [0, 2, 1]);
         n = nearest_upsample(x, factor = [2, 3]);""",
         {"va": (1, 6), "vb": (1, 6)}, {"x": (1, 6, 5, 4)}),
+    "multilinear_upsample": (  # issue 15: Resize linear (half-pixel, align_corners), 1-D and 2-D, odd sizes
+        """x = external<scalar>(shape = [1, 3, 5, 4]);
+        v = external<scalar>(shape = [2, 2, 3]);
+        z = external<scalar>(shape = [1, 2, 1, 3]);
+        a = multilinear_upsample(x, factor = [2, 2], method = 'symmetric', border = 'replicate');
+        c = multilinear_upsample(x, factor = [3, 1], method = 'aligned', border = 'replicate');
+        d = multilinear_upsample(v, factor = [4], method = 'symmetric', border = 'replicate');
+        e = multilinear_upsample(z, factor = [3, 2], method = 'aligned', border = 'constant');""",
+        {}, {"x": (1, 3, 5, 4), "v": (2, 2, 3), "z": (1, 2, 1, 3)}),
     "transcendentals": (
         """x = external<scalar>(shape = [4, 64]);
         e = exp(x);
@@ -130,7 +139,7 @@ KERNELS = {
         f = floor(x);""",
         {}, {"x": (4, 64)}),
 }
-MULTIPLE_OUTPUTS = {"clamp_and_transpose": ["h", "s", "k", "p", "q", "n"], "avg_pool_and_box": ["a", "c", "s"], "transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
+MULTIPLE_OUTPUTS = {"multilinear_upsample": ["a", "c", "d", "e"], "clamp_and_transpose": ["h", "s", "k", "p", "q", "n"], "avg_pool_and_box": ["a", "c", "s"], "transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

@@ -86,13 +86,15 @@ def test_xavier_is_refused_with_the_reason():
     assert caught.value.code == "RUN-E002" and "Xavier" in caught.value.message and "nvcc 13" in caught.value.message
 
 
-def test_transcendental_and_division_kernels_pass_the_gate(tmp_path):
-    """exp/log/tanh/sigmoid/softplus/pow programs, sqrt and division: no approximate instruction,
-    FFMA only where the PTX holds a correctly rounded div/sqrt (ptxas's exact expansion)."""
+@pytest.mark.parametrize("family", ["transcendentals", "multilinear_upsample"])
+def test_transcendental_and_division_kernels_pass_the_gate(family, tmp_path):
+    """exp/log/tanh/sigmoid/softplus/pow programs, sqrt and division (also the interpolation
+    weights of multilinear_upsample): no approximate instruction, FFMA only where the PTX holds a
+    correctly rounded div/sqrt (ptxas's exact expansion)."""
     from tests.codegen_cuda.test_emulation import KERNELS, MULTIPLE_OUTPUTS
 
-    body, _, externals = KERNELS["transcendentals"]
-    outputs = MULTIPLE_OUTPUTS["transcendentals"]
+    body, _, externals = KERNELS[family]
+    outputs = MULTIPLE_OUTPUTS[family]
     text = (f"version 1.0;\n\ngraphitem {C.ITEM} g( {', '.join(externals)} ) -> ( {', '.join(outputs)} )\n{{\n"
             + "\n".join(f"    {line.strip()}" for line in body.strip().splitlines()) + "\n}\n")
     split = C.one_item(tmp_path / "split", text)

@@ -12,6 +12,7 @@ are skipped by index tests (never a data-dependent branch in a sum), which is th
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -20,6 +21,7 @@ import numpy as np
 
 from pipeline.codegen.c.kernels.common import flit, strides
 from pipeline.codegen.c.kernels.geometry import window_geometry
+from pipeline.codegen.c.kernels.multilinear import METHODS as LINEAR_METHODS, axis_rule
 from pipeline.nnef.graph import Operation
 
 F32 = np.float32
@@ -331,6 +333,45 @@ def nearest_upsample(b: Body) -> None:
     coords = b.coords()
     coords = coords[:2] + [f"({u} / {f}u)" for u, f in zip(coords[2:], factor)]
     b.emit(f"y[i] = NNEF_ADD(0.0f, {b.read(x, coords)});")
+
+
+@emitter("multilinear_upsample")
+def multilinear_upsample(b: Body) -> None:
+    """Per axis the two taps (clamped: the replicated border) and the weights of the exact position
+    t / den from integer arithmetic, then acc = +0 + ((w_a2 * w_a3) * ...) * x[corner] over the 2^d
+    corners, lo before hi, axis 2 outermost (docs/semantics/sliding_window.md, as kernels/multilinear.py)."""
+    x = b.arg("input")
+    if x.is_literal:
+        raise Unsupported("multilinear_upsample: literal operand")
+    factor = [int(f) for f in b.op.attribs["factor"]]
+    method = str(b.op.attribs.get("method", "symmetric"))
+    border = str(b.op.attribs.get("border", "replicate"))
+    rank = len(b.out_shape) - 2
+    if len(factor) != rank or method not in LINEAR_METHODS or (method == "symmetric" and border != "replicate"):
+        raise Unsupported(f"multilinear_upsample: factor {factor}, method '{method}', border '{border}' (this "
+                          "generator: 'symmetric' with 'replicate', 'aligned')")
+    u = b.coords()
+    for a in range(rank):
+        n = x.shape[2 + a]
+        numerator, den, shift = axis_rule(method, n, factor[a])
+        b.emit(f"const int t{a} = {numerator.format(y=f'(int){u[2 + a]}')};")
+        b.emit(f"const int q{a} = t{a} / {den}, r{a} = t{a} - q{a} * {den};")
+        lo = f"q{a} - {shift}" if shift else f"q{a}"
+        b.emit(f"const int lo{a} = {lo} < 0 ? 0 : ({lo} > {n - 1} ? {n - 1} : {lo});")
+        b.emit(f"const int hi{a} = {lo} + 1 > {n - 1} ? {n - 1} : {lo} + 1;")
+        if n == 1:
+            b.emit(f"(void)lo{a}; (void)hi{a};  /* extent 1: the read omits the axis */")
+        b.emit(f"const float wl{a} = NNEF_DIV((float)({den} - r{a}), {den}.0f), "
+               f"wh{a} = NNEF_DIV((float)r{a}, {den}.0f);")
+    b.emit("float acc = 0.0f;")
+    for corner in itertools.product((0, 1), repeat=rank):
+        names = [("wh" if side else "wl") + str(a) for a, side in enumerate(corner)]
+        weight = names[0]
+        for name in names[1:]:
+            weight = f"NNEF_MUL({weight}, {name})"
+        coords = u[:2] + [f"(unsigned){'hi' if side else 'lo'}{a}" for a, side in enumerate(corner)]
+        b.emit(f"acc = NNEF_ADD(acc, NNEF_MUL({weight}, {b.read(x, coords)}));")
+    b.emit("y[i] = acc;")
 
 
 @emitter("concat")
