@@ -229,7 +229,7 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
                     {n: f"{arena} + {host[f'out:{n}'][0]}" for n in outputs},
                     [s.var for _, s in sends], [s.var for _, s in gets],
                     source_file=src, language="cuda", init=f"nnef_item_{item.name}_init",
-                    support_files=_support_files())
+                    support_files=_support_files(), weights_blob=e.blob)
 
 
 def _ident(name: str) -> str:
