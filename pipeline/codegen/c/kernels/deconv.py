@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.codegen.c.kernels.common import F32, Kernel, emitter, strides
-from pipeline.codegen.c.kernels.conv import _bias_per_channel, _groups, store_plus_bias
+from pipeline.codegen.c.kernels.conv import _groups, bias_array, store_plus_bias
 from pipeline.codegen.c.kernels.geometry import BORDERS
 
 
@@ -97,12 +97,7 @@ def deconv(k: Kernel) -> None:
         wref = k.const_array(f"W_{f.label or f.name}", np.asarray(f.value, F32), "float",
                              f"{f.label or f.name} as in its tensor file (row-major [c][o][taps])", source=f.label,
                              layout={"kind": "identity"})
-    kind, per_channel = _bias_per_channel(k, bias, outs)
-    bref = None
-    if per_channel is not None:
-        bref = k.const_array(f"B_{bias.label or k.function}", per_channel, "float",
-                             f"bias of {k.op.name} per output channel", source=bias.label,
-                             layout={"kind": "bias_channels", "outs": outs} if bias.label else {})
+    kind, bref = bias_array(k, bias, outs)
     tables = []
     for a in range(rank):
         lo, hi, taps, inputs = [], [], [], []
