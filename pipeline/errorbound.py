@@ -740,6 +740,25 @@ def _identity(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[B
     return [ins[0]]
 
 
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _refuse_attributes(node: onnx.NodeProto) -> None:
+    """The attribute values a rule has no bound for, found before any vector is run (the rules
+    repeat the test; data-dependent refusals, LRN's denominator and LogSoftmax's sum, come at run)."""
+    at = _attrs(node)
+    if node.op_type == "ConvTranspose" and (_text(at.get("auto_pad", "NOTSET")) != "NOTSET" or "output_shape" in at):
+        raise BoundUnavailable(f"ConvTranspose with auto_pad or output_shape (node '{node.name or node.output[0]}')")
+    if node.op_type == "Resize":
+        mode = _text(at.get("mode", "nearest"))
+        transform = _text(at.get("coordinate_transformation_mode", "half_pixel"))
+        if at.get("axes") is not None or (mode == "linear" and transform not in (
+                "half_pixel", "pytorch_half_pixel", "align_corners")) or mode not in ("nearest", "linear"):
+            raise BoundUnavailable(f"Resize mode '{mode}' with coordinate_transformation_mode '{transform}' or axes "
+                                   f"(node '{node.name or node.output[0]}')")
+
+
 def _unsupported(node: onnx.NodeProto) -> list[Bounded]:
     raise BoundUnavailable(f"no error-bound rule for {node.op_type} (node '{node.name or node.output[0]}')")
 
@@ -771,6 +790,8 @@ class ErrorBound:
         missing = sorted({n.op_type for n in model.graph.node if n.op_type not in RULES and n.op_type != "Constant"})
         if missing:
             raise BoundUnavailable(f"no error-bound rule for {', '.join(missing)}")
+        for node in model.graph.node:
+            _refuse_attributes(node)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, Bounded]:
         env: dict[str, Bounded] = {name: Bounded(np.asarray(c, np.float64) if c.dtype.kind == "f" else c,
