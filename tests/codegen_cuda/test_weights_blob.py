@@ -81,3 +81,30 @@ def test_nvcc_builds_and_links_the_linked_weights(exported_project, tmp_path, mo
     symbols = subprocess.run(["nm", str(build.binary)], capture_output=True, text=True, check=False).stdout
     item = manifest["items"][0]["name"]
     assert f"nnef_weights_{item}" in symbols
+
+
+def test_mixed_deployment_cuda_item_links_its_blob_and_keeps_the_bits(exported_project, tmp_path, monkeypatch):
+    """lenet5 convgpu (GPU0 cuda, CPU1 cpu) with a threshold low enough that both items link their
+    weights: the C program writes the .cu item's blob beside it and the emulation stays 0 ULP."""
+    from pipeline.compare.step import run_compare_step
+    from pipeline.execute.step import run_deployment
+    from pipeline.registry.checks import Verdict
+    from tests.codegen_cuda import mixedhelpers as M
+
+    monkeypatch.setattr(c_item, "BLOB_MIN_FLOATS", 100)
+    root = M.project(exported_project, tmp_path / "p", "lenet5")
+    folder = M.generate(root, "lenet5", "convgpu")
+    source = (folder / "GPU0" / "nnef_item_GPU0.cu").read_text(encoding="utf-8")
+    assert (folder / "GPU0" / "nnef_weights_GPU0.bin").is_file() and ".incbin" in source
+    assert "static const float H_" not in source
+    from pipeline.codegen import checks
+
+    verdicts = {r.check_id: r for r in checks.evaluate("lenet5/convgpu", folder, root, tmp_path / "s")}
+    assert all(r.verdict in (Verdict.PASS, Verdict.NOT_RUN) for r in verdicts.values()), \
+        {k: r.reason for k, r in verdicts.items()}
+    assert verdicts["codegen.trace"].verdict is Verdict.PASS
+    doc = run_deployment("lenet5", "convgpu", root, M.inputs(root, "lenet5", 6), 6, 2)
+    assert doc["status"] == "emulated", doc
+    results = {r.check_id: r for r in run_compare_step("lenet5", root) if r.subject == "lenet5/convgpu"}
+    cuda = results["compare.cuda_reference"]
+    assert cuda.verdict is Verdict.EMULATED, cuda.reason
