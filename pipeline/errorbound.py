@@ -55,12 +55,13 @@ class Arithmetic:
 
 # Our reference: the documented order (no rewrite), the transcendental programs' measured maxima
 # rounded up (docs/semantics/transcendental.md).
-REFERENCE = Arithmetic("reference semantics (float32)", 0, {"exp": 1.0, "tanh": 1.1, "sigmoid": 2.5})
+REFERENCE = Arithmetic("reference semantics (float32)", 0,
+                       {"exp": 1.0, "tanh": 1.1, "sigmoid": 2.5, "log": 1.0, "pow": 32.0})
 # onnxruntime (CPU provider, ORT_ENABLE_ALL): Conv+BatchNormalization folding (4 extra roundings),
 # MLAS polynomial exp/tanh/logistic: an assumption, checked on every model by the
 # onnxruntime-against-yardstick check.
 ONNXRUNTIME = Arithmetic("onnxruntime (CPUExecutionProvider, float32)", 4,
-                         {"exp": 4.0, "tanh": 4.0, "sigmoid": 4.0}, 2.0 ** -24)
+                         {"exp": 4.0, "tanh": 4.0, "sigmoid": 4.0, "log": 4.0, "pow": 4.0}, 2.0 ** -24)
 
 
 class BoundUnavailable(Exception):
@@ -169,6 +170,52 @@ def _conv(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bound
         shape = [1, -1] + [1] * spatial
         bias = Bounded(bias.v.reshape(shape), bias.e.reshape(shape))
     return [_bilinear(a, lambda p, q: _conv64(p, q, pads, strides, dilations, group), x, w, n, bias)]
+
+
+def _conv_transpose64(x: np.ndarray, w: np.ndarray, pads: list[int], strides: list[int], dilations: list[int],
+                      group: int, output_padding: list[int]) -> np.ndarray:
+    """ONNX ConvTranspose without bias in float64: each input element scattered through the kernel,
+    the full extent (n - 1) s + (k - 1) d + 1 + output_padding cropped by the pads."""
+    spatial = x.ndim - 2
+    n, c = x.shape[:2]
+    og = w.shape[1]
+    cg = c // group
+    kernel = w.shape[2:]
+    full = [(x.shape[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 + output_padding[i]
+            for i in range(spatial)]
+    out = np.zeros([n, group * og, *full])
+    for g in range(group):
+        xg = x[:, g * cg:(g + 1) * cg]
+        wg = w[g * cg:(g + 1) * cg]
+        for k in np.ndindex(*kernel):
+            sl = tuple(slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (x.shape[2 + i] - 1) + 1, strides[i])
+                       for i in range(spatial))
+            out[(slice(None), slice(g * og, (g + 1) * og), *sl)] += np.einsum(
+                "nc...,co->no...", xg, wg[(slice(None), slice(None), *k)])
+    crop = tuple(slice(pads[i], full[i] - pads[i + spatial]) for i in range(spatial))
+    return out[(slice(None), slice(None), *crop)]
+
+
+def _conv_transpose(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """At most C/group * prod(kernel) products per output (fewer where the stride skips taps: gamma
+    grows with n, so the largest count bounds every output) + the bias."""
+    at = _attrs(node)
+    if at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") or "output_shape" in at:
+        raise BoundUnavailable("ConvTranspose with auto_pad or output_shape")
+    x, w = ins[0], ins[1]
+    spatial = x.v.ndim - 2
+    pads = list(at.get("pads", [0] * 2 * spatial))
+    strides = list(at.get("strides", [1] * spatial))
+    dilations = list(at.get("dilations", [1] * spatial))
+    output_padding = list(at.get("output_padding", [0] * spatial))
+    group = int(at.get("group", 1))
+    n = int(np.prod(w.v.shape[2:])) * (x.v.shape[1] // group)
+    bias = ins[2] if len(ins) > 2 and ins[2].v.size else None
+    if bias is not None:
+        shape = [1, -1] + [1] * spatial
+        bias = Bounded(bias.v.reshape(shape), bias.e.reshape(shape))
+    return [_bilinear(a, lambda p, q: _conv_transpose64(p, q, pads, strides, dilations, group, output_padding),
+                      x, w, n, bias)]
 
 
 def _gemm(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
@@ -280,6 +327,39 @@ def _softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset: int
     return [Bounded(s.reshape(shape), bound.reshape(shape))]
 
 
+def _log_softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset: int) -> list[Bounded]:
+    """y = t - log(sum exp(t)), t = x - max (ONNX's formula, and the export's).
+
+    Propagation: dy_i/dx_j = [i = j] - softmax_j, so |dy_i| <= e_i + max e. Rounding: t (u |t|),
+    exp of a rounded argument (expm1(u |t|)) and exp's accuracy; the sum of n terms in [0, 1]
+    (gamma_n; the sum is >= 1, so exp's absolute error is relative too): s^ = s (1 + rho), so
+    log errs by -log(1 - rho), plus log's accuracy; the final subtraction, u (|t| + |log s|)."""
+    x = ins[0]
+    axis = int(_attrs(node).get("axis", -1 if opset >= 13 else 1))
+    v, e = x.v, x.e
+    shape = v.shape
+    if opset < 13:  # coerced to 2-D at `axis`
+        axis = axis % v.ndim
+        v = v.reshape(int(np.prod(shape[:axis])), -1)
+        e = e.reshape(v.shape)
+        axis = 1
+    n = v.shape[axis]
+    t = v - v.max(axis=axis, keepdims=True)
+    s = np.exp(t).sum(axis=axis, keepdims=True)
+    log_s = np.log(s)
+    y = t - log_s
+    big = e.max(axis=axis, keepdims=True)
+    t_hi = np.abs(t) + 2.0 * big  # the computed t: |x^ - max^| <= |t| + 2 max e
+    exp_rel = np.expm1(U * t_hi) + _rounding(a, 1.0, "exp") + n * a.absolute
+    rho = (1.0 + exp_rel.max(axis=axis, keepdims=True)) * (1.0 + gamma(n)) - 1.0
+    if np.any(rho >= 1.0):
+        raise BoundUnavailable("LogSoftmax: the rounding of the sum is not bounded below 1")
+    log_error = -np.log1p(-rho) + _rounding(a, np.abs(log_s) - np.log1p(-rho), "log")
+    l_hi = np.abs(log_s) - np.log1p(-rho) + log_error
+    bound = e + big + U * t_hi + log_error + U * (t_hi + l_hi) + TINY
+    return [Bounded(y.reshape(shape), bound.reshape(shape))]
+
+
 # --- pooling and normalization -------------------------------------------------------------------
 
 
@@ -342,6 +422,111 @@ def _global_avgpool(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> 
     out = _average(x, axes, count, a, count)
     shape = x.v.shape[:2] + (1,) * (x.v.ndim - 2)
     return [Bounded(out.v.reshape(shape), out.e.reshape(shape))]
+
+
+def _lrn(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """y = x / t^beta, t = bias + alpha / size * S, S the sum of x^2 over `size` channels (ONNX; the
+    reference sums, divides by size, multiplies by alpha; onnxruntime multiplies by t^-beta).
+
+    S: propagated sum((|x| + e)^2 - x^2), rounding gamma_(size + 1) on sum (|x| + e)^2; t: + 3
+    roundings (divide or scale, multiply, add) on |bias| + c S_hi; t^beta monotone on [t - e_t, t + e_t]
+    (t - e_t must stay > 0), plus pow's accuracy (one ulp more: x * pow(t, -beta) instead of x / pow);
+    the division rule of Div for x / p."""
+    at = _attrs(node)
+    size = int(at["size"])
+    alpha, beta, bias = (float(np.float32(at.get(k, d))) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    x = ins[0]
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    pad = [(0, 0), (lo, hi)] + [(0, 0)] * (x.v.ndim - 2)
+
+    def window_sum(values: np.ndarray) -> np.ndarray:
+        padded = np.pad(values, pad)
+        return sum(padded[:, k:k + values.shape[1]] for k in range(size))
+
+    square = x.v ** 2
+    s_v, s_hi = window_sum(square), window_sum(x.hi ** 2)
+    c = alpha / size
+    t = bias + c * s_v
+    t_mag = abs(bias) + c * s_hi
+    e_t = c * (s_hi - s_v) + gamma(size + 4 + a.slack) * t_mag + TINY * (size + 3)
+    t_lo = t - e_t
+    if np.any(t_lo <= 0):
+        raise BoundUnavailable("LRN: bias + alpha / size * sum of squares is not bounded away from 0")
+    p = t ** beta
+    p_prop = np.maximum(np.abs((t + e_t) ** beta - p), np.abs(p - t_lo ** beta))
+    p_hi = p + p_prop
+    ulps = a.ulps.get("pow")
+    if ulps is None:
+        raise BoundUnavailable(f"no accuracy stated for pow in {a.name}")
+    e_p = p_prop + (ulps + 1.0) * 2.0 * U * p_hi + a.absolute + TINY
+    return _div(a, node, [x, Bounded(p, e_p)])
+
+
+def _resize_taps(n: int, f: int, transform: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, hi, w_lo, w_hi) per output position: x_original exact (half_pixel: (y + 0.5) / f - 0.5,
+    align_corners: y (n - 1) / (f n - 1)), clamped to [0, n - 1], linear weights in float64."""
+    y = np.arange(n * f, dtype=np.float64)
+    if transform == "align_corners":
+        pos = y * (n - 1) / max(n * f - 1, 1)
+    else:
+        pos = (y + 0.5) / f - 0.5
+    pos = np.clip(pos, 0.0, n - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    w_hi = pos - lo
+    return lo, hi, 1.0 - w_hi, w_hi
+
+
+def _resize(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """Whole factors (what the export accepts). nearest: a copy of x[y // f] (no rounding). linear
+    (half_pixel, pytorch_half_pixel, align_corners): y = sum over the 2^d corners of the weight
+    product times x, weights >= 0 summing to 1: the input errors propagate as the same
+    interpolation of e (<= the largest corner error); rounding: the d - 1 weight products, the
+    2^d products and the sum, gamma_(2^d + d) on the corners' largest |x| + e; the sample
+    position computed in float32 (onnxruntime: (y + 0.5) / scale - 0.5; ours: exact integers,
+    one division per weight) moves each weight by at most 4 u (n + 1), which moves y by at most
+    that times |x_hi - x_lo| <= 2 max(|x| + e) per axis."""
+    at = _attrs(node)
+    mode = at.get("mode", b"nearest")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    transform = at.get("coordinate_transformation_mode", b"half_pixel")
+    transform = transform.decode() if isinstance(transform, bytes) else str(transform)
+    x = ins[0]
+    in_shape = x.v.shape
+    sizes = ins[3].v if len(ins) > 3 and ins[3].v.size else None
+    scales = ins[2].v if len(ins) > 2 and ins[2].v.size else (ins[1].v if len(ins) == 2 else None)
+    if at.get("axes") is not None or (sizes is None and scales is None):
+        raise BoundUnavailable("Resize with axes or without constant scales / sizes")
+    out_shape = [int(s) for s in sizes] if sizes is not None else [int(np.floor(n * s)) for n, s in zip(in_shape, scales)]
+    if any(m % n or m < n for n, m in zip(in_shape, out_shape)) or out_shape[:2] != list(in_shape[:2]):
+        raise BoundUnavailable(f"Resize from {list(in_shape)} to {out_shape} (whole spatial factors only)")
+    factors = [m // n for n, m in zip(in_shape[2:], out_shape[2:])]
+    if mode == "nearest":
+        v, e = x.v, x.e
+        for axis, f in enumerate(factors, start=2):
+            v, e = np.repeat(v, f, axis=axis), np.repeat(e, f, axis=axis)
+        return [Bounded(v, e)]
+    if mode != "linear" or transform not in ("half_pixel", "pytorch_half_pixel", "align_corners"):
+        raise BoundUnavailable(f"Resize mode '{mode}' with coordinate_transformation_mode '{transform}'")
+    spatial = len(factors)
+    taps = [_resize_taps(n, f, transform) for n, f in zip(in_shape[2:], factors)]
+    v = np.zeros(tuple(in_shape[:2]) + tuple(n * f for n, f in zip(in_shape[2:], factors)))
+    e = np.zeros_like(v)
+    mag = np.zeros_like(v)
+    for corner in np.ndindex(*([2] * spatial)):
+        index, weight = [], np.ones(())
+        for axis, (table, side) in enumerate(zip(taps, corner)):
+            shape = [1] * spatial
+            shape[axis] = -1
+            index.append(table[side])
+            weight = weight * table[2 + side].reshape(shape)
+        grid = (slice(None), slice(None)) + np.ix_(*index)
+        v = v + weight * x.v[grid]
+        e = e + weight * x.e[grid]
+        mag = np.maximum(mag, x.hi[grid])
+    moved = sum(4.0 * U * (n + 1) for n in in_shape[2:]) * 2.0 * mag
+    return [Bounded(v, e + gamma(2 ** spatial + spatial + a.slack) * (1.0 + moved / np.maximum(mag, TINY)) * mag
+                    + moved + TINY * 2 ** spatial)]
 
 
 def _batchnorm(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
@@ -555,6 +740,25 @@ def _identity(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[B
     return [ins[0]]
 
 
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _refuse_attributes(node: onnx.NodeProto) -> None:
+    """The attribute values a rule has no bound for, found before any vector is run (the rules
+    repeat the test; data-dependent refusals, LRN's denominator and LogSoftmax's sum, come at run)."""
+    at = _attrs(node)
+    if node.op_type == "ConvTranspose" and (_text(at.get("auto_pad", "NOTSET")) != "NOTSET" or "output_shape" in at):
+        raise BoundUnavailable(f"ConvTranspose with auto_pad or output_shape (node '{node.name or node.output[0]}')")
+    if node.op_type == "Resize":
+        mode = _text(at.get("mode", "nearest"))
+        transform = _text(at.get("coordinate_transformation_mode", "half_pixel"))
+        if at.get("axes") is not None or (mode == "linear" and transform not in (
+                "half_pixel", "pytorch_half_pixel", "align_corners")) or mode not in ("nearest", "linear"):
+            raise BoundUnavailable(f"Resize mode '{mode}' with coordinate_transformation_mode '{transform}' or axes "
+                                   f"(node '{node.name or node.output[0]}')")
+
+
 def _unsupported(node: onnx.NodeProto) -> list[Bounded]:
     raise BoundUnavailable(f"no error-bound rule for {node.op_type} (node '{node.name or node.output[0]}')")
 
@@ -569,6 +773,7 @@ RULES: dict[str, Callable[..., list[Bounded]]] = {
     "HardSigmoid": _hardsigmoid, "HardSwish": _hardswish, "PRelu": _prelu, "Max": _extremum(np.maximum),
     "Min": _extremum(np.minimum), "Sum": _sum, "GlobalMaxPool": _global_maxpool, "ReduceMean": _reduce_mean,
     "Pad": _pad, "Slice": _slice, "Split": _split, "Shape": _shape, "Gather": _gather,
+    "ConvTranspose": _conv_transpose, "LRN": _lrn, "Resize": _resize,
 }
 
 
@@ -585,6 +790,8 @@ class ErrorBound:
         missing = sorted({n.op_type for n in model.graph.node if n.op_type not in RULES and n.op_type != "Constant"})
         if missing:
             raise BoundUnavailable(f"no error-bound rule for {', '.join(missing)}")
+        for node in model.graph.node:
+            _refuse_attributes(node)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, Bounded]:
         env: dict[str, Bounded] = {name: Bounded(np.asarray(c, np.float64) if c.dtype.kind == "f" else c,
@@ -604,6 +811,8 @@ class ErrorBound:
                 outs = integer
             elif node.op_type == "Softmax":
                 outs = _softmax(self.arithmetic, node, ins, self.opset)
+            elif node.op_type == "LogSoftmax":
+                outs = _log_softmax(self.arithmetic, node, ins, self.opset)
             else:
                 outs = RULES[node.op_type](self.arithmetic, node, ins)
             for name, value in zip(node.output, outs):
@@ -617,3 +826,4 @@ def tolerance_bound(model: onnx.ModelProto) -> tuple[ErrorBound, ErrorBound]:
 
 
 RULES["Softmax"] = _softmax  # dispatched with the opset in ErrorBound.run
+RULES["LogSoftmax"] = _log_softmax  # likewise

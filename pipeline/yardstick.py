@@ -8,7 +8,10 @@ outputs and value_info, Cast targets) is float64. One rewrite: onnx.reference co
 BatchNormalization at opsets 9 to 13 with batch statistics (onnx pull request 8442,
 pipeline/onnx_runner.py), so each BatchNormalization node is replaced by its inference
 formula as plain ONNX arithmetic, `(x - mean) / sqrt(var + epsilon) * scale + B`, still
-evaluated by onnx.reference. docs/compare.md ("The float64 yardstick").
+evaluated by onnx.reference. Two more, for onnx.reference 1.23 defects: LRN (its loop runs over the
+batch axis, not the channels) as Mul, a 1x1 Conv with a 0/1 channel band, Mul, Add, Pow, Div; a
+grouped ConvTranspose (its grouped weights are sliced wrongly) as one ConvTranspose per group
+between Split and Concat. docs/compare.md ("The float64 yardstick").
 """
 
 from __future__ import annotations
@@ -61,6 +64,78 @@ def _batchnorm_nodes(node: onnx.NodeProto, rank: int, extra: list[TensorProto]) 
     return nodes
 
 
+def _shapes(model: onnx.ModelProto) -> dict[str, list[int]]:
+    inferred = onnx.shape_inference.infer_shapes(model)
+    values = [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]
+    return {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in values
+            if v.type.tensor_type.HasField("shape")}
+
+
+def _attribute(node: onnx.NodeProto, name: str, default: object) -> object:
+    found = [a for a in node.attribute if a.name == name]
+    return helper.get_attribute_value(found[0]) if found else default
+
+
+def _lrn_nodes(node: onnx.NodeProto, shape: list[int], extra: list[TensorProto]) -> list[onnx.NodeProto]:
+    """LRN as ONNX arithmetic: x / (bias + alpha / size * S)^beta, S the sum of x^2 over channels
+    [c - floor((size-1)/2), c + ceil((size-1)/2)] as a 1x1 Conv with a 0/1 band (exact sums in
+    float64). onnx.reference 1.23's LRN loops over the batch axis instead of the channels (only the
+    first N channels get their sum), so it is not used."""
+    size = int(_attribute(node, "size", 1))
+    alpha, beta, bias = (float(np.float32(_attribute(node, k, d))) for k, d in
+                         (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    channels = shape[1]
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    band = np.zeros((channels, channels) + (1,) * (len(shape) - 2))
+    for c in range(channels):
+        band[(c, slice(max(0, c - lo), min(channels, c + hi + 1)))] = 1.0
+    p = f"{node.output[0]}__yardstick"
+    consts = {"band": band, "scale": np.array(alpha / size), "bias": np.array(bias), "beta": np.array(beta)}
+    extra += [numpy_helper.from_array(value, f"{p}_{key}") for key, value in consts.items()]
+    x = node.input[0]
+    return [helper.make_node("Mul", [x, x], [f"{p}_sq"]),
+            helper.make_node("Conv", [f"{p}_sq", f"{p}_band"], [f"{p}_sum"]),
+            helper.make_node("Mul", [f"{p}_sum", f"{p}_scale"], [f"{p}_scaled"]),
+            helper.make_node("Add", [f"{p}_scaled", f"{p}_bias"], [f"{p}_base"]),
+            helper.make_node("Pow", [f"{p}_base", f"{p}_beta"], [f"{p}_den"]),
+            helper.make_node("Div", [x, f"{p}_den"], [node.output[0]])]
+
+
+def _grouped_conv_transpose_nodes(node: onnx.NodeProto, channels: int, out_channels: int, extra: list[TensorProto],
+                                  opset: int) -> list[onnx.NodeProto]:
+    """A grouped ConvTranspose as one ungrouped ConvTranspose per group (Split, Concat): onnx.reference
+    1.23 reshapes grouped weights as [group, C/group, ...] of the *output* kernel and fails or errs."""
+    group = int(_attribute(node, "group", 1))
+    p = f"{node.output[0]}__yardstick"
+    per = [channels // group] * group
+    x_parts = [f"{p}_x{g}" for g in range(group)]
+    w_parts = [f"{p}_w{g}" for g in range(group)]
+    b_parts = [f"{p}_b{g}" for g in range(group)]
+    nodes = []
+
+    def split(source: str, outputs: list[str], sizes: list[int], tag: str) -> None:
+        if opset >= 13:
+            extra.append(numpy_helper.from_array(np.array(sizes, np.int64), f"{p}_{tag}_sizes"))
+            nodes.append(helper.make_node("Split", [source, f"{p}_{tag}_sizes"], outputs, axis=0 if tag != "x" else 1))
+        else:
+            nodes.append(helper.make_node("Split", [source], outputs, axis=0 if tag != "x" else 1, split=sizes))
+
+    split(node.input[0], x_parts, per, "x")
+    split(node.input[1], w_parts, per, "w")
+    has_bias = len(node.input) > 2 and node.input[2] != ""
+    attributes = [a for a in node.attribute if a.name != "group"]
+    outs = [f"{p}_y{g}" for g in range(group)]
+    if has_bias:
+        split(node.input[2], b_parts, [out_channels // group] * group, "b")
+    for g in range(group):
+        inputs = [x_parts[g], w_parts[g]] + ([b_parts[g]] if has_bias else [])
+        part = helper.make_node("ConvTranspose", inputs, [outs[g]])
+        part.attribute.extend(copy.deepcopy(attributes))
+        nodes.append(part)
+    nodes.append(helper.make_node("Concat", outs, [node.output[0]], axis=1))
+    return nodes
+
+
 def float64_model(model: onnx.ModelProto) -> onnx.ModelProto:
     """A copy of `model` computing in float64 (module docstring)."""
     ranks = _ranks(model)
@@ -71,9 +146,19 @@ def float64_model(model: onnx.ModelProto) -> onnx.ModelProto:
     _retype([*graph.input, *graph.output, *graph.value_info])
     extra: list[TensorProto] = []
     nodes: list[onnx.NodeProto] = []
+    shapes = _shapes(model) if any(n.op_type in ("LRN", "ConvTranspose") for n in graph.node) else {}
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=13)
     for node in graph.node:
         if node.op_type == "BatchNormalization":
             nodes += _batchnorm_nodes(node, ranks.get(node.input[0], 4), extra)
+            continue
+        if node.op_type == "LRN" and node.input[0] in shapes:
+            nodes += _lrn_nodes(node, shapes[node.input[0]], extra)
+            continue
+        if (node.op_type == "ConvTranspose" and int(_attribute(node, "group", 1)) > 1 and node.input[0] in shapes
+                and node.output[0] in shapes):
+            nodes += _grouped_conv_transpose_nodes(node, shapes[node.input[0]][1], shapes[node.output[0]][1], extra,
+                                                   opset)
             continue
         node = copy.deepcopy(node)
         for attribute in node.attribute:

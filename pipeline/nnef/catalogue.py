@@ -30,7 +30,7 @@ EXECUTABLE: frozenset[str] = frozenset({
     "leaky_relu", "prelu", "add", "sub", "mul", "div", "min", "max", "clamp", "exp", "log",
     "concat", "split", "reshape", "transpose", "squeeze", "unsqueeze", "pad", "slice",
     "batch_normalization", "local_response_normalization", "sum_reduce", "mean_reduce",
-    "max_reduce", "copy", "nearest_upsample",
+    "max_reduce", "copy", "nearest_upsample", "multilinear_upsample",
 })
 
 BORDER_MODES = ("constant", "ignore", "replicate", "reflect", "reflect-even")

@@ -341,3 +341,67 @@ def nearest_upsample(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tup
     for axis, f in enumerate(_factor(x, attribs), start=2):
         out = np.repeat(out, f, axis=axis)
     return (np.asarray(ZERO + out, dtype=F32),)
+
+
+# ---- multilinear_upsample ---------------------------------------------------------------
+
+LINEAR_METHODS = ("symmetric", "aligned")
+
+
+def linear_taps(n: int, f: int, method: str) -> list[tuple[int, int, np.float32, np.float32]]:
+    """Per output position y of one axis (input extent n, factor f): the two input indices
+    (clamped to [0, n-1]: the 'replicate' border) and their float32 weights (w_lo, w_hi).
+
+    The sample position is the exact rational x = t / den: 'symmetric' (half-pixel centres)
+    t = 2y + 1 - f, den = 2f; 'aligned' (corners) t = y (n - 1), den = f n - 1 (1 if f n = 1).
+    lo = floor(t / den), r = t - lo * den; w_hi = float32(r) / float32(den), w_lo =
+    float32(den - r) / float32(den): each weight is one correctly rounded division of exact
+    integers, the same bits in C (the generators compute them the same way)."""
+    taps = []
+    for y in range(n * f):
+        if method == "symmetric":
+            t, den = 2 * y + 1 - f, 2 * f
+        else:
+            t, den = y * (n - 1), max(n * f - 1, 1)
+        lo = t // den
+        r = t - lo * den
+        w_hi = F32(F32(r) / F32(den))
+        w_lo = F32(F32(den - r) / F32(den))
+        taps.append((min(max(lo, 0), n - 1), min(max(lo + 1, 0), n - 1), w_lo, w_hi))
+    return taps
+
+
+@kernel("multilinear_upsample")
+def multilinear_upsample(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
+    """Linear interpolation on every spatial axis, each output the sum from +0 of its 2^d
+    corner terms: corners in lexicographic order of (axis 2 lo/hi, axis 3 lo/hi, ...), lo
+    before hi; a term is (w_a2 * w_a3 * ...) * x[corner], the weight product left to right,
+    each * and + one float32 rounding. Methods 'symmetric' with border 'replicate' (ONNX
+    half_pixel) and 'aligned' (ONNX align_corners, which never reads outside the input);
+    other method/border pairs are SEM-E004."""
+    x = scalar(inputs["input"], "input")
+    factor = _factor(x, attribs)
+    method = str(attribs.get("method", "symmetric"))
+    border = str(attribs.get("border", "replicate"))
+    if method not in LINEAR_METHODS:
+        raise KernelError(f"multilinear_upsample method '{method}' is not implemented (implemented: "
+                          f"{', '.join(LINEAR_METHODS)})")
+    if method == "symmetric" and border != "replicate":
+        raise KernelError(f"multilinear_upsample method 'symmetric' with border '{border}' is not implemented "
+                          "(implemented: 'replicate')")
+    axes = list(range(2, x.ndim))
+    tables = [linear_taps(x.shape[a], f, method) for a, f in zip(axes, factor)]
+    out = np.zeros(x.shape[:2] + tuple(len(t) for t in tables), dtype=F32)
+    for corner in np.ndindex(*([2] * len(axes))):
+        weight: np.ndarray | None = None
+        index = []
+        for a, (table, side) in enumerate(zip(tables, corner)):
+            w = np.array([tap[2 + side] for tap in table], dtype=F32)
+            shape = [1] * len(axes)
+            shape[a] = len(table)
+            w = w.reshape(shape)
+            weight = w if weight is None else np.asarray(weight * w, dtype=F32)
+            index.append(np.array([tap[side] for tap in table]))
+        gathered = x[(slice(None), slice(None)) + np.ix_(*index)]
+        out = np.asarray(out + np.asarray(weight * gathered, dtype=F32), dtype=F32)
+    return (out,)

@@ -105,6 +105,22 @@ CASES: dict[str, dict] = {
             n3 = nearest_upsample(v, factor = [4]);
         """,
     },
+    "multilinear": {  # issue 15: Resize linear exports to multilinear_upsample (half-pixel, align_corners)
+        "inputs": {"x": (1, 3, 4, 5), "v": (2, 2, 3), "z": (1, 2, 1, 3)},
+        "outputs": ["m1", "m2", "m3", "m4", "m5", "m6"],
+        "variables": {},
+        "body": """
+            x = external<scalar>(shape = [1, 3, 4, 5]);
+            v = external<scalar>(shape = [2, 2, 3]);
+            z = external<scalar>(shape = [1, 2, 1, 3]);
+            m1 = multilinear_upsample(x, factor = [2, 2], method = 'symmetric', border = 'replicate');
+            m2 = multilinear_upsample(x, factor = [3, 1], method = 'symmetric', border = 'replicate');
+            m3 = multilinear_upsample(v, factor = [4], method = 'symmetric', border = 'replicate');
+            m4 = multilinear_upsample(x, factor = [2, 3], method = 'aligned', border = 'replicate');
+            m5 = multilinear_upsample(z, factor = [3, 2], method = 'aligned', border = 'constant');
+            m6 = multilinear_upsample(z, factor = [2, 5], method = 'symmetric', border = 'replicate');
+        """,
+    },
     "pool": {
         "inputs": {"x": (1, 3, 10, 13), "w": (2, 5, 6)},
         "outputs": ["p1", "p2", "p3", "p4", "p5", "p6", "p7", "p8", "p9"],

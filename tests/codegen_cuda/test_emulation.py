@@ -117,6 +117,35 @@ KERNELS = {
         q = transpose(x, axes = [0, 2, 1]);
         n = nearest_upsample(x, factor = [2, 3]);""",
         {"va": (1, 6), "vb": (1, 6)}, {"x": (1, 6, 5, 4)}),
+    "multilinear_upsample": (  # issue 15: Resize linear (half-pixel, align_corners), 1-D and 2-D, odd sizes
+        """x = external<scalar>(shape = [1, 3, 5, 4]);
+        v = external<scalar>(shape = [2, 2, 3]);
+        z = external<scalar>(shape = [1, 2, 1, 3]);
+        a = multilinear_upsample(x, factor = [2, 2], method = 'symmetric', border = 'replicate');
+        c = multilinear_upsample(x, factor = [3, 1], method = 'aligned', border = 'replicate');
+        d = multilinear_upsample(v, factor = [4], method = 'symmetric', border = 'replicate');
+        e = multilinear_upsample(z, factor = [3, 2], method = 'aligned', border = 'constant');""",
+        {}, {"x": (1, 3, 5, 4), "v": (2, 2, 3), "z": (1, 2, 1, 3)}),
+    "deconv": (  # issue 15: ConvTranspose; strides, pads, output padding, dilation, groups, depthwise, 1-D
+        """x = external<scalar>(shape = [1, 4, 5, 6]);
+        u = external<scalar>(shape = [2, 6, 4, 4]);
+        v = external<scalar>(shape = [1, 3, 7]);
+        f1 = variable<scalar>(shape = [4, 3, 3, 3], label = 'f1');
+        b1 = variable<scalar>(shape = [1, 3], label = 'b1');
+        f2 = variable<scalar>(shape = [4, 2, 3, 2], label = 'f2');
+        b2 = variable<scalar>(shape = [1, 4], label = 'b2');
+        f3 = variable<scalar>(shape = [6, 1, 3, 3], label = 'f3');
+        f4 = variable<scalar>(shape = [3, 5, 4], label = 'f4');
+        f5 = variable<scalar>(shape = [4, 2, 3, 3], label = 'f5');
+        d1 = deconv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], output_shape = [], groups = 1);
+        d2 = deconv(x, f2, b2, border = 'constant', padding = [(0, 1), (2, 0)], stride = [2, 3], dilation = [1, 2], output_shape = [], groups = 2);
+        d3 = deconv(u, f3, 0.0, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], output_shape = [2, 6, 8, 8], groups = 6);
+        d4 = deconv(v, f4, 0.25, border = 'constant', padding = [(2, 1)], stride = [3], dilation = [1], output_shape = [], groups = 1);
+        d5 = deconv(x, f5, 0.0, border = 'constant', padding = [(0, 1), (0, 1)], stride = [2, 2], dilation = [1, 1], output_shape = [1, 4, 10, 12], groups = 2);
+        d6 = deconv(x, f1, b1, border = 'ignore', padding = [(0, 0), (1, 2)], stride = [1, 2], dilation = [2, 1], output_shape = [], groups = 1);
+        d7 = deconv(u, f3, 0.0, border = 'constant', padding = [(0, 0), (0, 0)], stride = [3, 1], dilation = [1, 1], output_shape = [], groups = 0);""",
+        {"f1": (4, 3, 3, 3), "b1": (1, 3), "f2": (4, 2, 3, 2), "b2": (1, 4), "f3": (6, 1, 3, 3), "f4": (3, 5, 4),
+         "f5": (4, 2, 3, 3)}, {"x": (1, 4, 5, 6), "u": (2, 6, 4, 4), "v": (1, 3, 7)}),
     "transcendentals": (
         """x = external<scalar>(shape = [4, 64]);
         e = exp(x);
@@ -130,7 +159,7 @@ KERNELS = {
         f = floor(x);""",
         {}, {"x": (4, 64)}),
 }
-MULTIPLE_OUTPUTS = {"clamp_and_transpose": ["h", "s", "k", "p", "q", "n"], "avg_pool_and_box": ["a", "c", "s"], "transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
+MULTIPLE_OUTPUTS = {"deconv": ["d1", "d2", "d3", "d4", "d5", "d6", "d7"], "multilinear_upsample": ["a", "c", "d", "e"], "clamp_and_transpose": ["h", "s", "k", "p", "q", "n"], "avg_pool_and_box": ["a", "c", "s"], "transcendentals": ["e", "l", "t", "s", "p", "q", "w", "r", "f"]}
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

@@ -11,10 +11,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pipeline.codegen.cuda_gate import cuobjdump_path, gate
 from pipeline.diagnostics import PipelineError
+from pipeline.nnef.tensorfile import write_tensor
 from pipeline.toolchain.nvcc import ARCHITECTURES, check_architectures, device_build
 from tests.codegen_cuda import cudahelpers as C
 
@@ -86,16 +88,20 @@ def test_xavier_is_refused_with_the_reason():
     assert caught.value.code == "RUN-E002" and "Xavier" in caught.value.message and "nvcc 13" in caught.value.message
 
 
-def test_transcendental_and_division_kernels_pass_the_gate(tmp_path):
-    """exp/log/tanh/sigmoid/softplus/pow programs, sqrt and division: no approximate instruction,
-    FFMA only where the PTX holds a correctly rounded div/sqrt (ptxas's exact expansion)."""
+@pytest.mark.parametrize("family", ["transcendentals", "multilinear_upsample", "deconv"])
+def test_transcendental_and_division_kernels_pass_the_gate(family, tmp_path):
+    """exp/log/tanh/sigmoid/softplus/pow programs, sqrt and division (also the interpolation
+    weights of multilinear_upsample): no approximate instruction, FFMA only where the PTX holds a
+    correctly rounded div/sqrt (ptxas's exact expansion)."""
     from tests.codegen_cuda.test_emulation import KERNELS, MULTIPLE_OUTPUTS
 
-    body, _, externals = KERNELS["transcendentals"]
-    outputs = MULTIPLE_OUTPUTS["transcendentals"]
+    body, variables, externals = KERNELS[family]
+    outputs = MULTIPLE_OUTPUTS[family]
     text = (f"version 1.0;\n\ngraphitem {C.ITEM} g( {', '.join(externals)} ) -> ( {', '.join(outputs)} )\n{{\n"
             + "\n".join(f"    {line.strip()}" for line in body.strip().splitlines()) + "\n}\n")
     split = C.one_item(tmp_path / "split", text)
+    for label, shape in variables.items():  # the weights' values do not matter to the gate
+        write_tensor(split / f"{label}.dat", np.ones(shape, np.float32))
     manifest = C.generate(split, split, tmp_path / "code")
     source = tmp_path / "code" / manifest["items"][0]["source"]
     device_build(tmp_path / "code", source, tmp_path / "build", link=False)

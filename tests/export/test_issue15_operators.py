@@ -201,7 +201,14 @@ def test_resize_nearest_whole_factors(tmp_path: Path, case: str) -> None:
 
 
 @pytest.mark.parametrize("attrs, scales, fragment", [
-    ({"mode": "linear"}, [1, 1, 2, 2], "mode = 'linear'"),
+    ({"mode": "cubic"}, [1, 1, 2, 2], "mode = 'cubic'"),
+    ({"mode": "linear", "coordinate_transformation_mode": "asymmetric"}, [1, 1, 2, 2],
+     "coordinate_transformation_mode = 'asymmetric' with mode = 'linear'"),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize"}, [1, 1, 2, 2],
+     "coordinate_transformation_mode = 'tf_crop_and_resize' with mode = 'linear'"),
+    ({"mode": "linear"}, [1, 1, 1.5, 2], "whole factor"),  # non-integer scale: NNEF factors are integers
+    ({"mode": "linear", "coordinate_transformation_mode": "align_corners"}, [1, 1, 2.5, 2.5], "whole factor"),
+    ({"mode": "linear"}, [1, 1, 0.5, 1], "whole factor"),
     ({"mode": "nearest", "coordinate_transformation_mode": "align_corners"}, [1, 1, 2, 2],
      "coordinate_transformation_mode = 'align_corners'"),
     ({"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "round_prefer_floor"},
@@ -216,3 +223,35 @@ def test_resize_other_combinations_are_refused_naming_the_attribute(tmp_path: Pa
     with pytest.raises(ExportError) as info:
         export_model(model, tmp_path / "out")
     assert info.value.code == "EXPORT-E004" and fragment in str(info.value), str(info.value)
+
+
+# Resize mode 'linear' -> multilinear_upsample; (opset, scales, sizes, shape, attributes, method)
+LINEAR_CASES = {
+    # torch F.interpolate(mode='bilinear', align_corners=False) at opset 11..13
+    "torch_bilinear": (13, [1, 1, 2, 2], None, (1, 2, 3, 4),
+                       {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}, "symmetric"),
+    # torch F.interpolate(mode='bilinear', align_corners=True)
+    "torch_align_corners": (13, [1, 1, 2, 2], None, (1, 2, 3, 4),
+                            {"mode": "linear", "coordinate_transformation_mode": "align_corners"}, "aligned"),
+    "half_pixel_odd_sizes": (19, None, [2, 3, 15, 14], (2, 3, 5, 7), {"mode": "linear"}, "symmetric"),
+    "half_pixel_scale3_1": (13, [1, 1, 3, 1], None, (1, 2, 5, 3), {"mode": "linear"}, "symmetric"),
+    "aligned_odd_sizes": (18, None, [1, 2, 21, 12], (1, 2, 7, 3),
+                          {"mode": "linear", "coordinate_transformation_mode": "align_corners"}, "aligned"),
+    "linear_1d": (13, [1, 1, 4], None, (1, 3, 5), {"mode": "linear"}, "symmetric"),
+    "aligned_from_1": (13, [1, 1, 2, 3], None, (1, 1, 1, 1),
+                       {"mode": "linear", "coordinate_transformation_mode": "align_corners"}, "aligned"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LINEAR_CASES))
+def test_resize_linear_whole_factors(tmp_path: Path, case: str) -> None:
+    """Interpolation weights are rounded differently by each implementation: within a few ulp of
+    onnxruntime and of onnx.reference; the Khronos parser reads the export back."""
+    opset, scales, sizes, shape, attrs, method = LINEAR_CASES[case]
+    model = _resize(opset, scales, sizes, shape=shape, **attrs)
+    feeds = random_inputs(model, seed=11)
+    export = check_against_ort(model, tmp_path / "ort", feeds, atol=1e-6, rtol=1e-6)
+    check_against_ort(model, tmp_path / "ref", feeds, atol=1e-6, rtol=1e-6, reference=True)
+    assert operations(export) == ["multilinear_upsample"]
+    op = [o for o in export.graph.operations if o.name == "multilinear_upsample"][0]
+    assert op.attribs["method"] == method and op.attribs["border"] == "replicate"

@@ -51,7 +51,7 @@ def test_every_operation_has_a_shape_rule_and_a_corpus_case() -> None:
 def test_executable_operations_are_standard() -> None:
     catalogue = standard_catalogue()
     assert EXECUTABLE <= set(catalogue)
-    assert len(EXECUTABLE) == 42  # nearest_upsample added for Resize (issue 15)
+    assert len(EXECUTABLE) == 43  # nearest_upsample, multilinear_upsample added for Resize (issue 15)
 
 
 def test_extension_fragments() -> None:

@@ -317,3 +317,58 @@ def test_pooling_matches_onnx_reference_evaluator():
     ours = one("avg_pool", {"input": x}, border="ignore", **attrs)
     theirs = reference("AveragePool", {"x": x}, onnx_attrs | {"count_include_pad": 0})[0]
     assert_bounded(ours, theirs, 6, one("avg_pool", {"input": np.abs(x)}, border="ignore", **attrs))
+
+
+def _scalar_multilinear(x: np.ndarray, factor: list[int], method: str) -> np.ndarray:
+    """The documented order written as a scalar loop over Python float32 scalars, with the
+    sample positions from exact fractions (independent of the kernel's table code)."""
+    from fractions import Fraction
+
+    def taps(n: int, f: int) -> list:
+        out = []
+        for y in range(n * f):
+            pos = Fraction(2 * y + 1 - f, 2 * f) if method == "symmetric" else Fraction(y * (n - 1), max(n * f - 1, 1))
+            lo = pos.numerator // pos.denominator
+            frac = pos - lo
+            w_hi, w_lo = F32(float(frac)), F32(float(1 - frac))  # correctly rounded rationals
+            out.append(((min(max(lo, 0), n - 1), w_lo), (min(max(lo + 1, 0), n - 1), w_hi)))
+        return out
+
+    n0, n1 = x.shape[2:]
+    t0, t1 = taps(n0, factor[0]), taps(n1, factor[1])
+    out = np.zeros(x.shape[:2] + (len(t0), len(t1)), F32)
+    for b in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            for y0, pair0 in enumerate(t0):
+                for y1, pair1 in enumerate(t1):
+                    acc = F32(0.0)
+                    for i0, w0 in pair0:
+                        for i1, w1 in pair1:
+                            acc = F32(acc + F32(F32(w0 * w1) * x[b, c, i0, i1]))
+                    out[b, c, y0, y1] = acc
+    return out
+
+
+@pytest.mark.parametrize("method, mode", [("symmetric", "half_pixel"), ("symmetric", "pytorch_half_pixel"),
+                                          ("aligned", "align_corners")])
+@pytest.mark.parametrize("shape, factor", [((1, 2, 3, 5), [2, 2]), ((2, 1, 4, 3), [3, 1]), ((1, 1, 1, 2), [2, 5])])
+def test_multilinear_upsample_order_and_onnx(method, mode, shape, factor):
+    """Bit for bit the documented order; within the bound of two-term interpolation (weights
+    rounded differently) of onnxruntime's and onnx.reference's Resize linear."""
+    x = rand(RNG, *shape)
+    ours = one("multilinear_upsample", {"input": x}, factor=factor, method=method, border="replicate")
+    assert same_bits(ours, _scalar_multilinear(x, factor, method))
+    scales = np.array([1, 1] + factor, np.float32)
+    attrs = {"mode": "linear", "coordinate_transformation_mode": mode}
+    magnitude = one("multilinear_upsample", {"input": np.abs(x)}, factor=factor, method=method, border="replicate")
+    for theirs in (ort("Resize", {"x": x, "scales": scales}, attrs, input_names=["x", "", "scales"])[0],
+                   reference("Resize", {"x": x, "scales": scales}, attrs, input_names=["x", "", "scales"])[0]):
+        assert_bounded(ours, theirs, 8, magnitude)
+
+
+def test_multilinear_upsample_refuses_what_it_does_not_define():
+    x = rand(RNG, 1, 1, 3, 3)
+    for attrs in ({"method": "asymmetric", "border": "replicate"}, {"method": "symmetric", "border": "constant"}):
+        with pytest.raises(PipelineError) as info:
+            one("multilinear_upsample", {"input": x}, factor=[2, 2], **attrs)
+        assert info.value.code == "SEM-E004" and attrs["method"] in str(info.value)

@@ -201,3 +201,78 @@ def test_shape_arithmetic_is_exact_and_the_bound_holds_through_it() -> None:
     bound = ErrorBound(model, ONNXRUNTIME).run(feeds)["y"]
     np.testing.assert_allclose(bound.v, exact, rtol=1e-12, atol=1e-12)
     assert np.all(np.abs(H.run_ort(model, feeds)["y"].astype(np.float64) - exact) <= bound.e)
+
+
+def _decoder(seed: int, mode: str) -> onnx.ModelProto:
+    """ConvTranspose (strides, pads, output_padding, groups, depthwise), LRN, Resize (linear or nearest,
+    whole factors), LogSoftmax: the issue-15 operators whose bound rules came last (the yardstick
+    rewrites LRN and grouped ConvTranspose, which onnx.reference 1.23 gets wrong)."""
+    rng = np.random.default_rng(seed)
+    init = {"wt": rng.normal(0, 0.4, (4, 3, 3, 3)).astype(np.float32), "bt": rng.normal(0, 0.1, 6).astype(np.float32),
+            "wg": rng.normal(0, 0.4, (6, 1, 2, 2)).astype(np.float32),
+            "scales": np.array([1, 1, 2, 3], np.float32), "sizes": np.array([1, 6, 42, 25], np.int64),
+            "wf": rng.normal(0, 0.3, (6, 7)).astype(np.float32)}
+    linear = {"mode": "linear", "coordinate_transformation_mode": mode} if mode != "nearest" else {"mode": "nearest"}
+    nodes = [H.node("ConvTranspose", ["x", "wt", "bt"], ["t"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 0, 1, 1],
+                    output_padding=[1, 0], group=2),
+             H.node("Relu", ["t"], ["r"]),
+             H.node("LRN", ["r"], ["n"], size=3, alpha=0.2, beta=0.75, bias=1.5),
+             H.node("Resize", ["n", "", "scales"], ["u"], **linear),
+             H.node("ConvTranspose", ["u", "wg"], ["g"], kernel_shape=[2, 2], strides=[1, 1], group=6),
+             H.node("Resize", ["g", "", "", "sizes"], ["v"], **linear),
+             H.node("Transpose", ["v"], ["tv"], perm=[0, 2, 3, 1]),
+             H.node("MatMul", ["tv", "wf"], ["m"]),
+             H.node("LogSoftmax", ["m"], ["y"], axis=-1)]
+    return H.make_model(nodes, {"x": [1, 4, 5, 4]}, {"y": None}, init)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+@pytest.mark.parametrize("mode", ["half_pixel", "align_corners", "nearest"])
+def test_bound_holds_on_conv_transpose_lrn_resize_log_softmax(tmp_path: Path, seed: int, mode: str) -> None:
+    _check(_decoder(seed, mode), tmp_path, seed, -1.0, 1.0)
+
+
+def test_lrn_near_zero_denominator_and_conv_transpose_output_shape_are_unavailable() -> None:
+    model = H.make_model([H.node("LRN", ["x"], ["y"], size=3, alpha=1.0, beta=0.75, bias=0.0)], {"x": [1, 4, 2, 2]},
+                         {"y": [1, 4, 2, 2]})
+    with pytest.raises(BoundUnavailable, match="LRN"):
+        ErrorBound(model, REFERENCE).run({"x": np.zeros((1, 4, 2, 2), np.float32)})
+    model = H.make_model([H.node("ConvTranspose", ["x", "w"], ["y"], kernel_shape=[2, 2], output_shape=[5, 5],
+                                 strides=[2, 2])], {"x": [1, 1, 2, 2]}, {"y": None}, {"w": np.ones((1, 1, 2, 2), np.float32)})
+    with pytest.raises(BoundUnavailable, match="output_shape"):
+        ErrorBound(model, REFERENCE).run({"x": np.ones((1, 1, 2, 2), np.float32)})
+
+
+def test_grouped_conv_transpose_value_and_bound_against_onnxruntime() -> None:
+    """Grouped ConvTranspose, where onnx.reference fails: the bound pass's float64 value against
+    onnxruntime's float32 result, which must lie within onnxruntime's bound of it."""
+    rng = np.random.default_rng(3)
+    model = H.make_model([H.node("ConvTranspose", ["x", "w", "b"], ["y"], kernel_shape=[3, 2], strides=[2, 3],
+                                 pads=[1, 0, 0, 1], dilations=[1, 2], output_padding=[1, 2], group=3)],
+                         {"x": [1, 6, 4, 5]}, {"y": None},
+                         {"w": rng.normal(0, 0.5, (6, 2, 3, 2)).astype(np.float32),
+                          "b": rng.normal(0, 0.1, 6).astype(np.float32)})
+    feeds = H.random_inputs(model, 3)
+    got = H.run_ort(model, feeds)["y"].astype(np.float64)
+    bound = ErrorBound(model, ONNXRUNTIME).run(feeds)["y"]
+    assert bound.v.shape == got.shape
+    assert np.all(np.abs(got - bound.v) <= bound.e) and float(np.abs(got - bound.v).max()) > 0
+
+
+def test_yardstick_lrn_and_grouped_conv_transpose_are_right() -> None:
+    """Against onnxruntime (float32, within 1e-5): onnx.reference 1.23 alone gets both wrong."""
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(11)
+    model = H.make_model([H.node("LRN", ["x"], ["n"], size=5, alpha=0.3, beta=0.6, bias=1.2),
+                          H.node("ConvTranspose", ["n", "w", "b"], ["y"], kernel_shape=[2, 2], strides=[2, 1], group=3)],
+                         {"x": [2, 6, 3, 4]}, {"y": None},
+                         {"w": rng.normal(0, 0.5, (6, 2, 2, 2)).astype(np.float32),
+                          "b": rng.normal(0, 0.1, 6).astype(np.float32)})
+    feeds = H.random_inputs(model, 11)
+    exact = Yardstick(model).run(feeds)["y"]
+    np.testing.assert_allclose(exact, H.run_ort(model, feeds)["y"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(exact, ErrorBound(model, REFERENCE).run(feeds)["y"].v, rtol=1e-12, atol=1e-12)
+    lrn_only = H.make_model([model.graph.node[0]], {"x": [2, 6, 3, 4]}, {"n": None})
+    plain = ReferenceEvaluator(lrn_only).run(None, feeds)[0]
+    assert not np.allclose(plain, H.run_ort(lrn_only, feeds)["n"], rtol=1e-3), "onnx.reference's LRN was fixed"

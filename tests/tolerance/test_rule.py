@@ -85,16 +85,40 @@ def test_a_small_network_is_validated_with_its_computed_bound(tmp_path: Path) ->
 
 
 def test_an_operator_without_a_bound_rule_makes_the_bound_checks_not_run(tmp_path: Path) -> None:
+    """Every exported operator has a rule since issue 15; ConvTranspose's output_shape has none."""
     model = H.make_model([H.node("Gemm", ["x", "w", "b"], ["g"], transB=1),
-                          H.node("Reshape", ["g", "shape"], ["g4"]), H.node("LRN", ["g4"], ["l4"], size=3),
+                          H.node("Reshape", ["g", "shape"], ["g4"]),
+                          H.node("ConvTranspose", ["g4", "wt"], ["l4"], kernel_shape=[1, 1], output_shape=[1, 1]),
                           H.node("Flatten", ["l4"], ["y"], axis=1)],
                          {"x": [1, 6]}, {"y": [1, 3]},
                          {"w": np.ones((3, 6), np.float32), "b": np.zeros(3, np.float32),
-                          "shape": np.array([1, 3, 1, 1], np.int64)})
+                          "shape": np.array([1, 3, 1, 1], np.int64), "wt": np.ones((3, 3, 1, 1), np.float32)})
     report = _validate(model, tmp_path)
     results = bound_results("m", report, [], [])
-    assert {r.verdict.value for r in results} == {"not run"} and all("LRN" in r.reason for r in results)
-    assert report.outputs[0].tolerance.basis == "deploy.yaml limit" and "LRN" in report.outputs[0].tolerance.reason
+    assert {r.verdict.value for r in results} == {"not run"} and all("ConvTranspose" in r.reason for r in results)
+    assert (report.outputs[0].tolerance.basis == "deploy.yaml limit"
+            and "ConvTranspose" in report.outputs[0].tolerance.reason)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in divide:RuntimeWarning")  # the yardstick's 0 / 0
+def test_a_bound_refused_on_one_vector_is_not_used_at_all(tmp_path: Path) -> None:
+    """LRN whose denominator may reach 0 (bias 0, an input vector of zeros): BoundUnavailable at run
+    time, after earlier vectors had bounds; the validation keeps none of them."""
+    model = H.make_model([H.node("Reshape", ["x", "shape"], ["x4"]),
+                          H.node("LRN", ["x4"], ["l4"], size=3, alpha=1.0, beta=0.75, bias=0.0),
+                          H.node("Flatten", ["l4"], ["y"], axis=1)],
+                         {"x": [1, 3]}, {"y": [1, 3]}, {"shape": np.array([1, 3, 1, 1], np.int64)})
+    from pipeline.export.validate import _YardstickRun
+
+    collector = _YardstickRun(model, {"y": "y"})
+    x = np.array([[1.0, 2.0, 3.0]], np.float32)
+    y = H.run_ort(model, {"x": x})["y"]
+    collector.add({"x": x}, {"y": y}, {"y": y})
+    assert "computed_tolerance" in collector.measures["y"]
+    zero = np.zeros((1, 3), np.float32)
+    collector.add({"x": zero}, {"y": zero}, {"y": zero})
+    assert collector.bounds is None and "LRN" in collector.bound_unavailable
+    assert not any("bound" in k or k == "computed_tolerance" for k in collector.measures["y"])
 
 
 def test_compare_applies_a_per_output_tolerance() -> None:

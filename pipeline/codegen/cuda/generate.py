@@ -7,6 +7,8 @@ Output folder (artifacts/<m>/codegen/cuda/<deployment>/ or a test's folder):
     nnef_cuda_math.h              exp/log/tanh/sigmoid/softplus/pow from the reference's programs
     nnef_cuda_main.cu             a harness: raw float32 vectors in, raw float32 vectors out
     <ITEM>/nnef_item_<ITEM>.cu    the item: weights, one kernel per NNEF instruction, init and infer
+    <ITEM>/nnef_weights_<ITEM>.bin  the weights as binary32, for items above the C generator's
+                                  BLOB_MIN_FLOATS (linked into the host code by the assembler's .incbin)
     <ITEM>/trace.json             NNEF instruction -> code lines
     <ITEM>/memory_map.json        the device arena's buffer plan
 
@@ -17,6 +19,14 @@ the buffer plan and every weight) is allocated and the weights copied once, in i
 inference copies its inputs in, launches the kernels in schedule order on the item's one
 stream, and copies its outputs out.
 
+Weights of a small item are hex-float initializers in the .cu; above BLOB_MIN_FLOATS floats (the C
+generator's threshold) they are the bytes of <ITEM>/nnef_weights_<ITEM>.bin (little-endian binary32,
+each array on a 64-byte boundary), placed in the host's .rodata by a file-scope `.incbin` that the
+device passes never see (`__CUDA_ARCH__`): nvcc and the host compiler parse no float literal, and
+each host array is a #define into that symbol. The path is relative to the code folder, the
+working directory of both builds. The array comments keep the variable, its tensor file and
+SHA-256; memory_map.json records the blob's SHA-256.
+
 A cuda item exchanging values with other items (send_var/get_var, barriers) is a .cu item of the
 deployment's C program instead (pipeline/codegen/cuda/linked.py, the same emitter with
 `linked=True`); here, in a one-item deployment, such steps stop at CODEGEN-E006.
@@ -24,6 +34,7 @@ deployment's C program instead (pipeline/codegen/cuda/linked.py, the same emitte
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 from dataclasses import dataclass
@@ -33,8 +44,9 @@ from typing import Any
 import numpy as np
 
 from pipeline import __version__
-from pipeline.atomic import write_json, write_text
+from pipeline.atomic import write_bytes, write_json, write_text
 from pipeline.names import confined
+from pipeline.codegen.c import item as c_item
 from pipeline.codegen.c.kernels.common import flit, ident, strides
 from pipeline.codegen.c.planner import Buffer, check_plan, plan_buffers
 from pipeline.codegen.c.writer import CodeWriter
@@ -63,6 +75,17 @@ def kernel_name(item: str, line: int, result: str) -> str:
     return f"nnef_k_{ident(item)}_L{line}_{ident(result)}"
 
 
+def weights_blob_file(item: str) -> str:
+    return f"nnef_weights_{item}.bin"
+
+
+def weights_symbol(item: str) -> str:
+    return f"nnef_weights_{ident(item)}"
+
+
+BLOB_ALIGNMENT = 64
+
+
 KERNEL_NAME = re.compile(r"^nnef_k_(?P<item>[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*?)_L(?P<line>\d+)_(?P<result>\w+)$")
 
 
@@ -83,6 +106,7 @@ class CudaItemEmitter:
         self.index, self.linked = index, linked
         self.storage: dict[str, Storage] = {}
         self.host_arrays: dict[str, tuple[str, np.ndarray, str]] = {}   # device name -> host name, values, note
+        self.blob: bytes | None = None   # the weights as binary32 when linked by .incbin (_host_weights)
 
     def _where(self, op: Operation) -> Location:
         if op.span is None:
@@ -232,6 +256,40 @@ class CudaItemEmitter:
                                Location.in_file(self.item.nnef_rel))
         return plan
 
+    def _host_weights(self, w: CodeWriter) -> bytes | None:
+        """The host copies of the weights: hex-float initializers, or #defines into the linked blob
+        when the item holds more than the C generator's BLOB_MIN_FLOATS floats (returned)."""
+        total = sum(int(values.size) for _, values, _ in self.host_arrays.values())
+        if total <= c_item.BLOB_MIN_FLOATS:
+            for host, values, note in self.host_arrays.values():
+                w.comment(note)
+                lits = [flit(v) for v in values]
+                w.line(f"static const float {host}[{len(lits)}] = {{")
+                for start in range(0, len(lits), 8):
+                    w.line("    " + ", ".join(lits[start:start + 8]) + ",")
+                w.line("};")
+            return None
+        item = self.item.name
+        symbol, name = weights_symbol(item), weights_blob_file(item)
+        w.comment(f"The weights are the bytes of {item}/{name} (IEEE 754 binary32, little-endian, every array on a\n"
+                  f"{BLOB_ALIGNMENT}-byte boundary), placed in the host's .rodata by the assembler's .incbin (the device\n"
+                  "passes, __CUDA_ARCH__ defined, never see it): no compiler parses them. The path is relative to\n"
+                  "the code folder, the working directory of the nvcc and emulation builds; a build that cannot\n"
+                  "find the file fails.")
+        w.line(f"extern \"C\" const float {symbol}[];")
+        w.line("#if !defined(__CUDA_ARCH__)")
+        w.line(f'__asm__(".pushsection .rodata\\n\\t.balign {BLOB_ALIGNMENT}\\n\\t.globl {symbol}\\n{symbol}:\\n'
+               f'\\t.incbin \\"{item}/{name}\\"\\n\\t.popsection");')
+        w.line("#endif")
+        blob = bytearray()
+        for host, values, note in self.host_arrays.values():
+            blob.extend(bytes(-len(blob) % BLOB_ALIGNMENT))
+            first = len(blob) // 4
+            blob.extend(np.asarray(values, F32).reshape(-1).astype("<f4", copy=False).tobytes())
+            w.comment(note)
+            w.line(f"#define {host} ({symbol} + {first}) /* floats [{first}, {len(blob) // 4}) of {name} */")
+        return bytes(blob)
+
     def _assemble(self, kernels: list[tuple[int, Operation, Body]], plan) -> dict[str, Any]:
         item, d = self.item, self.d
         w = CodeWriter()
@@ -255,13 +313,7 @@ class CudaItemEmitter:
         w.line("")
         w.line(f"#define NNEF_THREADS {THREADS}u")
         w.line("")
-        for device, (host, values, note) in self.host_arrays.items():
-            w.comment(note)
-            lits = [flit(v) for v in values]
-            w.line(f"static const float {host}[{len(lits)}] = {{")
-            for start in range(0, len(lits), 8):
-                w.line("    " + ", ".join(lits[start:start + 8]) + ",")
-            w.line("};")
+        blob = self.blob = self._host_weights(w)
         w.line("")
         w.comment(f"Device memory, allocated once by nnef_cuda_{item.name}_init: the arena ({plan.arena_bytes} bytes, "
                   "memory_map.json)\nand one array per weight; the item's one stream.")
@@ -359,10 +411,12 @@ class CudaItemEmitter:
         w.line("}")
         memory_map = {"schema_version": 1, "item": item.name, "arena_bytes": plan.arena_bytes,
                       "alignment": plan.alignment,
+                      **({"weights_blob": {"file": weights_blob_file(item.name), "bytes": len(blob),
+                                           "sha256": hashlib.sha256(blob).hexdigest()}} if blob is not None else {}),
                       "buffers": [{"tensor": b.name, "offset": b.offset, "size": b.size, "first": b.first,
                                    "last": b.last} for b in plan.buffers],
                       "weights": [{"array": k, "bytes": int(v[1].size) * 4} for k, v in self.host_arrays.items()]}
-        return {"source": w.text(), "entries": entries, "kernels": kernel_records, "memory_map": memory_map,
+        return {"source": w.text(), "blob": blob, "entries": entries, "kernels": kernel_records, "memory_map": memory_map,
                 "inputs": [{"name": n, "shape": list(self._shape(n))} for n in inputs],
                 "outputs": [{"name": n, "shape": list(self._shape(n))} for n in outputs]}
 
@@ -440,6 +494,8 @@ def generate_cuda(deployment: DeploymentInput, out_dir: str | Path, architecture
     write_text(folder / "nnef_cuda_math.h", math_header())
     item_dir = confined(folder, item.name)
     write_text(item_dir / item_file(item.name), code["source"])
+    if code["blob"] is not None:
+        write_bytes(item_dir / weights_blob_file(item.name), code["blob"])
     write_text(folder / "nnef_cuda_main.cu", _main(item.name, code["inputs"], code["outputs"]))
     rel = project_relative(folder, deployment.root)
     entries = [{**e, "code_file": f"{rel}/{item.name}/{e['code_file']}"} for e in code["entries"]]

@@ -12,6 +12,7 @@ are skipped by index tests (never a data-dependent branch in a sum), which is th
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -19,7 +20,9 @@ from typing import Any, Callable
 import numpy as np
 
 from pipeline.codegen.c.kernels.common import flit, strides
+from pipeline.codegen.c.kernels.deconv import deconv_extents
 from pipeline.codegen.c.kernels.geometry import window_geometry
+from pipeline.codegen.c.kernels.multilinear import METHODS as LINEAR_METHODS, axis_rule
 from pipeline.nnef.graph import Operation
 
 F32 = np.float32
@@ -166,6 +169,60 @@ def conv(b: Body) -> None:
         b.emit(f"{ind}const int p{a} = (int){u[a + 2]} * {s} + (int)k{a} * {d} - {p};")
         b.emit(f"{ind}if (p{a} < 0 || p{a} >= {spatial[a]}) continue;  /* padded tap: skipped */")
         x_index.append(f"(unsigned)p{a} * {xs[a + 2]}")
+        f_index.append(f"k{a} * {fs[a + 2]}")
+    ind = "    " * depth
+    b.emit(f"{ind}acc = NNEF_ADD(acc, NNEF_MUL({f.param}[{' + '.join(f_index)}], {x.param}[{' + '.join(x_index)}]));")
+    for level in range(depth - 1, -1, -1):
+        b.emit("    " * level + "}")
+    term = _bias(b, bias, "u1")
+    b.emit(f"y[i] = {f'NNEF_ADD(acc, {term})' if term else 'acc'};")
+
+
+@emitter("deconv")
+def deconv(b: Body) -> None:
+    """acc = +0; acc = acc + filter[g*Cg + c, o % Og, j] * x[i] over (c, j0, j1, ...) lexicographic,
+    only the taps whose input position i = (y + p - j*d) / s is whole and inside the input (index
+    tests on the thread's coordinates, never on data); bias last (docs/semantics/sliding_window.md)."""
+    x, f, bias = b.arg("input"), b.arg("filter"), b.arg("bias")
+    if x.is_literal or f.is_literal or len(x.shape) < 3 or len(f.shape) != len(x.shape) or f.shape[0] != x.shape[1]:
+        raise Unsupported(f"deconv: input {list(x.shape)} and filter {list(f.shape)} must be tensors of equal rank "
+                          ">= 3 with filter[0] = input channels")
+    border = str(b.op.attribs.get("border", "constant"))
+    if border not in ("constant", "ignore"):
+        raise Unsupported(f"deconv: border '{border}' (constant and ignore only: a padded tap is no term)")
+    channels = x.shape[1]
+    output_shape = [int(v) for v in b.op.attribs.get("output_shape", []) or []]
+    groups = int(b.op.attribs.get("groups", 1)) or (output_shape[1] if output_shape else channels)
+    if groups <= 0 or channels % groups or b.out_shape[1] != groups * f.shape[1]:
+        raise Unsupported(f"deconv: groups {groups}, {channels} input channels, filter {list(f.shape)}, output "
+                          f"channels {b.out_shape[1]} do not agree")
+    cg, og = channels // groups, f.shape[1]
+    spatial = x.shape[2:]
+    try:
+        stride, dilation, pads, outs = deconv_extents(b.op.attribs, tuple(spatial), tuple(f.shape[2:]))
+    except ValueError as error:
+        raise Unsupported(f"deconv: {error}") from None
+    if list(b.out_shape[2:]) != outs:
+        raise Unsupported(f"deconv: output extents {outs} differ from {list(b.out_shape[2:])}")
+    u = b.coords()
+    xs, fs = strides(x.shape), strides(f.shape)
+    b.emit("/* acc = +0; acc = acc + w * x over (c, j...) lexicographic, only taps with a whole input position "
+           "inside the input; bias last */")
+    b.emit(f"const unsigned cg0 = (u1 / {og}u) * {cg}u, oo = u1 % {og}u;  /* group's first input channel */")
+    b.emit("float acc = 0.0f;")
+    b.emit(f"for (unsigned c = 0; c < {cg}u; ++c) {{")
+    depth = 1
+    x_index = [f"u0 * {xs[0]}", f"(cg0 + c) * {xs[1]}"]
+    f_index = [f"(cg0 + c) * {fs[0]}", f"oo * {fs[1]}"]
+    for a, (k, s, d, (p, _)) in enumerate(zip(f.shape[2:], stride, dilation, pads)):
+        ind = "    " * depth
+        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
+        depth += 1
+        ind = "    " * depth
+        b.emit(f"{ind}const int t{a} = (int){u[a + 2]} + {p} - (int)k{a} * {d};")
+        whole = f" || t{a} % {s} != 0" if s != 1 else ""
+        b.emit(f"{ind}if (t{a} < 0{whole} || t{a} / {s} >= {spatial[a]}) continue;  /* no input position: no term */")
+        x_index.append(f"(unsigned)(t{a} / {s}) * {xs[a + 2]}")
         f_index.append(f"k{a} * {fs[a + 2]}")
     ind = "    " * depth
     b.emit(f"{ind}acc = NNEF_ADD(acc, NNEF_MUL({f.param}[{' + '.join(f_index)}], {x.param}[{' + '.join(x_index)}]));")
@@ -331,6 +388,45 @@ def nearest_upsample(b: Body) -> None:
     coords = b.coords()
     coords = coords[:2] + [f"({u} / {f}u)" for u, f in zip(coords[2:], factor)]
     b.emit(f"y[i] = NNEF_ADD(0.0f, {b.read(x, coords)});")
+
+
+@emitter("multilinear_upsample")
+def multilinear_upsample(b: Body) -> None:
+    """Per axis the two taps (clamped: the replicated border) and the weights of the exact position
+    t / den from integer arithmetic, then acc = +0 + ((w_a2 * w_a3) * ...) * x[corner] over the 2^d
+    corners, lo before hi, axis 2 outermost (docs/semantics/sliding_window.md, as kernels/multilinear.py)."""
+    x = b.arg("input")
+    if x.is_literal:
+        raise Unsupported("multilinear_upsample: literal operand")
+    factor = [int(f) for f in b.op.attribs["factor"]]
+    method = str(b.op.attribs.get("method", "symmetric"))
+    border = str(b.op.attribs.get("border", "replicate"))
+    rank = len(b.out_shape) - 2
+    if len(factor) != rank or method not in LINEAR_METHODS or (method == "symmetric" and border != "replicate"):
+        raise Unsupported(f"multilinear_upsample: factor {factor}, method '{method}', border '{border}' (this "
+                          "generator: 'symmetric' with 'replicate', 'aligned')")
+    u = b.coords()
+    for a in range(rank):
+        n = x.shape[2 + a]
+        numerator, den, shift = axis_rule(method, n, factor[a])
+        b.emit(f"const int t{a} = {numerator.format(y=f'(int){u[2 + a]}')};")
+        b.emit(f"const int q{a} = t{a} / {den}, r{a} = t{a} - q{a} * {den};")
+        lo = f"q{a} - {shift}" if shift else f"q{a}"
+        b.emit(f"const int lo{a} = {lo} < 0 ? 0 : ({lo} > {n - 1} ? {n - 1} : {lo});")
+        b.emit(f"const int hi{a} = {lo} + 1 > {n - 1} ? {n - 1} : {lo} + 1;")
+        if n == 1:
+            b.emit(f"(void)lo{a}; (void)hi{a};  /* extent 1: the read omits the axis */")
+        b.emit(f"const float wl{a} = NNEF_DIV((float)({den} - r{a}), {den}.0f), "
+               f"wh{a} = NNEF_DIV((float)r{a}, {den}.0f);")
+    b.emit("float acc = 0.0f;")
+    for corner in itertools.product((0, 1), repeat=rank):
+        names = [("wh" if side else "wl") + str(a) for a, side in enumerate(corner)]
+        weight = names[0]
+        for name in names[1:]:
+            weight = f"NNEF_MUL({weight}, {name})"
+        coords = u[:2] + [f"(unsigned){'hi' if side else 'lo'}{a}" for a, side in enumerate(corner)]
+        b.emit(f"acc = NNEF_ADD(acc, NNEF_MUL({weight}, {b.read(x, coords)}));")
+    b.emit("y[i] = acc;")
 
 
 @emitter("concat")

@@ -229,7 +229,7 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
                     {n: f"{arena} + {host[f'out:{n}'][0]}" for n in outputs},
                     [s.var for _, s in sends], [s.var for _, s in gets],
                     source_file=src, language="cuda", init=f"nnef_item_{item.name}_init",
-                    support_files=_support_files())
+                    support_files=_support_files(), weights_blob=e.blob)
 
 
 def _ident(name: str) -> str:
@@ -239,8 +239,8 @@ def _ident(name: str) -> str:
 
 
 def _declaration_entries(e: CudaItemEmitter, source: str, input_lines: dict[str, int]) -> list[TraceEntry]:
-    """Trace entries of the item's declarations: weights (their host arrays, comment included) and
-    inputs (the host arena line)."""
+    """Trace entries of the item's declarations: weights (their host arrays or #defines into the linked
+    blob, comment included) and inputs (the host arena line)."""
     lines = source.splitlines()
     src = item_file(e.item.name)
     result = []
@@ -256,7 +256,8 @@ def _declaration_entries(e: CudaItemEmitter, source: str, input_lines: dict[str,
         start = next((n for n, t in enumerate(lines) if marker in t), None)
         if start is None:
             continue
-        end = next(n for n in range(start, len(lines)) if lines[n] == "};")
+        end = next(n for n in range(start, len(lines))   # the initializer's end, or the #define into the blob
+                   if lines[n] == "};" or lines[n].startswith("#define H_"))
         first = next(n for n in range(start, -1, -1) if lines[n].startswith("/*"))
         result.append(TraceEntry(line, text, src, first + 1, end + 1))
     return result

@@ -6,7 +6,7 @@ import importlib
 
 from pipeline.codegen.c.kernels.common import EMITTERS, VIEW_OPERATIONS, Emitter
 
-MODULES = ("elementwise", "conv", "deconv", "pool", "reduce", "linalg", "normalization", "shape")
+MODULES = ("elementwise", "conv", "deconv", "pool", "reduce", "linalg", "normalization", "shape", "multilinear")
 
 for _module in MODULES:
     importlib.import_module(f"pipeline.codegen.c.kernels.{_module}")

@@ -60,6 +60,18 @@ def _bias_per_channel(k: Kernel, bias: Operand, outs: int) -> tuple[str, np.ndar
     return ("tensor_scalar" if scalar_like else "tensor_channel"), None
 
 
+def bias_array(k: Kernel, bias: Operand, outs: int) -> tuple[str, str | None]:
+    """(kind, the per-output-channel bias array's C name or None): the one declaration of the bias
+    as `B_<label>` (layout bias_channels, traced to its tensor file) shared by every kernel that
+    stores acc + bias[o] (conv fast path, conv general path, deconv)."""
+    kind, per_channel = _bias_per_channel(k, bias, outs)
+    if per_channel is None:
+        return kind, None
+    return kind, k.const_array(f"B_{bias.label or k.function}", per_channel, "float",
+                               f"bias of {k.op.name} per output channel", source=bias.label,
+                               layout={"kind": "bias_channels", "outs": outs} if bias.label else {})
+
+
 @emitter("conv")
 def conv(k: Kernel) -> None:
     x, f, bias = k.operand("input"), k.operand("filter"), k.operand("bias")
@@ -139,12 +151,7 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
     wname = k.const_array(f"W_{f.label or f.name}", np.asarray(f.value, F32), "float",
                           f"{f.label or f.name} as in its tensor file (row-major [o][c][kh][kw])", source=f.label,
                           layout={"kind": "identity"})
-    kind, per_channel = _bias_per_channel(k, bias, outs)
-    bname = None
-    if per_channel is not None:
-        bname = k.const_array(f"B_{bias.label or k.function}", per_channel, "float",
-                              f"bias of {k.op.name} per output channel", source=bias.label,
-                              layout={"kind": "bias_channels", "outs": outs} if bias.label else {})
+    kind, bname = bias_array(k, bias, outs)
     src, hp, wp = _padded_input(k, x, win, border)
     k.comment(f"{r_block} output channels times {q_block} vectors of {lanes} output columns at a time; per output: "
               "acc = +0, then acc = acc + w * x for (c, kh, kw) in order, then + bias")
@@ -403,12 +410,7 @@ def _general(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, bord
                                      f"first tap inside the input, per output position of axis {axis}"),
                        k.const_array(f"IX_{k.function}_hi{axis}", np.asarray(hi, np.int32), "int",
                                      f"one past the last tap inside the input, axis {axis}")))
-    kind, per_channel = _bias_per_channel(k, bias, outs)
-    bref = None
-    if per_channel is not None:
-        bref = k.const_array(f"B_{bias.label or k.function}", per_channel, "float",
-                             f"bias of {k.op.name} per output channel", source=bias.label,
-                             layout={"kind": "bias_channels", "outs": outs} if bias.label else {})
+    kind, bref = bias_array(k, bias, outs)
     k.comment("general path: per output, acc = +0, then acc = acc + w * x over (c, taps) in order, "
               "padded taps skipped, then + bias")
     ys = [f"y{a}" for a in range(rank)]

@@ -21,31 +21,31 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.codegen.c.kernels.common import F32, Kernel, emitter, strides
-from pipeline.codegen.c.kernels.conv import _bias_per_channel, _groups, store_plus_bias
+from pipeline.codegen.c.kernels.conv import _groups, bias_array, store_plus_bias
 from pipeline.codegen.c.kernels.geometry import BORDERS
 
 
-def _per_axis(k: Kernel, value: object, rank: int, name: str) -> list[int]:
+def _per_axis(value: object, rank: int, name: str) -> list[int]:
     values = [int(v) for v in value] if isinstance(value, (list, tuple)) else []
     if not values:
         return [1] * rank
     if len(values) != rank or any(v <= 0 for v in values):
-        raise k.fail(f"'{name}' {values} must hold {rank} positive integers")
+        raise ValueError(f"'{name}' {values} must hold {rank} positive integers")
     return values
 
 
-def deconv_geometry(k: Kernel, in_shape: tuple[int, ...], size: tuple[int, ...]
-                    ) -> tuple[list[int], list[int], list[tuple[int, int]], list[int]]:
-    """(stride, dilation, padding pairs, output extents) of the instruction, checked against the checker."""
-    attribs = k.op.attribs
+def deconv_extents(attribs: dict, in_shape: tuple[int, ...], size: tuple[int, ...]
+                   ) -> tuple[list[int], list[int], list[tuple[int, int]], list[int]]:
+    """(stride, dilation, padding pairs, output extents) from the NNEF attributes alone (shared by
+    the C and CUDA generators); ValueError names a malformed attribute."""
     rank = len(in_shape)
-    stride = _per_axis(k, attribs.get("stride", []), rank, "stride")
-    dilation = _per_axis(k, attribs.get("dilation", []), rank, "dilation")
+    stride = _per_axis(attribs.get("stride", []), rank, "stride")
+    dilation = _per_axis(attribs.get("dilation", []), rank, "dilation")
     padding = attribs.get("padding", [])
     output_shape = [int(v) for v in attribs.get("output_shape", []) or []]
     pads = [(int(p), int(q)) for p, q in padding] if isinstance(padding, (list, tuple)) and padding else []
     if pads and len(pads) != rank:
-        raise k.fail(f"'padding' must have {rank} pairs")
+        raise ValueError(f"'padding' must have {rank} pairs")
     if output_shape:
         outs = output_shape[2:]
     elif pads:
@@ -56,6 +56,16 @@ def deconv_geometry(k: Kernel, in_shape: tuple[int, ...], size: tuple[int, ...]
         for n, kk, s, d, o in zip(in_shape, size, stride, dilation, outs):
             total = max(0, (n - 1) * s + (kk - 1) * d + 1 - o)
             pads.append((total // 2, total - total // 2))
+    return stride, dilation, pads, outs
+
+
+def deconv_geometry(k: Kernel, in_shape: tuple[int, ...], size: tuple[int, ...]
+                    ) -> tuple[list[int], list[int], list[tuple[int, int]], list[int]]:
+    """(stride, dilation, padding pairs, output extents) of the instruction, checked against the checker."""
+    try:
+        stride, dilation, pads, outs = deconv_extents(k.op.attribs, in_shape, size)
+    except ValueError as error:
+        raise k.fail(str(error)) from None
     inferred = list(k.out.shape[2:])
     if inferred != outs:
         raise k.fail(f"deconv output extents {outs} differ from the NNEF checker's {inferred}", "CODEGEN-E008")
@@ -87,12 +97,7 @@ def deconv(k: Kernel) -> None:
         wref = k.const_array(f"W_{f.label or f.name}", np.asarray(f.value, F32), "float",
                              f"{f.label or f.name} as in its tensor file (row-major [c][o][taps])", source=f.label,
                              layout={"kind": "identity"})
-    kind, per_channel = _bias_per_channel(k, bias, outs)
-    bref = None
-    if per_channel is not None:
-        bref = k.const_array(f"B_{bias.label or k.function}", per_channel, "float",
-                             f"bias of {k.op.name} per output channel", source=bias.label,
-                             layout={"kind": "bias_channels", "outs": outs} if bias.label else {})
+    kind, bref = bias_array(k, bias, outs)
     tables = []
     for a in range(rank):
         lo, hi, taps, inputs = [], [], [], []
