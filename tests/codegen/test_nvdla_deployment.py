@@ -184,7 +184,7 @@ def test_a_model_without_an_nvdla_deployment_reports_codegen_accelerators_not_ru
 def test_compare_says_why_a_model_without_an_nvdla_deployment_has_no_nvdla_comparison(project_copy):
     from pipeline.compare.step import run_compare_step
 
-    root = project_copy("branch3")
-    found = [r for r in run_compare_step("branch3", root) if r.check_id == "compare.nvdla_reference"]
+    root = project_copy("mbconv")
+    found = [r for r in run_compare_step("mbconv", root) if r.check_id == "compare.nvdla_reference"]
     assert len(found) == 1 and found[0].verdict is Verdict.NOT_RUN
     assert found[0].reason == "no deployment of this model has an nvdla item"
