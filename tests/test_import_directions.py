@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 # Shared utilities and the evidence registry: below every step, importing only each other.
 FOUNDATION = {
     "pipeline", "pipeline.atomic", "pipeline.diagnostics", "pipeline.layout", "pipeline.gcpause",
-    "pipeline.vectors", "pipeline.deploy", "pipeline.schema", "pipeline.schema_accept", "pipeline.metrics", "pipeline.onnx_runner", "pipeline.tasking", "pipeline.lock",
+    "pipeline.vectors", "pipeline.deploy", "pipeline.schema", "pipeline.schema_accept", "pipeline.targets", "pipeline.metrics", "pipeline.onnx_runner", "pipeline.tasking", "pipeline.lock",
     "pipeline.terminal", "pipeline.toolchain", "pipeline.names", "pipeline.yamlguard",
     "pipeline.yardstick", "pipeline.errorbound", "pipeline.tolerance",
     "pipeline.registry",

@@ -31,6 +31,7 @@ from pipeline.codegen.codes import CodegenError
 from pipeline.codegen.items import emitter_for
 from pipeline.codegen.deployment import load_deployment, sha256_of
 from pipeline.deploy import load_deploy
+from pipeline.targets import code_kind
 from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import CheckResult, results_document
 from pipeline.registry.records import record_step
@@ -86,8 +87,11 @@ def _nvdla_deployment(model: str, name: str, base: Path, split: Path, export: Pa
 
 
 def _is_cuda(deployment: Any) -> bool:
-    """A deployment the CUDA generator handles: items all of target cuda (one, today)."""
-    return bool(deployment.items) and all(i.target == "cuda" for i in deployment.items)
+    """A deployment the CUDA generator handles with its own harness: one cuda item alone.
+
+    Several cuda items (with or without cpu items) are items of the C deployment program.
+    """
+    return code_kind([i.target for i in deployment.items]) == "cuda"
 
 
 def _cuda_deployment(model: str, name: str, base: Path, split: Path, export: Path, architectures: tuple[str, ...]

@@ -38,6 +38,7 @@ from pipeline.atomic import write_json
 from pipeline.names import confined
 from pipeline.codegen.c.generate import BUILD_FILE
 from pipeline.deploy import load_deploy
+from pipeline.targets import code_kind
 from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import results_document
 from pipeline.registry.records import record_step
@@ -260,10 +261,10 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
     for name in names:
         deployment = spec.deployments[name]
         emulated = {"cuda": run_cuda_deployment, "nvdla": run_nvdla_deployment}
-        targets = {item.target for item in deployment.items}
-        if len(targets) == 1 and (target := next(iter(targets))) in emulated:
+        kind = code_kind([item.target for item in deployment.items])
+        if kind in emulated:
             try:
-                documents[name] = emulated[target](model, name, base, inputs_dir, count)
+                documents[name] = emulated[kind](model, name, base, inputs_dir, count)
             except PipelineError as error:
                 document = {"schema_version": 1, "model": model, "deployment": name, "status": "failed",
                             "reason": f"{error.code}: {error.message}"[:4000]}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from pipeline.targets import code_kind
 from pipeline.layout import RECORD_FILE, checks_path, model_dir, model_names, step_dir
 from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP
 from pipeline.registry.freshness import step_action
@@ -38,8 +39,8 @@ def task_execute() -> Iterator[dict[str, Any]]:
         for name, targets_of_items in spec_deployments(model).items():
             folder = out / name
             targets.append((folder / RUN_FILE).as_posix())
-            # the C program's deployments (cpu items, possibly next to cuda items: docs/execute.md) are traced
-            if "cpu" in targets_of_items and all(target in ("cpu", "cuda") for target in targets_of_items):
+            # the C program's deployments (cpu and cuda items, docs/execute.md) are traced
+            if code_kind(targets_of_items) == "program":
                 targets += [(folder / f"trace-{kind}.json").as_posix()
                             for kind in ["plain"] + [f"noise-{seed}" for seed in NOISE_SEEDS]]
         yield {

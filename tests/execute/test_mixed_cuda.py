@@ -56,3 +56,38 @@ def test_mixed_deployment_emulated_bit_exact_in_both_orders(deployment, exported
     reference = {p.stem: read_tensor(p) for p in (root / "artifacts" / model / "compare" / "reference").glob("*.dat")}
     for name, path in doc["outputs"].items():
         assert np.array_equal(read_tensor(root / path).view(np.uint32), reference[name].view(np.uint32))
+
+
+def test_several_cuda_items_alone_are_items_of_the_c_program(exported_project, tmp_path):
+    """Two cuda items and no cpu item (lenet5 split2's allocation on two GPU items): generated as the C
+    program's .cu items (not the one-item CUDA harness), emulated 0 ULP in both orders, traces emulated."""
+    from pipeline.codegen.step import run_codegen_step
+    from pipeline.compare.step import run_compare_step
+    from pipeline.execute.step import run_execute_step
+    from pipeline.split.step import run_split_step
+    from pipeline.targets import code_kind
+    from tests.projects import ROOT as PROJECT_ROOT, copy_exports
+
+    assert code_kind(["cuda"]) == "cuda" and code_kind(["cuda", "cuda"]) == "program"
+    assert code_kind(["cpu", "nvdla"]) == "none" and code_kind(["nvdla"]) == "nvdla"
+    root = copy_exports(exported_project, tmp_path / "p", ["lenet5"])
+    (root / "models").unlink()
+    shutil.copytree(PROJECT_ROOT / "models" / "lenet5", root / "models" / "lenet5")
+    spec = root / "models" / "lenet5" / "deploy.yaml"
+    text = spec.read_text()
+    start, end = text.index("deployments:\n"), text.index("\nmet:")
+    spec.write_text(text[:start] + "deployments:\n  gpu2:\n"
+                    "    items: [{name: GPU0, target: cuda}, {name: GPU1, target: cuda}]\n"
+                    "    default_item: GPU0\n    allocation:\n"
+                    "      GPU1: [flatten, fc1, relu3, fc2, relu4, fc3, prob]\n    sync: event" + text[end:])
+    run_split_step("lenet5", root, vectors=1)
+    codegen = {r.check_id: r for r in run_codegen_step("lenet5", root) if r.subject == "lenet5/gpu2"}
+    assert codegen["codegen.static"].verdict is Verdict.PASS, codegen["codegen.static"].reason
+    if "codegen.cuda" in codegen and codegen["codegen.cuda"].verdict is not Verdict.NOT_RUN:
+        assert codegen["codegen.cuda"].verdict is Verdict.PASS, codegen["codegen.cuda"].reason
+    documents = run_execute_step("lenet5", root, vectors=VECTORS, runs=20, instructions=False)
+    doc = documents["gpu2"]
+    assert doc["status"] == "emulated" and doc["target"] == "mixed", doc
+    results = {r.check_id: r for r in run_compare_step("lenet5", root) if r.subject == "lenet5/gpu2"}
+    assert results["compare.cuda_reference"].verdict is Verdict.EMULATED, results["compare.cuda_reference"].reason
+    assert results["compare.traces"].verdict is Verdict.EMULATED, results["compare.traces"].reason

@@ -1,0 +1,27 @@
+"""Which code a deployment gets from the targets of its items (light: read when doit lists tasks).
+
+The codegen, execute and compare steps and their doit tasks all dispatch on it, so it is written
+once here rather than as a condition in each.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+
+def code_kind(targets: Sequence[str]) -> str:
+    """Which code a deployment whose items have `targets` gets (docs/codegen.md).
+
+    'cuda': one cuda item alone, the CUDA generator's own harness; 'nvdla': nvdla items only,
+    loadables; 'program': the C deployment program, whose items are C items and .cu items
+    (cpu items, cuda items next to cpu items, several cuda items); 'none': no generator (an
+    nvdla item next to items of other targets).
+    """
+    kinds = set(targets)
+    if not kinds:
+        return "none"
+    if kinds == {"cuda"} and len(targets) == 1:
+        return "cuda"
+    if kinds == {"nvdla"}:
+        return "nvdla"
+    return "program" if kinds <= {"cpu", "cuda"} else "none"
