@@ -304,16 +304,22 @@ def _exp(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounde
     return [Bounded(np.exp(x.v), hi - np.exp(x.v) + _rounding(a, hi, "exp"))]
 
 
-def _softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset: int) -> list[Bounded]:
-    x = ins[0]
+def _softmax_operands(node: onnx.NodeProto, x: Bounded, opset: int) -> tuple[np.ndarray, np.ndarray, int, tuple[int, ...]]:
+    """Values, errors and axis of (log-)softmax's input, and its shape; before opset 13 ONNX coerces the
+    input to 2-D at `axis` and normalizes over the second dimension."""
     axis = int(_attrs(node).get("axis", -1 if opset >= 13 else 1))
     v, e = x.v, x.e
     shape = v.shape
-    if opset < 13:  # coerced to 2-D at `axis`
+    if opset < 13:
         axis = axis % v.ndim
         v = v.reshape(int(np.prod(shape[:axis])), -1)
         e = e.reshape(v.shape)
         axis = 1
+    return v, e, axis, shape
+
+
+def _softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset: int) -> list[Bounded]:
+    v, e, axis, shape = _softmax_operands(node, ins[0], opset)
     t = v - v.max(axis=axis, keepdims=True)
     s = np.exp(t) / np.exp(t).sum(axis=axis, keepdims=True)
     n = v.shape[axis]
@@ -334,15 +340,7 @@ def _log_softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset:
     exp of a rounded argument (expm1(u |t|)) and exp's accuracy; the sum of n terms in [0, 1]
     (gamma_n; the sum is >= 1, so exp's absolute error is relative too): s^ = s (1 + rho), so
     log errs by -log(1 - rho), plus log's accuracy; the final subtraction, u (|t| + |log s|)."""
-    x = ins[0]
-    axis = int(_attrs(node).get("axis", -1 if opset >= 13 else 1))
-    v, e = x.v, x.e
-    shape = v.shape
-    if opset < 13:  # coerced to 2-D at `axis`
-        axis = axis % v.ndim
-        v = v.reshape(int(np.prod(shape[:axis])), -1)
-        e = e.reshape(v.shape)
-        axis = 1
+    v, e, axis, shape = _softmax_operands(node, ins[0], opset)
     n = v.shape[axis]
     t = v - v.max(axis=axis, keepdims=True)
     s = np.exp(t).sum(axis=axis, keepdims=True)
