@@ -156,22 +156,33 @@ def conv(b: Body) -> None:
     xs, fs = strides(x.shape), strides(f.shape)
     b.emit("/* acc = +0; acc = acc + w * x over (c, k...) row-major, padded taps skipped; bias last */")
     b.emit(f"const unsigned cg0 = (u1 / {og}u) * {cg}u;  /* first input channel of the group */")
+    axes = [(k, [f"const int p{a} = (int){u[a + 2]} * {s} + (int)k{a} * {d} - {p};",
+                 f"if (p{a} < 0 || p{a} >= {spatial[a]}) continue;  /* padded tap: skipped */"],
+             f"(unsigned)p{a} * {xs[a + 2]}", f"k{a} * {fs[a + 2]}")
+            for a, (k, s, d, (p, _)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding))]
+    _accumulate_taps(b, cg, x, f, bias, [f"u0 * {xs[0]}", f"(cg0 + c) * {xs[1]}"], [f"u1 * {fs[0]}", f"c * {fs[1]}"],
+                     axes)
+
+
+def _accumulate_taps(b: Body, cg: int, x: Arg, f: Arg, bias: Arg, x_index: list[str], f_index: list[str],
+                     axes: list[tuple[int, list[str], str, str]]) -> None:
+    """The loop nest of both convolutions, in the reference's order: acc = +0, then over the group's
+    input channel c and the kernel taps k0, k1, ... (lexicographic) one NNEF_ADD(acc, NNEF_MUL(w, x))
+    per term; bias last. Each axis is (kernel extent, the lines that name the tap's input position and
+    `continue` when it has none, the input index term, the filter index term)."""
     b.emit("float acc = 0.0f;")
     b.emit(f"for (unsigned c = 0; c < {cg}u; ++c) {{")
     depth = 1
-    x_index = [f"u0 * {xs[0]}", f"(cg0 + c) * {xs[1]}"]
-    f_index = [f"u1 * {fs[0]}", f"c * {fs[1]}"]
-    for a, (k, s, d, (p, _)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
-        ind = "    " * depth
-        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
+    x_index, f_index = list(x_index), list(f_index)
+    for a, (extent, lines, x_term, f_term) in enumerate(axes):
+        b.emit(f"{'    ' * depth}for (unsigned k{a} = 0; k{a} < {extent}u; ++k{a}) {{")
         depth += 1
-        ind = "    " * depth
-        b.emit(f"{ind}const int p{a} = (int){u[a + 2]} * {s} + (int)k{a} * {d} - {p};")
-        b.emit(f"{ind}if (p{a} < 0 || p{a} >= {spatial[a]}) continue;  /* padded tap: skipped */")
-        x_index.append(f"(unsigned)p{a} * {xs[a + 2]}")
-        f_index.append(f"k{a} * {fs[a + 2]}")
-    ind = "    " * depth
-    b.emit(f"{ind}acc = NNEF_ADD(acc, NNEF_MUL({f.param}[{' + '.join(f_index)}], {x.param}[{' + '.join(x_index)}]));")
+        for line in lines:
+            b.emit(f"{'    ' * depth}{line}")
+        x_index.append(x_term)
+        f_index.append(f_term)
+    b.emit(f"{'    ' * depth}acc = NNEF_ADD(acc, NNEF_MUL({f.param}[{' + '.join(f_index)}], "
+           f"{x.param}[{' + '.join(x_index)}]));")
     for level in range(depth - 1, -1, -1):
         b.emit("    " * level + "}")
     term = _bias(b, bias, "u1")
@@ -209,27 +220,13 @@ def deconv(b: Body) -> None:
     b.emit("/* acc = +0; acc = acc + w * x over (c, j...) lexicographic, only taps with a whole input position "
            "inside the input; bias last */")
     b.emit(f"const unsigned cg0 = (u1 / {og}u) * {cg}u, oo = u1 % {og}u;  /* group's first input channel */")
-    b.emit("float acc = 0.0f;")
-    b.emit(f"for (unsigned c = 0; c < {cg}u; ++c) {{")
-    depth = 1
-    x_index = [f"u0 * {xs[0]}", f"(cg0 + c) * {xs[1]}"]
-    f_index = [f"(cg0 + c) * {fs[0]}", f"oo * {fs[1]}"]
-    for a, (k, s, d, (p, _)) in enumerate(zip(f.shape[2:], stride, dilation, pads)):
-        ind = "    " * depth
-        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
-        depth += 1
-        ind = "    " * depth
-        b.emit(f"{ind}const int t{a} = (int){u[a + 2]} + {p} - (int)k{a} * {d};")
-        whole = f" || t{a} % {s} != 0" if s != 1 else ""
-        b.emit(f"{ind}if (t{a} < 0{whole} || t{a} / {s} >= {spatial[a]}) continue;  /* no input position: no term */")
-        x_index.append(f"(unsigned)(t{a} / {s}) * {xs[a + 2]}")
-        f_index.append(f"k{a} * {fs[a + 2]}")
-    ind = "    " * depth
-    b.emit(f"{ind}acc = NNEF_ADD(acc, NNEF_MUL({f.param}[{' + '.join(f_index)}], {x.param}[{' + '.join(x_index)}]));")
-    for level in range(depth - 1, -1, -1):
-        b.emit("    " * level + "}")
-    term = _bias(b, bias, "u1")
-    b.emit(f"y[i] = {f'NNEF_ADD(acc, {term})' if term else 'acc'};")
+    axes = [(k, [f"const int t{a} = (int){u[a + 2]} + {p} - (int)k{a} * {d};",
+                 f"if (t{a} < 0{f' || t{a} % {s} != 0' if s != 1 else ''} || t{a} / {s} >= {spatial[a]}) continue;"
+                 "  /* no input position: no term */"],
+             f"(unsigned)(t{a} / {s}) * {xs[a + 2]}", f"k{a} * {fs[a + 2]}")
+            for a, (k, s, d, (p, _)) in enumerate(zip(f.shape[2:], stride, dilation, pads))]
+    _accumulate_taps(b, cg, x, f, bias, [f"u0 * {xs[0]}", f"(cg0 + c) * {xs[1]}"],
+                     [f"(cg0 + c) * {fs[0]}", f"oo * {fs[1]}"], axes)
 
 
 @emitter("linear", "matmul")
