@@ -115,6 +115,27 @@ def assert_bit_identical(actual: Mapping[str, np.ndarray], expected: Mapping[str
                                  f"{a.reshape(-1)[flat]!r} vs reference {e.reshape(-1)[flat]!r}")
 
 
+def exported_c_bit_exact(model, operation: str, x: np.ndarray, folder: Path, what: str) -> np.ndarray:
+    """Export an ONNX model with input `x` and output `y`, put its graph on one CPU item, run the generated C
+    on the vectors `x` ([N, *shape]) and require it bit-identical to the reference; returns the reference's
+    `y` ([N, ...]) for the caller's comparison with onnxruntime / onnx.reference. `operation` must appear in
+    the exported text (the case exercises what it means to)."""
+    from pipeline.export import export_model
+
+    export = export_model(model, folder / "export")
+    assert f"{operation}(" in export.text
+    body = re.search(r"\{\n(.*)\n\}", export.text, re.S).group(1)
+    x_name, y_name = export.inputs["x"], export.outputs["y"]
+    split = single_item(folder / "split", body, export.variables, inputs=[x_name], outputs=[y_name])
+    expected = reference(split / f"{ITEM}.nnef", {x_name: x}, export.variables, [y_name])
+    lanes = max(lanes_available())
+    code = folder / "code"
+    generate(split, split, code, lanes, folder)
+    got = run(build(code, lanes), {x_name: x}, folder / "run", [y_name])
+    assert_bit_identical(got, expected, what)
+    return expected[y_name]
+
+
 def strip_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
 

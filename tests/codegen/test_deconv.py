@@ -5,7 +5,6 @@ written here)."""
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import numpy as np
@@ -55,27 +54,15 @@ def _model(case: str) -> onnx.ModelProto:
 def test_conv_transpose_c_bit_exact_and_close_to_onnxruntime(case, tmp_path):
     if not shutil.which("gcc"):
         pytest.skip("gcc is not installed")
-    from pipeline.export import export_model
-
     model = _model(case)
-    export = export_model(model, tmp_path / "export")
-    assert "deconv(" in export.text
-    body = re.search(r"\{\n(.*)\n\}", export.text, re.S).group(1)
-    x_name, y_name = export.inputs["x"], export.outputs["y"]
-    split = H.single_item(tmp_path / "split", body, export.variables, inputs=[x_name], outputs=[y_name])
     rng = np.random.default_rng(99)
     x = rng.uniform(-2, 2, (4,) + CASES[case][0]).astype(np.float32)
     x[0].reshape(-1)[:3] = [0.0, -0.0, 1e-40]
-    expected = H.reference(split / "CPU0.nnef", {x_name: x}, export.variables, [y_name])
-    lanes = max(H.lanes_available())
-    code = tmp_path / "code"
-    H.generate(split, split, code, lanes, tmp_path)
-    got = H.run(H.build(code, lanes), {x_name: x}, tmp_path / "run", [y_name])
-    H.assert_bit_identical(got, expected, case)
+    expected = H.exported_c_bit_exact(model, "deconv", x, tmp_path, case)
     for v in range(x.shape[0]):
         ort = run_ort(model, {"x": x[v]})["y"]
-        assert ort.shape == expected[y_name][v].shape
-        np.testing.assert_allclose(expected[y_name][v], ort, rtol=1e-5, atol=1e-5, err_msg=f"{case} vs onnxruntime")
+        assert ort.shape == expected[v].shape
+        np.testing.assert_allclose(expected[v], ort, rtol=1e-5, atol=1e-5, err_msg=f"{case} vs onnxruntime")
         if CASES[case][3].get("group", 1) == 1:  # onnx 1.23's reference ConvTranspose slices grouped weights wrongly
             ref = run_reference(model, {"x": x[v]})["y"]
-            np.testing.assert_allclose(expected[y_name][v], ref, rtol=1e-5, atol=1e-5, err_msg=f"{case} vs onnx.reference")
+            np.testing.assert_allclose(expected[v], ref, rtol=1e-5, atol=1e-5, err_msg=f"{case} vs onnx.reference")

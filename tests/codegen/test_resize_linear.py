@@ -4,7 +4,6 @@ onnx.reference (neither written here)."""
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import numpy as np
@@ -43,24 +42,12 @@ def _model(case: str) -> onnx.ModelProto:
 def test_resize_linear_c_bit_exact_and_close_to_onnxruntime(case, tmp_path):
     if not shutil.which("gcc"):
         pytest.skip("gcc is not installed")
-    from pipeline.export import export_model
-
     model = _model(case)
-    export = export_model(model, tmp_path / "export")
-    assert "multilinear_upsample(" in export.text
-    body = re.search(r"\{\n(.*)\n\}", export.text, re.S).group(1)
-    x_name, y_name = export.inputs["x"], export.outputs["y"]
-    split = H.single_item(tmp_path / "split", body, export.variables, inputs=[x_name], outputs=[y_name])
     rng = np.random.default_rng(sorted(CASES).index(case))
     x = rng.uniform(-2, 2, (4,) + CASES[case][0]).astype(np.float32)
     x[0].reshape(-1)[:3] = [0.0, -0.0, 1e-40]
-    expected = H.reference(split / "CPU0.nnef", {x_name: x}, export.variables, [y_name])
-    lanes = max(H.lanes_available())
-    code = tmp_path / "code"
-    H.generate(split, split, code, lanes, tmp_path)
-    got = H.run(H.build(code, lanes), {x_name: x}, tmp_path / "run", [y_name])
-    H.assert_bit_identical(got, expected, case)
+    expected = H.exported_c_bit_exact(model, "multilinear_upsample", x, tmp_path, case)
     for v in range(x.shape[0]):
         for theirs in (run_ort(model, {"x": x[v]})["y"], run_reference(model, {"x": x[v]})["y"]):
-            assert theirs.shape == expected[y_name][v].shape
-            np.testing.assert_allclose(expected[y_name][v], theirs, rtol=1e-6, atol=1e-6, err_msg=case)
+            assert theirs.shape == expected[v].shape
+            np.testing.assert_allclose(expected[v], theirs, rtol=1e-6, atol=1e-6, err_msg=case)
