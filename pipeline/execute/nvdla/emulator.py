@@ -4,7 +4,16 @@ Mode `ideal`: every unit reads FP16 surfaces, computes in float32 (convolution p
 of FP16 values are exact in float32, sums accumulate in float32) and rounds to FP16 when
 it writes memory; the CONV -> SDP pipe is not rounded (the SDP receives the accumulator).
 The CDP evaluates its LUT (linear interpolation between FP16 samples), as the hardware does.
-The `hw-approx` mode (block floating point in CMAC/CACC, FP17 in SDP) is not built yet.
+
+Mode `hw-approx`: the arithmetic of the NVDLA C model (github.com/nvdla/hw, branch nvdlav1,
+cmod/) where it differs from `ideal`, each in one function below naming the C model file it
+follows: CMAC block-floating-point products, CACC wide accumulation and its conversion to
+float32, SDP float32 with flush-to-zero multiplies, PDP FP17 sums and reciprocal multiplies,
+CDP float32 squares/sums and FP17 interpolation. What it does not model (CSC image-mode
+packing, Winograd, the CACC's exact FP48 rounding, the LUT index rule) is in
+docs/codegen-nvdla.md. The ONNC compiler's FP16 conversion toward zero of constants, which
+explains the BatchNormalization and LRN golden ulps, is a compiler's, not the hardware's:
+neither mode models it.
 A run on this emulator is `emulated`, never `pass` (docs/codegen-nvdla.md).
 """
 
@@ -15,8 +24,9 @@ from typing import Any
 import numpy as np
 
 from pipeline.codegen.nvdla import reader as R
+from pipeline.execute.nvdla import hw_arith as H
 
-MODES = ("ideal",)
+MODES = ("ideal", "hw-approx")
 ATOM, LANES = 32, 16
 MEM_HW = 2
 FLAG_INPUT, FLAG_OUTPUT = 4, 8
@@ -27,8 +37,9 @@ class EmulationError(Exception):
 
 
 class Machine:
-    def __init__(self, loadable: dict[str, Any]) -> None:
+    def __init__(self, loadable: dict[str, Any], mode: str = "ideal") -> None:
         self.l = loadable
+        self.hw = mode == "hw-approx"
         blobs = {b["name"]: b["data"] for b in loadable["blobs"]}
         self.mem: list[bytearray] = []
         for m in loadable["memory_list"]:
@@ -100,6 +111,12 @@ class Machine:
         w = np.frombuffer(buf, dtype="<f2", count=k * c * r * kw, offset=base).astype(np.float32).reshape(k, c, r, kw)
         x = np.pad(x, ((0, 0), (op.pad_y_top, op.pad_y_bottom), (op.pad_x_left, op.pad_x_right)))
         oh, ow = s.dst_data.height, s.dst_data.width
+        if self.hw:
+            out = H.cmac_cacc_conv(w, x, op, oh, ow)
+            if s.dst_data.type != MEM_HW:
+                self.write(a, s.dst_data, out)
+            self.pipe = out
+            return
         out = np.zeros((k, oh, ow), dtype=np.float32)
         for i in range(r):
             for j in range(kw):
@@ -123,12 +140,16 @@ class Machine:
         if unit.type in (2, 3):
             x = {0: np.maximum, 1: np.minimum, 2: np.add}[unit.alu_type](x, alu).astype(np.float32)
         if unit.type in (1, 3) and unit.act == 3:  # PReLU: the multiplier applies to negative values
-            x = np.where(x < 0, x * mul, x).astype(np.float32)
+            x = np.where(x < 0, self._sdp_mul(x, mul), x).astype(np.float32)
         elif unit.type in (1, 3):
-            x = (x * mul).astype(np.float32)
+            x = self._sdp_mul(x, mul)
         if unit.act == 1:
             x = np.maximum(x, np.float32(0))
         return x
+
+    def _sdp_mul(self, x: np.ndarray, mul: Any) -> np.ndarray:
+        product = np.multiply(x, mul, dtype=np.float32)
+        return H.sdp_mul_flush(product) if self.hw else product
 
     def _sdp(self, a: list[int], op: Any, s: Any, _luts: bytes) -> None:
         if op.src_precision != 2 or op.dst_precision != 2:
@@ -155,6 +176,8 @@ class Machine:
         stack = np.stack(windows)
         if op.pool_mode == 1:
             out = stack.max(axis=0)
+        elif op.pool_mode == 0 and self.hw:
+            out = H.pdp_average_fp17(stack.reshape(kh, kw, *stack.shape[1:]))
         elif op.pool_mode == 0:
             out = stack.sum(axis=0, dtype=np.float32) / np.float32(kh * kw)
         else:
@@ -165,6 +188,10 @@ class Machine:
         x = self.read(a, s.src_data)
         lut = R.decode(R.Lut, luts, op.lut_index * 700)
         n = op.local_size
+        if self.hw and n % 2 == 1 and 3 <= n <= 9:
+            ssum = H.cdp_square_sum(x, n)
+            self.write(a, s.dst_data, H.fp17(x.astype(np.float64) * lut_eval_fp17(lut, ssum)))
+            return
         sq = x * x
         c = x.shape[0]
         half_lo, half_hi = (n - 1) // 2, n // 2
@@ -197,13 +224,18 @@ def _f32(bits: int) -> float:
     return float(np.uint32(bits & 0xFFFFFFFF).view(np.float32))
 
 
-def lut_eval(lut: Any, s: np.ndarray) -> np.ndarray:
-    """The CDP LUT at `s`: linear-only table below the exponential table's start, then octaves."""
+def _lut_tables(lut: Any) -> tuple[np.ndarray, np.ndarray, int, float, float, float, float]:
+    """(exponential samples, linear samples, exponent offset, linear start, end, exponential start, end)."""
     le = np.array(list(lut.linear_exp_table), dtype=np.int16).view(np.float16).astype(np.float32)
     lo = np.array(list(lut.linear_only_table), dtype=np.int16).view(np.float16).astype(np.float32)
     offset = ((lut.linear_exp_offset & 0xFF) ^ 0x80) - 0x80
-    lo_start, lo_end = _f32(lut.linear_only_start), _f32(lut.linear_only_end)
-    le_start, le_end = _f32(lut.linear_exp_start), _f32(lut.linear_exp_end)
+    return (le, lo, offset, _f32(lut.linear_only_start), _f32(lut.linear_only_end), _f32(lut.linear_exp_start),
+            _f32(lut.linear_exp_end))
+
+
+def lut_eval(lut: Any, s: np.ndarray) -> np.ndarray:
+    """The CDP LUT at `s`: linear-only table below the exponential table's start, then octaves."""
+    le, lo, offset, lo_start, lo_end, le_start, le_end = _lut_tables(lut)
     out = np.empty_like(s)
     low = s < le_start
     pos = (np.clip(s[low], lo_start, lo_end) - lo_start) / (lo_end - lo_start) * 256
@@ -219,12 +251,30 @@ def lut_eval(lut: Any, s: np.ndarray) -> np.ndarray:
     return out.astype(np.float32)
 
 
+def lut_eval_fp17(lut: Any, s: np.ndarray) -> np.ndarray:
+    """`lut_eval`'s table choice and indices, with the C model's interpolation arithmetic (hw_arith): the
+    fraction truncated to 16 bits, FP17 roundings; the result is the FP17 value the CDP multiplies by."""
+    le, lo, offset, lo_start, lo_end, le_start, le_end = _lut_tables(lut)
+    s64 = np.asarray(s, dtype=np.float64)
+    out = np.empty_like(s64)
+    low = s64 < le_start
+    pos = (np.clip(s64[low], lo_start, lo_end) - lo_start) / (lo_end - lo_start) * 256
+    i = np.minimum(np.floor(pos).astype(np.int64), 255)
+    out[low] = H.lut_interpolate_fp17(lo[i], lo[i + 1], pos - i)
+    mid = ~low & (s64 < le_end)
+    mant, e = np.frexp(np.asarray(s, dtype=np.float32)[mid])
+    k = np.clip(e - 1 - offset, 0, 63)
+    out[mid] = H.lut_interpolate_fp17(le[k], le[k + 1], 2.0 * mant.astype(np.float64) - 1.0)
+    out[s64 >= le_end] = le[64]
+    return out
+
+
 def emulate(data: bytes, inputs: dict[str, np.ndarray], mode: str = "ideal") -> dict[str, np.ndarray]:
     """Run the loadable `data` on `inputs` (by tensor name, NCHW); outputs by tensor name as (C, H, W) FP16."""
     if mode not in MODES:
         raise EmulationError(f"emulator mode {mode!r} is not built (modes: {', '.join(MODES)})")
     loadable = R.read_loadable(data)
-    machine = Machine(loadable)
+    machine = Machine(loadable, mode)
     descs = {d["name"]: d for d in loadable["tensor_desc_list"]}
     for name, value in inputs.items():
         d = descs[name]
