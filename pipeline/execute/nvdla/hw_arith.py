@@ -64,19 +64,71 @@ def fp16_block_fields(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(bits & 0x8000, -mantissa, mantissa), exponent >> 2
 
 
+# Sign compensation constant the CMAC adds per alignment shift (cmac/NV_NVDLA_cmac.h cal_fp16_booth).
+CMAC_SIGN_COMP = {0: 0xAAAB0000, 4: 0xFAAAB000, 8: 0xFFAAAB00, 12: 0xFFFAAAB0, 16: 0xFFFFAAAB, 20: 0xFFFFFAAB,
+                  24: 0xFFFFFFAB, 28: 0xFFFFFFFB}
+_U32 = 0xFFFFFFFF
+
+
+def _carry_save(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A 3:2 carry-save adder on 32-bit words: (sum, carry shifted left)."""
+    return a ^ b ^ c, (((a & b) | (b & c) | (a & c)) << 1) & _U32
+
+
+def cmac_booth_product(negative: np.ndarray, wt: np.ndarray, dat: np.ndarray, shift: np.ndarray) -> np.ndarray:
+    """The CMAC's product of two aligned FP16 mantissas, shifted right by `shift` (a multiple of 4): radix-4
+    Booth partial products of `wt` (the weight) over `dat` (the data), reduced by carry-save adders to a sum
+    and a carry word, each truncated by the shift separately, plus the sign-compensation constant
+    (cmac/NV_NVDLA_cmac.h cal_fp16_booth). It is within one unit of floor(+-wt * dat / 2^shift), not always
+    equal to it; 0 when the shift reaches 32."""
+    negative, wt, dat, shift = np.broadcast_arrays(*(np.asarray(v, dtype=np.int64) for v in (negative, wt, dat,
+                                                                                              shift)))
+    reverse = np.where(negative != 0, 7, 0)
+    digits = wt << 1
+    pp, inv = [], []
+    for _ in range(8):
+        code = (digits & 7) ^ reverse
+        digits = digits >> 2
+        pp.append(np.select([(code == 0) | (code == 7), (code == 1) | (code == 2), code == 3, code == 4],
+                            [0x10000, dat | 0x10000, (dat << 1) | 0x10000, ~(dat << 1) & 0xFFFF], ~dat & 0xFFFF))
+        inv.append(((code >= 4) & (code <= 6)).astype(np.int64))
+    rows = [pp[0], (pp[1] << 2) | inv[0], (pp[2] << 4) | (inv[1] << 2), (pp[3] << 6) | (inv[2] << 4), inv[3] << 6,
+            pp[4] << 8, (pp[5] << 10) | (inv[4] << 8), (pp[6] << 12) | (inv[5] << 10), (pp[7] << 14) | (inv[6] << 12),
+            inv[7] << 14]
+    for stage in range(3):  # the C model's Wallace tree: rows 0-4, rows 5-9, then the two pairs left
+        if stage == 2:
+            rows[2], rows[3] = rows[5], rows[6]
+        count, start = (4, 0) if stage == 2 else (5, 5 * stage)
+        while count >= 3:
+            groups = count // 3
+            for j in range(groups):
+                rows[start + 2 * j], rows[start + 2 * j + 1] = _carry_save(*rows[start + 3 * j:start + 3 * j + 3])
+            for j in range(groups * 3, count):
+                rows[start + j - groups] = rows[start + j]
+            count -= groups
+    capped = np.minimum(shift, 31)
+    comp = np.zeros_like(shift)
+    for value, constant in CMAC_SIGN_COMP.items():
+        comp = np.where(shift == value, constant, comp)
+    total = ((rows[0] >> capped) + (rows[1] >> capped) + comp) & _U32
+    total = np.where(total >= 1 << 31, total - (1 << 32), total)
+    return np.where(shift >= CMAC_DROP_SHIFT, 0, total)
+
+
 def cmac_atomic_sum(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     """One CMAC atomic operation per (kernel, pixel): the products of up to 64 channels aligned to the
-    largest exponent group among them, each truncated (arithmetic shift right by 4 bits per group below;
-    dropped from 32 bits), summed exactly (cmac/NV_NVDLA_cmac.h calculation_fp16, cal_fp16_booth: the
-    Booth result is within one unit of this floor). `w` is (K, C), `x` is (C, P); float64 (K, P) out."""
+    largest exponent group among them (4 bits of shift per group below it; dropped from 32 bits on), each
+    as `cmac_booth_product`, summed exactly (cmac/NV_NVDLA_cmac.h calculation_fp16). A zero operand
+    contributes nothing (the C model masks it). `w` is (K, C), `x` is (C, P); float64 (K, P) out."""
     wm, wh = fp16_block_fields(w)
     xm, xh = fp16_block_fields(x)
     group = wh[:, :, None] + xh[None, :, :]
     top = group.max(axis=1)
     shift = CMAC_GROUP_BITS * (top[:, None, :] - group)
-    product = wm[:, :, None] * xm[None, :, :]
-    truncated = np.where(shift >= CMAC_DROP_SHIFT, 0, product >> np.minimum(shift, CMAC_DROP_SHIFT - 1))
-    return np.ldexp(truncated.sum(axis=1).astype(np.float64), CMAC_GROUP_BITS * top - CMAC_BIAS)
+    negative = (wm[:, :, None] < 0) ^ (xm[None, :, :] < 0)
+    product = cmac_booth_product(negative, np.abs(wm)[:, :, None], np.abs(xm)[None, :, :], shift)
+    product = np.where((wm[:, :, None] == 0) | (xm[None, :, :] == 0), 0, product)
+    return np.ldexp(product.sum(axis=1).astype(np.float64), CMAC_GROUP_BITS * top - CMAC_BIAS)
 
 
 def cmac_cacc_conv(w: np.ndarray, x: np.ndarray, op: Any, oh: int, ow: int) -> np.ndarray:
