@@ -13,6 +13,8 @@ from typing import Any
 from pipeline.diagnostics import PipelineError
 from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, report_error
 
+EMULATOR_MODES = ("ideal", "hw-approx")  # pipeline.execute.nvdla.emulator.MODES, without importing numpy here
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -24,7 +26,9 @@ def register(subparsers: Any) -> None:
                     "no NVDLA hardware ran.")
     parser.add_argument("action", choices=["golden"])
     parser.add_argument("dirs", nargs="+", metavar="DIR")
-    parser.add_argument("--mode", default="ideal", help="emulator mode (ideal)")
+    parser.add_argument("--mode", default="ideal", choices=EMULATOR_MODES,
+                        help="emulator mode: ideal (float32 in every unit, FP16 at unit boundaries) or hw-approx "
+                             "(the NVDLA C model's CMAC/CACC, SDP, PDP and CDP arithmetic); docs/codegen-nvdla.md")
     parser.add_argument("--out", type=Path, help="write each case's loadable (<case>.nvdla) and debug table "
                                                  "(<case>.debug.json) into this folder")
     parser.set_defaults(func=run)

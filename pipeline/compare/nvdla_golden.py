@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-BOUND_ULP = 1  # measured on the shipped cases: BatchNormalization and LRN, docs/codegen-nvdla.md
+BOUND_ULP = 1  # measured in both emulator modes: BatchNormalization and LRN, docs/codegen-nvdla.md
 FP16_TOLERANCE = 1.0e-2  # HLR-NUM-004 fp16_max_abs_error
 
 
@@ -82,7 +82,8 @@ def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def run_case(onnx_path: Path, mode: str = "ideal", out: Path | None = None) -> CaseResult:
-    """One case through the whole path; with `out`, its loadable and debug table are written there."""
+    """One case through the whole path, emulated in `mode` (pipeline.execute.nvdla.emulator.MODES); with `out`,
+    its loadable and debug table are written there."""
     from pipeline.codegen.nvdla.mapping import map_program
     from pipeline.codegen.nvdla.validate import validate_loadable
     from pipeline.codegen.nvdla.writer import write_loadable
