@@ -154,3 +154,28 @@ def test_the_lrn_ulp_is_the_lookup_result_converted_toward_zero(case):
     f = (1 + 1e-4 / 3 * s) ** -0.75
     assert np.array_equal((c * _toward_zero(f).astype(np.float64)).astype(np.float16).reshape(-1), golden)
     assert not np.array_equal((c * f).astype(np.float16).reshape(-1), golden)
+
+
+@pytest.mark.parametrize("case", ["LRN/5439_LRN", "LRN/5442_LRN"])
+def test_the_lrn_golden_is_the_c_model_cdp_on_toward_zero_lut_samples(case):
+    """The whole LRN explanation: the C model's CDP arithmetic as hw-approx models it (float32 squares summed
+    neighbours first, 16-bit fraction, FP17 interpolation and product) on the LUT the ONNC compiler writes
+    (its CodeEmitVisitor/LRN.inc: 65 octave samples f(2^(2+i)), exponent offset 2, start 0, the
+    exponential table chosen, each sample converted toward zero by NvDlaDefine.cpp f2float16_ieee)
+    reproduces every hardware-model value; the same samples rounded to nearest (ours) miss 5439."""
+    from pipeline.execute.nvdla import hw_arith as H
+
+    _, conv, golden = _case_tensors(case)
+    x = conv[0].astype(np.float32)
+    s = H.cdp_square_sum(x, 3)
+    f = (1 + 1e-4 / 3 * 2.0 ** np.arange(2, 67)) ** -0.75
+    mant, e = np.frexp(s)
+    k = np.clip(e - 1 - 2, 0, 63)
+
+    def cdp(samples: np.ndarray) -> np.ndarray:
+        looked_up = H.lut_interpolate_fp17(samples[k], samples[k + 1], 2.0 * mant.astype(np.float64) - 1.0)
+        looked_up = np.where(e - 1 < 2, samples[0], looked_up)  # below the table: its first sample
+        return H.fp17(x.astype(np.float64) * looked_up).astype(np.float16).reshape(-1)
+
+    assert np.array_equal(cdp(_toward_zero(f).astype(np.float32)), golden)
+    assert np.array_equal(cdp(f.astype(np.float16).astype(np.float32)), golden) == case.endswith("5442_LRN")
