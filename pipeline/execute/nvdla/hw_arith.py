@@ -125,9 +125,13 @@ def cmac_atomic_sum(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     group = wh[:, :, None] + xh[None, :, :]
     top = group.max(axis=1)
     shift = CMAC_GROUP_BITS * (top[:, None, :] - group)
-    negative = (wm[:, :, None] < 0) ^ (xm[None, :, :] < 0)
-    product = cmac_booth_product(negative, np.abs(wm)[:, :, None], np.abs(xm)[None, :, :], shift)
-    product = np.where((wm[:, :, None] == 0) | (xm[None, :, :] == 0), 0, product)
+    product = wm[:, :, None] * xm[None, :, :]  # unshifted, the Booth result is the exact product
+    aligned = (shift > 0) & (shift < CMAC_DROP_SHIFT) & (product != 0)
+    if aligned.any():
+        wt = np.broadcast_to(np.abs(wm)[:, :, None], product.shape)[aligned]
+        dat = np.broadcast_to(np.abs(xm)[None, :, :], product.shape)[aligned]
+        product[aligned] = cmac_booth_product(product[aligned] < 0, wt, dat, shift[aligned])
+    product[shift >= CMAC_DROP_SHIFT] = 0
     return np.ldexp(product.sum(axis=1).astype(np.float64), CMAC_GROUP_BITS * top - CMAC_BIAS)
 
 
