@@ -77,3 +77,35 @@ def test_cdp_square_sum_adds_the_neighbours_first():
                                             (2.0 ** -31, 0.0), (70000.5, 70016.0)])
 def test_fp17_is_eleven_bits_to_nearest_even_without_fp16_range(value, expected):
     assert H.fp17(np.array([value])).item() == expected
+
+
+def test_hw_approx_convolution_over_two_atomic_channel_groups_stays_within_one_ulp():
+    """80 input channels (two CMAC operations per tap) of random FP16 data: the block-floating-point
+    products move some outputs by at most one FP16 ulp from the exact (float64) convolution."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from pipeline.codegen.nvdla.mapping import map_program
+    from pipeline.codegen.nvdla.writer import write_loadable
+    from pipeline.compare.nvdla_golden import ulp_distance
+    from pipeline.execute.nvdla.emulator import emulate
+    from pipeline.export import convert
+    from pipeline.split.nvdla_legalize import legalize
+
+    rng = np.random.default_rng(5)
+    w = rng.normal(size=(4, 80, 3, 3)).astype(np.float16).astype(np.float32)
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "m",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 80, 6, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 4])],
+                              [onnx.numpy_helper.from_array(w, "w")])
+    exported = convert(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    data, _, _ = write_loadable(map_program(legalize(exported.graph, exported.variables, text=exported.text)))
+    x = rng.normal(size=(1, 80, 6, 6)).astype(np.float16).astype(np.float32)
+    exact = np.zeros((4, 4, 4))
+    for i in range(3):
+        for j in range(3):
+            exact += np.einsum("kc,chw->khw", w[:, :, i, j].astype(np.float64), x[0, :, i:i + 4, j:j + 4])
+    hw = emulate(data, {"x": x}, "hw-approx")["y"].reshape(-1)
+    assert int(ulp_distance(hw, exact.reshape(-1).astype(np.float16)).max()) <= 1
+    assert not np.array_equal(H.cmac_atomic_sum(w[:, :64, 0, 0], x[0, :64].reshape(64, -1)),
+                              w[:, :64, 0, 0].astype(np.float64) @ x[0, :64].reshape(64, -1).astype(np.float64))
