@@ -28,12 +28,8 @@ import numpy as np
 from pipeline.codegen.c.kernels.common import F32, Kernel, Operand, emitter, strides
 from pipeline.codegen.c.kernels.padding import FILL_BORDERS, emit_padded_copy
 from pipeline.codegen.c.kernels.geometry import BORDERS, WindowGeometry, kernel_window
+from pipeline.codegen.c.kernels.tiling import channels_tile, positions_tile
 
-# Output positions per register block, by the number of channel vectors of the block: about 12
-# accumulators (measured on ResNet-8 with 8 lanes: 4 -> 6 positions for 2 vectors, 2 -> 3 for 4
-# vectors took its convolutions from 511 to 443 us per inference).
-POSITIONS_FOR_BLOCK = {1: 8, 2: 6, 3: 4, 4: 3}
-MAX_CHANNEL_VECTORS = 4
 
 
 def _groups(k: Kernel, channels: int) -> int:
@@ -104,18 +100,38 @@ def store_plus_bias(k: Kernel, o_index: str, kind: str, bref: str | None, bias: 
         k.line(f"{k.out.c}[{o_index}] = acc + {bias.c}[o];")
 
 
+def _column_starts(wo: int, lanes: int) -> list[int]:
+    """First column of each vector of an output row: every `lanes` columns, the last one shifted
+    back to end at the last column."""
+    starts = list(range(0, wo - lanes + 1, lanes))
+    if starts[-1] + lanes < wo:
+        starts.append(wo - lanes)
+    return starts
+
+
 def _prefer_positions(k: Kernel, x: Operand, f: Operand, groups: int) -> bool:
-    """Vectors across output columns rather than output channels, when that wastes fewer lanes:
-    needs a unit stride along the width and at least one full vector of columns."""
+    """Vectors across output columns rather than output channels, when the tile cycle model
+    (kernels/tiling.py) says it costs fewer cycles; needs a width stride of 1 or 2 (2: every
+    vector from two loads and a shuffle, only where the second load stays inside the input) and
+    at least one full vector of columns."""
     win = _window(k, x, f)
     og = f.shape[0] // groups
-    wo = win.out_shape[1]
+    ho, wo = win.out_shape
     lanes = k.lanes
-    if win.stride[1] != 1 or wo < lanes:
+    if win.stride[1] not in (1, 2) or wo < lanes or (win.stride[1] == 2 and not _even_loads_fit(k, x, f, win)):
         return False
-    channel_use = og / (-(-og // lanes) * lanes)
-    column_use = wo / (-(-wo // lanes) * lanes)
-    return column_use >= channel_use
+    cost = positions_tile(og, len(_column_starts(wo, lanes)), ho, win.stride[1])[3]
+    return cost <= channels_tile(og, lanes, ho * wo)[2]
+
+
+def _even_loads_fit(k: Kernel, x: Operand, f: Operand, win: WindowGeometry) -> bool:
+    """A stride-2 vector of the last output columns, read as 2 * lanes floats, ends inside the
+    (padded) input the kernel reads."""
+    hp, wp = (n + p + q for n, (p, q) in zip(x.shape[2:], win.padding))
+    ho, wo = win.out_shape
+    last = ((math.prod(x.shape[:2]) - 1) * hp + (ho - 1) * win.stride[0] + (f.shape[2] - 1) * win.dilation[0]) * wp \
+        + (wo - k.lanes) * 2 + (f.shape[3] - 1) * win.dilation[1] + 2 * k.lanes - 1
+    return last < math.prod(x.shape[:2]) * hp * wp
 
 
 def _padded_input(k: Kernel, x: Operand, win, border: str) -> tuple[str, int, int]:
@@ -131,7 +147,7 @@ def _padded_input(k: Kernel, x: Operand, win, border: str) -> tuple[str, int, in
 
 
 def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border: str) -> None:
-    """Vectors across NNEF_VL consecutive output columns of one row (unit width stride): for each
+    """Vectors across NNEF_VL consecutive output columns of one row (width stride 1 or 2): for each
     tap (c, kh, kw) in order, acc[r][q] = acc[r][q] + w[o_r, c, kh, kw] * x[row, col_q .. col_q + VL),
     R output channels times Q column vectors in registers. The last vector of a row is shifted
     back to end at the last column (it recomputes a few columns: same values, same bits)."""
@@ -139,22 +155,17 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
     outs, cg, kh, kw = f.shape
     og = outs // groups
     win = _window(k, x, f)
-    (s0, _), (d0, d1) = win.stride, win.dilation
+    (s0, s1), (d0, d1) = win.stride, win.dilation
     ho, wo = win.out_shape
     lanes = k.lanes
-    starts = list(range(0, wo - lanes + 1, lanes))
-    if starts[-1] + lanes < wo:
-        starts.append(wo - lanes)
-    nvec = len(starts)
-    r_block = og if og <= 6 else 4 if nvec >= 2 else min(og, 8)
-    q_block = max(1, min(nvec, 12 // r_block))
-    wname = k.const_array(f"W_{f.label or f.name}", np.asarray(f.value, F32), "float",
-                          f"{f.label or f.name} as in its tensor file (row-major [o][c][kh][kw])", source=f.label,
-                          layout={"kind": "identity"})
+    starts = _column_starts(wo, lanes)
+    r_block, t_block, q_block, _ = positions_tile(og, len(starts), ho, s1)
+    wname = _packed_weights(k, f, groups, r_block)
+    nblocks = -(-og // r_block)
     kind, bname = bias_array(k, bias, outs)
     src, hp, wp = _padded_input(k, x, win, border)
-    k.comment(f"{r_block} output channels times {q_block} vectors of {lanes} output columns at a time; per output: "
-              "acc = +0, then acc = acc + w * x for (c, kh, kw) in order, then + bias")
+    k.comment(f"{r_block} output channels times {t_block} output rows times {q_block} vectors of {lanes} output "
+              "columns at a time; per output: acc = +0, then acc = acc + w * x for (c, kh, kw) in order, then + bias")
     loops = [(v, e) for v, e in (("n", n_batch), ("g", groups)) if e > 1]
     for var, extent in loops:
         k.open(f"for (int {var} = 0; {var} < {extent}; ++{var})")
@@ -162,21 +173,28 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
     gvar = "g" if groups > 1 else "0"
     k.line(f"const float *const xg = {src} + ({nvar} * {channels} + {gvar} * {cg}) * {hp * wp};")
 
-    def block(o0: str, rows: int, cols: list[str]) -> None:
-        accs = [[f"a{r}_{q}" for q in range(len(cols))] for r in range(rows)]
+    def block(o0: str, rows: int, lines: int, cols: list[str]) -> None:
+        """rows output channels x lines output rows (y, y + 1, ...) x the column vectors cols."""
+        spots = [(t, col) for t in range(lines) for col in cols]
+        accs = [[f"a{r}_{v}" for v in range(len(spots))] for r in range(rows)]
         k.line("nnef_vf " + ", ".join(a for row in accs for a in row).replace(", ", " = nnef_vzero(), ")
                + " = nnef_vzero();")
         k.open(f"for (int c = 0; c < {cg}; ++c)")
         k.open(f"for (int i = 0; i < {kh}; ++i)")
-        k.line(f"const float *const xr = xg + (c * {hp} + y * {s0} + i * {d0}) * {wp};")
-        k.line(f"const float *const wr = {wname} + ((({gvar} * {og} + {o0}) * {cg} + c) * {kh} + i) * {kw};")
+        for t in range(lines):
+            k.line(f"const float *const xr{t} = xg + (c * {hp} + (y + {t}) * {s0} + i * {d0}) * {wp};")
+        k.line(f"const float *const wr = {wname} + ((({gvar} * {nblocks} + {o0} / {r_block}) * {cg} + c) * {kh} + i)"
+               f" * {kw * r_block};")
         for j in _taps(k, kw):
-            for q, col in enumerate(cols):
-                k.line(f"const nnef_vf xv{q} = nnef_vload(xr + {col} + {j} * {d1});")
+            for v, (t, col) in enumerate(spots):
+                if s1 == 1:
+                    k.line(f"const nnef_vf xv{v} = nnef_vload(xr{t} + {col} + {j} * {d1});")
+                else:
+                    k.line(f"const nnef_vf xv{v} = nnef_vload_even(xr{t} + ({col}) * 2 + {j} * {d1});")
             for r in range(rows):
-                k.line(f"const nnef_vf w{r} = nnef_vset1(wr[{r * cg * kh * kw} + {j}]);")
-                for q in range(len(cols)):
-                    k.line(f"{accs[r][q]} = nnef_vadd({accs[r][q]}, nnef_vmul(w{r}, xv{q}));")
+                k.line(f"const nnef_vf w{r} = nnef_vset1(wr[{j} * {r_block} + {r}]);")
+                for v in range(len(spots)):
+                    k.line(f"{accs[r][v]} = nnef_vadd({accs[r][v]}, nnef_vmul(w{r}, xv{v}));")
             _end_tap(k, kw)
         k.close()
         k.close()
@@ -190,33 +208,45 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
                 bias_v = f"nnef_vset1({bias.c}[0])"
             else:
                 bias_v = f"nnef_vset1({bias.c}[{o}])"
-            for q, col in enumerate(cols):
-                value = accs[r][q] if bias_v is None else f"nnef_vadd({accs[r][q]}, {bias_v})"
-                k.line(f"nnef_vstore({k.out.c} + (({nvar} * {outs} + {o}) * {ho} + y) * {wo} + {col}, {value});")
+            for v, (t, col) in enumerate(spots):
+                value = accs[r][v] if bias_v is None else f"nnef_vadd({accs[r][v]}, {bias_v})"
+                k.line(f"nnef_vstore({k.out.c} + (({nvar} * {outs} + {o}) * {ho} + y + {t}) * {wo} + {col}, {value});")
 
-    def rows_loop(o0: str, rows: int) -> None:
-        k.open(f"for (int y = 0; y < {ho}; ++y)")
+    def columns(o0: str, rows: int, lines: int) -> None:
         regular = [s for s in starts if s % lanes == 0]
         full = (len(regular) // q_block) * q_block
         if full:
             k.open(f"for (int x0 = 0; x0 < {full * lanes}; x0 += {q_block * lanes})")
-            block(o0, rows, [f"x0 + {q * lanes}" for q in range(q_block)])
+            block(o0, rows, lines, [f"x0 + {q * lanes}" for q in range(q_block)])
             k.close()
         rest = starts[full:]
         for first in range(0, len(rest), q_block):
             k.open("")
-            block(o0, rows, [str(s) for s in rest[first:first + q_block]])
+            block(o0, rows, lines, [str(s) for s in rest[first:first + q_block]])
             k.close()
-        k.close()
 
-    full_blocks = og // r_block
-    if full_blocks:
-        k.open(f"for (int ob = 0; ob < {full_blocks * r_block}; ob += {r_block})")
-        rows_loop("ob", r_block)
+    def channel_blocks(lines: int) -> None:
+        full_blocks = og // r_block
+        if full_blocks:
+            k.open(f"for (int ob = 0; ob < {full_blocks * r_block}; ob += {r_block})")
+            columns("ob", r_block, lines)
+            k.close()
+        if og % r_block:
+            k.open("")
+            columns(str(full_blocks * r_block), og % r_block, lines)
+            k.close()
+
+    # output rows outermost: the input rows of a group of output rows stay in the first-level
+    # caches while every output-channel block reads them
+    full_rows = (ho // t_block) * t_block
+    if full_rows:
+        k.open(f"for (int y = 0; y < {full_rows}; y += {t_block})")
+        channel_blocks(t_block)
         k.close()
-    if og % r_block:
+    if ho % t_block:
         k.open("")
-        rows_loop(str(full_blocks * r_block), og % r_block)
+        k.line(f"const int y = {full_rows};")
+        channel_blocks(ho % t_block)
         k.close()
     for _ in loops:
         k.close()
@@ -245,6 +275,25 @@ def _window(k: Kernel, x: Operand, f: Operand) -> WindowGeometry:
     return kernel_window(k, x.shape[2:], f.shape[2:], slice(2, None))
 
 
+def _packed_weights(k: Kernel, f: Operand, groups: int, block: int) -> str:
+    """The filter packed in the order a tile reads it: [group][channel block][c][kh][kw][block
+    channels], zero past the group's channels (layout conv_blocks, re-derived by codegen.trace)."""
+    outs, cg, kh, kw = f.shape
+    og = outs // groups
+    nblocks = -(-og // block)
+    w = np.asarray(f.value, F32).reshape(groups, og, cg, kh, kw)
+    arranged = np.zeros((groups, nblocks, cg, kh, kw, block), F32)
+    for b in range(nblocks):
+        valid = min(block, og - b * block)
+        arranged[:, b, :, :, :, :valid] = np.moveaxis(w[:, b * block:b * block + valid], 1, -1)
+    return k.const_array(
+        f"W_{f.label or f.name}_ob{block}", arranged, "float",
+        f"{f.label or f.name} re-arranged for {k.op.name}: [group {groups}][channel block {nblocks}][c {cg}]"
+        f"[kh {kh}][kw {kw}][{block} output channels], zero past the group's {og} channels",
+        source=f.label, layout={"kind": "conv_blocks", "groups": groups, "og": og, "cg": cg, "kh": kh, "kw": kw,
+                                "block": block})
+
+
 def _fast(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border: str) -> None:
     n_batch, channels, height, width = x.shape
     outs, cg, kh, kw = f.shape
@@ -253,23 +302,11 @@ def _fast(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border:
     (s0, s1), (d0, d1) = win.stride, win.dilation
     ho, wo = win.out_shape
     lanes = k.lanes
-    vb = min(MAX_CHANNEL_VECTORS, -(-og // lanes))
+    vb, positions, _ = channels_tile(og, lanes, ho * wo)
     block = vb * lanes
     nblocks = -(-og // block)
-    positions = POSITIONS_FOR_BLOCK[vb]
     taps = cg * kh * kw
-    # weights: [group][block][c][kh][kw][block lanes]
-    w = np.asarray(f.value, F32).reshape(groups, og, cg, kh, kw)
-    arranged = np.zeros((groups, nblocks, cg, kh, kw, block), F32)
-    for b in range(nblocks):
-        valid = min(block, og - b * block)
-        arranged[:, b, :, :, :, :valid] = np.moveaxis(w[:, b * block:b * block + valid], 1, -1)
-    wname = k.const_array(
-        f"W_{f.label or f.name}_ob{block}", arranged, "float",
-        f"{f.label or f.name} re-arranged for {k.op.name}: [group {groups}][channel block {nblocks}][c {cg}]"
-        f"[kh {kh}][kw {kw}][{block} output channels], zero past the group's {og} channels",
-        source=f.label, layout={"kind": "conv_blocks", "groups": groups, "og": og, "cg": cg, "kh": kh, "kw": kw,
-                                "block": block})
+    wname = _packed_weights(k, f, groups, block)
     kind, per_channel = _bias_per_channel(k, bias, outs)
     bname = None
     if per_channel is not None:

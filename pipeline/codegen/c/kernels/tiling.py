@@ -1,0 +1,79 @@
+"""Register tiles of the convolution fast paths, chosen by a cycle model at generation time.
+
+A tile is `a` x `b` vector accumulators, one independent output per lane, each lane's sum
+in the reference order. Per tap the tile costs, in cycles, the largest of three bounds
+(AVX2 without FMA, as on Zen 2/3 and most x86-64 cores since Haswell):
+
+* arithmetic: a*b multiplications and a*b additions on two multiply and two add pipes;
+* loads: a + b loads or broadcasts, three per cycle;
+* latency: each accumulator receives one dependent addition per tap (3 cycles on Zen 3,
+  4 on Intel cores: 3 used; fewer than 6 accumulators leave the add pipes idle).
+
+The cost of a layer is the sum over its tiles, remainders included (a tile cut short at the
+edge of the output channels or of a row costs its own, smaller, tile's bound), so a shape
+that divides badly picks another tile. At most 12 accumulators (16 vector registers: the
+remaining ones hold the operands). Ties: the larger tile, then the fewer loads per tap, then
+the fewer operand vectors held in registers. The
+tile changes which outputs are computed together, never the order of one output's sum.
+"""
+
+from __future__ import annotations
+
+MAX_ACCUMULATORS = 8
+ADD_LATENCY = 3
+
+
+def tile_cycles(a: int, b: int, b_loads: int = 1) -> float:
+    """Cycles per tap of one a x b tile of vector accumulators (0 for an empty tile); each of the
+    b operand vectors takes `b_loads` loads (2 and a shuffle for a stride-2 window)."""
+    if a <= 0 or b <= 0:
+        return 0.0
+    return max((2 * a * b + b * (b_loads - 1)) / 4, (a + b * b_loads) / 3, ADD_LATENCY)
+
+
+def split_cycles(extent: int, block: int, other: int) -> float:
+    """Cycles per tap along one axis of `extent` units cut into blocks of `block`, times a tile
+    side of `other` on the other axis."""
+    return sum(count * tile_cycles(size, other) for size, count in _pieces(extent, block))
+
+
+def positions_tile(channels: int, vectors: int, rows: int, x_loads: int = 1) -> tuple[int, int, int, float]:
+    """(output channels, output rows, column vectors, cycles per tap of the layer): vectors across
+    output columns, `channels` output channels of a group, `rows` output rows of `vectors` column
+    vectors each, `x_loads` loads per input vector. A tile of r channels x t rows x q vectors is
+    an r x (t * q) tile."""
+    best: tuple[float, int, int, int, int, int] | None = None
+    for r in range(1, min(channels, MAX_ACCUMULATORS) + 1):
+        for t in range(1, min(rows, MAX_ACCUMULATORS // r) + 1):
+            for q in range(1, min(vectors, MAX_ACCUMULATORS // (r * t)) + 1):
+                cost = 0.0
+                for rc, nr in _pieces(channels, r):
+                    for tc, nt in _pieces(rows, t):
+                        for qc, nq in _pieces(vectors, q):
+                            cost += nr * nt * nq * tile_cycles(rc, tc * qc, x_loads)
+                key = (cost, -(r * t * q), r + t * q, t * q, t, r)
+                if best is None or key < best:
+                    best = key
+    cost, _, _, _, t, r = best
+    return r, t, best[3] // t, cost
+
+
+def _pieces(extent: int, block: int) -> list[tuple[int, int]]:
+    """(piece size, count): `extent` cut into blocks of `block` and a remainder."""
+    return [(size, count) for size, count in ((block, extent // block), (extent % block, 1)) if count and size]
+
+
+def channels_tile(channels: int, lanes: int, positions: int) -> tuple[int, int, float]:
+    """(channel vectors, output positions, cycles per tap of the layer): vectors across output
+    channels (blocks of vb * lanes channels, zero lanes past the last), `positions` outputs per channel."""
+    best: tuple[float, int, int, int, int] | None = None
+    most = -(-channels // lanes)
+    for vb in range(1, min(4, most) + 1):
+        blocks = -(-channels // (vb * lanes))
+        for p in range(1, min(positions, MAX_ACCUMULATORS // vb) + 1):
+            cost = blocks * split_cycles(positions, p, vb)
+            key = (cost, -(vb * p), vb + p, vb, p)
+            if best is None or key < best:
+                best = key
+    cost, _, _, vb, p = best
+    return vb, p, cost

@@ -1,0 +1,128 @@
+"""Convolution register tiles (kernels/tiling.py) at shapes that leave remainders, 0 ULP against the reference.
+
+Every tile is cut short somewhere: output channels not a multiple of the tile's channels,
+output rows not a multiple of its rows, a row whose last vector is shifted back, a channel
+block with empty lanes; depthwise convolutions with several rows per tile, stride-2 windows
+read with two loads and a shuffle, dilation, 1x1. A planted reordering of one tiled kernel's
+sum (input channels in decreasing order) must be caught by the same comparison: the test can
+fail.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from pipeline.codegen.c.kernels.tiling import MAX_ACCUMULATORS, channels_tile, positions_tile, tile_cycles
+from tests.codegen import cghelpers as H
+
+RNG = np.random.default_rng(1313)
+SPECIALS = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-45, -1e-40, 3e38, -3e38], np.float32)
+
+
+def _weights(*shape: int) -> np.ndarray:
+    return (RNG.standard_normal(shape) * 0.5).astype(np.float32)
+
+
+def _data(shape: tuple[int, ...], count: int = 2) -> np.ndarray:
+    x = RNG.standard_normal((count, *shape)).astype(np.float32)
+    flat = x.reshape(-1)
+    picks = RNG.choice(flat.size, size=flat.size // 40, replace=False)
+    flat[picks] = RNG.choice(SPECIALS, size=picks.size)
+    return x
+
+
+VARIABLES = {
+    "f1": _weights(9, 5, 3, 3), "b1": _weights(1, 9),      # 9 channels: a 4-channel tile leaves 1
+    "f2": _weights(13, 5, 3, 3), "b2": _weights(1, 13),    # stride 2 in both axes
+    "f3": _weights(12, 1, 3, 3), "b3": _weights(1, 12),    # depthwise, several rows per tile
+    "f4": _weights(12, 1, 3, 3),                           # depthwise, stride 2 (two loads and a shuffle)
+    "f5": _weights(20, 5, 1, 1), "b5": _weights(1, 20),    # 1x1, channel blocks with empty lanes
+    "f6": _weights(6, 5, 3, 2),                            # dilation 2, asymmetric kernel
+    "f7": _weights(18, 4, 3, 3), "b7": _weights(1, 18),   # grouped: 3 groups of 6
+}
+OUTPUTS = [f"c{i}" for i in range(1, 9)]
+BODY = """
+    x = external<scalar>(shape = [1, 5, 13, 19]);
+    u = external<scalar>(shape = [1, 12, 21, 34]);
+    f1 = variable<scalar>(shape = [9, 5, 3, 3], label = 'f1');
+    b1 = variable<scalar>(shape = [1, 9], label = 'b1');
+    f2 = variable<scalar>(shape = [13, 5, 3, 3], label = 'f2');
+    b2 = variable<scalar>(shape = [1, 13], label = 'b2');
+    f3 = variable<scalar>(shape = [12, 1, 3, 3], label = 'f3');
+    b3 = variable<scalar>(shape = [1, 12], label = 'b3');
+    f4 = variable<scalar>(shape = [12, 1, 3, 3], label = 'f4');
+    f5 = variable<scalar>(shape = [20, 5, 1, 1], label = 'f5');
+    b5 = variable<scalar>(shape = [1, 20], label = 'b5');
+    f6 = variable<scalar>(shape = [6, 5, 3, 2], label = 'f6');
+    f7 = variable<scalar>(shape = [18, 4, 3, 3], label = 'f7');
+    b7 = variable<scalar>(shape = [1, 18], label = 'b7');
+    c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
+    c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
+    c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
+    c4 = conv(u, f4, 0.0, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 0);
+    c5 = conv(x, f5, b5, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 1], dilation = [1, 1], groups = 1);
+    c6 = conv(x, f6, 0.25, border = 'constant', padding = [(2, 2), (1, 1)], stride = [1, 1], dilation = [2, 2], groups = 1);
+    c7 = conv(u, f7, b7, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 2], dilation = [1, 1], groups = 3);
+    c8 = conv(u, f4, 0.0, border = 'replicate', padding = [(0, 1), (0, 1)], stride = [2, 2], dilation = [1, 1], groups = 0);
+"""
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory):
+    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u"], outputs=OUTPUTS)
+    inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34))}
+    expected = H.reference(folder / "CPU0.nnef", inputs, VARIABLES, OUTPUTS)
+    return folder, inputs, expected
+
+
+def _generate(case, tmp_path, lanes: int):
+    folder, _, _ = case
+    code = tmp_path / "code"
+    H.generate(folder, folder, code, lanes, folder)
+    return code, code / "CPU0" / "nnef_item_CPU0.c"
+
+
+@pytest.mark.parametrize("lanes", H.lanes_available())
+def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
+    folder, inputs, expected = case
+    code, item = _generate(case, tmp_path, lanes)
+    text = item.read_text()
+    # the paths this test means to exercise are the ones generated
+    assert "output rows times" in text and "nnef_vload_even(" in text and "output channels in blocks of" in text
+    assert re.search(r"1 output channels times [2-9] output rows", text), "no multi-row depthwise tile"
+    actual = H.run(H.build(code, lanes), inputs, tmp_path, OUTPUTS)
+    H.assert_bit_identical(actual, expected, f"conv tiles (lanes {lanes})")
+
+
+def test_planted_reordering_is_caught(case, tmp_path):
+    """The tiled kernel of c1 with its input channels summed in decreasing order: same terms,
+    another order, so other roundings; the 0-ULP comparison must see it."""
+    folder, inputs, expected = case
+    lanes = H.lanes_available()[-1]
+    code, item = _generate(case, tmp_path, lanes)
+    text = item.read_text()
+    start = text.index("static void nnef_op_c1(")
+    end = text.index("\n}\n", start)
+    body, count = re.subn(r"for \(int c = 0; c < 5; \+\+c\)", "for (int c = 4; c >= 0; --c)", text[start:end])
+    assert count >= 1, "the planted change did not apply"
+    item.write_text(text[:start] + body + text[end:])
+    actual = H.run(H.build(code, lanes), inputs, tmp_path, OUTPUTS)
+    with pytest.raises(AssertionError):
+        H.assert_bit_identical({"c1": actual["c1"]}, {"c1": expected["c1"]}, "planted reordering")
+    H.assert_bit_identical({o: actual[o] for o in OUTPUTS[1:]}, {o: expected[o] for o in OUTPUTS[1:]}, "others")
+
+
+def test_tile_choice_stays_within_registers_and_covers_remainders():
+    for channels, vectors, rows, loads in [(9, 3, 13, 1), (64, 4, 32, 1), (1, 2, 16, 2), (128, 2, 16, 1), (1, 1, 7, 1)]:
+        r, t, q, cost = positions_tile(channels, vectors, rows, loads)
+        assert 1 <= r * t * q <= MAX_ACCUMULATORS and r <= channels and t <= rows and q <= vectors
+        # the cost counts every output: never below the arithmetic bound of the whole layer
+        assert cost >= channels * rows * vectors / 2
+    for channels, positions in [(20, 95), (512, 4), (6, 784)]:
+        vb, p, cost = channels_tile(channels, 8, positions)
+        assert 1 <= vb * p <= MAX_ACCUMULATORS and p <= positions
+        assert cost >= -(-channels // 8) * positions / 2
+    assert tile_cycles(1, 1) == 3 and tile_cycles(4, 2) == 4 and tile_cycles(0, 5) == 0
