@@ -15,7 +15,8 @@ import re
 import numpy as np
 import pytest
 
-from pipeline.codegen.c.kernels.tiling import MAX_ACCUMULATORS, channels_tile, positions_tile, tile_cycles
+from pipeline.codegen.c.kernels.tiling import (MAX_ACCUMULATORS, MAX_CHANNEL_ACCUMULATORS, channels_tile,
+                                               positions_tile, tile_cycles)
 from tests.codegen import cghelpers as H
 
 RNG = np.random.default_rng(1313)
@@ -123,6 +124,6 @@ def test_tile_choice_stays_within_registers_and_covers_remainders():
         assert cost >= channels * rows * vectors / 2
     for channels, positions in [(20, 95), (512, 4), (6, 784)]:
         vb, p, cost = channels_tile(channels, 8, positions)
-        assert 1 <= vb * p <= MAX_ACCUMULATORS and p <= positions
+        assert 1 <= vb * p <= MAX_CHANNEL_ACCUMULATORS and p <= positions
         assert cost >= -(-channels // 8) * positions / 2
     assert tile_cycles(1, 1) == 3 and tile_cycles(4, 2) == 4 and tile_cycles(0, 5) == 0
