@@ -98,6 +98,14 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     H.assert_bit_identical(actual, expected, f"conv tiles (lanes {lanes})")
 
 
+def test_tiles_portable_build_bit_identical(case, tmp_path):
+    """NNEF_PORTABLE: plain C99 lanes (the stride-2 loads element by element), the same bits."""
+    folder, inputs, expected = case
+    code, _ = _generate(case, tmp_path, 4)
+    actual = H.run(H.build(code, 4, defines=["NNEF_PORTABLE"]), inputs, tmp_path, OUTPUTS)
+    H.assert_bit_identical(actual, expected, "conv tiles portable")
+
+
 def test_planted_reordering_is_caught(case, tmp_path):
     """The tiled kernel of c1 with its input channels summed in decreasing order: same terms,
     another order, so other roundings; the 0-ULP comparison must see it."""
