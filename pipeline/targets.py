@@ -13,9 +13,10 @@ def code_kind(targets: Sequence[str]) -> str:
     """Which code a deployment whose items have `targets` gets (docs/codegen.md).
 
     'cuda': one cuda item alone, the CUDA generator's own harness; 'nvdla': nvdla items only,
-    loadables; 'program': the C deployment program, whose items are C items and .cu items
-    (cpu items, cuda items next to cpu items, several cuda items); 'none': no generator (an
-    nvdla item next to items of other targets).
+    loadables; 'program': the C deployment program, whose items are C items, .cu items and C
+    proxies of nvdla items (cpu items, cuda items next to cpu items, several cuda items, nvdla
+    items next to cpu or cuda items: their loadables are written as well, docs/codegen-nvdla.md);
+    'none': no item.
     """
     kinds = set(targets)
     if not kinds:
@@ -24,4 +25,4 @@ def code_kind(targets: Sequence[str]) -> str:
         return "cuda"
     if kinds == {"nvdla"}:
         return "nvdla"
-    return "program" if kinds <= {"cpu", "cuda"} else "none"
+    return "program" if kinds <= {"cpu", "cuda", "nvdla"} else "none"

@@ -20,6 +20,8 @@ CODES: dict[str, str] = {
     "CODEGEN-E008": "internal: the generated code or its buffer plan violates an invariant (a generator bug)",
     "CODEGEN-E009": "an nvdla item cannot be made into a loadable (legalization refused on the item file, or its "
                     "debug table cannot be traced)",
+    "CODEGEN-E010": "an nvdla item next to other items whose schedule receives a value after it sends one (its "
+                    "loadable is one submission of the C program's proxy, docs/codegen-nvdla.md)",
 }
 
 

@@ -28,7 +28,13 @@ def _cuda(deployment: DeploymentInput, item: ItemInput, index: int, lanes: int, 
     return linked_item(deployment, item, index)
 
 
-ITEM_EMITTERS: dict[str, ItemFactory] = {"cpu": _cpu, "cuda": _cuda}
+def _nvdla(deployment: DeploymentInput, item: ItemInput, index: int, lanes: int, generator: str) -> ItemCode:
+    from pipeline.codegen.nvdla.proxy import proxy_item   # the C proxy; the loadable is codegen/nvdla's
+
+    return proxy_item(deployment, item, index, lanes, generator)
+
+
+ITEM_EMITTERS: dict[str, ItemFactory] = {"cpu": _cpu, "cuda": _cuda, "nvdla": _nvdla}
 
 
 def emitter_for(target: str) -> ItemFactory | None:

@@ -1,8 +1,8 @@
-"""The codegen step: C code for every deployment of a model whose items are `cpu` or `cuda` with
-at least one `cpu` item (a mixed deployment's cuda items are .cu items of the C program,
-pipeline.codegen.items), CUDA code for every deployment whose items are all `cuda` (one item
-today, docs/codegen-cuda.md), NVDLA loadables for every deployment whose items are all `nvdla`
-(docs/codegen-nvdla.md).
+"""The codegen step: C code for every deployment of a model whose items mix `cpu`, `cuda` and
+`nvdla` (a mixed deployment's cuda items are .cu items of the C program, its nvdla items C
+proxies submitting their loadables, pipeline.codegen.items), CUDA code for every deployment of one
+`cuda` item alone (docs/codegen-cuda.md), NVDLA loadables for every deployment with an `nvdla`
+item (docs/codegen-nvdla.md).
 
 artifacts/<m>/codegen/c/<deployment>/...   the generated code (pipeline.codegen.c.generate)
 artifacts/<m>/codegen/cuda/<deployment>/... the generated CUDA code (pipeline.codegen.cuda.generate)
@@ -42,8 +42,7 @@ log = logging.getLogger(__name__)
 
 STEP = "codegen"
 STATUS_FILE = "status.json"
-NO_GENERATOR = "no emitter yet for NVDLA items next to items of another target (a deployment of nvdla " \
-    "items only is written as loadables, docs/codegen-nvdla.md)"
+NO_GENERATOR = "no item emitter (pipeline/codegen/items.py) for the target of"
 
 
 def c_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
@@ -61,6 +60,11 @@ def nvdla_folder(model: str, deployment: str, root: str | os.PathLike[str] = "."
 def _is_nvdla(deployment: Any) -> bool:
     """A deployment the NVDLA generator handles alone: items all of target nvdla."""
     return bool(deployment.items) and all(i.target == "nvdla" for i in deployment.items)
+
+
+def _has_nvdla(deployment: Any) -> bool:
+    """A deployment with loadables: every nvdla item has one, alone or next to other items (a C proxy then)."""
+    return any(i.target == "nvdla" for i in deployment.items)
 
 
 def _nvdla_deployment(model: str, name: str, base: Path, split: Path, export: Path
@@ -139,7 +143,7 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
             shutil.rmtree(child)
     (out / "nvdla").mkdir(parents=True, exist_ok=True)
     for child in (out / "nvdla").iterdir():
-        if child.is_dir() and (child.name not in spec.deployments or not _is_nvdla(spec.deployments[child.name])):
+        if child.is_dir() and (child.name not in spec.deployments or not _has_nvdla(spec.deployments[child.name])):
             shutil.rmtree(child)
     accelerated = []
     for name, deployment in spec.deployments.items():
@@ -185,6 +189,14 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
             results += checks.evaluate(subject, folder, base, Path(tmp))
             if "cuda" in generated.manifest:       # the .cu items of a mixed program: nvcc and the gate
                 results.append(checks.cuda_result(subject, folder, base, Path(tmp) / "cuda"))
+        if _has_nvdla(deployment):                 # the loadables the C proxies submit, judged as any loadable
+            nvdla_status, verdict = _nvdla_deployment(model, name, base, split / name, export)
+            status[name]["nvdla"] = nvdla_status
+            results.append(verdict)
+            accelerated.append(name)
+            if nvdla_status["status"] != "generated":
+                status[name]["status"] = "failed"
+                status[name]["reason"] = f"the loadables: {nvdla_status['reason']}"
     with tempfile.TemporaryDirectory(prefix="nnef-math-") as tmp:
         results.append(checks.transcendental_result(model, Path(tmp)))
     if not accelerated:

@@ -60,7 +60,7 @@ STEP_TIMING_FILE = "step-timing.json"
 INSTRUCTIONS_FILE = "instructions.json"
 WARMUP = 10
 PATH_VECTORS = 4      # validation vectors whose instruction counts are compared, plus zeros and specials
-NO_GENERATOR = "no emitter yet for NVDLA items next to items of another target"
+NO_GENERATOR = "no item emitter (pipeline/codegen/items.py) for the target of"
 SEED_VARIABLE = "NNEF_EMULATE_SEED"   # read by the init of an emulated cuda item (pipeline/codegen/cuda/linked.py)
 
 

@@ -118,6 +118,8 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
     ops: list[LegalOp] = []
     rewrites: list[Rewrite] = []
     producer: dict[str, LegalOp] = {}
+    syncs: set[str] = set()
+    sent: list[str] = []
 
     def const(value: Any) -> np.ndarray | None:
         if isinstance(value, Ref):
@@ -136,6 +138,15 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
         outs = [r.name for r in op.output_refs()]
         if op.name == "external":
             inputs[outs[0]] = list(op.attribs["shape"])
+            continue
+        if op.name == "variablesync":   # an item file of a mixed deployment: the sync instructions are the
+            syncs.add(outs[0])           # C program's (pipeline/codegen/nvdla/proxy.py), not the loadable's
+            continue
+        if op.name == "get_var":          # a received value is an input of the loadable
+            inputs[outs[0]] = shapes.get(outs[0], [])
+            continue
+        if op.name == "send_var":         # a sent value is an output of the loadable
+            sent += [r.name for r in op.input_refs() if r.name not in syncs and r.name not in sent]
             continue
         if op.name == "variable":
             consts[outs[0]] = np.asarray(variables[str(op.attribs["label"])], dtype=np.float32)
@@ -235,13 +246,14 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
             emit(_matmul(graph, op, limits, consts, out, shape, line, text, rewrites))
         else:
             raise _refuse(graph, op, config, "no NVDLA unit or fallback implements it")
-    _fuse_matmul_bias(ops, rewrites, graph)
+    outputs = [name for name in graph.outputs if name not in syncs] + [n for n in sent if n not in graph.outputs]
+    _fuse_matmul_bias(ops, rewrites, outputs)
     for op in ops:
         if op.kind in ("conv", "eltwise", "relu", "scale_bias", "pool", "lrn") and len(op.shape) > 4:
             raise SplitError("SPLIT-E101", f"operation at NNEF line {op.line} cannot run on NVDLA ({config}): "
                                 f"rank {len(op.shape)} tensor, the units take at most 4 dimensions",
                                 Location(file="graph.nnef", line=op.line))
-    return Legalized(config, inputs, list(graph.outputs), ops, rewrites, shapes)
+    return Legalized(config, inputs, outputs, ops, rewrites, shapes)
 
 
 def _fold(graph: Graph, op: Operation, consts: dict[str, np.ndarray]) -> np.ndarray:
@@ -414,13 +426,13 @@ def _linear(graph: Graph, op: Operation, limits: Limits, consts: dict[str, np.nd
                    ["linear-to-1x1-conv"])
 
 
-def _fuse_matmul_bias(ops: list[LegalOp], rewrites: list[Rewrite], graph: Graph) -> None:
+def _fuse_matmul_bias(ops: list[LegalOp], rewrites: list[Rewrite], outputs: list[str]) -> None:
     """add(matmul result, constant row) -> the convolution's bias, when the matmul result has no other use."""
     uses: dict[str, int] = {}
     for op in ops:
         for name in op.inputs:
             uses[name] = uses.get(name, 0) + 1
-    for name in graph.outputs:
+    for name in outputs:
         uses[name] = uses.get(name, 0) + 1
     by_output = {op.output: op for op in ops}
     for op in list(ops):

@@ -188,7 +188,7 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
         raise CodegenError("CODEGEN-E002", f"{lanes} vector lanes; supported: {SUPPORTED_LANES}")
     others = unsupported_targets(deployment)
     if others:
-        raise CodegenError("CODEGEN-E006", f"no NVDLA generator yet: items {', '.join(others)}",
+        raise CodegenError("CODEGEN-E006", f"no item emitter for the target of items {', '.join(others)}",
                            Location.in_file(deployment.plan_rel))
     folder = Path(out_dir)
     root = deployment.root

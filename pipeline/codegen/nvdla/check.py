@@ -22,6 +22,9 @@ from pipeline.codegen.nvdla.validate import validate_loadable
 from pipeline.nnef.checker import check_paths
 
 DECLARATIONS = ("external", "variable", "variablesync", "constant")
+# An nvdla item next to other items receives and sends in its C proxy (pipeline/codegen/nvdla/proxy.py): those
+# instructions are traced in the C program's trace.json (codegen.trace), not in the loadable's debug table.
+SYNC_INSTRUCTIONS = ("get_var", "send_var")
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -43,7 +46,8 @@ def _trace_problems(item: dict[str, Any], folder: Path, root: Path) -> tuple[lis
     graph = next((g for g in check_paths([nnef], tensors=False).graphs if (g.item or g.name) == item["name"]), None)
     if graph is None:
         return problems + [f"{trace['nnef_file']} has no graph for item {item['name']}"], 0
-    computing = sorted({op.span.line for op in graph.operations if op.span and op.name not in DECLARATIONS})
+    computing = sorted({op.span.line for op in graph.operations
+                        if op.span and op.name not in DECLARATIONS + SYNC_INSTRUCTIONS})
     covered = {e["nnef_line"] for e in trace["entries"]}
     problems += [f"NNEF line {line} of {trace['nnef_file']} has no entry in the debug table" for line in computing
                  if line not in covered]
