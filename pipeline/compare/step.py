@@ -126,17 +126,26 @@ def _cuda_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.n
 
 def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str, Any], params: dict[str, float],
            folder: Path, root: Path) -> list[CheckResult]:
-    """The C program's other judgements on a mixed deployment whose cuda items ran on the host emulation:
-    traces replayed on the net (emulated: the GPU items' steps ran on the host), MET figures reported
-    but never judged (a host emulation is no GPU timing), no instruction-count verdict."""
+    """The C program's other judgements on a mixed deployment whose cuda items ran on the host emulation
+    or whose nvdla items on the emulator server: traces replayed on the net (emulated: those items'
+    steps did not run on their hardware), MET figures reported but never judged (host figures say
+    nothing about a GPU or a DLA; with nvdla items none are measured), no instruction-count verdict."""
     run_dir = step_dir(model, "execute", root) / name
     split_dir = step_dir(model, "split", root) / name
-    emulation = Obtained.emulation(f"C program with its cuda items ({', '.join(doc.get('cuda_items', []))}) on the "
-                                   "CUDA host emulation")
+    dla = doc.get("nvdla_items", [])
+    what = " and ".join(([f"cuda items ({', '.join(doc['cuda_items'])}) on the CUDA host emulation"]
+                         if doc.get("cuda_items") else [])
+                        + ([f"nvdla items ({', '.join(dla)}) on the NVDLA emulator server"] if dla else []))
+    emulation = Obtained.emulation(f"C program with its {what}")
     traces = _traces(subject, split_dir, run_dir, doc, folder, root)
     if traces.verdict is Verdict.PASS:
-        traces = result(checks.TRACES, subject, Verdict.EMULATED, "every trace a valid path of the net, the cuda "
-                        "items' steps on the host emulation", traces.measured, traces.read, traces.written, emulation)
+        traces = result(checks.TRACES, subject, Verdict.EMULATED, f"every trace a valid path of the net, the {what}",
+                        traces.measured, traces.read, traces.written, emulation)
+    if dla:
+        met = [result(c, subject, Verdict.NOT_RUN, doc.get("met", "not measured")) for c in (checks.BUDGET,
+                                                                                              checks.STABILITY)]
+        path = result(checks.PATH, subject, Verdict.NOT_RUN, doc.get("met", "not measured"))
+        return [traces, *met, path]
     met = _met(model, name, subject, spec, run_dir, doc, split_dir, params, folder, root)
     why = "the cuda items ran on the host emulation: these are host figures, not a GPU timing"
     met = [result(r.check_id, subject, Verdict.NOT_RUN,
@@ -368,6 +377,10 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
             assert reference is not None
             if doc.get("target") == "nvdla":
                 results.append(_nvdla_reference(subject, doc, reference, folder, base))
+                continue
+            if doc.get("nvdla_items"):   # FP16 on the DLA: HLR-NUM-004's tolerance, never 0 ULP (HLR-NUM-001)
+                results.append(_nvdla_reference(subject, doc, reference, folder, base))
+                results += _mixed(model, name, subject, spec, doc, params, folder, base)
                 continue
             results.append(_cuda_reference(subject, doc, reference, folder, base))
             if doc.get("target") == "mixed":

@@ -20,7 +20,8 @@ from pipeline.diagnostics import Location, PipelineError
 from pipeline.nnef.tensorfile import read_tensor, write_tensor
 from pipeline.vectors import InputSpec, draw_vectors
 
-EXIT_MEANINGS = {2: "bad usage or input file", 3: "output file error", 4: "sync race or trace buffer overflow"}
+EXIT_MEANINGS = {2: "bad usage or input file", 3: "output file error", 4: "sync race or trace buffer overflow",
+                 5: "CUDA runtime error", 6: "NVDLA submission channel error (RUN-E053..E056)"}
 
 
 def write_input_vectors(inputs: Mapping[str, InputSpec], count: int, seed: int,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -61,6 +62,9 @@ INSTRUCTIONS_FILE = "instructions.json"
 WARMUP = 10
 PATH_VECTORS = 4      # validation vectors whose instruction counts are compared, plus zeros and specials
 NO_GENERATOR = "no item emitter (pipeline/codegen/items.py) for the target of"
+DLA_TIMEOUT_VARIABLE, DLA_TIMEOUT_MS = "NNEF_DLA_TIMEOUT_MS", 30000   # per submission (pipeline/codegen/nvdla/proxy.py)
+NVDLA_NOT_MEASURED = ("the nvdla items ran on the emulator server: host figures (time, instructions) with an emulated "
+                      "DLA say nothing about the target")
 SEED_VARIABLE = "NNEF_EMULATE_SEED"   # read by the init of an emulated cuda item (pipeline/codegen/cuda/linked.py)
 
 
@@ -125,6 +129,25 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
     capacity = vectors + runs + WARMUP
     cuda = manifest.get("cuda")
     emulated: list[Any] = []
+    dla_items = [i["name"] for i in manifest["items"] if i.get("target") == "nvdla"]
+    nvdla_build = confined(step_dir(model, "codegen", root), "nvdla", deployment) / BUILD_FILE
+
+    def harness(binary: Path, outs: Path, **options: Any) -> Any:
+        """run_harness, with an emulator server per nvdla item for this run (pipeline/execute/nvdla/server.py)."""
+        if not dla_items:
+            return run_harness(binary, inputs_dir, outs, vectors, **options)
+        from pipeline.execute.nvdla.server import server_logs, servers
+
+        env = {**options.pop("env", {}), DLA_TIMEOUT_VARIABLE: str(DLA_TIMEOUT_MS)}
+        with tempfile.TemporaryDirectory(prefix="nnef-dla-") as tmp:
+            try:
+                with servers(nvdla_build, dla_items, Path(tmp)) as channels:
+                    return run_harness(binary, inputs_dir, outs, vectors, env={**env, **channels}, **options)
+            except PipelineError as error:
+                code = re.search(r"RUN-E05[3-6]", error.message)
+                raise PipelineError(code.group(0) if code else error.code,
+                                    f"{error.message}; emulator server log: {server_logs(Path(tmp))}"[:4000],
+                                    error.location) from None
 
     def build(binary: Path, trace: bool, defines: list[str]) -> Any:
         if not cuda:
@@ -144,11 +167,11 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
                        "commands": [[Path(a).name if a.startswith("/") else a for a in c] for c in objects.commands],
                        "compiler": objects.version})
     outputs_dir = out / "outputs"
-    run_harness(plain.binary, inputs_dir, outputs_dir, vectors)
+    harness(plain.binary, outputs_dir)
     reference = read_outputs(outputs_dir, output_names)
     shuffled_dir = out / "outputs-shuffled"
     if cuda:
-        run_harness(plain.binary, inputs_dir, shuffled_dir, vectors, env={SEED_VARIABLE: str(SHUFFLE_SEED)})
+        harness(plain.binary, shuffled_dir, env={SEED_VARIABLE: str(SHUFFLE_SEED)})
     traced_runs = []
     with tempfile.TemporaryDirectory(prefix="nnef-run-") as tmp:
         scratch = Path(tmp)
@@ -156,39 +179,43 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
             name = "trace-plain" if seed is None else f"trace-noise-{seed}"
             raw = scratch / f"{name}.json"
             outs = scratch / name
-            result = run_harness(traced.binary, inputs_dir, outs, vectors, trace=raw, noise_seed=seed)
+            result = harness(traced.binary, outs, trace=raw, noise_seed=seed)
             _canonical_trace(raw, out / f"{name}.json")
             got = read_outputs(outs, output_names)
             identical = all(got[n].tobytes() == reference[n].tobytes() for n in output_names)
             traced_runs.append({"name": name, "trace": project_relative(out / f"{name}.json", root),
                                 "noise_seed": seed, "vectors": vectors, "seconds": round(result.seconds, 3),
                                 "outputs_identical_to_plain": identical})
-        # MET campaign, uninstrumented: whole-inference times
-        timing_raw = scratch / "timing.json"
-        run_harness(plain.binary, inputs_dir, scratch / "timing-out", vectors, time_runs=runs, timing=timing_raw,
-                    warmup=WARMUP)
-        timing = json.loads(timing_raw.read_text(encoding="utf-8"))
-        write_json(out / TIMING_FILE, {"schema_version": 1, "build": "uninstrumented", "runs": timing["runs"],
-                                       "warmup": timing["warmup"], "vectors": timing["vectors"],
-                                       "clock": "CLOCK_MONOTONIC", "ns": timing["ns"]})
-        # per instruction, instrumented
-        steps_raw = scratch / "steps.json"
-        run_harness(traced.binary, inputs_dir, scratch / "steps-out", vectors, time_runs=runs,
-                    timing=scratch / "steps-timing.json", warmup=WARMUP, trace=steps_raw)
-        durations = _step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
-        schedule = {item["name"]: item for item in manifest["items"]}
-        write_json(out / STEP_TIMING_FILE, {"schema_version": 1, "build": "instrumented", "runs": runs,
-                                            "clock": "CLOCK_MONOTONIC",
-                                            "items": {item: [{"step": k, "ns": ns} for k, ns in enumerate(steps)]
-                                                      for item, steps in sorted(durations.items())},
-                                            "functions": {name: item["functions"] for name, item in schedule.items()}})
-        # instruction counts
-        if instructions and cuda:
+        if dla_items:   # host figures with an emulated DLA say nothing: no MET campaign, no instruction counts
             write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
-                                                 "reason": "the cuda items run on the host emulation, whose launch "
-                                                 "loop says nothing about the instructions a GPU executes"})
-        elif instructions:
-            write_json(out / INSTRUCTIONS_FILE, _instruction_counts(plain.binary, inputs_dir, manifest, scratch))
+                                                 "reason": NVDLA_NOT_MEASURED})
+        # MET campaign, uninstrumented: whole-inference times
+        if not dla_items:
+            timing_raw = scratch / "timing.json"
+            run_harness(plain.binary, inputs_dir, scratch / "timing-out", vectors, time_runs=runs, timing=timing_raw,
+                        warmup=WARMUP)
+            timing = json.loads(timing_raw.read_text(encoding="utf-8"))
+            write_json(out / TIMING_FILE, {"schema_version": 1, "build": "uninstrumented", "runs": timing["runs"],
+                                           "warmup": timing["warmup"], "vectors": timing["vectors"],
+                                           "clock": "CLOCK_MONOTONIC", "ns": timing["ns"]})
+            # per instruction, instrumented
+            steps_raw = scratch / "steps.json"
+            run_harness(traced.binary, inputs_dir, scratch / "steps-out", vectors, time_runs=runs,
+                        timing=scratch / "steps-timing.json", warmup=WARMUP, trace=steps_raw)
+            durations = _step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
+            schedule = {item["name"]: item for item in manifest["items"]}
+            write_json(out / STEP_TIMING_FILE, {"schema_version": 1, "build": "instrumented", "runs": runs,
+                                                "clock": "CLOCK_MONOTONIC",
+                                                "items": {item: [{"step": k, "ns": ns} for k, ns in enumerate(steps)]
+                                                          for item, steps in sorted(durations.items())},
+                                                "functions": {name: item["functions"] for name, item in schedule.items()}})
+            # instruction counts
+            if instructions and cuda:
+                write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
+                                                     "reason": "the cuda items run on the host emulation, whose launch "
+                                                     "loop says nothing about the instructions a GPU executes"})
+            elif instructions:
+                write_json(out / INSTRUCTIONS_FILE, _instruction_counts(plain.binary, inputs_dir, manifest, scratch))
     document = {
         "schema_version": 1,
         "model": model,
@@ -213,6 +240,19 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
             "outputs_shuffled": {n: project_relative(shuffled_dir / f"{n}.dat", root) for n in output_names},
             "gpu": {"found": found, "query": answer,
                     "run": "not run: the GPU build's run is not wired in yet" if found else f"not run: no GPU ({answer})"}})
+    if dla_items:
+        from pipeline.execute.nvdla.run import MODE, MODE_MEANING
+
+        nvdla = json.loads(nvdla_build.read_text(encoding="utf-8"))
+        document.update({
+            "status": "emulated", "target": "mixed", "nvdla_items": dla_items,
+            "emulation": f"C program with its nvdla items ({', '.join(dla_items)}) submitting their loadables to the "
+                         f"NVDLA emulator server (pipeline/execute/nvdla/server.py, mode {MODE})"
+                         + (f" and its cuda items on the {EMULATION}" if cuda else ""),
+            "mode": MODE, "mode_meaning": MODE_MEANING, "configuration": nvdla["configuration"],
+            "precision": nvdla["precision"], "met_runs": 0, "met": NVDLA_NOT_MEASURED,
+            "loadables": {i["name"]: {"file": project_relative(nvdla_build.parent / i["loadable"], root),
+                                      "sha256": i["loadable_sha256"]} for i in nvdla["items"]}})
     write_json(out / RUN_FILE, document)
     return document
 
