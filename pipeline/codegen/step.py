@@ -58,8 +58,8 @@ def nvdla_folder(model: str, deployment: str, root: str | os.PathLike[str] = "."
 
 
 def _is_nvdla(deployment: Any) -> bool:
-    """A deployment the NVDLA generator handles alone: items all of target nvdla."""
-    return bool(deployment.items) and all(i.target == "nvdla" for i in deployment.items)
+    """A deployment the NVDLA generator handles alone: one nvdla item (several are C proxies of a program)."""
+    return code_kind([i.target for i in deployment.items]) == "nvdla"
 
 
 def _has_nvdla(deployment: Any) -> bool:

@@ -1,6 +1,6 @@
 """Mixed CPU + CUDA deployments in the code generator: a cuda item is a .cu item of the C program.
 
-The dispatch table names an emitter per target (nvdla has none yet); the shipped mixed deployments
+The dispatch table names an emitter per target (nvdla: a C proxy of its loadable); the shipped mixed deployments
 generate one C program whose cuda items have C-linkage run and init functions following the
 schedule step for step; the C checks judge the C files and codegen.cuda (nvcc for sm_87 and sm_90
 + the PTX/SASS gate, then the GPU program linked) the .cu; a library call planted in a mixed .cu fails the gate with the kernel
@@ -28,7 +28,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None or cuobjdump_path()
 
 def test_dispatch_table_names_an_emitter_per_target():
     assert emitter_for("cpu") is not None and emitter_for("cuda") is not None
-    assert emitter_for("nvdla") is None
+    assert emitter_for("nvdla") is not None and emitter_for("tpu") is None   # nvdla: its C proxy
 
 
 @pytest.mark.parametrize("deployment", sorted(M.MIXED))

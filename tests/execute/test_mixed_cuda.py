@@ -69,7 +69,7 @@ def test_several_cuda_items_alone_are_items_of_the_c_program(exported_project, t
     from tests.projects import ROOT as PROJECT_ROOT, copy_exports
 
     assert code_kind(["cuda"]) == "cuda" and code_kind(["cuda", "cuda"]) == "program"
-    assert code_kind(["cpu", "nvdla"]) == "program" and code_kind(["nvdla"]) == "nvdla" and code_kind(["tpu"]) == "none"
+    assert code_kind(["cpu", "nvdla"]) == "program" and code_kind(["nvdla"]) == "nvdla" and code_kind(["nvdla"] * 2) == "program" and code_kind(["tpu"]) == "none"
     root = copy_exports(exported_project, tmp_path / "p", ["lenet5"])
     (root / "models").unlink()
     shutil.copytree(PROJECT_ROOT / "models" / "lenet5", root / "models" / "lenet5")
