@@ -17,9 +17,11 @@ the host emulation (pipeline/execute/cuda.py: run.json status "emulated"). A mix
 with its cuda items built by g++ as the host emulation (nnef_cuda_emulate.h), once with blocks
 and threads in order and once shuffled: run.json status "emulated" as well, never "ran";
 instruction counts are not taken (an emulated launch loop says nothing about a GPU). A
-deployment of nvdla items only runs on the NVDLA emulator (pipeline/execute/nvdla/run.py:
-status "emulated", mode `ideal`). A deployment without generated code (nvdla items next to
-other targets, or codegen not run) gets run.json with status "not run" and the reason.
+deployment of one nvdla item alone runs on the NVDLA emulator (pipeline/execute/nvdla/run.py:
+status "emulated", mode `ideal`); nvdla items next to other items (or several) are C proxies of
+the program, each run of it served by one emulator server per nvdla item
+(pipeline/execute/nvdla/server.py): status "emulated", no MET campaign, no instruction counts.
+A deployment without generated code gets run.json with status "not run" and the reason.
 """
 
 from __future__ import annotations

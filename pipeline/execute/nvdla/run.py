@@ -6,7 +6,8 @@ artifacts/<m>/execute/<deployment>/
 
 There is no NVDLA here: pipeline.execute.nvdla.emulator decodes the loadable bytes written by
 the codegen step (through the independent reader, not the NNEF and not the writer's data) and
-executes its tasks. Only deployments whose items are all `nvdla` run here (one item today).
+executes its tasks. Only a deployment of one `nvdla` item alone runs here; nvdla items next to
+other items, or several, are C proxies of the C program (pipeline/execute/nvdla/server.py).
 """
 
 from __future__ import annotations
