@@ -194,9 +194,9 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
             status[name]["nvdla"] = nvdla_status
             results.append(verdict)
             accelerated.append(name)
-            if nvdla_status["status"] != "generated":
-                status[name]["status"] = "failed"
-                status[name]["reason"] = f"the loadables: {nvdla_status['reason']}"
+            if nvdla_status["status"] != "generated":   # no program without the loadables its proxies submit
+                status[name] = {"status": "failed", "reason": f"the loadables: {nvdla_status['reason']}"}
+                shutil.rmtree(folder)
     with tempfile.TemporaryDirectory(prefix="nnef-math-") as tmp:
         results.append(checks.transcendental_result(model, Path(tmp)))
     if not accelerated:

@@ -179,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         loadable = load(args.build, args.item)
-    except PipelineError as error:
-        log.error("%s: %s", error.code, error.message)
+    except (PipelineError, OSError, KeyError, ValueError) as error:
+        log.error("%s: %s", getattr(error, "code", "RUN-E050"), getattr(error, "message", error))
         with open(args.request, "rb"), open(args.reply, "wb"):
             pass   # open and close: the proxy sees the server gone (RUN-E053) at once rather than waiting
         return 2
