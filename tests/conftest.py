@@ -48,3 +48,11 @@ def project_copy(tmp_path: Path, exported_project: Path) -> Callable[..., Path]:
         return copy_exports(exported_project, tmp_path / folder, models or model_names(ROOT))
 
     return make
+
+
+@pytest.fixture(scope="session")
+def dla_mixed(exported_project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple:
+    """lenet5 with nvdla items next to cpu items, split, generated, run and compared once (tests/execute/dlamixed.py)."""
+    from tests.execute.dlamixed import build
+
+    return build(exported_project, tmp_path_factory.mktemp("dlamixed"))
