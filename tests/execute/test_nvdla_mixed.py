@@ -53,12 +53,13 @@ def _fake_server(request: Path, reply: Path, behaviour: str) -> threading.Thread
             want, got = 16 + 4 * 32 * 32, b""     # the header and the 1x1x32x32 input
             while len(got) < want and (chunk := ins.read(want - len(got))):
                 got += chunk
+            epoch = struct.unpack("<4sIII", got[:16])[2]   # answered, so that only the fault under test is one
             if behaviour == "short":
-                outs.write(struct.pack("<4sIII", b"NVDR", 0, 0, 1600) + b"\0" * 800)
+                outs.write(struct.pack("<4sIII", b"NVDR", 0, epoch, 1600) + b"\0" * 800)
             elif behaviour == "size":
-                outs.write(struct.pack("<4sIII", b"NVDR", 0, 0, 1596) + b"\0" * 1596)
+                outs.write(struct.pack("<4sIII", b"NVDR", 0, epoch, 1596) + b"\0" * 1596)
             elif behaviour == "error":
-                outs.write(struct.pack("<4sIII", b"NVDR", 2, 0, 0))
+                outs.write(struct.pack("<4sIII", b"NVDR", 2, epoch, 0))
             elif behaviour == "mute":
                 time.sleep(2.0)
 
@@ -79,6 +80,9 @@ def test_a_server_that_dies_answers_short_or_never_is_a_coded_error(dla_mixed, t
     result = _harness(root, {"NNEF_DLA_DLA0_REQUEST": str(request), "NNEF_DLA_DLA0_REPLY": str(reply)}, timeout=30)
     assert time.monotonic() - started < 20
     assert result.returncode != 0 and code in result.stderr, (result.returncode, result.stderr)
+    meaning = {"short": "after 800 of 1600 bytes", "size": "announces 1596 bytes", "error": "reports an error",
+               "die": "gone", "mute": "no answer within 500 ms", "absent": "no emulator server opened"}[behaviour]
+    assert meaning in result.stderr, result.stderr
     if thread is not None:
         thread.join(5)
 
