@@ -61,7 +61,7 @@ def _fake_server(request: Path, reply: Path, behaviour: str) -> threading.Thread
             elif behaviour == "error":
                 outs.write(struct.pack("<4sIII", b"NVDR", 2, epoch, 0))
             elif behaviour == "mute":
-                time.sleep(2.0)
+                time.sleep(1.0)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
