@@ -81,3 +81,23 @@ def test_the_deployment_is_byte_identical_on_regeneration(dla_mixed):
     assert digests() == before and len(before) > 10
 
 
+
+
+def test_an_item_that_receives_after_it_sends_cannot_be_a_proxy(tmp_path):
+    """A loadable is one submission: the proxy submits at the first compute after the last get, and refuses
+    (CODEGEN-E010) a schedule whose get comes after a send or that computes nothing after its last get."""
+    from types import SimpleNamespace
+
+    from pipeline.codegen.codes import CodegenError
+    from pipeline.codegen.nvdla.proxy import _submission_step
+    from pipeline.split.splitter import Step
+
+    def item(*kinds: str) -> SimpleNamespace:
+        return SimpleNamespace(name="DLA0", nnef_path=tmp_path / "DLA0.nnef", steps=[Step(kind=k) for k in kinds])
+
+    assert _submission_step(item("compute", "compute", "send")) == 0
+    assert _submission_step(item("get", "compute", "get", "compute", "compute", "send", "send")) == 3
+    for kinds in (("get", "compute", "send", "get", "compute", "send"), ("compute", "get", "send")):
+        with pytest.raises(CodegenError) as info:
+            _submission_step(item(*kinds))
+        assert info.value.code == "CODEGEN-E010" and "one submission" in info.value.message
