@@ -65,7 +65,7 @@ WARMUP = 10
 PATH_VECTORS = 4      # validation vectors whose instruction counts are compared, plus zeros and specials
 NO_GENERATOR = "no item emitter (pipeline/codegen/items.py) for the target of"
 DLA_TIMEOUT_VARIABLE, DLA_TIMEOUT_MS = "NNEF_DLA_TIMEOUT_MS", 30000   # per submission (pipeline/codegen/nvdla/proxy.py)
-NVDLA_NOT_MEASURED = ("the nvdla items ran on the emulator server: host figures (time, instructions) with an emulated "
+NVDLA_NOT_MEASURED = ("the nvdla items ran on the NVDLA emulation (emulator server): host figures (time, instructions) with an emulated "
                       "DLA say nothing about the target")
 SEED_VARIABLE = "NNEF_EMULATE_SEED"   # read by the init of an emulated cuda item (pipeline/codegen/cuda/linked.py)
 
