@@ -22,6 +22,13 @@ satisfies the assumptions below computes each element within e of v:
 The float64 value v has its own error (~1e-16 relative), far below the float32 terms.
 Operators without a rule raise BoundUnavailable naming them: the bound is then not computed,
 never guessed. docs/compare.md ("The computed bound") derives each rule.
+
+An Arithmetic may add a *storage* format (`Storage`, FP16 for NVDLA items): the graph inputs and
+the float constants are rounded to it (their rounding error is known exactly), every tensor an
+operation writes is rounded to it (relative `storage.u` plus `storage.tiny` per rounding), a
+value whose bound reaches `storage.max` makes the bound unavailable (BOUND-E003), and
+BatchNormalization is the folded scale and bias stored in that format. The sums stay float32
+(the same rules, the same gamma_n). docs/compare.md ("The FP16 bound") derives it.
 """
 
 from __future__ import annotations
@@ -39,6 +46,26 @@ TINY = 2.0 ** -149  # the smallest subnormal: gradual underflow's absolute error
 
 
 @dataclass(frozen=True)
+class Storage:
+    """The format every tensor written to memory is rounded to (round to nearest even)."""
+
+    name: str
+    u: float  # unit roundoff: relative error of one rounding in the normal range
+    tiny: float  # absolute error of one rounding in the subnormal range (half the smallest subnormal)
+    max: float  # the largest finite value: a bound reaching it makes the bound unavailable
+
+    def round(self, value: np.ndarray) -> np.ndarray:
+        """The stored value of an exactly known float64 value (constants and inputs)."""
+        return np.asarray(value, np.float64).astype(np.float16).astype(np.float64)
+
+    def to_json(self) -> dict[str, object]:
+        return {"format": self.name, "unit_roundoff": self.u, "subnormal_absolute": self.tiny, "max": self.max}
+
+
+FP16 = Storage("IEEE binary16", 2.0 ** -11, 2.0 ** -25, 65504.0)
+
+
+@dataclass(frozen=True)
 class Arithmetic:
     """How one float32 implementation computes: what the bound may assume of it."""
 
@@ -47,10 +74,15 @@ class Arithmetic:
     ulps: Mapping[str, float] = field(default_factory=dict)
     absolute: float = 0.0
     lam: float | None = None
+    storage: Storage | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "slack_roundings": self.slack, "transcendental_ulps": dict(sorted(self.ulps.items())),
-                "transcendental_absolute": self.absolute}
+        out: dict[str, object] = {"name": self.name, "slack_roundings": self.slack,
+                                  "transcendental_ulps": dict(sorted(self.ulps.items())),
+                                  "transcendental_absolute": self.absolute}
+        if self.storage is not None:
+            out["storage"] = self.storage.to_json()
+        return out
 
 
 # Our reference: the documented order (no rewrite), the transcendental programs' measured maxima
@@ -64,8 +96,24 @@ ONNXRUNTIME = Arithmetic("onnxruntime (CPUExecutionProvider, float32)", 4,
                          {"exp": 4.0, "tanh": 4.0, "sigmoid": 4.0, "log": 4.0, "pow": 4.0}, 2.0 ** -24)
 
 
+# NVDLA items, mode `ideal` and (an assumption to be checked on hardware) CACC accumulating at least as
+# precisely as float32: FP16 inputs, weights and stored tensors, float32 sums and SDP/PDP arithmetic,
+# the EMU softmax in float32 (NumPy's float32 exp: 4 ulps assumed, negligible against FP16).
+NVDLA_FP16 = Arithmetic("NVDLA FP16 (FP16 storage, float32 accumulation)", 0, {"exp": 4.0}, storage=FP16)
+
+NO_RULE, DATA_DEPENDENT, STORAGE_OVERFLOW, NO_STORAGE_RULE = "BOUND-E001", "BOUND-E002", "BOUND-E003", "BOUND-E004"
+
+
 class BoundUnavailable(Exception):
-    """The model uses an operator (or attribute) the bound has no rule for."""
+    """The model uses an operator (or attribute, or reaches a value) the bound has no rule for.
+
+    `code`: BOUND-E001 no rule for an operator or attribute, BOUND-E002 a data-dependent refusal,
+    BOUND-E003 a value whose bound reaches the storage format's largest value, BOUND-E004 an
+    operator the storage arithmetic has no rule for (docs/compare.md, "Errors")."""
+
+    def __init__(self, message: str, code: str = NO_RULE) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def gamma_probabilistic(n: int, lam: float) -> float:
@@ -324,7 +372,8 @@ def _softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset: int
     s = np.exp(t) / np.exp(t).sum(axis=axis, keepdims=True)
     n = v.shape[axis]
     big = e.max(axis=axis, keepdims=True)
-    propagated = s * np.expm1(2.0 * big)
+    with np.errstate(over="ignore"):  # a large input error: inf here, the bound capped at 1 below
+        propagated = s * np.expm1(2.0 * big)
     # x - max rounds relatively by u; exp amplifies that by |t|; exp's own error; the sum; the division.
     exp_rel = np.expm1(U * (np.abs(t) + 2.0 * big)) + _rounding(a, 1.0, "exp")
     worst = exp_rel.max(axis=axis, keepdims=True)
@@ -351,7 +400,7 @@ def _log_softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset:
     exp_rel = np.expm1(U * t_hi) + _rounding(a, 1.0, "exp") + n * a.absolute
     rho = (1.0 + exp_rel.max(axis=axis, keepdims=True)) * (1.0 + gamma(n)) - 1.0
     if np.any(rho >= 1.0):
-        raise BoundUnavailable("LogSoftmax: the rounding of the sum is not bounded below 1")
+        raise BoundUnavailable("LogSoftmax: the rounding of the sum is not bounded below 1", DATA_DEPENDENT)
     log_error = -np.log1p(-rho) + _rounding(a, np.abs(log_s) - np.log1p(-rho), "log")
     l_hi = np.abs(log_s) - np.log1p(-rho) + log_error
     bound = e + big + U * t_hi + log_error + U * (t_hi + l_hi) + TINY
@@ -449,7 +498,7 @@ def _lrn(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounde
     e_t = c * (s_hi - s_v) + gamma(size + 4 + a.slack) * t_mag + TINY * (size + 3)
     t_lo = t - e_t
     if np.any(t_lo <= 0):
-        raise BoundUnavailable("LRN: bias + alpha / size * sum of squares is not bounded away from 0")
+        raise BoundUnavailable("LRN: bias + alpha / size * sum of squares is not bounded away from 0", DATA_DEPENDENT)
     p = t ** beta
     p_prop = np.maximum(np.abs((t + e_t) ** beta - p), np.abs(p - t_lo ** beta))
     p_hi = p + p_prop
@@ -535,10 +584,31 @@ def _batchnorm(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[
     shape = [1, -1] + [1] * (x.v.ndim - 2)
     factor = (scale.v / np.sqrt(var.v + eps)).reshape(shape)
     m, b = mean.v.reshape(shape), bias.v.reshape(shape)
+    if a.storage is not None:
+        return [_batchnorm_folded(a.storage, x, factor, m, b)]
     v = factor * (x.v - m) + b
     # sub, mul, add epsilon, sqrt, div, add: six roundings, relative to these magnitudes.
     e = np.abs(factor) * x.e + gamma(6 + a.slack) * (np.abs(factor) * (x.hi + np.abs(m)) + np.abs(b)) + TINY
     return [Bounded(v, e)]
+
+
+def _batchnorm_folded(storage: Storage, x: Bounded, f: np.ndarray, m: np.ndarray, offset: np.ndarray) -> Bounded:
+    """BatchNormalization folded into a scale f~ and a bias b~ (each computed in float32 or better, then
+    stored), applied as fl(fl(x^ f~) + b~) (NVDLA's SDP: batch-normalization-to-sdp-scale-bias).
+
+    f~: add epsilon, sqrt, divide (gamma_3), then one storage rounding: |f~ - f| <= df = r |f| + tiny.
+    b~ = fl_s(fl(offset - fl(mean f~))): |mean| df + gamma_2 (|offset| + |mean| |f~|), then one storage
+    rounding. y: |f~| e_x + |x| df + e_b propagated, gamma_2 (|x^| |f~| + |b~|) for the multiply and add."""
+    u, tiny = storage.u, storage.tiny
+    df = ((1.0 + gamma(3)) * (1.0 + u) - 1.0) * np.abs(f) + tiny
+    f_hi = np.abs(f) + df
+    folded = offset - m * f  # the exact folded bias
+    e_b32 = np.abs(m) * df + gamma(2) * (np.abs(offset) + np.abs(m) * f_hi)
+    e_b = e_b32 + u * (np.abs(folded) + e_b32) + tiny
+    b_hi = np.abs(folded) + e_b
+    v = f * x.v + folded
+    e = f_hi * x.e + np.abs(x.v) * df + e_b + gamma(2) * (x.hi * f_hi + b_hi) + 2 * TINY
+    return Bounded(v, e)
 
 
 def _hardsigmoid_parts(x: Bounded, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -775,6 +845,17 @@ RULES: dict[str, Callable[..., list[Bounded]]] = {
 }
 
 
+# Storage arithmetic: operators whose output is an element (or a copy) of a stored input are stored
+# without rounding; every other operator's output is rounded once (also where a unit pipes it on
+# unrounded, NVDLA's CONV -> SDP: one rounding more is a larger bound, never a smaller one).
+EXACT_IN_STORAGE = frozenset({"Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Identity",
+                              "Dropout", "Relu", "MaxPool", "GlobalMaxPool", "Max", "Min", "Slice", "Split",
+                              "Gather"})
+# Operators a storage arithmetic refuses, and why.
+STORAGE_REFUSED = {"LRN": "NVDLA's CDP evaluates a lookup table whose interpolation error has no bound rule here "
+                          "(it would need the LUT's sample spacing and the derivative of the function)"}
+
+
 class ErrorBound:
     """The bound of one arithmetic on one model: `run({input: array}) -> {output: Bounded}`."""
 
@@ -790,18 +871,51 @@ class ErrorBound:
             raise BoundUnavailable(f"no error-bound rule for {', '.join(missing)}")
         for node in model.graph.node:
             _refuse_attributes(node)
+            if arithmetic.storage is not None and node.op_type in STORAGE_REFUSED:
+                raise BoundUnavailable(f"{node.op_type} (node '{node.name or node.output[0]}') under "
+                                       f"{arithmetic.name}: {STORAGE_REFUSED[node.op_type]}", NO_STORAGE_RULE)
+        # BatchNormalization's parameters stay exact: its storage rule rounds the folded scale and bias.
+        folded = {name for n in model.graph.node if n.op_type == "BatchNormalization" for name in n.input[1:5]}
+        used = {name for n in model.graph.node if n.op_type != "BatchNormalization" for name in n.input}
+        used |= {name for n in model.graph.node if n.op_type == "BatchNormalization" for name in n.input[:1]}
+        self.exact = folded - used
+
+    def _known(self, name: str, value: np.ndarray) -> Bounded:
+        """A constant or an input: exact, or stored (its rounding error known exactly)."""
+        storage = self.arithmetic.storage
+        if value.dtype.kind != "f":
+            return Bounded(value, np.zeros(value.shape))
+        value = np.asarray(value, np.float64)
+        if storage is None or name in self.exact:
+            return Bounded(value, np.zeros(value.shape))
+        with np.errstate(over="ignore"):
+            stored = storage.round(value)
+        if not np.all(np.isfinite(stored[np.isfinite(value)])):
+            raise BoundUnavailable(f"'{name}' holds a value beyond {storage.name}'s largest {storage.max:g}",
+                                   STORAGE_OVERFLOW)
+        return Bounded(value, np.abs(stored - value))
+
+    def _store(self, node: onnx.NodeProto, name: str, x: Bounded) -> Bounded:
+        """The tensor as written to memory: one rounding to the storage format, overflow refused."""
+        storage = self.arithmetic.storage
+        if storage is None or np.asarray(x.v).dtype.kind != "f":
+            return x
+        if node.op_type not in EXACT_IN_STORAGE:
+            x = Bounded(x.v, x.e + storage.u * x.hi + storage.tiny)
+        if x.v.size and float(np.max(x.hi)) >= storage.max:
+            raise BoundUnavailable(f"'{name}' (node '{node.name or node.output[0]}', {node.op_type}): its bound reaches "
+                                   f"{float(np.max(x.hi)):.6g} >= {storage.name}'s largest {storage.max:g}",
+                                   STORAGE_OVERFLOW)
+        return x
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, Bounded]:
-        env: dict[str, Bounded] = {name: Bounded(np.asarray(c, np.float64) if c.dtype.kind == "f" else c,
-                                                 np.zeros(c.shape)) for name, c in self.constants.items()}
+        env: dict[str, Bounded] = {name: self._known(name, c) for name, c in self.constants.items()}
         for name, value in inputs.items():
-            env[name] = Bounded(np.asarray(value, np.float32).astype(np.float64), np.zeros(np.shape(value)))
+            env[name] = self._known(name, np.asarray(value, np.float32))
         env[""] = Bounded(np.zeros(0), np.zeros(0))
         for node in self.model.graph.node:
             if node.op_type == "Constant":
-                tensor = numpy_helper.to_array(_attrs(node)["value"])
-                env[node.output[0]] = Bounded(tensor.astype(np.float64) if tensor.dtype.kind == "f" else tensor,
-                                              np.zeros(tensor.shape))
+                env[node.output[0]] = self._known(node.output[0], numpy_helper.to_array(_attrs(node)["value"]))
                 continue
             ins = [env[name] for name in node.input]
             integer = _integer(node, ins)
@@ -814,7 +928,7 @@ class ErrorBound:
             else:
                 outs = RULES[node.op_type](self.arithmetic, node, ins)
             for name, value in zip(node.output, outs):
-                env[name] = value
+                env[name] = self._store(node, name, value)
         return {o.name: env[o.name] for o in self.model.graph.output}
 
 

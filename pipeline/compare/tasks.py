@@ -17,7 +17,8 @@ from pipeline.registry.freshness import step_action
 from pipeline.tasking import package_sources, spec_deployments
 
 SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
-                "petri/load.py", "petri/net.py", "onnx_runner.py", "metrics.py", "nnef", "deploy.py", "tolerance.py")
+                "petri/load.py", "petri/net.py", "onnx_runner.py", "metrics.py", "nnef", "deploy.py", "tolerance.py",
+                "errorbound.py", "yardstick.py")
 
 
 def _compare(model: str) -> bool:
