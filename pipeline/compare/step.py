@@ -210,6 +210,21 @@ def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.
                   measured, read, written, obtained)
 
 
+def _whole_dla_refusal(model: str, root: Path) -> str:
+    """Why the whole network could not be one DLA item, when legalization refuses it (else "")."""
+    from pipeline.export import convert
+    from pipeline.split.nvdla_legalize import legalize
+
+    try:
+        exported = convert(model_dir(model, root) / "model.onnx")
+        legalize(exported.graph, exported.variables, text=exported.text)
+    except PipelineError as error:
+        return f" (the whole network on one DLA item is refused: {error.code}: {error.message})"
+    except Exception as error:  # an exporter or legalization defect must not stop the comparison
+        return f" (whether the whole network fits one DLA item was not evaluated: {type(error).__name__}: {error})"
+    return ""
+
+
 def _traces(subject: str, split_dir: Path, run_dir: Path, run_doc: dict[str, Any], folder: Path, root: Path
             ) -> CheckResult:
     traces = sorted(run_dir.glob("trace-*.json"))
@@ -435,7 +450,8 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
         with_dla = [n for n, d in spec.deployments.items() if any(i.target == "nvdla" for i in d.items)]
         results.append(result(checks.NVDLA_REFERENCE, model, Verdict.NOT_RUN,
                               f"no nvdla deployment of this model ran ({', '.join(with_dla)}: see the execute step's "
-                              "run.json)" if with_dla else "no deployment of this model has an nvdla item"))
+                              "run.json)" if with_dla else "no deployment of this model has an nvdla item"
+                              + _whole_dla_refusal(model, base)))
     write_json(checks_path(model, STEP, base), results_document(results))
     baseline = model_dir(model, base) / "met-baseline.json"
     record_step(model, STEP, inputs=[p for p in inputs_read + [baseline] if p.exists()],
