@@ -6,6 +6,7 @@ each) and imported here by name; the logic lives in `pipeline/`. `doit verify st
 the certification run on the target (docs/evidence.md, "Modes").
 """
 
+import os
 import sys
 
 from pipeline.diagnostics import PipelineError
@@ -26,6 +27,9 @@ DOIT_CONFIG = {
     "dep_file": ".doit.db",
     "verbosity": 2,
     "check_file_uptodate": ContentChecker,  # catches same-size edits that restore the mtime
+    # Tasks run on every core (forked worker processes; `doit -n 1 verify` runs them one by one);
+    # timing campaigns wait until no other task is at work (pipeline/lock.py `measuring`).
+    "num_process": len(os.sched_getaffinity(0)),
 }
 
 from pipeline.export.tasks import task_export  # noqa: E402,F401

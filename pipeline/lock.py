@@ -1,4 +1,4 @@
-"""One `doit` run per project folder at a time.
+"""One `doit` run per project folder at a time, and its timing campaigns alone within it.
 
 Two runs in one folder would write the same artifacts and doit's state file at once (one of
 them then crashes, or records the other's outputs as its own). The first run holds an
@@ -6,15 +6,19 @@ exclusive `flock` on `<root>/.doit.lock` for its whole life, its worker processe
 included; the kernel drops the lock when the process ends, however it ends, so there is no
 stale lock to clean up after a crash or a SIGKILL. A second run is refused at once with
 PIPE-E010, naming the process that holds the lock.
+
+Within a run, doit executes tasks on every core (dodo.py); `working` and `measuring` keep a
+measured execution time free of the other tasks (below).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, Iterator
 
 from pipeline.diagnostics import Location, PipelineError
 
@@ -55,3 +59,80 @@ def hold_project_lock(root: str | os.PathLike[str] = ".") -> Path:
     stream.flush()
     _HELD[key] = stream
     return path
+
+
+# --- Measurements alone: doit runs tasks on every core; a timing campaign runs by itself -----------
+
+MEASURE_FILE = ".doit-measure.lock"
+GATE_FILE = ".doit-measure-gate.lock"
+
+# Per process (doit's workers are forked: a lock opened before the fork would be shared with
+# the parent, so the files are opened again in each process): root -> (gate, measure, depth).
+_SLOTS: dict[tuple[int, str], list[Any]] = {}
+
+
+def _slot_files(root: str | os.PathLike[str]) -> list[Any]:
+    base = Path(root).resolve()
+    key = (os.getpid(), str(base))
+    entry = _SLOTS.get(key)
+    if entry is None:
+        try:
+            entry = [open(base / GATE_FILE, "a+", encoding="utf-8"), open(base / MEASURE_FILE, "a+", encoding="utf-8"), 0]
+        except OSError as exc:
+            raise PipelineError(E_LOCK_IO, f"cannot open the measurement lock: {exc.strerror or exc}",
+                                Location(str(base / MEASURE_FILE))) from None
+        _SLOTS[key] = entry
+    return entry
+
+
+@contextlib.contextmanager
+def working(root: str | os.PathLike[str] = ".") -> Iterator[None]:
+    """A step action at work: a shared slot that a measurement waits for (see `measuring`).
+
+    New actions pass the gate first, so a measurement that is waiting is not starved by
+    actions that keep starting on the other cores. Nested calls in one process share one slot.
+    """
+    entry = _slot_files(root)
+    gate, measure = entry[0].fileno(), entry[1].fileno()
+    if entry[2] == 0:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(measure, fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+    entry[2] += 1
+    try:
+        yield
+    finally:
+        entry[2] -= 1
+        if entry[2] == 0:
+            fcntl.flock(measure, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def measuring(root: str | os.PathLike[str] = ".") -> Iterator[None]:
+    """Run a timing campaign with no other step action of this project running (MET figures).
+
+    `doit verify` runs tasks in parallel (dodo.py); a campaign measured next to a compiler on
+    the other core would report that compiler's interference. This waits until every other
+    action has left its slot (`working`), keeps new ones at the gate, and gives this process's
+    own slot back afterwards. The slot is released before the gate is taken, so two
+    measurements wait for each other in turn, never in a cycle.
+    """
+    entry = _slot_files(root)
+    gate, measure = entry[0].fileno(), entry[1].fileno()
+    held = entry[2] > 0
+    if held:
+        fcntl.flock(measure, fcntl.LOCK_UN)
+    fcntl.flock(gate, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(measure, fcntl.LOCK_EX)
+    finally:
+        fcntl.flock(gate, fcntl.LOCK_UN)
+    try:
+        yield
+    finally:
+        if held:
+            fcntl.flock(measure, fcntl.LOCK_SH)   # a conversion: back to a shared slot
+        else:
+            fcntl.flock(measure, fcntl.LOCK_UN)

@@ -46,6 +46,7 @@ from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import results_document
 from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, model_dir, project_relative, step_data, step_dir
+from pipeline.lock import measuring
 from pipeline.toolchain.cc import compile_and_link, compiler_version, host_isa, isa_for
 from pipeline.codegen.items import emitter_for
 from pipeline.execute.cuda import EMULATION, SHUFFLE_SEED, run_cuda_deployment
@@ -191,19 +192,20 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         if dla_items:   # host figures with an emulated DLA say nothing: no MET campaign, no instruction counts
             write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
                                                  "reason": NVDLA_NOT_MEASURED})
-        # MET campaign, uninstrumented: whole-inference times
+        # MET campaign, uninstrumented: whole-inference times, with no other task of this run at work
         if not dla_items:
             timing_raw = scratch / "timing.json"
-            run_harness(plain.binary, inputs_dir, scratch / "timing-out", vectors, time_runs=runs, timing=timing_raw,
-                        warmup=WARMUP)
+            steps_raw = scratch / "steps.json"
+            with measuring(root):
+                run_harness(plain.binary, inputs_dir, scratch / "timing-out", vectors, time_runs=runs,
+                            timing=timing_raw, warmup=WARMUP)
+                # per instruction, instrumented
+                run_harness(traced.binary, inputs_dir, scratch / "steps-out", vectors, time_runs=runs,
+                            timing=scratch / "steps-timing.json", warmup=WARMUP, trace=steps_raw)
             timing = json.loads(timing_raw.read_text(encoding="utf-8"))
             write_json(out / TIMING_FILE, {"schema_version": 1, "build": "uninstrumented", "runs": timing["runs"],
                                            "warmup": timing["warmup"], "vectors": timing["vectors"],
                                            "clock": "CLOCK_MONOTONIC", "ns": timing["ns"]})
-            # per instruction, instrumented
-            steps_raw = scratch / "steps.json"
-            run_harness(traced.binary, inputs_dir, scratch / "steps-out", vectors, time_runs=runs,
-                        timing=scratch / "steps-timing.json", warmup=WARMUP, trace=steps_raw)
             durations = _step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
             schedule = {item["name"]: item for item in manifest["items"]}
             write_json(out / STEP_TIMING_FILE, {"schema_version": 1, "build": "instrumented", "runs": runs,
