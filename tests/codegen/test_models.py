@@ -86,7 +86,11 @@ def test_every_nvdla_deployment_emulated_within_the_fp16_tolerance(model_results
         assert accelerators[subject].verdict is Verdict.PASS, accelerators[subject].reason
         r = verdicts[subject]
         assert r.verdict is Verdict.EMULATED, r.reason
-        assert r.measured["elements_beyond"] == 0 and r.measured["max_bound"] > 0, r.reason
+        assert r.measured["elements_beyond"] == 0, r.reason
+        if "BOUND-E003" in r.reason:   # the network's FP16 bound overflows (resnet8): the absolute tolerance, said so
+            assert "absolute tolerance" in r.reason and not r.measured["max_bound"], r.reason
+            continue
+        assert r.measured["max_bound"] > 0, r.reason
         assert 0 < r.measured["max_error_to_bound"] <= 1.0, r.reason  # the bound holds, whichever basis applied
 
 
