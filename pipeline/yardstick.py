@@ -11,7 +11,14 @@ formula as plain ONNX arithmetic, `(x - mean) / sqrt(var + epsilon) * scale + B`
 evaluated by onnx.reference. Two more, for onnx.reference 1.23 defects: LRN (its loop runs over the
 batch axis, not the channels) as Mul, a 1x1 Conv with a 0/1 channel band, Mul, Add, Pow, Div; a
 grouped ConvTranspose (its grouped weights are sliced wrongly) as one ConvTranspose per group
-between Split and Concat. docs/compare.md ("The float64 yardstick").
+between Split and Concat. And one for speed: onnx.reference pools window by window in Python
+(MaxPool and AveragePool were 94 % of the yardstick's time on the inception model), so a 2-D
+MaxPool or AveragePool (no auto_pad, ceil_mode 0, one output) is Pad, one strided Slice per
+kernel tap, then Max (exact, as the window maximum is) or Sum and a Div by the window count
+(the taps summed in another order than onnx.reference's: a difference in the last bits of
+double, far below every tolerance the yardstick judges; a NaN in a window, which onnx.reference's
+loop skips, propagates through Max: validation vectors are finite). docs/compare.md ("The float64
+yardstick").
 """
 
 from __future__ import annotations
@@ -136,6 +143,53 @@ def _grouped_conv_transpose_nodes(node: onnx.NodeProto, channels: int, out_chann
     return nodes
 
 
+def _pool_rewritable(node: onnx.NodeProto, shapes: dict[str, list[int]], opset: int) -> bool:
+    if node.op_type not in ("MaxPool", "AveragePool") or opset < 11 or len(node.output) != 1:
+        return False
+    shape, out = shapes.get(node.input[0]), shapes.get(node.output[0])
+    if shape is None or out is None or len(shape) != 4 or len(out) != 4 or 0 in shape or 0 in out:
+        return False
+    return (_attribute(node, "auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET") and not _attribute(node, "ceil_mode", 0)
+            and len(list(_attribute(node, "kernel_shape", []))) == 2)
+
+
+def _pool_nodes(node: onnx.NodeProto, shape: list[int], out: list[int], extra: list[TensorProto]) -> list[onnx.NodeProto]:
+    """A 2-D pool as Pad + one strided Slice per tap + Max, or Sum / count (see the module docstring)."""
+    kh, kw = (int(k) for k in _attribute(node, "kernel_shape", []))
+    sh, sw = (int(s) for s in _attribute(node, "strides", [1, 1]))
+    top, left, bottom, right = (int(p) for p in _attribute(node, "pads", [0, 0, 0, 0]))
+    dh, dw = (int(d) for d in _attribute(node, "dilations", [1, 1]))
+    oh, ow = out[2], out[3]
+    is_max = node.op_type == "MaxPool"
+    p = f"{node.output[0]}__yardstick"
+    extra += [numpy_helper.from_array(np.array([0, 0, top, left, 0, 0, bottom, right], np.int64), f"{p}_pads"),
+              numpy_helper.from_array(np.array(-np.inf if is_max else 0.0, np.float64), f"{p}_fill"),
+              numpy_helper.from_array(np.array([2, 3], np.int64), f"{p}_axes"),
+              numpy_helper.from_array(np.array([sh, sw], np.int64), f"{p}_steps")]
+    nodes = [helper.make_node("Pad", [node.input[0], f"{p}_pads", f"{p}_fill"], [f"{p}_padded"], mode="constant")]
+    taps = []
+    for i in range(kh):
+        for j in range(kw):
+            start = np.array([i * dh, j * dw], np.int64)
+            end = start + np.array([(oh - 1) * sh + 1, (ow - 1) * sw + 1], np.int64)
+            extra += [numpy_helper.from_array(start, f"{p}_s{i}_{j}"), numpy_helper.from_array(end, f"{p}_e{i}_{j}")]
+            nodes.append(helper.make_node("Slice", [f"{p}_padded", f"{p}_s{i}_{j}", f"{p}_e{i}_{j}", f"{p}_axes",
+                                                    f"{p}_steps"], [f"{p}_t{i}_{j}"]))
+            taps.append(f"{p}_t{i}_{j}")
+    if is_max:
+        return nodes + [helper.make_node("Max", taps, [node.output[0]])]
+    if _attribute(node, "count_include_pad", 0):
+        count = np.full((1, 1, oh, ow), float(kh * kw))
+    else:   # the taps that fall inside the unpadded input
+        inside = np.zeros((shape[2] + top + bottom, shape[3] + left + right))
+        inside[top:top + shape[2], left:left + shape[3]] = 1.0
+        count = sum(inside[i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw]
+                    for i in range(kh) for j in range(kw)).reshape(1, 1, oh, ow)
+    extra.append(numpy_helper.from_array(np.asarray(count, np.float64), f"{p}_count"))
+    return nodes + [helper.make_node("Sum", taps, [f"{p}_sum"]),
+                    helper.make_node("Div", [f"{p}_sum", f"{p}_count"], [node.output[0]])]
+
+
 def float64_model(model: onnx.ModelProto) -> onnx.ModelProto:
     """A copy of `model` computing in float64 (module docstring)."""
     ranks = _ranks(model)
@@ -146,7 +200,8 @@ def float64_model(model: onnx.ModelProto) -> onnx.ModelProto:
     _retype([*graph.input, *graph.output, *graph.value_info])
     extra: list[TensorProto] = []
     nodes: list[onnx.NodeProto] = []
-    shapes = _shapes(model) if any(n.op_type in ("LRN", "ConvTranspose") for n in graph.node) else {}
+    shapes = (_shapes(model) if any(n.op_type in ("LRN", "ConvTranspose", "MaxPool", "AveragePool") for n in graph.node)
+              else {})
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=13)
     for node in graph.node:
         if node.op_type == "BatchNormalization":
@@ -159,6 +214,9 @@ def float64_model(model: onnx.ModelProto) -> onnx.ModelProto:
                 and node.output[0] in shapes):
             nodes += _grouped_conv_transpose_nodes(node, shapes[node.input[0]][1], shapes[node.output[0]][1], extra,
                                                    opset)
+            continue
+        if _pool_rewritable(node, shapes, opset):
+            nodes += _pool_nodes(node, shapes[node.input[0]], shapes[node.output[0]], extra)
             continue
         node = copy.deepcopy(node)
         for attribute in node.attribute:

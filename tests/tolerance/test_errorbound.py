@@ -276,3 +276,44 @@ def test_yardstick_lrn_and_grouped_conv_transpose_are_right() -> None:
     lrn_only = H.make_model([model.graph.node[0]], {"x": [2, 6, 3, 4]}, {"n": None})
     plain = ReferenceEvaluator(lrn_only).run(None, feeds)[0]
     assert not np.allclose(plain, H.run_ort(lrn_only, feeds)["n"], rtol=1e-3), "onnx.reference's LRN was fixed"
+
+
+POOLS = [("MaxPool", dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])),
+         ("MaxPool", dict(kernel_shape=[2, 2], strides=[2, 2])),
+         ("MaxPool", dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 0, 1], dilations=[1, 2])),
+         ("AveragePool", dict(kernel_shape=[2, 2], strides=[2, 2])),
+         ("AveragePool", dict(kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1])),
+         ("AveragePool", dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)),
+         ("AveragePool", dict(kernel_shape=[3, 2], strides=[2, 1], pads=[0, 1, 1, 0]))]
+
+
+@pytest.mark.parametrize("op,attrs", POOLS)
+def test_yardstick_pool_rewrite_agrees_with_onnx_reference_and_onnxruntime(op: str, attrs: dict) -> None:
+    """The pools the yardstick rewrites for speed (Pad, strided Slices, Max or Sum / count) compute what
+    onnx.reference's own pool computes in float64 (max exactly, averages to the last bits) and what
+    onnxruntime computes in float32; the rewrite really happens."""
+    from onnx.reference import ReferenceEvaluator
+    import onnxruntime as ort
+
+    from pipeline.yardstick import float64_model
+
+    rng = np.random.default_rng(11)
+    model = H.make_model([H.node(op, ["x"], ["y"], **attrs)], {"x": [2, 3, 9, 8]}, {"y": None})
+    x = rng.normal(0, 1, (2, 3, 9, 8)).astype(np.float32)
+    x[1, 2, 4, 4] = -np.inf   # finite vectors otherwise (NaN: see the module docstring of pipeline/yardstick.py)
+    rewritten = float64_model(model)
+    assert op not in [n.op_type for n in rewritten.graph.node] and "Slice" in [n.op_type for n in rewritten.graph.node]
+    got = Yardstick(model).run({"x": x})["y"]
+    plain = onnx.ModelProto()
+    plain.CopyFrom(rewritten)
+    del plain.graph.node[:]
+    plain.graph.node.extend([H.node(op, ["x"], ["y"], **attrs)])
+    del plain.graph.initializer[:]
+    expected = ReferenceEvaluator(plain).run(None, {"x": x.astype(np.float64)})[0]
+    assert got.shape == expected.shape and got.dtype == np.float64
+    if op == "MaxPool":
+        assert np.array_equal(got, expected)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-15, atol=1e-15)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-6, atol=1e-6)
