@@ -17,8 +17,9 @@ import contextlib
 import errno
 import fcntl
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Iterator
 
 from pipeline.diagnostics import Location, PipelineError
 
@@ -67,22 +68,37 @@ MEASURE_FILE = ".doit-measure.lock"
 GATE_FILE = ".doit-measure-gate.lock"
 
 # Per process (doit's workers are forked: a lock opened before the fork would be shared with
-# the parent, so the files are opened again in each process): root -> (gate, measure, depth).
-_SLOTS: dict[tuple[int, str], list[Any]] = {}
+# the parent, so the files are opened again in each process), keyed by (pid, root).
+@dataclass
+class _Slot:
+    gate: IO[str]
+    measure: IO[str]
+    depth: int = 0   # nested `working` calls in this process share one shared lock
+
+    def through_gate(self, mode: int) -> None:
+        """Take the measurement lock in `mode` behind the gate, which a waiting measurement holds."""
+        fcntl.flock(self.gate.fileno(), fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.measure.fileno(), mode)
+        finally:
+            fcntl.flock(self.gate.fileno(), fcntl.LOCK_UN)
 
 
-def _slot_files(root: str | os.PathLike[str]) -> list[Any]:
+_SLOTS: dict[tuple[int, str], _Slot] = {}
+
+
+def _slot(root: str | os.PathLike[str]) -> _Slot:
     base = Path(root).resolve()
     key = (os.getpid(), str(base))
-    entry = _SLOTS.get(key)
-    if entry is None:
+    slot = _SLOTS.get(key)
+    if slot is None:
         try:
-            entry = [open(base / GATE_FILE, "a+", encoding="utf-8"), open(base / MEASURE_FILE, "a+", encoding="utf-8"), 0]
+            slot = _Slot(open(base / GATE_FILE, "a+", encoding="utf-8"), open(base / MEASURE_FILE, "a+", encoding="utf-8"))
         except OSError as exc:
             raise PipelineError(E_LOCK_IO, f"cannot open the measurement lock: {exc.strerror or exc}",
                                 Location(str(base / MEASURE_FILE))) from None
-        _SLOTS[key] = entry
-    return entry
+        _SLOTS[key] = slot
+    return slot
 
 
 @contextlib.contextmanager
@@ -92,21 +108,16 @@ def working(root: str | os.PathLike[str] = ".") -> Iterator[None]:
     New actions pass the gate first, so a measurement that is waiting is not starved by
     actions that keep starting on the other cores. Nested calls in one process share one slot.
     """
-    entry = _slot_files(root)
-    gate, measure = entry[0].fileno(), entry[1].fileno()
-    if entry[2] == 0:
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(measure, fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(gate, fcntl.LOCK_UN)
-    entry[2] += 1
+    slot = _slot(root)
+    if slot.depth == 0:
+        slot.through_gate(fcntl.LOCK_SH)
+    slot.depth += 1
     try:
         yield
     finally:
-        entry[2] -= 1
-        if entry[2] == 0:
-            fcntl.flock(measure, fcntl.LOCK_UN)
+        slot.depth -= 1
+        if slot.depth == 0:
+            fcntl.flock(slot.measure.fileno(), fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager
@@ -119,20 +130,14 @@ def measuring(root: str | os.PathLike[str] = ".") -> Iterator[None]:
     own slot back afterwards. The slot is released before the gate is taken, so two
     measurements wait for each other in turn, never in a cycle.
     """
-    entry = _slot_files(root)
-    gate, measure = entry[0].fileno(), entry[1].fileno()
-    held = entry[2] > 0
+    slot = _slot(root)
+    measure = slot.measure.fileno()
+    held = slot.depth > 0
     if held:
         fcntl.flock(measure, fcntl.LOCK_UN)
-    fcntl.flock(gate, fcntl.LOCK_EX)
-    try:
-        fcntl.flock(measure, fcntl.LOCK_EX)
-    finally:
-        fcntl.flock(gate, fcntl.LOCK_UN)
+    slot.through_gate(fcntl.LOCK_EX)
     try:
         yield
     finally:
-        if held:
-            fcntl.flock(measure, fcntl.LOCK_SH)   # a conversion: back to a shared slot
-        else:
-            fcntl.flock(measure, fcntl.LOCK_UN)
+        # a held slot converts back to shared (no wait: this process holds the exclusive lock)
+        fcntl.flock(measure, fcntl.LOCK_SH if held else fcntl.LOCK_UN)
