@@ -102,14 +102,18 @@ def _result(check_id: str, subject: str, problems: list[str], measured: dict[str
     return CheckResult(check_id, subject, Verdict.PASS, "", measured, read, written or [])
 
 
-def evaluate(subject: str, folder: Path, root: Path, scratch: Path) -> list[CheckResult]:
-    """The three codegen checks of one generated deployment folder."""
+def evaluate(subject: str, folder: Path, root: Path, scratch: Path,
+             objects_dir: Path | None = None) -> list[CheckResult]:
+    """The three codegen checks of one generated deployment folder.
+
+    The objects compiled for codegen.compile go to `objects_dir` (default: under `scratch`); the
+    codegen step keeps them so that the execute step links the very objects judged here."""
     manifest = json.loads((folder / "build.json").read_text(encoding="utf-8"))
     lanes = int(manifest["lanes"])
     files = _files(folder, manifest)
     read = [_rel(folder / name, root) for name in files] + [_rel(folder / "build.json", root)]
     # compile (shared by codegen.compile and the libm part of codegen.static)
-    objects, commands, diagnostics = compile_objects(folder, manifest["sources"], scratch / "obj", lanes)
+    objects, commands, diagnostics = compile_objects(folder, manifest["sources"], objects_dir or scratch / "obj", lanes)
     flags, _ = build_flags(lanes)
     compile_problems = []
     if diagnostics:
@@ -217,8 +221,10 @@ def no_accelerators(subject: str) -> CheckResult:
                        {"deployments": 0}, [], [])
 
 
-def cuda_result(subject: str, folder: Path, root: Path, scratch: Path) -> CheckResult:
-    """`codegen.cuda` for one generated CUDA deployment folder: the nvcc builds and the gate."""
+def cuda_result(subject: str, folder: Path, root: Path, scratch: Path,
+                c_objects: list[Path] | None = None) -> CheckResult:
+    """`codegen.cuda` for one generated CUDA deployment folder: the nvcc builds and the gate. A mixed
+    deployment's GPU program links `c_objects` (codegen.compile's objects of its C files) when given."""
     from pipeline.codegen.cuda_gate import cuobjdump_path, gate
     from pipeline.toolchain.nvcc import ARCHITECTURES, check_architectures, device_build, nvcc_path
 
@@ -246,17 +252,20 @@ def cuda_result(subject: str, folder: Path, root: Path, scratch: Path) -> CheckR
         measured[item["name"]] = {"nvcc": build.version, "commands": commands,
                                   "kernels": {arch: report.counts.get(arch, {}) for arch in archs}}
     if "cuda" in manifest and not problems:      # a mixed deployment: the GPU program itself (not run here)
-        problems += _device_program(folder, manifest, archs, scratch / "program", measured)
+        problems += _device_program(folder, manifest, archs, scratch / "program", measured, c_objects)
     return _result(CUDA, subject, problems, measured, read)
 
 
 def _device_program(folder: Path, manifest: dict[str, Any], archs: list[str], scratch: Path,
-                    measured: dict[str, Any]) -> list[str]:
+                    measured: dict[str, Any], c_objects: list[Path] | None = None) -> list[str]:
     """Build a mixed deployment's GPU program: the C files by gcc (qualified flags), the .cu by nvcc,
     linked by nvcc with the CUDA runtime; the problems (a diagnostic, a failed link)."""
     from pipeline.toolchain.nvcc import device_program
 
-    objects, _, diagnostics = compile_objects(folder, manifest["sources"], scratch / "c", int(manifest["lanes"]))
+    if c_objects is not None:
+        objects, diagnostics = c_objects, ""
+    else:
+        objects, _, diagnostics = compile_objects(folder, manifest["sources"], scratch / "c", int(manifest["lanes"]))
     if diagnostics:
         return [f"GPU program: gcc: {diagnostics.splitlines()[0]}"]
     try:

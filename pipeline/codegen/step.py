@@ -7,7 +7,9 @@ item (docs/codegen-nvdla.md).
 artifacts/<m>/codegen/c/<deployment>/...   the generated code (pipeline.codegen.c.generate)
 artifacts/<m>/codegen/cuda/<deployment>/... the generated CUDA code (pipeline.codegen.cuda.generate)
 artifacts/<m>/codegen/nvdla/<deployment>/... the loadables, debug tables, traces (pipeline.codegen.nvdla.generate)
-artifacts/<m>/codegen/status.json          per deployment: generated, or why not
+artifacts/<m>/codegen/obj/<deployment>/*.o  the objects codegen.compile compiled (qualified flags), which
+                                           the execute step links into its uninstrumented build
+artifacts/<m>/codegen/status.json          per deployment: generated, or why not (and the objects' sha256)
 artifacts/<m>/codegen/checks.json          codegen.static, codegen.trace, codegen.compile
 artifacts/<m>/codegen/record.json
 
@@ -16,6 +18,7 @@ The checks are validators that read the written files only (pipeline.codegen.che
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -36,7 +39,7 @@ from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import CheckResult, results_document
 from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, export_data, model_dir, project_relative, step_data, step_dir
-from pipeline.toolchain.cc import compiler_version
+from pipeline.toolchain.cc import build_flags, compiler_version
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +50,22 @@ NO_GENERATOR = "no item emitter (pipeline/codegen/items.py) for the target of"
 
 def c_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
     return confined(step_dir(model, STEP, root), "c", deployment)
+
+
+def objects_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
+    """Where codegen.compile leaves a C deployment's objects (linked by the execute step)."""
+    return confined(step_dir(model, STEP, root), "obj", deployment)
+
+
+def _objects_status(folder: Path, objects: Path, lanes: int, base: Path) -> dict[str, Any]:
+    """status.json's record of the objects codegen.compile left in `objects`: compiler, flags and,
+    per source of build.json, its object and sha256 (the execute step links them after checking)."""
+    manifest = json.loads((folder / "build.json").read_text(encoding="utf-8"))
+    by_source = {}
+    for source in manifest["sources"]:
+        obj = objects / (Path(source).name.rsplit(".", 1)[0] + ".o")
+        by_source[source] = {"object": project_relative(obj, base), "sha256": sha256_of(obj)}
+    return {"compiler": compiler_version(), "flags": build_flags(lanes)[0], "sources": by_source}
 
 
 def cuda_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
@@ -145,10 +164,17 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
     for child in (out / "nvdla").iterdir():
         if child.is_dir() and (child.name not in spec.deployments or not _has_nvdla(spec.deployments[child.name])):
             shutil.rmtree(child)
+    (out / "obj").mkdir(parents=True, exist_ok=True)
+    for child in (out / "obj").iterdir():
+        if child.is_dir() and child.name not in spec.deployments:
+            shutil.rmtree(child)
     accelerated = []
     for name, deployment in spec.deployments.items():
         subject = f"{model}/{name}"
         folder = c_folder(model, name, base)
+        objects = objects_folder(model, name, base)
+        if objects.is_dir():
+            shutil.rmtree(objects)
         if _is_nvdla(deployment):
             status[name], verdict = _nvdla_deployment(model, name, base, split / name, export)
             results.append(verdict)
@@ -186,9 +212,16 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
         status[name] = {"status": "generated", "folder": project_relative(folder, base), "lanes": lanes,
                         "files": {project_relative(p, base): sha256_of(p) for p in sorted(generated.files)}}
         with tempfile.TemporaryDirectory(prefix="nnef-codegen-") as tmp:
-            results += checks.evaluate(subject, folder, base, Path(tmp))
+            evaluated = checks.evaluate(subject, folder, base, Path(tmp), objects_dir=objects)
+            results += evaluated
+            if all(r.verdict.value == "pass" for r in evaluated if r.check_id == checks.COMPILE):
+                status[name]["objects"] = _objects_status(folder, objects, lanes, base)
+            else:                                  # the execute step compiles (and reports) from the sources
+                shutil.rmtree(objects, ignore_errors=True)
             if "cuda" in generated.manifest:       # the .cu items of a mixed program: nvcc and the gate
-                results.append(checks.cuda_result(subject, folder, base, Path(tmp) / "cuda"))
+                kept = status[name].get("objects")
+                c_objects = [base / kept["sources"][s]["object"] for s in generated.manifest["sources"]] if kept else None
+                results.append(checks.cuda_result(subject, folder, base, Path(tmp) / "cuda", c_objects))
         if _has_nvdla(deployment):                 # the loadables the C proxies submit, judged as any loadable
             nvdla_status, verdict = _nvdla_deployment(model, name, base, split / name, export)
             status[name]["nvdla"] = nvdla_status
@@ -197,6 +230,7 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
             if nvdla_status["status"] != "generated":   # no program without the loadables its proxies submit
                 status[name] = {"status": "failed", "reason": f"the loadables: {nvdla_status['reason']}"}
                 shutil.rmtree(folder)
+                shutil.rmtree(objects, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="nnef-math-") as tmp:
         results.append(checks.transcendental_result(model, Path(tmp)))
     if not accelerated:

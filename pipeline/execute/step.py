@@ -42,12 +42,13 @@ from pipeline.names import confined
 from pipeline.codegen.c.generate import BUILD_FILE
 from pipeline.deploy import load_deploy
 from pipeline.targets import code_kind
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 from pipeline.registry.checks import results_document
 from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, model_dir, project_relative, step_data, step_dir
 from pipeline.lock import measuring
-from pipeline.toolchain.cc import compile_and_link, compiler_version, host_isa, isa_for
+from pipeline.registry.hashing import sha256_file
+from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa, isa_for
 from pipeline.codegen.items import emitter_for
 from pipeline.execute.cuda import EMULATION, SHUFFLE_SEED, run_cuda_deployment
 from pipeline.toolchain.nvcc import emulation_objects, gpu_query
@@ -77,6 +78,36 @@ def code_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".")
 
 def run_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
     return confined(step_dir(model, STEP, root), deployment)
+
+
+def codegen_objects(model: str, deployment: str, root: Path, lanes: int, sources: list[str]) -> list[Path] | None:
+    """The objects the codegen step compiled and judged (codegen.compile) for `deployment`, for the
+    uninstrumented build to link, or None (compile from the sources) when it kept none or built
+    them with another compiler or other flags. RUN-E004 when one is missing or its sha256 differs
+    from status.json's: a stale or edited object is never linked."""
+    status_path = step_dir(model, "codegen", root) / "status.json"
+    if not status_path.is_file():
+        return None
+    entry = json.loads(status_path.read_text(encoding="utf-8")).get("deployments", {}).get(deployment) or {}
+    record = entry.get("objects")
+    if not isinstance(record, dict) or record.get("compiler") != compiler_version() \
+            or record.get("flags") != build_flags(lanes)[0]:
+        return None
+    recorded = record.get("sources")
+    if not isinstance(recorded, dict) or sorted(recorded) != sorted(sources):
+        raise PipelineError("RUN-E004", f"status.json records objects of {sorted(recorded or [])}, build.json lists "
+                            f"{sorted(sources)}: run the codegen step again",
+                            Location.in_file(status_path, key_path=f"deployments.{deployment}.objects.sources"))
+    objects = []
+    for source in sources:      # build.json's order, the link order of a build from the sources
+        item = recorded[source] if isinstance(recorded[source], dict) else {}
+        path = confined(Path(root), *Path(str(item.get("object", ""))).parts)
+        if not path.is_file() or sha256_file(path) != item.get("sha256"):
+            raise PipelineError("RUN-E004", f"the object of {source} ({item.get('object')}) is missing or differs from "
+                                "the one the codegen step recorded (status.json): run the codegen step again",
+                                Location.in_file(status_path, key_path=f"deployments.{deployment}.objects.sources.{source}"))
+        objects.append(path)
+    return objects
 
 
 def _canonical_trace(raw: Path, target: Path) -> dict[str, Any]:
@@ -152,19 +183,29 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
                                     f"{error.message}; emulator server log: {server_logs(Path(tmp))}"[:4000],
                                     error.location) from None
 
+    judged = codegen_objects(model, deployment, root, lanes, sources)   # the uninstrumented build links these
+
     def build(binary: Path, trace: bool, defines: list[str]) -> Any:
+        c_sources: list[str] = sources
+        linked: list[str] = []
+        if judged is not None and not trace and not defines:
+            c_sources, linked = [], [os.path.relpath(p, code) for p in judged]
         if not cuda:
-            return compile_and_link(code, sources, binary, lanes, trace=trace, defines=defines)
+            return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines, objects=linked)
         objects = emulation_objects(code, cuda["sources"], out / "obj" / binary.name,
                                     (["NNEF_TRACE"] if trace else []) + defines)
         emulated.append(objects)
-        return compile_and_link(code, sources, binary, lanes, trace=trace, defines=defines,
-                                objects=list(objects.outputs.values()), libraries=["-lstdc++"])
+        return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines,
+                                objects=linked + list(objects.outputs.values()), libraries=["-lstdc++"])
 
     plain = build(out / "bin" / "nnef_run", False, [])
     traced = build(out / "bin" / "nnef_run_trace", True, [f"NNEF_TRACE_INFERENCES={capacity}"])
     builds = [{"binary": project_relative(b.binary, root), "command": b.command, "flags": b.flags, "defines": b.defines,
                "diagnostics": b.diagnostics} for b in (plain, traced)]
+    if judged is not None:
+        builds[0]["objects"] = {"compiled_by": "the codegen step's codegen.compile check (same compiler and flags; "
+                                               "sha256 checked against artifacts/<m>/codegen/status.json)",
+                                "files": [project_relative(p, root) for p in judged]}
     for objects in emulated:
         builds.append({"cuda_objects": [project_relative(p, root) for p in objects.outputs.values()],
                        "commands": [[Path(a).name if a.startswith("/") else a for a in c] for c in objects.commands],

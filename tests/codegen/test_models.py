@@ -176,3 +176,58 @@ def test_code_traces_read_by_the_evidence_builder(model_results, project):
     model = model_results[0]
     traces, findings = read_code_traces(model, project)
     assert traces and not findings, [f.message for f in findings]
+
+
+def _symbols(path) -> dict[str, str]:
+    """Defined function symbols and their sizes, as binutils' nm reads them."""
+    import subprocess
+
+    out = subprocess.run(["nm", "--defined-only", "--print-size", str(path)], capture_output=True, text=True, check=True)
+    return {f[3]: f[1] for f in (line.split() for line in out.stdout.splitlines()) if len(f) == 4 and f[2] in "Tt"}
+
+
+def test_uninstrumented_build_links_the_objects_codegen_judged(model_results, project):
+    """The execute step links codegen.compile's objects (sha256 as status.json says) into its
+    uninstrumented build: every function of every object is in the binary with the same size (nm)."""
+    from pipeline.registry.hashing import sha256_file
+
+    if shutil.which("nm") is None:
+        pytest.skip("binutils nm is not installed")
+    model, _, runs, _ = model_results
+    status = json.loads((project / "artifacts" / model / "codegen" / "status.json").read_text())["deployments"]
+    linked = 0
+    for name, doc in runs.items():
+        if not doc.get("builds"):
+            continue
+        recorded = status[name]["objects"]["sources"]
+        files = doc["builds"][0]["objects"]["files"]
+        assert sorted(files) == sorted(o["object"] for o in recorded.values())
+        binary = _symbols(project / doc["builds"][0]["binary"])
+        for source, entry in recorded.items():
+            assert sha256_file(project / entry["object"]) == entry["sha256"], (name, source)
+            for symbol, size in _symbols(project / entry["object"]).items():
+                assert binary.get(symbol) == size, (name, source, symbol)
+        assert all(not c.endswith(".c") for c in doc["builds"][0]["command"]), doc["builds"][0]["command"]
+        assert any(c == "-DNNEF_TRACE" for c in doc["builds"][1]["command"])   # traced: from the sources
+        linked += 1
+    assert linked or model not in ("lenet5", "resnet8"), model
+
+
+def test_a_changed_object_is_never_linked(model_results, project):
+    """An object that differs from status.json's record stops the build with RUN-E004."""
+    from pipeline.diagnostics import PipelineError
+    from pipeline.execute.step import run_deployment
+
+    model, _, runs, _ = model_results
+    if model != "lenet5":
+        pytest.skip("one model is enough")
+    status = json.loads((project / "artifacts" / model / "codegen" / "status.json").read_text())["deployments"]
+    target = project / status["single"]["objects"]["sources"]["nnef_main.c"]["object"]
+    original = target.read_bytes()
+    try:
+        target.write_bytes(original + b"\0")
+        with pytest.raises(PipelineError) as caught:
+            run_deployment(model, "single", project, project / "artifacts" / model / "execute" / "inputs", 2, 5)
+        assert caught.value.code == "RUN-E004" and "nnef_main.c" in caught.value.message
+    finally:
+        target.write_bytes(original)
