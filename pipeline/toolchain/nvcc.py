@@ -83,8 +83,10 @@ def _run(command: list[str], cwd: Path) -> str:
 
 def device_build(code_dir: Path, source: Path, out_dir: Path, archs: Sequence[str] = ARCHITECTURES,
                  extra: Sequence[str] = (), link: bool = True) -> CudaBuild:
-    """Compile `source` for every architecture: PTX (-ptx), cubin (-cubin, `ptxas -v` report kept),
-    and one executable embedding SASS for each plus the PTX of the newest. RUN-E003 on a warning.
+    """Compile `source` for every architecture: cubin (-cubin, `ptxas -v` report kept) and the PTX
+    it was assembled from (-keep: the very PTX ptxas read, byte-identical to what -ptx writes, in one
+    nvcc run instead of two), and one executable embedding SASS for each plus the PTX of the newest.
+    RUN-E003 on a warning.
 
     `extra` flags are appended after the pinned ones (the gate's tests plant --fmad=true this
     way to see the gate catch it); `link=False` stops after the per-architecture PTX and cubin.
@@ -101,10 +103,18 @@ def device_build(code_dir: Path, source: Path, out_dir: Path, archs: Sequence[st
         number = arch[3:]
         ptx = out_dir / f"{arch}.ptx"
         cubin = out_dir / f"{arch}.cubin"
-        for command in ([nvcc, *flags, f"-arch=compute_{number}", "-ptx", str(source), "-o", str(ptx)],
-                        [nvcc, *flags, f"-arch={arch}", "-cubin", "-Xptxas", "-v", str(source), "-o", str(cubin)]):
-            text = _run(command, code_dir)
-            build.commands.append(command)
+        keep = out_dir / f"{arch}.keep"
+        shutil.rmtree(keep, ignore_errors=True)
+        keep.mkdir()
+        command = [nvcc, *flags, f"-arch={arch}", "-cubin", "-Xptxas", "-v", "-keep", "-keep-dir", str(keep),
+                   str(source), "-o", str(cubin)]
+        text = _run(command, code_dir)
+        build.commands.append(command)
+        kept = keep / f"{source.stem}.ptx"
+        if not kept.is_file():
+            raise PipelineError("RUN-E003", f"nvcc -keep left no PTX ({kept.name}): {' '.join(command)}")
+        kept.replace(ptx)
+        shutil.rmtree(keep)
         (out_dir / f"{arch}.ptxas.txt").write_text(text, encoding="utf-8")
         build.outputs[f"{arch}.ptx"] = ptx
         build.outputs[f"{arch}.cubin"] = cubin
