@@ -17,7 +17,12 @@ MaxPool or AveragePool (no auto_pad, ceil_mode 0, one output) is Pad, one stride
 kernel tap, then Max (exact, as the window maximum is) or Sum and a Div by the window count
 (the taps summed in another order than onnx.reference's: a difference in the last bits of
 double, far below every tolerance the yardstick judges; a NaN in a window, which onnx.reference's
-loop skips, propagates through Max: validation vectors are finite). docs/compare.md ("The float64
+loop skips, propagates through Max: validation vectors are finite). Likewise a 2-D Conv whose
+weights are an initializer (no auto_pad): onnx.reference's Conv loops in Python too (87 % of the
+yardstick's time on resnet8), so it is Pad, then per kernel tap a strided Slice and a grouped
+MatMul with that tap's weights ([G, Og, Cg] @ [N, G, Cg, positions]), the taps added by Sum,
+then the bias: onnx.reference's own MatMul and Sum (NumPy), products and sums in another order
+than its Conv's, again a difference in the last bits of double. docs/compare.md ("The float64
 yardstick").
 """
 
@@ -190,6 +195,60 @@ def _pool_nodes(node: onnx.NodeProto, shape: list[int], out: list[int], extra: l
                     helper.make_node("Div", [f"{p}_sum", f"{p}_count"], [node.output[0]])]
 
 
+def _conv_rewritable(node: onnx.NodeProto, shapes: dict[str, list[int]], initializers: set[str], opset: int) -> bool:
+    if node.op_type != "Conv" or opset < 11 or len(node.output) != 1 or node.input[1] not in initializers:
+        return False
+    shape, out = shapes.get(node.input[0]), shapes.get(node.output[0])
+    if shape is None or out is None or len(shape) != 4 or len(out) != 4 or 0 in shape or 0 in out:
+        return False
+    return (_attribute(node, "auto_pad", b"NOTSET") in (b"NOTSET", "NOTSET")
+            and len(list(_attribute(node, "kernel_shape", [0, 0]))) == 2)
+
+
+def _conv_nodes(node: onnx.NodeProto, shape: list[int], out: list[int], weight: np.ndarray,
+                extra: list[TensorProto]) -> list[onnx.NodeProto]:
+    """A 2-D Conv as Pad, then per kernel tap a strided Slice and a grouped MatMul with that tap's
+    weights, the taps' products added by Sum, then the bias (see the module docstring)."""
+    n, channels, _, _ = shape
+    outs, cg, kh, kw = weight.shape
+    groups = int(_attribute(node, "group", 1))
+    og = outs // groups
+    sh, sw = (int(s) for s in _attribute(node, "strides", [1, 1]))
+    top, left, bottom, right = (int(p) for p in _attribute(node, "pads", [0, 0, 0, 0]))
+    dh, dw = (int(d) for d in _attribute(node, "dilations", [1, 1]))
+    oh, ow = out[2], out[3]
+    p = f"{node.output[0]}__yardstick"
+    extra += [numpy_helper.from_array(np.array([0, 0, top, left, 0, 0, bottom, right], np.int64), f"{p}_pads"),
+              numpy_helper.from_array(np.array(0.0, np.float64), f"{p}_fill"),
+              numpy_helper.from_array(np.array([2, 3], np.int64), f"{p}_axes"),
+              numpy_helper.from_array(np.array([sh, sw], np.int64), f"{p}_steps"),
+              numpy_helper.from_array(np.array([n, groups, cg, oh * ow], np.int64), f"{p}_grouped"),
+              numpy_helper.from_array(np.array([n, outs, oh, ow], np.int64), f"{p}_shape")]
+    nodes = [helper.make_node("Pad", [node.input[0], f"{p}_pads", f"{p}_fill"], [f"{p}_padded"], mode="constant")]
+    grouped = weight.astype(np.float64).reshape(groups, og, cg, kh, kw)
+    terms = []
+    for i in range(kh):
+        for j in range(kw):
+            start = np.array([i * dh, j * dw], np.int64)
+            end = start + np.array([(oh - 1) * sh + 1, (ow - 1) * sw + 1], np.int64)
+            t = f"{p}_t{i}_{j}"
+            extra += [numpy_helper.from_array(start, f"{t}_s"), numpy_helper.from_array(end, f"{t}_e"),
+                      numpy_helper.from_array(np.ascontiguousarray(grouped[:, :, :, i, j]), f"{t}_w")]
+            nodes += [helper.make_node("Slice", [f"{p}_padded", f"{t}_s", f"{t}_e", f"{p}_axes", f"{p}_steps"], [t]),
+                      helper.make_node("Reshape", [t, f"{p}_grouped"], [f"{t}_g"]),          # [N, G, Cg, P]
+                      helper.make_node("MatMul", [f"{t}_w", f"{t}_g"], [f"{t}_m"])]          # [G, Og, Cg] @ -> [N, G, Og, P]
+            terms.append(f"{t}_m")
+    summed = f"{p}_sum"
+    nodes.append(helper.make_node("Sum", terms, [summed]) if len(terms) > 1
+                 else helper.make_node("Identity", terms, [summed]))
+    if len(node.input) < 3 or not node.input[2]:
+        return nodes + [helper.make_node("Reshape", [summed, f"{p}_shape"], [node.output[0]])]
+    extra.append(numpy_helper.from_array(np.array([1, outs, 1, 1], np.int64), f"{p}_bias_shape"))
+    return nodes + [helper.make_node("Reshape", [summed, f"{p}_shape"], [f"{p}_nohw"]),
+                    helper.make_node("Reshape", [node.input[2], f"{p}_bias_shape"], [f"{p}_bias"]),
+                    helper.make_node("Add", [f"{p}_nohw", f"{p}_bias"], [node.output[0]])]
+
+
 def float64_model(model: onnx.ModelProto) -> onnx.ModelProto:
     """A copy of `model` computing in float64 (module docstring)."""
     ranks = _ranks(model)
@@ -200,8 +259,9 @@ def float64_model(model: onnx.ModelProto) -> onnx.ModelProto:
     _retype([*graph.input, *graph.output, *graph.value_info])
     extra: list[TensorProto] = []
     nodes: list[onnx.NodeProto] = []
-    shapes = (_shapes(model) if any(n.op_type in ("LRN", "ConvTranspose", "MaxPool", "AveragePool") for n in graph.node)
-              else {})
+    shapes = (_shapes(model) if any(n.op_type in ("LRN", "ConvTranspose", "MaxPool", "AveragePool", "Conv")
+                                    for n in graph.node) else {})
+    weights = {t.name: t for t in model.graph.initializer}
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=13)
     for node in graph.node:
         if node.op_type == "BatchNormalization":
@@ -214,6 +274,10 @@ def float64_model(model: onnx.ModelProto) -> onnx.ModelProto:
                 and node.output[0] in shapes):
             nodes += _grouped_conv_transpose_nodes(node, shapes[node.input[0]][1], shapes[node.output[0]][1], extra,
                                                    opset)
+            continue
+        if _conv_rewritable(node, shapes, set(weights), opset):
+            nodes += _conv_nodes(node, shapes[node.input[0]], shapes[node.output[0]],
+                                 numpy_helper.to_array(weights[node.input[1]]), extra)
             continue
         if _pool_rewritable(node, shapes, opset):
             nodes += _pool_nodes(node, shapes[node.input[0]], shapes[node.output[0]], extra)

@@ -215,7 +215,8 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
                 "doc": f"evidence package reports/{model}/evidence.zip",
                 "actions": [(coded_action(_package_action, "evidence"), [model, mode])],
                 "file_dep": common + inputs,
-                "task_dep": list(after),
+                # its own model's steps only: a package starts while other models' steps still run
+                "task_dep": [f"{step}:{model}" for step in after],
                 "targets": [package_path(model).as_posix(), package_check_path(model).as_posix()],
                 "uptodate": [TreeStamp(_model_trees(model)), config_changed({"mode": mode})],
                 "clean": True,

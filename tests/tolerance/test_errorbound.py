@@ -317,3 +317,47 @@ def test_yardstick_pool_rewrite_agrees_with_onnx_reference_and_onnxruntime(op: s
         np.testing.assert_allclose(got, expected, rtol=1e-15, atol=1e-15)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-6, atol=1e-6)
+
+
+CONVS = [dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+         dict(kernel_shape=[1, 1]),
+         dict(kernel_shape=[3, 2], strides=[2, 1], pads=[1, 0, 0, 1], dilations=[1, 2]),
+         dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=3),          # depthwise (3 channels, 6 outputs)
+         dict(kernel_shape=[5, 5], strides=[1, 2], pads=[2, 2, 2, 2])]
+
+
+@pytest.mark.parametrize("attrs", CONVS)
+@pytest.mark.parametrize("bias", [True, False])
+def test_yardstick_conv_rewrite_agrees_with_onnx_reference_and_onnxruntime(attrs: dict, bias: bool) -> None:
+    """The convolutions the yardstick rewrites for speed (Pad, per tap a strided Slice and a grouped
+    MatMul, Sum, bias) compute what onnx.reference's own Conv computes in float64 (to the last bits)
+    and what onnxruntime computes in float32; the rewrite really happens."""
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+    import onnxruntime as ort
+
+    from pipeline.yardstick import float64_model
+
+    rng = np.random.default_rng(12)
+    groups = attrs.get("group", 1)
+    kh, kw = attrs["kernel_shape"]
+    weight = rng.normal(0, 0.3, (6, 3 // groups, kh, kw)).astype(np.float32)
+    inits = [numpy_helper.from_array(weight, "w")] + ([numpy_helper.from_array(rng.normal(0, 1, 6).astype(np.float32), "b")]
+                                                      if bias else [])
+    node = H.node("Conv", ["x", "w"] + (["b"] if bias else []), ["y"], **attrs)
+    model = H.make_model([node], {"x": [2, 3, 9, 8]}, {"y": None})
+    model.graph.initializer.extend(inits)
+    x = rng.normal(0, 1, (2, 3, 9, 8)).astype(np.float32)
+    rewritten = float64_model(model)
+    assert "Conv" not in [n.op_type for n in rewritten.graph.node] and "MatMul" in [n.op_type for n in rewritten.graph.node]
+    got = Yardstick(model).run({"x": x})["y"]
+    plain = onnx.ModelProto()
+    plain.CopyFrom(rewritten)
+    del plain.graph.node[:]
+    plain.graph.node.extend([node])
+    expected = ReferenceEvaluator(plain).run(None, {"x": x.astype(np.float64)})[0]
+    assert got.shape == expected.shape and got.dtype == np.float64
+    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-13)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(got, session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
