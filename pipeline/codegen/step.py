@@ -220,7 +220,8 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
                 shutil.rmtree(objects, ignore_errors=True)
             if "cuda" in generated.manifest:       # the .cu items of a mixed program: nvcc and the gate
                 kept = status[name].get("objects")
-                c_objects = [base / kept["sources"][s]["object"] for s in generated.manifest["sources"]] if kept else None
+                c_objects = ([(base / kept["sources"][s]["object"]).resolve() for s in generated.manifest["sources"]]
+                             if kept else None)     # absolute: nvcc links in the code folder
                 results.append(checks.cuda_result(subject, folder, base, Path(tmp) / "cuda", c_objects))
         if _has_nvdla(deployment):                 # the loadables the C proxies submit, judged as any loadable
             nvdla_status, verdict = _nvdla_deployment(model, name, base, split / name, export)

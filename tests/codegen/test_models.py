@@ -12,6 +12,7 @@ and are only required to be present and honest (not asserted to pass).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -46,7 +47,12 @@ def model_results(request, project):
     from pipeline.execute.step import run_execute_step
 
     model = request.param
-    codegen = run_codegen_step(model, project)
+    here = os.getcwd()
+    os.chdir(project)        # as doit runs it: the project is the working directory, root "."
+    try:
+        codegen = run_codegen_step(model, ".")
+    finally:
+        os.chdir(here)
     runs = run_execute_step(model, project, runs=MET_RUNS)
     compare = run_compare_step(model, project)
     return model, codegen, runs, compare
@@ -114,6 +120,17 @@ def test_code_checks_pass(model_results, check):
     assert results
     for subject, r in results.items():
         assert r.verdict is Verdict.PASS, f"{subject}: {r.reason}"
+
+
+def test_cuda_builds_pass_or_say_why_not(model_results):
+    """codegen.cuda (the nvcc builds, the gate, a mixed deployment's linked GPU program), run as doit
+    runs it (root "."): pass, or not run because nvcc or cuobjdump is missing."""
+    _, codegen, _, _ = model_results
+    for subject, r in _by(codegen, "codegen.cuda").items():
+        if r.verdict is Verdict.NOT_RUN:
+            assert "nvcc" in r.reason or "cuobjdump" in r.reason, f"{subject}: {r.reason}"
+        else:
+            assert r.verdict is Verdict.PASS, f"{subject}: {r.reason}"
 
 
 def test_zero_ulp_against_reference(model_results):
