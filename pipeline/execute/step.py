@@ -54,7 +54,7 @@ from pipeline.execute.cuda import EMULATION, SHUFFLE_SEED, run_cuda_deployment
 from pipeline.toolchain.nvcc import emulation_objects, gpu_query
 from pipeline.execute.nvdla.run import run_nvdla_deployment
 from pipeline.execute.harness import read_outputs, run_harness, write_arrays, write_input_vectors
-from pipeline.execute.instructions import count_instructions, special_vector, valgrind_version
+from pipeline.execute.instructions import BOUNDARY, count_instructions_per_vector, special_vector, valgrind_version
 
 from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP  # noqa: F401 (re-exported)
 
@@ -314,13 +314,11 @@ def _instruction_counts(binary: Path, inputs_dir: Path, manifest: dict[str, Any]
         cases.append((f"vector {v}", {n: s[v:v + 1] for n, s in stacks.items()}))
     cases.append(("zeros", {n: np.zeros_like(s[:1]) for n, s in stacks.items()}))
     cases.append(("special values", {n: special_vector(s[:1].shape) for n, s in stacks.items()}))
-    counted = []
-    for label, arrays in cases:
-        folder = scratch / "path" / label.replace(" ", "-")
-        write_arrays(arrays, folder / "inputs")
-        count = count_instructions(binary, folder / "inputs", folder)
-        counted.append({"input": label, "instructions": count})
-    return {"schema_version": 1, "status": "ran", "tool": f"{version} --tool=callgrind",
+    folder = scratch / "path"        # every case one vector of one run (pipeline/execute/instructions.py)
+    write_arrays({n: np.concatenate([arrays[n] for _, arrays in cases]) for n in stacks}, folder / "inputs")
+    counts = count_instructions_per_vector(binary, folder / "inputs", folder, len(cases))
+    counted = [{"input": label, "instructions": count} for (label, _), count in zip(cases, counts)]
+    return {"schema_version": 1, "status": "ran", "tool": f"{version} --tool=callgrind --dump-before={BOUNDARY}",
             "toggle_collect": ["nnef_item_*_run", "nnef_sync_wait (off)", "nnef_barrier (off)"],
             "inputs": counted}
 

@@ -100,7 +100,6 @@ def device_build(code_dir: Path, source: Path, out_dir: Path, archs: Sequence[st
     flags = [*DEVICE_FLAGS, *extra, "-I", str(code_dir)]
     build = CudaBuild(out_dir / "nnef_cuda_run", [], nvcc, nvcc_version())
     for arch in archs:
-        number = arch[3:]
         ptx = out_dir / f"{arch}.ptx"
         cubin = out_dir / f"{arch}.cubin"
         keep = out_dir / f"{arch}.keep"

@@ -17,7 +17,8 @@ from pipeline.diagnostics import PipelineError
 from pipeline.nnef.tensorfile import read_tensor, write_tensor
 from pipeline.toolchain.cc import compile_and_link
 from pipeline.execute.harness import read_outputs, run_harness, write_input_vectors
-from pipeline.execute.instructions import count_instructions, special_vector, valgrind_version
+from pipeline.execute.instructions import (count_instructions, count_instructions_per_vector, special_vector,
+                                           valgrind_version)
 
 BODY = """
     x = external<scalar>(shape = [1, 2, 6, 6]);
@@ -125,6 +126,37 @@ def test_instruction_count_is_data_independent(built, tmp_path):
         write_tensor(tmp_path / f"i{k}" / "x.dat", vector)
         counts.append(count_instructions(plain, tmp_path / f"i{k}", tmp_path / f"w{k}"))
     assert len(set(counts)) == 1 and counts[0] > 1000
+
+
+@pytest.mark.skipif(valgrind_version() is None, reason="valgrind is not installed (Debian package valgrind)")
+def test_one_run_counts_each_vector_as_its_own_run_does(built, tmp_path):
+    """One valgrind run cut at nnef_vector_start gives, per vector, the count of a run of that vector
+    alone."""
+    _, plain, _, _ = built
+    stack = np.stack([np.zeros((1, 2, 6, 6), np.float32), special_vector((1, 2, 6, 6)),
+                      np.random.default_rng(5).standard_normal((1, 2, 6, 6)).astype(np.float32)])
+    write_tensor(tmp_path / "all" / "x.dat", stack)
+    together = count_instructions_per_vector(plain, tmp_path / "all", tmp_path / "w", 3)
+    alone = []
+    for k in range(3):
+        write_tensor(tmp_path / f"i{k}" / "x.dat", stack[k:k + 1])
+        alone.append(count_instructions(plain, tmp_path / f"i{k}", tmp_path / f"w{k}"))
+    assert together == alone and together[0] > 1000
+
+
+@pytest.mark.skipif(valgrind_version() is None, reason="valgrind is not installed (Debian package valgrind)")
+def test_a_harness_without_the_vector_boundary_is_refused(tmp_path):
+    """A program that never calls nnef_vector_start cannot be cut per vector: RUN-E031, not one
+    total passed off as the count of each vector."""
+    if not shutil.which("gcc"):
+        pytest.skip("gcc is not installed")
+    source = tmp_path / "p.c"
+    source.write_text("int main(void) { return 0; }\n")
+    subprocess.run(["gcc", str(source), "-o", str(tmp_path / "p")], check=True)
+    (tmp_path / "in").mkdir()
+    with pytest.raises(PipelineError) as caught:
+        count_instructions_per_vector(tmp_path / "p", tmp_path / "in", tmp_path / "w", 2)
+    assert caught.value.code == "RUN-E031" and "nnef_vector_start" in caught.value.message
 
 
 def test_a_target_without_item_emitter_is_not_generated(tmp_path, monkeypatch):
