@@ -535,7 +535,7 @@ class ItemEmitter:
         w.line("")
 
     def _emit_array(self, w: CodeWriter, array: ConstArray, blob: bytearray | None) -> None:
-        from pipeline.codegen.c.kernels.common import flit
+        from pipeline.codegen.c.kernels.common import flits
 
         w.comment(array.comment)
         if blob is not None:
@@ -545,7 +545,7 @@ class ItemEmitter:
             w.line(f"#define {array.name} ({weights_symbol(self.item.name)} + {first}) "
                    f"/* floats [{first}, {len(blob) // 4}) of {weights_blob_file(self.item.name)} */")
             return
-        values = [flit(v) for v in np.asarray(array.values, F32).reshape(-1)]
+        values = flits(array.values)
         w.line(f"static const float {array.name}[{len(values)}] NNEF_ALIGNED(64) = {{")
         for start in range(0, len(values), 8):
             w.line("    " + ", ".join(values[start:start + 8]) + ",")

@@ -158,6 +158,16 @@ def flit(value: float | np.floating) -> str:
     return f"{text}f"
 
 
+def flits(values: np.ndarray) -> list[str]:
+    """`flit` of every element (a weights array): the same literals, formatted without a NumPy
+    scalar operation per element when all are finite (codegen of a large item spent most of its
+    time here)."""
+    flat = np.asarray(values, F32).reshape(-1)
+    if not np.isfinite(flat).all():
+        return [flit(v) for v in flat]
+    return [f"{v.hex()}f" for v in flat.astype(np.float64).tolist()]
+
+
 def strides(shape: tuple[int, ...] | list[int]) -> list[int]:
     """Row-major strides (in elements)."""
     result = [1] * len(shape)
