@@ -82,15 +82,20 @@ LINKED_WEIGHTS = re.compile(r'__asm__\("\.pushsection \.rodata\\n\\t\.balign \d+
                             r'\\"[\w/.]+\\"\\n\\t\.popsection"\);')
 
 
+ASM = re.compile(r"\b(?:__asm__|__asm|asm)\b")
+
+
 def forbidden_constructs(files: dict[str, str]) -> list[str]:
     """Calls of allocation/jump functions, goto, array declarators of non-constant size, and
     inline assembly other than a weights header's `.incbin` of its binary file."""
     problems = []
     for name, text in files.items():
-        for number, line in enumerate(text.splitlines(), start=1):
-            for match in re.finditer(r"\b(?:__asm__|__asm|asm)\b", line):
-                if not (line.startswith("__asm__") and match.start() == 0 and LINKED_WEIGHTS.fullmatch(line)):
-                    problems.append(f"{name}:{number}: inline assembly")
+        for match in ASM.finditer(text):      # over the whole text, then the match's line (weights files are long)
+            begin = text.rfind("\n", 0, match.start()) + 1
+            end = text.find("\n", match.start())
+            line = text[begin:len(text) if end < 0 else end].rstrip("\r")
+            if not (match.start() == begin and line.startswith("__asm__") and LINKED_WEIGHTS.fullmatch(line)):
+                problems.append(f"{name}:{text.count(chr(10), 0, begin) + 1}: inline assembly")
         code = strip(text)
         for call in CALL.finditer(code):
             if call.group(1) in FORBIDDEN_CALLS:
