@@ -150,9 +150,19 @@ def run_case(case: DefectCase, cc: str, flags: Sequence[str], scratch: Path, tim
     return CaseOutcome(case, tuple(flags), "error", f"exit {proc.returncode}: {(proc.stdout + proc.stderr)[:300]}")
 
 
+_OUTCOMES: dict[tuple[str, str, tuple[str, ...]], list[CaseOutcome]] = {}
+
+
 def check_cases(cc: str, flags: Sequence[str], scratch: Path) -> tuple[list[str], list[CaseOutcome]]:
-    """Every case built with `flags`: (problems, outcomes); a problem for each case not computed right."""
-    outcomes = [run_case(case, cc, flags, scratch) for case in CASES]
+    """Every case built with `flags`: (problems, outcomes); a problem for each case not computed right.
+
+    The outcomes depend on the compiler and the flags only, so a process runs them once per
+    (compiler path, `cc --version`, flags): every deployment of a model shares its flags."""
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False).stdout
+    key = (cc, version, tuple(flags))
+    if key not in _OUTCOMES:
+        _OUTCOMES[key] = [run_case(case, cc, flags, scratch) for case in CASES]
+    outcomes = _OUTCOMES[key]
     problems = [f"known {o.case.name} miscompilation not excluded by the build flags ({o.case.what}): {o.detail}"
                 if o.status == "wrong" else f"compiler defect case {o.case.name} did not run: {o.detail}"
                 for o in outcomes if o.status != "right"]
