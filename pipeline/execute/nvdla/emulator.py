@@ -271,9 +271,21 @@ def lut_eval_fp17(lut: Any, s: np.ndarray) -> np.ndarray:
 
 def emulate(data: bytes, inputs: dict[str, np.ndarray], mode: str = "ideal") -> dict[str, np.ndarray]:
     """Run the loadable `data` on `inputs` (by tensor name, NCHW); outputs by tensor name as (C, H, W) FP16."""
+    _check_mode(mode)          # before decoding: an unknown mode is refused whatever the bytes
+    return emulate_read(R.read_loadable(data), inputs, mode)
+
+
+def _check_mode(mode: str) -> None:
     if mode not in MODES:
         raise EmulationError(f"emulator mode {mode!r} is not built (modes: {', '.join(MODES)})")
-    loadable = R.read_loadable(data)
+
+
+def emulate_read(loadable: dict[str, Any], inputs: dict[str, np.ndarray], mode: str = "ideal") -> dict[str, np.ndarray]:
+    """`emulate` of a loadable already decoded by `reader.read_loadable` (decoding the flatbuffer was
+    about half of a small loadable's submission): a server submitting the same loadable many times
+    decodes it once. Every run starts from fresh memory filled from the loadable's blobs; the
+    decoded loadable is only read."""
+    _check_mode(mode)
     machine = Machine(loadable, mode)
     descs = {d["name"]: d for d in loadable["tensor_desc_list"]}
     for name, value in inputs.items():

@@ -22,7 +22,8 @@ import numpy as np
 from pipeline.atomic import write_json
 from pipeline.diagnostics import PipelineError
 from pipeline.execute.harness import write_arrays
-from pipeline.execute.nvdla.emulator import emulate
+from pipeline.codegen.nvdla.reader import read_loadable
+from pipeline.execute.nvdla.emulator import emulate_read
 from pipeline.layout import project_relative, step_dir
 from pipeline.names import confined
 from pipeline.nnef.tensorfile import read_tensor
@@ -51,9 +52,10 @@ def run_nvdla_deployment(model: str, deployment: str, root: Path, inputs_dir: Pa
     stacks = {spec["name"]: read_tensor(inputs_dir / f"{spec['name']}.dat")[:vectors] for spec in item["inputs"]}
     count = min(s.shape[0] for s in stacks.values())
     results: dict[str, list[np.ndarray]] = {o["name"]: [] for o in item["outputs"]}
+    decoded = read_loadable(data)           # once, not per vector (pipeline/execute/nvdla/emulator.py emulate_read)
     for v in range(count):
         feed = {spec["name"]: stacks[spec["name"]][v].reshape(spec["shape"]) for spec in item["inputs"]}
-        got = emulate(data, feed, MODE)
+        got = emulate_read(decoded, feed, MODE)
         for o in item["outputs"]:
             results[o["name"]].append(np.asarray(got[o["name"]], np.float32).reshape(o["shape"]))
     out = confined(step_dir(model, "execute", root), deployment)

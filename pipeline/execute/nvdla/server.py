@@ -46,6 +46,7 @@ class Loadable:
     data: bytes
     inputs: list[tuple[str, list[int]]]
     outputs: list[tuple[str, list[int]]]
+    decoded: dict | None = None      # reader.read_loadable(data), once per server (answer)
 
     @property
     def request_bytes(self) -> int:
@@ -81,7 +82,8 @@ def _read_exactly(stream: BinaryIO, count: int) -> bytes:
 
 def answer(loadable: Loadable, payload: bytes, mode: str) -> bytes:
     """The reply payload for one request payload (float32 inputs in order -> float32 outputs in order)."""
-    from pipeline.execute.nvdla.emulator import emulate
+    from pipeline.codegen.nvdla.reader import read_loadable
+    from pipeline.execute.nvdla.emulator import emulate_read
 
     values = np.frombuffer(payload, "<f4")
     feed, at = {}, 0
@@ -89,7 +91,9 @@ def answer(loadable: Loadable, payload: bytes, mode: str) -> bytes:
         count = math.prod(shape)
         feed[name] = values[at:at + count].reshape(shape)
         at += count
-    got = emulate(loadable.data, feed, mode)
+    if loadable.decoded is None:
+        loadable.decoded = read_loadable(loadable.data)
+    got = emulate_read(loadable.decoded, feed, mode)
     return b"".join(np.ascontiguousarray(np.asarray(got[name], np.float32).reshape(shape), "<f4").tobytes()
                     for name, shape in loadable.outputs)
 
