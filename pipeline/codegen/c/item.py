@@ -70,6 +70,13 @@ def sync_object(var: str) -> str:
     return f"nnef_sync_{var}"
 
 
+def barrier_step(item_index: int, step_index: int, barrier_id: int) -> tuple[str, str]:
+    """The two lines of a barrier step in a run function (C, CUDA and DLA-proxy items alike): the
+    step comment and the host barrier under NNEF_STEP (the runtime's trace events and noise)."""
+    return (f"/* step {step_index}: barrier {barrier_id} */",
+            f"NNEF_STEP({item_index}, {step_index}, epoch, nnef_barrier({barrier_id}));")
+
+
 @dataclass
 class Storage:
     """Where a tensor's elements are: an arena buffer, a constant array or a sync buffer."""
@@ -425,8 +432,8 @@ class ItemEmitter:
         for index, step in enumerate(item.steps):
             op = ops_by_step[index]
             if step.kind == "barrier":
-                w.line(f"/* step {index}: barrier {step.id} */")
-                w.line(f"NNEF_STEP({self.index}, {index}, epoch, nnef_barrier({step.id}));")
+                for text in barrier_step(self.index, index, step.id):
+                    w.line(text)
                 continue
             assert op is not None
             line, text = self._instruction(op)

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pipeline.codegen.c.item import ItemCode, TraceEntry, sync_object
+from pipeline.codegen.c.item import ItemCode, TraceEntry, barrier_step, sync_object
 from pipeline.codegen.c.writer import CodeWriter
 from pipeline.codegen.cuda.generate import RUNTIME_DIR, RUNTIME_FILES, CudaItemEmitter, item_file
 from pipeline.codegen.cuda.programs import math_header
@@ -168,8 +168,8 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
     for index, step in enumerate(item.steps):
         op = item.step_ops[index]
         if step.kind == "barrier":
-            w.line(f"    /* step {index}: barrier {step.id} */")
-            w.line(f"    NNEF_STEP({e.index}, {index}, epoch, nnef_barrier({step.id}));")
+            for text in barrier_step(e.index, index, step.id):
+                w.line(f"    {text}")
             continue
         assert op is not None
         line, text = e._line(op)

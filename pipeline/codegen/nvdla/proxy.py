@@ -30,7 +30,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pipeline.codegen.c.item import ItemCode, TraceEntry, item_file, sync_buffer, sync_object, weights_file
+from pipeline.codegen.c.item import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
+                                     weights_file)
 from pipeline.codegen.c.writer import CodeWriter
 from pipeline.codegen.codes import CodegenError
 from pipeline.codegen.deployment import DeploymentInput, ItemInput
@@ -301,8 +302,8 @@ def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: 
     for k, step in enumerate(item.steps):
         op = item.step_ops[k]
         if step.kind == "barrier":
-            w.line(f"    /* step {k}: barrier {step.id} */")
-            w.line(f"    NNEF_STEP({index}, {k}, epoch, nnef_barrier({step.id}));")
+            for text in barrier_step(index, k, step.id):
+                w.line(f"    {text}")
             continue
         assert op is not None
         line, text = nnef(op)
