@@ -318,7 +318,7 @@ def _instruction_counts(binary: Path, inputs_dir: Path, manifest: dict[str, Any]
     write_arrays({n: np.concatenate([arrays[n] for _, arrays in cases]) for n in stacks}, folder / "inputs")
     counts = count_instructions_per_vector(binary, folder / "inputs", folder, len(cases))
     counted = [{"input": label, "instructions": count} for (label, _), count in zip(cases, counts)]
-    return {"schema_version": 1, "status": "ran", "tool": f"{version} --tool=callgrind --dump-before={BOUNDARY}",
+    return {"schema_version": 1, "status": "ran", "tool": f"LD_BIND_NOW=1 {version} --tool=callgrind --dump-before={BOUNDARY}",
             "toggle_collect": ["nnef_item_*_run", "nnef_sync_wait (off)", "nnef_barrier (off)"],
             "inputs": counted}
 
