@@ -19,6 +19,13 @@ from pipeline.nnef.lowering.values import POISON, element_type
 from pipeline.nnef.shapes import SHAPE_RULES, ShapeError
 
 
+def _copied(value: Any) -> Any:
+    """A copy of nested lists (shapes end up in TensorInfo, which callers may change)."""
+    if type(value) is not list:
+        return value
+    return [_copied(v) if type(v) is list else v for v in value]
+
+
 class Emission:
     """Mixed into GraphBuilder (lowering/builder.py), whose state it reads and updates."""
 
@@ -40,9 +47,7 @@ class Emission:
               declare: bool = True) -> Any:
         shapes = self._infer(sig, inputs, attribs, span)
         outputs: dict[str, Any] = {}
-        for index, result in enumerate(sig.results):
-            item = T.bind(result.type, dtype)
-            elem = element_type(item)
+        for index, (result, item, elem) in enumerate(self._result_types(sig, dtype)):
             target = out_names[index] if out_names and index < len(out_names) else None
             shape = shapes[index] if shapes is not None else None
             if isinstance(item, ast.ArrayType):
@@ -73,6 +78,19 @@ class Emission:
         self.graph.operations.append(op)
         values = list(outputs.values())
         return values[0] if len(values) == 1 else tuple(values)
+
+    def _result_types(self, sig: FragmentSig, dtype: str | None) -> list[tuple[Any, Any, str]]:
+        """(result, bound type, element type) of each result of `sig`, computed once per type."""
+        key = (id(sig), dtype)
+        found = self._result_cache.get(key)
+        if found is None:
+            found = []
+            for result in sig.results:
+                item = T.bind(result.type, dtype)
+                found.append((result, item, element_type(item)))
+            self._result_cache[key] = found
+            self._result_sigs.append(sig)  # keeps id(sig) from being reused while cached
+        return found
 
     def _array_count(self, target: ast.Expr | None) -> int:
         return len(target.items) if isinstance(target, ast.ArrayExpr) else 0
@@ -108,6 +126,13 @@ class Emission:
             if shape is POISON:
                 return None
             shapes[name] = shape
+        # A rule is a pure function of the shapes and attributes, and a large graph repeats
+        # the same few combinations: successful inferences are remembered, keyed by the
+        # repr of both (exact for ints, floats, strings, lists and tuples; types distinct).
+        key = (sig.name, repr(shapes), repr(attribs))
+        known = self._shape_memo.get(key)
+        if known is not None:
+            return _copied(known)
         try:
             inferred = rule(shapes, attribs)
             for shape in inferred:
@@ -116,6 +141,7 @@ class Emission:
                     if problem:
                         self.report(limits.CODE, f"{sig.name}: {problem} (docs/nnef.md, Limits)", span)
                         return None
+            self._shape_memo[key] = _copied(inferred)
             return inferred
         except ShapeError as error:
             self.report("NNEF-E020", f"{sig.name}: {error}", span)
