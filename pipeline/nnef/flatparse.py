@@ -24,12 +24,12 @@ import numpy as np
 from pipeline.diagnostics import Span
 from pipeline.nnef import ast, limits
 
-# Each match is (the whitespace and comments before a token, the token): findall builds
-# both lists in C, and their lengths give every offset (numpy cumulative sums), so no
+# Each match is (the whitespace and comments before a token, the token): re.split lists
+# both in C, and their lengths give every offset (numpy cumulative sums), so no
 # Python code runs per character and only a little per token. Whitespace is lark's WS
 # set, so both parsers see the same tokens; the possessive `*+` keeps a run of trailing
 # blanks (no token after them) from backtracking. The last alternative catches any other
-# character; what the match leaves at the end of the text must be blanks only.
+# character, so matches are contiguous; what is left at the end must be blanks only.
 _TOKEN = re.compile(
     "((?:[ \\t\\f\\r\\n]+|#[^\\n\\r]*)*+)"
     "([A-Za-z_][A-Za-z0-9_]*"
@@ -64,8 +64,10 @@ def _lines_and_columns(text: str, offsets: np.ndarray) -> tuple[np.ndarray, np.n
         newlines = np.array([m.start() for m in re.finditer("\n", text)], dtype=np.int64)
     index = np.searchsorted(newlines, offsets, side="left")
     line_starts = np.concatenate(([0], newlines + 1))
-    columns = offsets - line_starts[index] + 1
-    return index + 1, columns
+    offsets -= line_starts[index]
+    offsets += 1
+    index += 1
+    return index, offsets
 
 
 _new_tuple = tuple.__new__
@@ -87,33 +89,38 @@ def _float32(text: str) -> float:
 class _FlatParser:
     def __init__(self, text: str, file: str) -> None:
         self.file = file
-        pairs = _TOKEN.findall(text)
-        texts = [token for _, token in pairs]
+        # split, not findall: one flat list [before, gap, token, before, gap, token, ..., rest]
+        # instead of a tuple per token (less memory, freed in one block)
+        pieces = _TOKEN.split(text)
+        texts = pieces[2::3]
+        rest = pieces[-1]
         count = len(texts)
-        blank = np.fromiter(map(len, [gap for gap, _ in pairs]), dtype=np.int64, count=count)
-        size = np.fromiter(map(len, texts), dtype=np.int64, count=count)
-        ends = np.cumsum(blank + size)
-        consumed = int(ends[-1]) if count else 0
-        if _TRAILING.match(text, consumed).end() != len(text):
+        starts = np.fromiter(map(len, pieces[1::3]), dtype=np.int32, count=count)  # gap lengths first
+        del pieces
+        if _TRAILING.fullmatch(rest) is None:  # the matches are contiguous: only this can be left
             raise _GiveUp
         fixed, first = _FIXED.get, _KIND.get
         kinds = [fixed(token) or first(token[0]) for token in texts]
         if None in kinds:
             raise _GiveUp  # a character no token starts with
+        size = np.fromiter(map(len, texts), dtype=np.int32, count=count)
+        starts += size
+        np.cumsum(starts, out=starts)
+        starts -= size  # now the offset of each token
+        del size
         kinds.append("eof")
         texts.append("")
-        offsets = np.append(ends - size, len(text))
-        lines, cols = _lines_and_columns(text, offsets)
+        lines, cols = _lines_and_columns(text, np.append(starts, len(text)))
         self.kinds, self.texts = kinds, texts
         self.lines, self.cols = lines.tolist(), cols.tolist()
-        self.ends = (cols + np.append(size, 0)).tolist()
         self.i = 0
 
     # ------------------------------------------------------------------ tokens
 
     def _span(self, first: int, last: int) -> Span:
         # tuple.__new__ directly: the named tuple's own __new__ is a Python-level function
-        return _new_tuple(Span, (self.file, self.lines[first], self.cols[first], self.lines[last], self.ends[last]))
+        return _new_tuple(Span, (self.file, self.lines[first], self.cols[first], self.lines[last],
+                                 self.cols[last] + len(self.texts[last])))
 
     def _expect(self, text: str) -> int:
         i = self.i
@@ -314,8 +321,8 @@ class _FlatParser:
                 known = (limits.integer(text), "integer")  # LimitExceeded is raised, never cached
             if len(_NUMBERS) < 65536:
                 _NUMBERS[text] = known
-        line = self.lines[i]
-        return ast.Literal(known[0], known[1], _new_tuple(Span, (self.file, line, self.cols[i], line, self.ends[i])),
+        line, column = self.lines[i], self.cols[i]
+        return ast.Literal(known[0], known[1], _new_tuple(Span, (self.file, line, column, line, column + len(text))),
                            text)
 
 
