@@ -113,6 +113,7 @@ class _FlatParser:
         lines, cols = _lines_and_columns(text, np.append(starts, len(text)))
         self.kinds, self.texts = kinds, texts
         self.lines, self.cols = lines.tolist(), cols.tolist()
+        self.extensions: list[ast.Extension] = []
         self.i = 0
 
     # ------------------------------------------------------------------ tokens
@@ -162,6 +163,7 @@ class _FlatParser:
                 names.append(self._name())
             last = self._expect(";")
             extensions.append(ast.Extension(tuple(names), self._span(first, last)))
+        self.extensions = extensions  # for a subclass's _graph (flatcheck.py)
         graphs = []
         if self.texts[self.i] == "graph" and self.kinds[self.i] == "kw":
             graphs.append(self._graph(item=False))

@@ -1,10 +1,11 @@
 """The fast path and the lark parser lead to the same checked result.
 
-A flat document goes through pipeline/nnef/flatparse.py, and its lowering skips what a
-flat body cannot need (the operator-expression and depth walks) and remembers shape
-inferences. Whatever is skipped or remembered, the flat graphs and every finding (code,
-severity, message, file, line, column, related spans) must be exactly those of the lark
-parser followed by a lowering that remembers nothing. Compared on every shipped model's NNEF (exported in
+A flat document is checked as it is parsed (pipeline/nnef/flatcheck.py: clean statements
+lowered from the tokens, the others by the general lowering), or parsed by
+pipeline/nnef/flatparse.py into an AST; the lowering skips what a flat body cannot need
+and remembers shape inferences. Whatever is skipped or remembered, the flat graphs and
+every finding (code, severity, message, file, line, column, related spans) must be
+exactly those of the lark parser followed by a lowering that remembers nothing. Compared on every shipped model's NNEF (exported in
 memory), on the benchmark's generated graph, on hand-made variants of it that break one
 statement after the same statement kind was already checked (a remembered inference must
 not hide a finding), and on randomly mutated texts.
@@ -23,8 +24,10 @@ from benchmarks.nnef_bench import generate
 from pipeline.diagnostics import sorted_findings
 from pipeline.layout import model_names
 from pipeline.nnef import parser as lark_front
-from pipeline.nnef.checker import check_document
+from pipeline.nnef.checker import CheckReport, _apply_profile, check_document, check_text
+from pipeline.nnef.flatcheck import check_flat
 from pipeline.nnef.flatparse import parse_flat
+from pipeline.nnef.multiitem import check_items
 from pipeline.nnef.lowering import GraphBuilder
 from tests.nnef.nnef_corpus import valid_cases
 from tests.nnef.test_nnef_flatparse import MUTATIONS
@@ -41,12 +44,6 @@ def lark_document(text: str) -> Any:
         return None
 
 
-def checked(document: Any, profile: str) -> tuple[str, str]:
-    """The flat graphs and the findings, as text (repr: exact, and NaN-safe)."""
-    graphs, findings = check_document(document, profile)
-    return repr(graphs), repr(sorted_findings(findings))
-
-
 class _Forgetful(dict):
     """A shape memo that never stores: every inference runs its rule."""
 
@@ -54,27 +51,45 @@ class _Forgetful(dict):
         pass
 
 
-def checked_unremembered(document: Any, profile: str) -> tuple[str, str]:
+def _forgetful_post_init() -> Any:
     original = GraphBuilder.__post_init__
 
     def post_init(self: GraphBuilder) -> None:
         original(self)
         self._shape_memo = _Forgetful()
 
-    with mock.patch.object(GraphBuilder, "__post_init__", post_init):
-        return checked(document, profile)
+    return mock.patch.object(GraphBuilder, "__post_init__", post_init)
+
+
+def outcome(report: Any) -> tuple[str, str]:
+    """The flat graphs and the findings, as text (repr: exact, and NaN-safe)."""
+    return repr(report.graphs), repr(report.findings)
+
+
+def reference(text: str, profile: str) -> tuple[str, str]:
+    """The checker with neither fast path: lark, then a lowering that remembers nothing."""
+    with mock.patch("pipeline.nnef.checker.check_flat", return_value=None), \
+            mock.patch("pipeline.nnef.parser.parse_flat", return_value=None), _forgetful_post_init():
+        return outcome(check_text(text, FILE, profile))
 
 
 def assert_same(text: str, profile: str = "certification") -> tuple[str, str] | None:
-    """Both paths agree on `text`; the result, or None when the fast path does not take it."""
+    """Every path agrees on `text`: the streaming check (flatcheck.py), the flat AST
+    (flatparse.py) through check_document, and the reference. The result, or None when
+    the text is not flat."""
+    expected = reference(text, profile)
+    assert outcome(check_text(text, FILE, profile)) == expected
     flat = parse_flat(text, FILE)
     if flat is None:
+        assert check_flat(text, FILE, profile) is None
         return None
-    reference = lark_document(text)
-    assert reference is not None, "the fast path accepted a text the grammar rejects"
-    ours = checked(flat, profile)
-    assert ours == checked_unremembered(reference, profile)
-    return ours
+    assert check_flat(text, FILE, profile) is not None
+    assert lark_document(text) is not None, "the fast path accepted a text the grammar rejects"
+    report = CheckReport(texts={FILE: text})
+    graphs, findings = check_document(flat, profile)
+    report.graphs, report.findings = graphs, sorted_findings(_apply_profile(findings + check_items(graphs), profile))
+    assert outcome(report) == expected
+    return expected
 
 
 @pytest.mark.parametrize("model", ROOT_MODELS)
@@ -83,6 +98,8 @@ def test_shipped_model_nnef(model: str) -> None:
 
     text = convert(f"models/{model}/model.onnx").text
     assert assert_same(text) is not None, "an exported model must take the fast path"
+    report = check_text(text, FILE)
+    assert report.documents[FILE] == lark_document(text)  # the AST, parsed when asked for
 
 
 def test_benchmark_graph() -> None:

@@ -149,6 +149,34 @@ class Emission:
             self.report("NNEF-E020", f"{sig.name}: invalid arguments ({error})", span)
         return None
 
+    def _quiet_infer(self, sig: FragmentSig, inputs: dict[str, Any], attribs: dict[str, Any]) -> list[Any] | None:
+        """`_infer` for a caller that only proves the clean case (pipeline/nnef/flatcheck.py):
+        the shapes when the rule succeeds within the limits, None (nothing reported) when
+        `_infer` would report or give no shape."""
+        rule = SHAPE_RULES.get(sig.name)
+        if rule is None:
+            return None
+        shapes: dict[str, Any] = {}
+        for name, value in inputs.items():
+            shape = self._shape_of(value)
+            if shape is POISON:
+                return None
+            shapes[name] = shape
+        key = (sig.name, repr(shapes), repr(attribs))
+        known = self._shape_memo.get(key)
+        if known is not None:
+            return _copied(known)
+        try:
+            inferred = rule(shapes, attribs)
+        except (ShapeError, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+            return None
+        for shape in inferred:
+            for one in (shape if shape and isinstance(shape[0], list) else [shape]):
+                if isinstance(one, list) and limits.shape_problem(one):
+                    return None
+        self._shape_memo[key] = _copied(inferred)
+        return inferred
+
     def _shape_of(self, value: Any) -> Any:
         if isinstance(value, Ref):
             info = self.graph.tensors.get(value.name)
