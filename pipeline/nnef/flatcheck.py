@@ -77,13 +77,16 @@ class _StreamingChecker(_FlatParser):
                           operator_expressions="KHR_enable_operator_expressions" in extensions,
                           fragment_definitions="KHR_enable_fragment_definitions" in extensions)
         builder = GraphBuilder(header, self.catalogue, options, self.file, flat_document=True)
-        builder.reserved = self._assigned_names(self.i)
+        body = self.i
+        reserved = None  # read from the tokens when the general lowering first needs it
         texts, kinds = self.texts, self.kinds
         while texts[self.i] != "}" or kinds[self.i] != "punct":
             start = self.i
             try:
                 self.i = self._statement(builder, start)
             except _Slow:
+                if reserved is None:
+                    reserved = builder.reserved = self._assigned_names(body)
                 self.i = start
                 self._general(builder, self._assignment())
         last = self._expect("}")
@@ -95,8 +98,9 @@ class _StreamingChecker(_FlatParser):
         return ast.GraphDef(name, params, results, (), item_name, self._span(first, last))
 
     def _assigned_names(self, start: int) -> set[str]:
-        """Every identifier assigned in the body from token `start` (the builder's `reserved`:
-        generated names must avoid them), read from the tokens before anything is lowered."""
+        """Every identifier assigned in the body from token `start`: the builder's `reserved`
+        (generated names avoid them), which only the general lowering reads; the clean
+        case never generates a name."""
         texts, kinds = self.texts, self.kinds
         names: set[str] = set()
         ends = compress(count(), map(";".__eq__, texts))
@@ -260,15 +264,21 @@ class _StreamingChecker(_FlatParser):
                 closing = "]" if text == "[" else ")"
                 items = []
                 j += 1
-                if text == "(" or self.texts[j] != "]":
+                texts, kinds = self.texts, self.kinds
+                if text == "(" or texts[j] != "]":
                     while True:
-                        value, j = self._value_at(j, builder, refs)
-                        items.append(value)
-                        if self.texts[j] == "," and self.kinds[j] == "punct":
+                        known = _NUMBERS.get(texts[j]) if kinds[j] == "num" else None
+                        if known is not None:  # numbers, the bulk of attribute arrays, without a call
+                            items.append(known[0])
+                            j += 1
+                        else:
+                            value, j = self._value_at(j, builder, refs)
+                            items.append(value)
+                        if texts[j] == "," and kinds[j] == "punct":
                             j += 1
                             continue
                         break
-                if self.texts[j] != closing or self.kinds[j] != "punct":
+                if texts[j] != closing or kinds[j] != "punct":
                     raise _Slow
                 if text == "(":
                     if len(items) < 2:

@@ -17,6 +17,8 @@ ASTs (spans compared) on the whole corpus and on randomly mutated documents.
 from __future__ import annotations
 
 import re
+from itertools import compress, count
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -28,16 +30,17 @@ from pipeline.nnef import ast, limits
 # both in C, and their lengths give every offset (numpy cumulative sums), so no
 # Python code runs per character and only a little per token. Whitespace is lark's WS
 # set, so both parsers see the same tokens; the possessive `*+` keeps a run of trailing
-# blanks (no token after them) from backtracking. The last alternative catches any other
-# character, so matches are contiguous; what is left at the end must be blanks only.
+# blanks (no token after them) from backtracking. The one-character punctuation that
+# starts no other token is tried first (the commonest tokens). The last alternative
+# catches any other character, so matches are contiguous; what is left at the end must
+# be blanks only.
 _TOKEN = re.compile(
-    "((?:[ \\t\\f\\r\\n]+|#[^\\n\\r]*)*+)"
-    "([A-Za-z_][A-Za-z0-9_]*"
+    "([ \\t\\f\\r\\n]*+(?:#[^\\n\\r]*[ \\t\\f\\r\\n]*+)*+)"
+    "([(),\\[\\]=;{}]|[A-Za-z_][A-Za-z0-9_]*"
     "|[0-9]+(?:\\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|'[^'\\r\\n]*'|\"[^\"\\r\\n]*\""
     "|<[ \\t]*(?:integer|scalar|logical|string)[ \\t]*>|->|[^ \\t\\f\\r\\n])"
 )
 _TRAILING = re.compile("(?:[ \\t\\f\\r\\n]+|#[^\\n\\r]*)*+")
-_PUNCTUATION = frozenset("-=(),;[]{}") | {"->"}
 _KEYWORDS = frozenset({
     "version", "extension", "fragment", "graph", "graphitem", "tensor", "integer", "scalar",
     "logical", "string", "true", "false", "for", "in", "if", "else", "yield", "shape_of",
@@ -48,12 +51,12 @@ _VERSION = re.compile(r"([0-9]{1,9})\.([0-9]{1,9})")
 _FRACTIONAL = re.compile(r"[0-9]+\.|[0-9]+[eE]")
 
 
-# Kind of a token by its first character; keywords and punctuation by their whole text.
+# Kind of a token by its first character (a '-' is '-' or '->'); keywords are identifiers
+# found in _KEYWORDS; a character starting no token has no kind.
 _KIND: dict[str, str] = {c: "id" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"}
 _KIND.update({c: "num" for c in "0123456789"})
 _KIND.update({"'": "str", '"': "str", "<": "typ"})
-_FIXED: dict[str, str] = {k: "kw" for k in _KEYWORDS}
-_FIXED.update({p: "punct" for p in _PUNCTUATION})
+_KIND.update({c: "punct" for c in "-=(),;[]{}"})
 
 
 def _lines_and_columns(text: str, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -94,16 +97,18 @@ class _FlatParser:
         pieces = _TOKEN.split(text)
         texts = pieces[2::3]
         rest = pieces[-1]
-        count = len(texts)
-        starts = np.fromiter(map(len, pieces[1::3]), dtype=np.int32, count=count)  # gap lengths first
+        number = len(texts)
+        starts = np.fromiter(map(len, pieces[1::3]), dtype=np.int32, count=number)  # gap lengths first
         del pieces
         if _TRAILING.fullmatch(rest) is None:  # the matches are contiguous: only this can be left
             raise _GiveUp
-        fixed, first = _FIXED.get, _KIND.get
-        kinds = [fixed(token) or first(token[0]) for token in texts]
+        # kinds by first character, in C; then the few keywords among the identifiers
+        kinds = list(map(_KIND.get, map(itemgetter(0), texts)))
         if None in kinds:
             raise _GiveUp  # a character no token starts with
-        size = np.fromiter(map(len, texts), dtype=np.int32, count=count)
+        for k in compress(count(), map(_KEYWORDS.__contains__, texts)):
+            kinds[k] = "kw"
+        size = np.fromiter(map(len, texts), dtype=np.int32, count=number)
         starts += size
         np.cumsum(starts, out=starts)
         starts -= size  # now the offset of each token
