@@ -16,8 +16,9 @@ ASTs (spans compared) on the whole corpus and on randomly mutated documents.
 
 from __future__ import annotations
 
-import itertools
 import re
+from itertools import compress, count
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -25,15 +26,21 @@ import numpy as np
 from pipeline.diagnostics import Span
 from pipeline.nnef import ast, limits
 
-# One alternative per token class; the last one catches any other character so that the
-# pieces cover the text exactly (their lengths give the offsets). Whitespace is lark's
-# WS set, so both parsers see the same tokens.
+# Each match is (the whitespace and comments before a token, the token): re.split lists
+# both in C, and their lengths give every offset (numpy cumulative sums), so no
+# Python code runs per character and only a little per token. Whitespace is lark's WS
+# set, so both parsers see the same tokens; the possessive `*+` keeps a run of trailing
+# blanks (no token after them) from backtracking. The one-character punctuation that
+# starts no other token is tried first (the commonest tokens). The last alternative
+# catches any other character, so matches are contiguous; what is left at the end must
+# be blanks only.
 _TOKEN = re.compile(
-    "([ \\t\\f\\r\\n]+|#[^\\n\\r]*|[A-Za-z_][A-Za-z0-9_]*"
+    "([ \\t\\f\\r\\n]*+(?:#[^\\n\\r]*[ \\t\\f\\r\\n]*+)*+)"
+    "([(),\\[\\]=;{}]|[A-Za-z_][A-Za-z0-9_]*"
     "|[0-9]+(?:\\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|'[^'\\r\\n]*'|\"[^\"\\r\\n]*\""
     "|<[ \\t]*(?:integer|scalar|logical|string)[ \\t]*>|->|[^ \\t\\f\\r\\n])"
 )
-_PUNCTUATION = frozenset("-=(),;[]{}") | {"->"}
+_TRAILING = re.compile("(?:[ \\t\\f\\r\\n]+|#[^\\n\\r]*)*+")
 _KEYWORDS = frozenset({
     "version", "extension", "fragment", "graph", "graphitem", "tensor", "integer", "scalar",
     "logical", "string", "true", "false", "for", "in", "if", "else", "yield", "shape_of",
@@ -44,20 +51,33 @@ _VERSION = re.compile(r"([0-9]{1,9})\.([0-9]{1,9})")
 _FRACTIONAL = re.compile(r"[0-9]+\.|[0-9]+[eE]")
 
 
-_KIND: dict[str, str] = {c: "ws" for c in " \t\f\r\n#"}
-_KIND.update({c: "id" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"})
+# Kind of a token by its first character (a '-' is '-' or '->'); keywords are identifiers
+# found in _KEYWORDS; a character starting no token has no kind.
+_KIND: dict[str, str] = {c: "id" for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"}
 _KIND.update({c: "num" for c in "0123456789"})
 _KIND.update({"'": "str", '"': "str", "<": "typ"})
+_KIND.update({c: "punct" for c in "-=(),;[]{}"})
 
 
-def _lines_and_columns(text: str, offsets: list[int]) -> tuple[list[int], list[int]]:
+def _lines_and_columns(text: str, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """1-based line and column of each offset, lines counted by '\\n' as lark counts them."""
-    newlines = np.array([m.start() for m in re.finditer("\n", text)], dtype=np.int64)
-    where = np.asarray(offsets, dtype=np.int64)
-    index = np.searchsorted(newlines, where, side="left")
+    if text.isascii():
+        newlines = np.flatnonzero(np.frombuffer(text.encode("ascii"), dtype=np.uint8) == 10)
+    else:
+        newlines = np.array([m.start() for m in re.finditer("\n", text)], dtype=np.int64)
+    index = np.searchsorted(newlines, offsets, side="left")
     line_starts = np.concatenate(([0], newlines + 1))
-    columns = where - line_starts[index] + 1
-    return (index + 1).tolist(), columns.tolist()
+    offsets -= line_starts[index]
+    offsets += 1
+    index += 1
+    return index, offsets
+
+
+_new_tuple = tuple.__new__
+
+# The value and kind of each distinct number spelling: exporters repeat the same few
+# (0, 1, 0.0, ...) hundreds of thousands of times.
+_NUMBERS: dict[str, tuple[Any, str]] = {}
 
 
 class _GiveUp(Exception):
@@ -72,38 +92,41 @@ def _float32(text: str) -> float:
 class _FlatParser:
     def __init__(self, text: str, file: str) -> None:
         self.file = file
-        pieces = _TOKEN.findall(text)
-        starts = [0, *itertools.accumulate(map(len, pieces))]
-        if starts[-1] != len(text):
+        # split, not findall: one flat list [before, gap, token, before, gap, token, ..., rest]
+        # instead of a tuple per token (less memory, freed in one block)
+        pieces = _TOKEN.split(text)
+        texts = pieces[2::3]
+        rest = pieces[-1]
+        number = len(texts)
+        starts = np.fromiter(map(len, pieces[1::3]), dtype=np.int32, count=number)  # gap lengths first
+        del pieces
+        if _TRAILING.fullmatch(rest) is None:  # the matches are contiguous: only this can be left
             raise _GiveUp
-        kinds: list[str] = []
-        texts: list[str] = []
-        offsets: list[int] = []
-        for piece, offset in zip(pieces, starts):
-            kind = _KIND.get(piece[0])
-            if kind is None:
-                if piece not in _PUNCTUATION:
-                    raise _GiveUp
-                kind = "punct"
-            elif kind == "ws":
-                continue
-            elif kind == "id" and piece in _KEYWORDS:
-                kind = "kw"
-            kinds.append(kind)
-            texts.append(piece)
-            offsets.append(offset)
+        # kinds by first character, in C; then the few keywords among the identifiers
+        kinds = list(map(_KIND.get, map(itemgetter(0), texts)))
+        if None in kinds:
+            raise _GiveUp  # a character no token starts with
+        for k in compress(count(), map(_KEYWORDS.__contains__, texts)):
+            kinds[k] = "kw"
+        size = np.fromiter(map(len, texts), dtype=np.int32, count=number)
+        starts += size
+        np.cumsum(starts, out=starts)
+        starts -= size  # now the offset of each token
+        del size
         kinds.append("eof")
         texts.append("")
-        offsets.append(len(text))
-        lines, cols = _lines_and_columns(text, offsets)
-        self.kinds, self.texts, self.lines, self.cols = kinds, texts, lines, cols
-        self.ends = [c + len(t) for c, t in zip(cols, texts)]
+        lines, cols = _lines_and_columns(text, np.append(starts, len(text)))
+        self.kinds, self.texts = kinds, texts
+        self.lines, self.cols = lines.tolist(), cols.tolist()
+        self.extensions: list[ast.Extension] = []
         self.i = 0
 
     # ------------------------------------------------------------------ tokens
 
     def _span(self, first: int, last: int) -> Span:
-        return Span(self.file, self.lines[first], self.cols[first], self.lines[last], self.ends[last])
+        # tuple.__new__ directly: the named tuple's own __new__ is a Python-level function
+        return _new_tuple(Span, (self.file, self.lines[first], self.cols[first], self.lines[last],
+                                 self.cols[last] + len(self.texts[last])))
 
     def _expect(self, text: str) -> int:
         i = self.i
@@ -145,6 +168,7 @@ class _FlatParser:
                 names.append(self._name())
             last = self._expect(";")
             extensions.append(ast.Extension(tuple(names), self._span(first, last)))
+        self.extensions = extensions  # for a subclass's _graph (flatcheck.py)
         graphs = []
         if self.texts[self.i] == "graph" and self.kinds[self.i] == "kw":
             graphs.append(self._graph(item=False))
@@ -257,13 +281,13 @@ class _FlatParser:
 
     def _value(self) -> Any:
         i = self.i
-        kind, text = self.kinds[i], self.texts[i]
+        kinds, texts = self.kinds, self.texts
+        kind, text = kinds[i], texts[i]
         if kind == "num":
             self.i = i + 1
             return self._number(i)
         if kind == "id":
-            next_text = self.texts[i + 1]
-            if next_text == "(" or self.kinds[i + 1] == "typ":
+            if texts[i + 1] == "(" or kinds[i + 1] == "typ":
                 raise _GiveUp  # nested invocation: compound syntax
             self.i = i + 1
             return ast.Identifier(text, self._span(i, i))
@@ -274,25 +298,20 @@ class _FlatParser:
             self.i = i + 1
             return ast.Literal(text == "true", "logical", self._span(i, i), text)
         if kind == "punct":
-            if text == "-" and self.kinds[i + 1] == "num":
+            if text == "-" and kinds[i + 1] == "num":
                 self.i = i + 2
                 return ast.Unary("-", self._number(i + 1), self._span(i, i + 1))
-            if text == "[":
+            if text == "[" or text == "(":
                 self.i = i + 1
                 items = []
-                if self.texts[self.i] != "]":
+                if text == "(" or texts[self.i] != "]":
                     items.append(self._value())
-                    while self.texts[self.i] == "," and self.kinds[self.i] == "punct":
+                    while texts[self.i] == "," and kinds[self.i] == "punct":
                         self.i += 1
                         items.append(self._value())
-                last = self._expect("]")
-                return ast.ArrayExpr(tuple(items), self._span(i, last))
-            if text == "(":
-                self.i = i + 1
-                items = [self._value()]
-                while self.texts[self.i] == "," and self.kinds[self.i] == "punct":
-                    self.i += 1
-                    items.append(self._value())
+                if text == "[":
+                    last = self._expect("]")
+                    return ast.ArrayExpr(tuple(items), self._span(i, last))
                 last = self._expect(")")
                 if len(items) < 2:
                     raise _GiveUp  # a parenthesised expression
@@ -301,9 +320,17 @@ class _FlatParser:
 
     def _number(self, i: int) -> ast.Literal:
         text = self.texts[i]
-        if _FRACTIONAL.match(text):
-            return ast.Literal(_float32(text), "scalar", self._span(i, i), text)
-        return ast.Literal(limits.integer(text), "integer", self._span(i, i), text)
+        known = _NUMBERS.get(text)
+        if known is None:
+            if _FRACTIONAL.match(text):
+                known = (_float32(text), "scalar")
+            else:
+                known = (limits.integer(text), "integer")  # LimitExceeded is raised, never cached
+            if len(_NUMBERS) < 65536:
+                _NUMBERS[text] = known
+        line, column = self.lines[i], self.cols[i]
+        return ast.Literal(known[0], known[1], _new_tuple(Span, (self.file, line, column, line, column + len(text))),
+                           text)
 
 
 def parse_flat(text: str, file: str) -> ast.Document | None:

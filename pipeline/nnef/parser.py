@@ -498,6 +498,14 @@ def _parse_text(text: str, file: str) -> ParseResult:
 
 def parse_file(path: str | Path) -> ParseResult:
     """Parse the NNEF file at `path` (UTF-8); an unreadable file is a finding, not an exception."""
+    text, problem = read_description(path)
+    if problem is not None:
+        return ParseResult(None, [problem], "")
+    return parse_text(text, str(path))
+
+
+def read_description(path: str | Path) -> tuple[str, Finding | None]:
+    """The text of the NNEF file at `path`, or the NNEF-E003 finding saying why it cannot be read."""
     file = str(path)
     try:
         info = os.stat(path)
@@ -507,5 +515,5 @@ def parse_file(path: str | Path) -> ParseResult:
             raise OSError(f"{info.st_size} bytes exceed the limit of {limits.MAX_TEXT_BYTES} (docs/nnef.md, Limits)")
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        return ParseResult(None, [Finding("NNEF-E003", Severity.ERROR, f"cannot read file: {error}", Span(file, 1, 1))], "")
-    return parse_text(text, file)
+        return "", Finding("NNEF-E003", Severity.ERROR, f"cannot read file: {error}", Span(file, 1, 1))
+    return text, None

@@ -178,6 +178,9 @@ def fast_validator(spec: ast.TypeSpec) -> Validator | None:
         inner = fast_validator(spec.item)
         if inner is None:
             return None
+        if isinstance(spec.item, ast.PrimitiveType) and spec.item.name in _PYTHON_TYPES:
+            only = {_PYTHON_TYPES[spec.item.name]}  # the item types of the list, collected in C
+            return lambda v, d: type(v) is list and set(map(type, v)) <= only
         return lambda v, d: type(v) is list and all(inner(i, d) for i in v)
     if isinstance(spec, ast.TupleType):
         inners = [fast_validator(t) for t in spec.items]

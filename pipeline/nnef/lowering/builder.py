@@ -79,6 +79,9 @@ class GraphBuilder(Declarations, Expressions, Invocations, Emission, GraphRules)
         self.referenced: set[str] = set()  # names read by some expression
         self.dtypes: dict[str, str] = {}
         self._validators: dict[tuple[str, str | None], list[tuple[Any, Any, Any, Any]]] = {}
+        self._result_cache: dict[tuple[int, str | None], list[tuple[Any, Any, str]]] = {}
+        self._result_sigs: list[FragmentSig] = []
+        self._shape_memo: dict[tuple[str, str, str], list[Any]] = {}
 
     def report(self, code: str, message: str, span: Span | None,
                related: Iterable[tuple[str, Span]] = (), severity: Severity | None = None) -> None:

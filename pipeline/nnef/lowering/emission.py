@@ -7,6 +7,7 @@ Findings: NNEF-E015, E017, E020, E022, W051.
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 from pipeline.diagnostics import Span
@@ -17,6 +18,26 @@ from pipeline.nnef.graph import Operation, Ref, TensorInfo
 from pipeline.nnef import limits
 from pipeline.nnef.lowering.values import POISON, element_type
 from pipeline.nnef.shapes import SHAPE_RULES, ShapeError
+
+
+def _memo_key(name: str, shapes: dict[str, Any], attribs: dict[str, Any]) -> tuple[str, bytes] | None:
+    """The shape memo's key. A rule is a pure function of the shapes and attributes, and a
+    large graph repeats the same few combinations, so successful inferences are remembered.
+    The key is their pickle (built in C, three times faster than repr): equal bytes mean
+    equal values of the same types (1, 1.0 and True differ); equal values may still give
+    different bytes (shared lists are pickled once), which only costs a miss. None (no
+    memo) for a value pickle refuses."""
+    try:
+        return name, pickle.dumps((shapes, attribs), pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+
+
+def _copied(value: Any) -> Any:
+    """A copy of nested lists (shapes end up in TensorInfo, which callers may change)."""
+    if type(value) is not list:
+        return value
+    return [_copied(v) if type(v) is list else v for v in value]
 
 
 class Emission:
@@ -40,9 +61,7 @@ class Emission:
               declare: bool = True) -> Any:
         shapes = self._infer(sig, inputs, attribs, span)
         outputs: dict[str, Any] = {}
-        for index, result in enumerate(sig.results):
-            item = T.bind(result.type, dtype)
-            elem = element_type(item)
+        for index, (result, item, elem) in enumerate(self._result_types(sig, dtype)):
             target = out_names[index] if out_names and index < len(out_names) else None
             shape = shapes[index] if shapes is not None else None
             if isinstance(item, ast.ArrayType):
@@ -73,6 +92,19 @@ class Emission:
         self.graph.operations.append(op)
         values = list(outputs.values())
         return values[0] if len(values) == 1 else tuple(values)
+
+    def _result_types(self, sig: FragmentSig, dtype: str | None) -> list[tuple[Any, Any, str]]:
+        """(result, bound type, element type) of each result of `sig`, computed once per type."""
+        key = (id(sig), dtype)
+        found = self._result_cache.get(key)
+        if found is None:
+            found = []
+            for result in sig.results:
+                item = T.bind(result.type, dtype)
+                found.append((result, item, element_type(item)))
+            self._result_cache[key] = found
+            self._result_sigs.append(sig)  # keeps id(sig) from being reused while cached
+        return found
 
     def _array_count(self, target: ast.Expr | None) -> int:
         return len(target.items) if isinstance(target, ast.ArrayExpr) else 0
@@ -108,6 +140,10 @@ class Emission:
             if shape is POISON:
                 return None
             shapes[name] = shape
+        key = _memo_key(sig.name, shapes, attribs)
+        known = self._shape_memo.get(key) if key is not None else None
+        if known is not None:
+            return _copied(known)
         try:
             inferred = rule(shapes, attribs)
             for shape in inferred:
@@ -116,12 +152,43 @@ class Emission:
                     if problem:
                         self.report(limits.CODE, f"{sig.name}: {problem} (docs/nnef.md, Limits)", span)
                         return None
+            if key is not None:
+                self._shape_memo[key] = _copied(inferred)
             return inferred
         except ShapeError as error:
             self.report("NNEF-E020", f"{sig.name}: {error}", span)
         except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as error:
             self.report("NNEF-E020", f"{sig.name}: invalid arguments ({error})", span)
         return None
+
+    def _quiet_infer(self, sig: FragmentSig, inputs: dict[str, Any], attribs: dict[str, Any]) -> list[Any] | None:
+        """`_infer` for a caller that only proves the clean case (pipeline/nnef/flatcheck.py):
+        the shapes when the rule succeeds within the limits, None (nothing reported) when
+        `_infer` would report or give no shape."""
+        rule = SHAPE_RULES.get(sig.name)
+        if rule is None:
+            return None
+        shapes: dict[str, Any] = {}
+        for name, value in inputs.items():
+            shape = self._shape_of(value)
+            if shape is POISON:
+                return None
+            shapes[name] = shape
+        key = _memo_key(sig.name, shapes, attribs)
+        known = self._shape_memo.get(key) if key is not None else None
+        if known is not None:
+            return _copied(known)
+        try:
+            inferred = rule(shapes, attribs)
+        except (ShapeError, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
+            return None
+        for shape in inferred:
+            for one in (shape if shape and isinstance(shape[0], list) else [shape]):
+                if isinstance(one, list) and limits.shape_problem(one):
+                    return None
+        if key is not None:
+            self._shape_memo[key] = _copied(inferred)
+        return inferred
 
     def _shape_of(self, value: Any) -> Any:
         if isinstance(value, Ref):

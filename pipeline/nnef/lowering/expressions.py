@@ -27,7 +27,8 @@ class Expressions:
         if kind is ast.Identifier:
             return self._lookup(expr, scope)
         if kind is ast.ArrayExpr or kind is ast.TupleExpr:
-            items = [self._eval(e, scope) for e in expr.items]
+            literal = ast.Literal  # literal items inline: attribute arrays are mostly numbers
+            items = [e.value if type(e) is literal else self._eval(e, scope) for e in expr.items]
             for item in items:
                 if item is POISON:
                     return POISON

@@ -7,7 +7,20 @@ Findings: NNEF-E040, E041, E043, E080, W050.
 
 from __future__ import annotations
 
+from typing import Any, Iterable, Iterator
+
+from pipeline.nnef.graph import Ref, refs_in
 from pipeline.nnef.lowering.values import TYPE_DECLARATIONS
+
+
+def _names(values: Iterable[Any]) -> Iterator[str]:
+    """The tensor names in operand values, in order (a plain Ref without a generator)."""
+    for value in values:
+        if type(value) is Ref:
+            yield value.name
+        else:
+            for ref in refs_in(value):
+                yield ref.name
 
 
 class GraphRules:
@@ -50,13 +63,13 @@ class GraphRules:
                     seen[name.value] = kind
 
     def _check_unused(self) -> None:
-        used = {r.name for op in self.graph.operations for r in op.input_refs()}
+        used = set(_names(v for op in self.graph.operations for v in op.inputs.values()))
         used.update(self.graph.outputs)
         used.update(self.referenced)
         for op in self.graph.operations:
             if op.name in ("send_var", "variablesync"):
                 continue
-            for ref in op.output_refs():
-                if ref.name not in used:
+            for name in _names(op.outputs.values()):
+                if name not in used:
                     verb = "declared" if op.name in TYPE_DECLARATIONS else "computed"
-                    self.report("NNEF-W050", f"'{ref.name}' is {verb} but never used", op.span)
+                    self.report("NNEF-W050", f"'{name}' is {verb} but never used", op.span)

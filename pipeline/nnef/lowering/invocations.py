@@ -65,9 +65,11 @@ class Invocations:
         values: dict[str, Any] = {}
         ok = True
         named_seen = False
+        by_name = sig.params_by_name
+        literal = ast.Literal
         for position, arg in enumerate(inv.args):
             if arg.name is not None:
-                param = sig.param(arg.name.value)
+                param = by_name.get(arg.name.value)
                 if param is None:
                     self.report("NNEF-E014", f"operation '{sig.name}' has no parameter '{arg.name.value}'", arg.name.span)
                     ok = False
@@ -87,7 +89,11 @@ class Invocations:
                 self.report("NNEF-E016", f"parameter '{param.name}' of '{sig.name}' is given twice", arg.span)
                 ok = False
                 continue
-            values[param.name] = self._eval_argument(arg.value, param, scope)
+            expr = arg.value
+            if type(expr) is literal and not param.is_item:  # the common case, without two calls
+                values[param.name] = expr.value
+            else:
+                values[param.name] = self._eval_argument(expr, param, scope)
         explicit = frozenset(values)
         for param in sig.params:
             if param.name not in values:

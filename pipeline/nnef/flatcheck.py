@@ -1,0 +1,300 @@
+"""Flat documents checked as they are parsed, without keeping an AST.
+
+A 50,000-operation graph spends most of its time building AST nodes (one per literal,
+with its span) that the lowering reads once and nobody keeps (issue 13). Here each
+statement is read straight from the flat parser's tokens and lowered on the spot when
+it is the common, clean case: `name = op<type>(args);` of a standard fragment with
+literal, identifier, array and tuple arguments, every parameter written out, every type
+and enumeration right, the shape inferred, the name new. The reader only *proves* that
+case; at the first doubt (a construct it does not read, anything that could be a
+finding) it hands the statement, unchanged, to the flat parser and the general lowering
+(`GraphBuilder._assign_top`), which report exactly what they always report. Nothing is
+committed to the builder's state before the proof is complete.
+
+`check_flat` returns None when the text is not a flat document (the caller then runs the
+ordinary path, which also reports syntax errors and limits). The document AST is then
+not built; `checker.CheckReport.documents` parses it again when asked for it.
+tests/nnef/test_nnef_fastpath_differential.py compares the results with the lark parser
+followed by the general lowering, findings included.
+"""
+
+from __future__ import annotations
+
+from itertools import compress, count
+from typing import Any
+
+from pipeline.diagnostics import Finding, Span
+from pipeline.nnef import ast, limits
+from pipeline.nnef import types as T
+from pipeline.nnef.catalogue import FragmentSig, standard_catalogue
+from pipeline.nnef.flatparse import _NUMBERS, _FlatParser, _GiveUp, _new_tuple
+from pipeline.nnef.graph import Graph, Operation, Ref
+from pipeline.nnef.lowering import GraphBuilder, Options
+from pipeline.nnef.lowering.invocations import SYNC_OPERATIONS
+from pipeline.nnef.lowering.values import AUTOMATIC_WHEN_EMPTY, TYPE_DECLARATIONS, lvalue_names
+
+
+class _Slow(Exception):
+    """This statement is not the clean common case: the general path takes it."""
+
+
+def _plain_sig(sig: FragmentSig) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """(params with their attribute flags, params by name) of a fragment the reader can
+    lower: standard or extension, no item parameters, one non-array result, not a sync
+    operation; None otherwise."""
+    if sig.origin == "user" or sig.name in SYNC_OPERATIONS or len(sig.results) != 1:
+        return None
+    if isinstance(sig.results[0].type, ast.ArrayType):
+        return None
+    if any(p.is_item for p in sig.params):
+        return None
+    return tuple((p, p.is_attribute) for p in sig.params), sig.params_by_name
+
+
+class _StreamingChecker(_FlatParser):
+    def __init__(self, text: str, file: str) -> None:
+        super().__init__(text, file)
+        self.catalogue = dict(standard_catalogue())  # a flat document defines no fragments
+        self.profile = "certification"
+        self.graphs: list[Graph] = []
+        self.findings: list[Finding] = []
+        self._plain: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ graphs
+
+    def _graph(self, item: bool) -> ast.GraphDef:
+        first = self.i
+        self.i += 1
+        item_name = self._name() if item else None
+        name = self._name()
+        params = self._identifiers(item)
+        self._expect("->")
+        results = self._identifiers(item)
+        self._expect("{")
+        header = ast.GraphDef(name, params, results, (), item_name, Span(self.file, 0, 0))
+        extensions = [n.value for ext in self.extensions for n in ext.names]
+        options = Options(profile=self.profile,
+                          operator_expressions="KHR_enable_operator_expressions" in extensions,
+                          fragment_definitions="KHR_enable_fragment_definitions" in extensions)
+        builder = GraphBuilder(header, self.catalogue, options, self.file, flat_document=True)
+        body = self.i
+        reserved = None  # read from the tokens when the general lowering first needs it
+        texts, kinds = self.texts, self.kinds
+        while texts[self.i] != "}" or kinds[self.i] != "punct":
+            start = self.i
+            try:
+                self.i = self._statement(builder, start)
+            except _Slow:
+                if reserved is None:
+                    reserved = builder.reserved = self._assigned_names(body)
+                self.i = start
+                self._general(builder, self._assignment())
+        last = self._expect("}")
+        builder._check_interface()
+        builder._check_unused()
+        builder.graph.failed = set(builder.poisoned)
+        self.graphs.append(builder.graph)
+        self.findings += builder.findings
+        return ast.GraphDef(name, params, results, (), item_name, self._span(first, last))
+
+    def _assigned_names(self, start: int) -> set[str]:
+        """Every identifier assigned in the body from token `start`: the builder's `reserved`
+        (generated names avoid them), which only the general lowering reads; the clean
+        case never generates a name."""
+        texts, kinds = self.texts, self.kinds
+        names: set[str] = set()
+        ends = compress(count(), map(";".__eq__, texts))
+        k = start
+        for end in ends:
+            if k >= end:
+                continue
+            if texts[k] == "}" and kinds[k] == "punct":
+                break
+            if texts[k + 1] == "=" and kinds[k] == "id":
+                names.add(texts[k])
+            else:  # an array or tuple on the left: its identifiers up to '='
+                j = k
+                while texts[j] != "=" and j < end:
+                    if kinds[j] == "id":
+                        names.add(texts[j])
+                    j += 1
+            k = end + 1
+        return names
+
+    def _general(self, builder: GraphBuilder, assignment: ast.Assignment) -> None:
+        """GraphBuilder.build's per-assignment step, for one statement."""
+        try:
+            builder._assign_top(assignment)
+        except RecursionError:
+            builder.report(limits.CODE, "the assignment nests fragment expansions and expressions beyond the "
+                           "front end's recursion limit", assignment.span)
+            for ident in lvalue_names(assignment.lhs):
+                builder._declare_poisoned(ident)
+
+    # ------------------------------------------------------------------ the clean case
+
+    def _statement(self, builder: GraphBuilder, i: int) -> int:
+        """Lower `name = op<type>(args);` at token i and return the token after ';', or
+        raise _Slow (before changing any state) when it is not certainly clean."""
+        texts, kinds = self.texts, self.kinds
+        if kinds[i] != "id" or texts[i + 1] != "=" or kinds[i + 2] != "id":
+            raise _Slow
+        target, op_at = texts[i], i + 2
+        sig = self.catalogue.get(texts[op_at])
+        if sig is None:
+            raise _Slow
+        plain = self._plain.get(sig.name)
+        if plain is None:
+            plain = self._plain[sig.name] = _plain_sig(sig) or ()
+        if not plain:
+            raise _Slow
+        params, by_name = plain
+        j = op_at + 1
+        type_arg = None
+        if kinds[j] == "typ":
+            type_arg = texts[j].strip("<> \t")
+            j += 1
+        if texts[j] != "(" or kinds[j] != "punct":
+            raise _Slow
+        j += 1
+        values: dict[str, Any] = {}
+        refs: list[str] = []
+        position = 0
+        named_seen = False
+        while True:
+            if kinds[j] == "id" and texts[j + 1] == "=" and kinds[j + 1] == "punct":
+                param = by_name.get(texts[j])
+                if param is None or param.name in values:
+                    raise _Slow
+                named_seen = True
+                j += 2
+            else:
+                if named_seen or position >= len(params) or params[position][1]:
+                    raise _Slow  # positional after named, too many, or a positional attribute
+                param = params[position][0]
+                position += 1
+            value, j = self._value_at(j, builder, refs)
+            values[param.name] = value
+            if texts[j] == "," and kinds[j] == "punct":
+                j += 1
+                continue
+            if texts[j] == ")" and kinds[j] == "punct":
+                break
+            raise _Slow
+        close = j
+        if texts[j + 1] != ";" or kinds[j + 1] != "punct" or len(values) != len(params):
+            raise _Slow  # a default relied upon is a finding (E060) in either profile
+        dtypes = builder.dtypes
+        dtype: str | None = None
+        if sig.generic:
+            if type_arg is not None:
+                dtype = type_arg
+            else:
+                for param, _ in params:
+                    if T.is_generic(param.type):
+                        dtype = builder._dtype_of(values[param.name])
+                        if dtype is not None:
+                            break
+                if dtype is None:
+                    dtype = sig.generic_default
+                if dtype is None:
+                    raise _Slow
+        elif type_arg is not None:
+            raise _Slow
+        if sig.name in TYPE_DECLARATIONS and type_arg is None:
+            raise _Slow  # E062
+        for param, _expected, fast, allowed in builder._type_checks(sig, dtype):
+            value = values[param.name]
+            if fast is None or not fast(value, dtypes):
+                raise _Slow
+            if allowed is not None and isinstance(value, str) and value not in allowed:
+                raise _Slow
+        inputs = {p.name: values[p.name] for p in sig.tensor_params}
+        attribs = {p.name: values[p.name] for p in sig.attribute_params}
+        if builder.sync_names and any(r in builder.sync_names for r in refs):
+            raise _Slow
+        for name in AUTOMATIC_WHEN_EMPTY:
+            if name in attribs and attribs[name] == []:
+                raise _Slow
+        if target in builder.declared or (target in builder.params) != (sig.name == "external"):
+            raise _Slow  # E011, E040, E042
+        shapes = builder._quiet_infer(sig, inputs, attribs)
+        if shapes is None:
+            raise _Slow
+        # proven clean: commit what the general path would have recorded
+        builder.referenced.update(refs)
+        file, lines, cols = self.file, self.lines, self.cols
+        line = lines[i]
+        builder.declared[target] = _new_tuple(Span, (file, line, cols[i], line, cols[i] + len(target)))
+        (result, _item, elem), = builder._result_types(sig, dtype)
+        builder._add_tensor(target, elem, shapes[0])
+        span = _new_tuple(Span, (file, lines[op_at], cols[op_at], lines[close], cols[close] + 1))
+        builder.graph.operations.append(Operation(sig.name, inputs, attribs, {result.name: Ref(target)}, dtype,
+                                                  span, frozenset(values)))
+        return close + 2
+
+    def _value_at(self, j: int, builder: GraphBuilder, refs: list[str]) -> tuple[Any, int]:
+        """The value of the argument at token j (what the general path's _eval gives), and
+        the token after it; tensor names read go to `refs` (committed only on success)."""
+        kind, text = self.kinds[j], self.texts[j]
+        if kind == "num":
+            known = _NUMBERS.get(text)
+            if known is None:
+                known = (self._number(j).value, None)  # fills the cache (or raises LimitExceeded)
+            return known[0], j + 1
+        if kind == "id":
+            texts = self.texts
+            if texts[j + 1] == "(" or self.kinds[j + 1] == "typ":
+                raise _Slow
+            if text not in builder.graph.tensors or text not in builder.declared:
+                raise _Slow  # undeclared (E010) or poisoned
+            refs.append(text)
+            return Ref(text), j + 1
+        if kind == "str":
+            return text[1:-1], j + 1
+        if kind == "kw" and (text == "true" or text == "false"):
+            return text == "true", j + 1
+        if kind == "punct":
+            if text == "-" and self.kinds[j + 1] == "num":
+                value, after = self._value_at(j + 1, builder, refs)
+                if type(value) not in (int, float):
+                    raise _Slow
+                return -value, after
+            if text == "[" or text == "(":
+                closing = "]" if text == "[" else ")"
+                items = []
+                j += 1
+                texts, kinds = self.texts, self.kinds
+                if text == "(" or texts[j] != "]":
+                    while True:
+                        known = _NUMBERS.get(texts[j]) if kinds[j] == "num" else None
+                        if known is not None:  # numbers, the bulk of attribute arrays, without a call
+                            items.append(known[0])
+                            j += 1
+                        else:
+                            value, j = self._value_at(j, builder, refs)
+                            items.append(value)
+                        if texts[j] == "," and kinds[j] == "punct":
+                            j += 1
+                            continue
+                        break
+                if texts[j] != closing or kinds[j] != "punct":
+                    raise _Slow
+                if text == "(":
+                    if len(items) < 2:
+                        raise _Slow
+                    return tuple(items), j + 1
+                return items, j + 1
+        raise _Slow
+
+
+def check_flat(text: str, file: str, profile: str) -> tuple[list[Graph], list[Finding], ast.Document] | None:
+    """Graphs, findings (before profiles and sorting) and the document header (graph
+    bodies left empty) of a flat document; None when the ordinary path must run."""
+    try:
+        checker = _StreamingChecker(text, file)
+        checker.profile = profile
+        header = checker.document()
+    except (_GiveUp, IndexError, RecursionError, limits.LimitExceeded):
+        return None
+    return checker.graphs, checker.findings, header

@@ -1,0 +1,142 @@
+"""The fast path and the lark parser lead to the same checked result.
+
+A flat document is checked as it is parsed (pipeline/nnef/flatcheck.py: clean statements
+lowered from the tokens, the others by the general lowering), or parsed by
+pipeline/nnef/flatparse.py into an AST; the lowering skips what a flat body cannot need
+and remembers shape inferences. Whatever is skipped or remembered, the flat graphs and
+every finding (code, severity, message, file, line, column, related spans) must be
+exactly those of the lark parser followed by a lowering that remembers nothing. Compared on every shipped model's NNEF (exported in
+memory), on the benchmark's generated graph, on hand-made variants of it that break one
+statement after the same statement kind was already checked (a remembered inference must
+not hide a finding), and on randomly mutated texts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.nnef_bench import generate
+from pipeline.diagnostics import sorted_findings
+from pipeline.layout import model_names
+from pipeline.nnef import parser as lark_front
+from pipeline.nnef.checker import CheckReport, _apply_profile, check_document, check_text
+from pipeline.nnef.flatcheck import check_flat
+from pipeline.nnef.flatparse import parse_flat
+from pipeline.nnef.multiitem import check_items
+from pipeline.nnef.lowering import GraphBuilder
+from tests.nnef.nnef_corpus import valid_cases
+from tests.nnef.test_nnef_flatparse import MUTATIONS
+
+ROOT_MODELS = model_names(".")
+FILE = "graph.nnef"
+
+
+def lark_document(text: str) -> Any:
+    lark_front._BUILDER.file = FILE
+    try:
+        return lark_front._parser().parse(text)
+    except Exception:  # noqa: BLE001 - any lark error means "rejected"
+        return None
+
+
+class _Forgetful(dict):
+    """A shape memo that never stores: every inference runs its rule."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
+def _forgetful_post_init() -> Any:
+    original = GraphBuilder.__post_init__
+
+    def post_init(self: GraphBuilder) -> None:
+        original(self)
+        self._shape_memo = _Forgetful()
+
+    return mock.patch.object(GraphBuilder, "__post_init__", post_init)
+
+
+def outcome(report: Any) -> tuple[str, str]:
+    """The flat graphs and the findings, as text (repr: exact, and NaN-safe)."""
+    return repr(report.graphs), repr(report.findings)
+
+
+def reference(text: str, profile: str) -> tuple[str, str]:
+    """The checker with neither fast path: lark, then a lowering that remembers nothing."""
+    with mock.patch("pipeline.nnef.checker.check_flat", return_value=None), \
+            mock.patch("pipeline.nnef.parser.parse_flat", return_value=None), _forgetful_post_init():
+        return outcome(check_text(text, FILE, profile))
+
+
+def assert_same(text: str, profile: str = "certification") -> tuple[str, str] | None:
+    """Every path agrees on `text`: the streaming check (flatcheck.py), the flat AST
+    (flatparse.py) through check_document, and the reference. The result, or None when
+    the text is not flat."""
+    expected = reference(text, profile)
+    assert outcome(check_text(text, FILE, profile)) == expected
+    flat = parse_flat(text, FILE)
+    if flat is None:
+        assert check_flat(text, FILE, profile) is None
+        return None
+    assert check_flat(text, FILE, profile) is not None
+    assert lark_document(text) is not None, "the fast path accepted a text the grammar rejects"
+    report = CheckReport(texts={FILE: text})
+    graphs, findings = check_document(flat, profile)
+    report.graphs, report.findings = graphs, sorted_findings(_apply_profile(findings + check_items(graphs), profile))
+    assert outcome(report) == expected
+    return expected
+
+
+@pytest.mark.parametrize("model", ROOT_MODELS)
+def test_shipped_model_nnef(model: str) -> None:
+    from pipeline.export.exporter import convert
+
+    text = convert(f"models/{model}/model.onnx").text
+    assert assert_same(text) is not None, "an exported model must take the fast path"
+    report = check_text(text, FILE)
+    assert report.documents[FILE] == lark_document(text)  # the AST, parsed when asked for
+
+
+def test_benchmark_graph() -> None:
+    result = assert_same(generate(400))
+    assert result is not None and "Finding(" not in result[1]
+
+
+# Each variant breaks a statement late in the graph, after its kind was inferred many times.
+VARIANTS = [
+    ("stride = [1, 1], dilation = [1, 1], groups = 1);\n    r57", "stride = [0, 1], dilation = [1, 1], groups = 1);\n    r57"),
+    ("w56 = variable<scalar>(shape = [8, 8, 3, 3]", "w56 = variable<scalar>(shape = [8, 4, 3, 3]"),
+    ("m55 = max_pool(a54, size = [1, 1, 3, 3]", "m55 = max_pool(a54, size = [1, 1, 99, 3]"),
+    ("m55 = max_pool(a54, size = [1, 1, 3, 3], border = 'ignore'", "m55 = max_pool(a54, size = [1, 1, 3, 3], border = 'odd'"),
+    ("a54 = add(r53, r53);", "a54 = add(r53, q);"),
+    ("r53 = relu(c52);", "r53 = relu(c52, c52);"),
+    ("c52 = conv(m51, w52, 0.0, border = 'constant', padding = [(1, 1), (1, 1)], ",
+     "c52 = conv(m51, w52, 0.0, border = 'constant', padding = [], "),
+    ("c52 = conv(m51, w52, 0.0, border = 'constant', padding = [(1, 1), (1, 1)], ",
+     "c52 = conv(m51, w52, 0.0, padding = [(1, 1), (1, 1)], "),
+    ("w52 = variable<scalar>(shape = [8, 8, 3, 3]", "w52 = variable<scalar>(shape = [8, 8, 3, 3000000000000]"),
+    ("a58 = add(r57, r57);", "a58 = add(r57, true);"),
+    ("a58 = add(r57, r57);", "r57 = add(r57, r57);"),
+]
+
+
+@pytest.mark.parametrize("profile", ["certification", "standard"])
+def test_benchmark_graph_variants(profile: str) -> None:
+    base = generate(60)
+    for old, new in VARIANTS:
+        assert base.count(old) == 1, old
+        result = assert_same(base.replace(old, new), profile)
+        assert result is not None and "Finding(" in result[1], new  # each variant is a finding
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=st.sampled_from([c for c in valid_cases() if parse_flat(c.text, "f") is not None]),
+       position=st.floats(0, 1), cut=st.integers(0, 3), insert=MUTATIONS)
+def test_mutated_texts_check_alike(case: Any, position: float, cut: int, insert: str) -> None:
+    at = int(position * len(case.text))
+    assert_same(case.text[:at] + insert + case.text[at + cut:])
