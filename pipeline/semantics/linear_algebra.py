@@ -8,6 +8,12 @@ linear  out[n, o] = (+0 + x[n, 0] * w[o, 0] + ... + x[n, K-1] * w[o, K-1]) + bia
 
 The products do not depend on each other, so they may be formed all at once; only the
 sums are sequential. No BLAS: its blocking and threading change the order.
+
+`ordered_dot` is the one loop that every conv, linear and 2-D matmul runs: for a block of
+outputs small enough to stay in cache, the products of a run of consecutive k are formed by
+one multiply, then added to the block's accumulators one k after the other. Blocking only
+chooses which outputs are computed together; each output still sees its terms in increasing
+k, from +0, one rounding per product and per sum.
 """
 
 from __future__ import annotations
@@ -19,11 +25,72 @@ import numpy as np
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.tensors import F32, KernelError, align, broadcast_shape, scalar
 
+ZERO = F32(0.0)
+
 Inputs = Mapping[str, Any]
 Attribs = Mapping[str, Any]
 
 # Above this many products, form them one k at a time instead of all at once (memory).
 _ALL_PRODUCTS_LIMIT = 1 << 22
+# ordered_dot's block sizes, in float32 elements: the accumulators of one block of outputs
+# (at most INNER_BLOCK along the axis held innermost), and the products formed by one
+# multiply (a run of k for that block). They only choose which outputs are computed
+# together, never the order of a sum: speed only.
+ACC_BLOCK = 1 << 15
+INNER_BLOCK = 1 << 10
+PRODUCT_BLOCK = 1 << 17
+
+
+def _ranges(extent: int, step: int) -> list[slice]:
+    return [slice(i, min(i + step, extent)) for i in range(0, extent, step)]
+
+
+def _output_blocks(groups: int, outer: int, inner: int) -> list[tuple[slice, slice, slice]]:
+    """(group, outer, inner) slices tiling a [G, outer, inner] output, about ACC_BLOCK each."""
+    inner_step = min(inner, INNER_BLOCK)
+    outer_step = max(1, min(outer, ACC_BLOCK // inner_step))
+    group_step = max(1, ACC_BLOCK // (inner_step * outer_step)) if outer_step == outer and inner_step == inner else 1
+    return [(g, o, i) for g in _ranges(groups, group_step) for o in _ranges(outer, outer_step)
+            for i in _ranges(inner, inner_step)]
+
+
+def ordered_dot(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
+    """out[g, m, n] = +0 + a[0, g, m] * b[0, g, n] + a[1, g, m] * b[1, g, n] + ... + a[K-1, g, m] * b[K-1, g, n].
+
+    a: [K, G, M], b: [K, G, N] float32; k increasing, each product and each sum one float32
+    rounding (the product is `a * b`, a first). `skip` ([K, N] bool, optional): the term
+    (k, g, m, n) is left out where skip[k, n] (conv's padded taps under non-finite weights).
+    The outputs are computed in blocks (see ACC_BLOCK); for each block the products of a run
+    of k are formed by one multiply, then added to the block in increasing k. The result is
+    [G, M, N]; when N < M it is held as [G, N, M] while computed (the longer axis innermost,
+    for speed), which changes no value.
+    """
+    k_dim, groups, m_dim = a.shape
+    n_dim = b.shape[2]
+    if b.shape[:2] != (k_dim, groups):
+        raise KernelError(f"inner dimensions differ: {list(a.shape)} x {list(b.shape)}", "SEM-E005")
+    transposed = n_dim < m_dim
+    acc = np.empty((groups, n_dim, m_dim) if transposed else (groups, m_dim, n_dim), dtype=F32)
+    for gs, outer, inner in _output_blocks(*acc.shape):
+        ms, ns = (inner, outer) if transposed else (outer, inner)
+        block = np.zeros(acc[gs, outer, inner].shape, dtype=F32)  # this block's accumulators, from +0
+        run = max(1, PRODUCT_BLOCK // block.size)
+        products = np.empty((run, block.size), dtype=F32)
+        for k0 in range(0, k_dim, run):
+            k1 = min(k0 + run, k_dim)
+            terms = products[:k1 - k0].reshape((k1 - k0,) + block.shape)
+            if transposed:  # terms[k, g, n, m] = a[k, g, m] * b[k, g, n]
+                np.multiply(a[k0:k1, gs, None, ms], b[k0:k1, gs, ns, None], out=terms)
+            else:  # terms[k, g, m, n] = a[k, g, m] * b[k, g, n]
+                np.multiply(a[k0:k1, gs, ms, None], b[k0:k1, gs, None, ns], out=terms)
+            if skip is not None:
+                mask = skip[k0:k1, ns]
+                np.copyto(terms, ZERO, where=mask[:, None, :, None] if transposed else mask[:, None, None, :])
+            flat = block.reshape(-1)
+            for term in products[:k1 - k0]:  # k0, k0 + 1, ..., k1 - 1: the order of the sum
+                flat += term
+        acc[gs, outer, inner] = block
+    return np.ascontiguousarray(acc.transpose(0, 2, 1)) if transposed else acc
 
 
 def ordered_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -31,6 +98,8 @@ def ordered_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     k_dim = a.shape[-1]
     if b.shape[-2] != k_dim:
         raise KernelError(f"inner dimensions differ: {list(a.shape)} x {list(b.shape)}", "SEM-E005")
+    if a.ndim == 2 and b.ndim == 2:
+        return ordered_dot(a.T[:, None, :], b[:, None, :])[0]
     shape = broadcast_shape([a.shape[:-2], b.shape[:-2]]) + (a.shape[-2], b.shape[-1])
     acc = np.zeros(shape, dtype=F32)
     if acc.size * k_dim <= _ALL_PRODUCTS_LIMIT:

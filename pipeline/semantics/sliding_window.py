@@ -31,6 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from pipeline.semantics.elementwise import first_max_update
+from pipeline.semantics.linear_algebra import ordered_dot
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.tensors import (
     F32,
@@ -67,9 +68,34 @@ def _groups(attribs: Attribs, default: int) -> int:
 
 # ---- conv ----------------------------------------------------------------------------
 
+def conv_columns(xg: np.ndarray, win: Window) -> np.ndarray:
+    """The inputs each conv term reads, as b[k, g, n * positions] with k = (c, tap) in
+    lexicographic order: b[c * taps + t, g, n * P + y] = xpad[n, g * Cg + c, y*s + j_t*d].
+    One strided copy per tap (every channel, group and vector at once)."""
+    n_batch, groups, cg = xg.shape[:3]
+    taps = win.volume()
+    cols = np.empty((cg, taps, groups, n_batch) + win.out_shape, dtype=F32)
+    source = xg.transpose((2, 1, 0) + tuple(range(3, xg.ndim)))  # [Cg, G, N, padded...]
+    for t, offset in enumerate(win.offsets()):
+        cols[:, t] = source[(slice(None),) * 3 + win.taps(offset)]
+    return cols.reshape(cg * taps, groups, n_batch * math.prod(win.out_shape))
+
+
+def padded_taps(win: Window, cg: int, n_batch: int) -> np.ndarray:
+    """skip[k, n * P + y]: term k = (c, tap) of output position y reads padding."""
+    outside = ~inside_mask(win.in_shape, win.padding)
+    per_tap = np.stack([outside[win.taps(offset)].reshape(-1) for offset in win.offsets()])  # [taps, P]
+    return np.tile(per_tap, (cg, n_batch))
+
+
 @kernel("conv")
 def conv(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
-    """Grouped N-d convolution (cross-correlation), accumulation order (c, j0, j1, ...), bias last."""
+    """Grouped N-d convolution (cross-correlation), accumulation order (c, j0, j1, ...), bias last.
+
+    out[n, g*Og + o, y] = ordered_dot over k = (c, tap) of filter[g*Og + o, c, tap] times
+    xpad[n, g*Cg + c, y*s + tap*d]: the filter as a[k, g, o], the inputs as b[k, g, (n, y)]
+    (conv_columns), summed in increasing k from +0; then + bias.
+    """
     x = scalar(inputs["input"], "input")
     w = scalar(inputs["filter"], "filter")
     if x.ndim < 3 or w.ndim != x.ndim:
@@ -83,26 +109,13 @@ def conv(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarra
     win = resolve(x.shape[2:], w.shape[2:], attribs["padding"], attribs["stride"], attribs["dilation"])
     xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
     og = outs // groups
-    positions = math.prod(win.out_shape)
-    xg = xp.reshape((n_batch, groups, cg) + win.padded_shape)
-    # weights as [c, taps..., 1, G, Og, 1]: w_t[(c,) + offset] multiplies [N, G, 1, positions]
-    w_t = np.ascontiguousarray(np.moveaxis(w.reshape((groups, og, cg) + win.size), 2, 0))
-    w_t = np.moveaxis(w_t, (1, 2), (-2, -1)).reshape((cg,) + win.size + (1, groups, og, 1))
+    cols = conv_columns(xp.reshape((n_batch, groups, cg) + win.padded_shape), win)
+    weights = np.ascontiguousarray(w.reshape(groups, og, -1).transpose(2, 0, 1))  # a[k, g, o]
     skip = None
     if border in WINDOW_BORDERS and not np.isfinite(w).all():
-        skip = ~inside_mask(win.in_shape, win.padding)
-    acc = np.zeros((n_batch, groups, og, positions), dtype=F32)
-    term = np.empty_like(acc)
-    taps = np.empty((n_batch, groups) + win.out_shape, dtype=F32)  # the tap, made contiguous
-    flat_taps = taps.reshape(n_batch, groups, 1, positions)
-    for c in range(cg):
-        for offset in win.offsets():
-            window = win.taps(offset)
-            np.copyto(taps, xg[(slice(None), slice(None), c) + window])
-            np.multiply(w_t[(c,) + offset], flat_taps, out=term)
-            if skip is not None:
-                np.copyto(term, ZERO, where=skip[window].reshape(positions))
-            np.add(acc, term, out=acc)
+        skip = padded_taps(win, cg, n_batch)
+    acc = ordered_dot(weights, cols, skip)  # [G, Og, N * P]
+    acc = np.moveaxis(acc.reshape((groups, og, n_batch) + win.out_shape), 2, 0)
     out = acc.reshape((n_batch, outs) + win.out_shape)
     return (_add_bias(out, inputs["bias"]),)
 
