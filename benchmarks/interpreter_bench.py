@@ -6,7 +6,7 @@
 Models: the shipped ones (models/*) and the 10-200 MMAC models of benchmarks/bench_models.py
 (plaincnn, mobilenet, resnet18, built in memory). Per model: the multiply-accumulates of one
 inference (conv, deconv, linear, matmul, from the checked graph's shapes); the interpreter's
-time for one vector (median of `runs`) and per vector over a batch of `vectors` vectors run one
+time for one vector (best of `runs`) and per vector over a batch of `vectors` vectors run one
 after the other, as the compare step does; onnxruntime's times measured the same way; the
 ratio interpreter/onnxruntime for both; and the interpreter's GMAC/s on the batch. `--profile`
 adds, per model, the interpreter's time per operation type over one batch. Prints tables;
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import collections
 import math
-import statistics
 import sys
 import tempfile
 import time
@@ -93,7 +92,7 @@ def _one_ms(fn: Callable[[Any], Any], vector: Any, runs: int) -> float:
         start = time.perf_counter()
         fn(vector)
         times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    return min(times) * 1e3
 
 
 def _batch_ms(fn: Callable[[Any], Any], vectors: list[Any]) -> float:
@@ -152,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=model_names(ROOT) + list(bench_models.BUILDERS))
     parser.add_argument("--vectors", type=int, default=100, help="vectors of the batch (run one after the other)")
-    parser.add_argument("--runs", type=int, default=5, help="single-vector runs timed (median)")
+    parser.add_argument("--runs", type=int, default=5, help="single-vector runs timed (best)")
     parser.add_argument("--profile", action="store_true", help="time per operation type over the batch")
     args = parser.parse_args(argv)
     header = (f"{'model':<10} {'MMAC':>6} {'ops':>4} {'interp 1 ms':>11} {'ORT 1 ms':>9} {'ratio':>6} "

@@ -170,7 +170,7 @@ def interpret(
 
 
 def load_variables(graph: Graph, directory: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Every `variable` of `graph` read from `<directory>/<label>.dat`, keyed by label."""
+    """Every `variable` of `graph` read from `<directory>/<label>.dat`, keyed by label (read-only)."""
     from pipeline.nnef.tensorfile import LABEL_CODE, label_path, read_tensor
 
     base = Path(directory)
@@ -188,5 +188,6 @@ def load_variables(graph: Graph, directory: str | os.PathLike[str]) -> dict[str,
         if not path.is_file():
             raise PipelineError("SEM-E007", f"tensor file for variable '{label}' not found: {path}", _where(op))
         values[label] = read_tensor(path)
+        values[label].setflags(write=False)  # constants of the graph (kernels may keep rearranged copies)
         log.debug("loaded %s %s from %s", label, values[label].shape, path)
     return values

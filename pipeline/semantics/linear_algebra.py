@@ -18,6 +18,7 @@ k, from +0, one rounding per product and per sum.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Mapping
 
 import numpy as np
@@ -39,6 +40,8 @@ _ALL_PRODUCTS_LIMIT = 1 << 22
 ACC_BLOCK = 1 << 15
 INNER_BLOCK = 1 << 10
 PRODUCT_BLOCK = 1 << 17
+# NumPy buffer size (elements) while ordered_dot runs, when its innermost axis is at least this long.
+UNBUFFERED = 256
 
 
 def _ranges(extent: int, step: int) -> list[slice]:
@@ -71,26 +74,65 @@ def ordered_dot(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None = None) ->
         raise KernelError(f"inner dimensions differ: {list(a.shape)} x {list(b.shape)}", "SEM-E005")
     transposed = n_dim < m_dim
     acc = np.empty((groups, n_dim, m_dim) if transposed else (groups, m_dim, n_dim), dtype=F32)
-    for gs, outer, inner in _output_blocks(*acc.shape):
-        ms, ns = (inner, outer) if transposed else (outer, inner)
-        block = np.zeros(acc[gs, outer, inner].shape, dtype=F32)  # this block's accumulators, from +0
-        run = max(1, PRODUCT_BLOCK // block.size)
-        products = np.empty((run, block.size), dtype=F32)
-        for k0 in range(0, k_dim, run):
-            k1 = min(k0 + run, k_dim)
-            terms = products[:k1 - k0].reshape((k1 - k0,) + block.shape)
-            if transposed:  # terms[k, g, n, m] = a[k, g, m] * b[k, g, n]
-                np.multiply(a[k0:k1, gs, None, ms], b[k0:k1, gs, ns, None], out=terms)
-            else:  # terms[k, g, m, n] = a[k, g, m] * b[k, g, n]
-                np.multiply(a[k0:k1, gs, ms, None], b[k0:k1, gs, None, ns], out=terms)
-            if skip is not None:
-                mask = skip[k0:k1, ns]
-                np.copyto(terms, ZERO, where=mask[:, None, :, None] if transposed else mask[:, None, None, :])
-            flat = block.reshape(-1)
-            for term in products[:k1 - k0]:  # k0, k0 + 1, ..., k1 - 1: the order of the sum
-                flat += term
-        acc[gs, outer, inner] = block
+    # NumPy's iterator copies broadcast operands through a buffer when the innermost axis is
+    # shorter than its buffer size; a long innermost axis runs faster unbuffered.
+    saved = np.getbufsize()
+    if min(acc.shape[2], INNER_BLOCK) >= UNBUFFERED:
+        np.setbufsize(UNBUFFERED)
+    try:
+        for gs, outer, inner in _output_blocks(*acc.shape):
+            ms, ns = (inner, outer) if transposed else (outer, inner)
+            acc[gs, outer, inner] = _dot_block(a[:, gs, ms], b[:, gs, ns], None if skip is None else skip[:, ns],
+                                               transposed)
+    finally:
+        np.setbufsize(saved)
     return np.ascontiguousarray(acc.transpose(0, 2, 1)) if transposed else acc
+
+
+def _dot_block(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None, transposed: bool) -> np.ndarray:
+    """One block of ordered_dot: a [K, g, m], b [K, g, n] -> [g, m, n] (or [g, n, m] if transposed)."""
+    k_dim, groups, m_dim = a.shape
+    n_dim = b.shape[2]
+    block = np.zeros((groups, n_dim, m_dim) if transposed else (groups, m_dim, n_dim), dtype=F32)  # from +0
+    flat = block.reshape(-1)
+    run = max(1, PRODUCT_BLOCK // block.size)
+    products = np.empty((run, block.size), dtype=F32)
+    for k0 in range(0, k_dim, run):
+        k1 = min(k0 + run, k_dim)
+        terms = products[:k1 - k0].reshape((k1 - k0,) + block.shape)
+        if transposed:  # terms[k, g, n, m] = a[k, g, m] * b[k, g, n]
+            np.multiply(a[k0:k1, :, None, :], b[k0:k1, :, :, None], out=terms)
+        else:  # terms[k, g, m, n] = a[k, g, m] * b[k, g, n]
+            np.multiply(a[k0:k1, :, :, None], b[k0:k1, :, None, :], out=terms)
+        if skip is not None:
+            mask = skip[k0:k1]
+            np.copyto(terms, ZERO, where=mask[:, None, :, None] if transposed else mask[:, None, None, :])
+        for term in products[:k1 - k0]:  # k0, k0 + 1, ..., k1 - 1: the order of the sum
+            flat += term
+    return block
+
+
+_LAID_OUT: dict[tuple[int, str], tuple[weakref.ref, np.ndarray]] = {}
+
+
+def laid_out(source: np.ndarray, view: np.ndarray, layout: str) -> np.ndarray:
+    """np.ascontiguousarray(view), `view` being a rearrangement (`layout` names it) of `source`.
+
+    Speed only: a filter is rearranged once per graph, not once per run. The copy is kept
+    (weakly, dropped with `source`) only when `source` is read-only and owns its data, as the
+    variables of load_variables are: such an array cannot change, so the kept copy is always
+    its current content. Any other array is copied every time.
+    """
+    if source.flags.writeable or source.base is not None:
+        return np.ascontiguousarray(view)
+    key = (id(source), layout)
+    kept = _LAID_OUT.get(key)
+    if kept is not None and kept[0]() is source:
+        return kept[1]
+    copy = np.ascontiguousarray(view)
+    copy.setflags(write=False)
+    _LAID_OUT[key] = (weakref.ref(source, lambda _, key=key: _LAID_OUT.pop(key, None)), copy)
+    return copy
 
 
 def ordered_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -135,7 +177,7 @@ def linear(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndar
     w = scalar(inputs["filter"], "filter")
     if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
         raise KernelError(f"linear needs input [N, K] and filter [O, K], got {list(x.shape)} and {list(w.shape)}", "SEM-E005")
-    acc = ordered_matmul(x, w.T)
+    acc = ordered_dot(x.T[:, None, :], laid_out(w, w.T, "k,o")[:, None, :])[0]
     b = scalar(inputs["bias"], "bias")
     if broadcast_shape([acc.shape, b.shape]) != acc.shape:
         raise KernelError(f"bias of shape {list(b.shape)} does not fit output {list(acc.shape)}", "SEM-E005")

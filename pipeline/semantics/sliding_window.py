@@ -31,7 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from pipeline.semantics.elementwise import first_max_update
-from pipeline.semantics.linear_algebra import ordered_dot
+from pipeline.semantics.linear_algebra import laid_out, ordered_dot
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.tensors import (
     F32,
@@ -110,7 +110,7 @@ def conv(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarra
     xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
     og = outs // groups
     cols = conv_columns(xp.reshape((n_batch, groups, cg) + win.padded_shape), win)
-    weights = np.ascontiguousarray(w.reshape(groups, og, -1).transpose(2, 0, 1))  # a[k, g, o]
+    weights = laid_out(w, w.reshape(groups, og, -1).transpose(2, 0, 1), f"k,g{groups},o")  # a[k, g, o]
     skip = None
     if border in WINDOW_BORDERS and not np.isfinite(w).all():
         skip = padded_taps(win, cg, n_batch)
