@@ -145,6 +145,14 @@ def pad(x: np.ndarray, padding: Sequence[tuple[int, int]], border: str, value: A
     'constant' and 'ignore' fill with `value` (kernels pass the value that makes the
     padded term vanish, e.g. 0 for sums, -inf for max); the others read input elements.
     """
+    if not any(p or q for p, q in padding):
+        return x
+    if border in ("constant", "ignore") and x.size and all(p >= 0 and q >= 0 for p, q in padding):
+        # the same array built directly: `value` everywhere, the input copied inside
+        shape = tuple(n + p + q for n, (p, q) in zip(x.shape, padding)) + x.shape[len(padding):]
+        out = np.full(shape, value, dtype=x.dtype)
+        out[tuple(slice(p, p + n) for n, (p, _) in zip(x.shape, padding))] = x
+        return out
     out = x
     for axis, (p, q) in enumerate(padding):
         if p == 0 and q == 0:
