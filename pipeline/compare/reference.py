@@ -1,7 +1,8 @@
 """The two references executed code is compared with, on the run's own input vectors.
 
-* The reference semantics: pipeline.semantics.interpret on the exported description
-  (artifacts/<m>/export/graph.nnef and its tensor files), one vector at a time.
+* The reference semantics: pipeline.semantics.interpret_batch on the exported description
+  (artifacts/<m>/export/graph.nnef and its tensor files): interpret of each vector, bit for
+  bit, with the convolutions of all vectors run together.
 * onnxruntime on models/<m>/model.onnx (one thread; pipeline.onnx_runner, the same
   runner the export validation uses), with the ONNX names mapped to the NNEF names through
   the exporter's provenance.json.
@@ -22,7 +23,7 @@ import onnx
 from pipeline.layout import model_dir, step_dir
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.tensorfile import read_tensor
-from pipeline.semantics import interpret, load_variables
+from pipeline.semantics import interpret_batch, load_variables
 
 
 def read_inputs(model: str, root: Path) -> dict[str, np.ndarray]:
@@ -38,12 +39,9 @@ def reference_outputs(model: str, root: Path, inputs: Mapping[str, np.ndarray]) 
     graph = report.graphs[0]
     variables = load_variables(graph, export)
     count = next(iter(inputs.values())).shape[0]
-    results: dict[str, list[np.ndarray]] = {name: [] for name in graph.outputs}
-    for v in range(count):
-        outputs = interpret(graph, {name: array[v] for name, array in inputs.items()}, variables)
-        for name, value in outputs.items():
-            results[name].append(value)
-    return {name: np.stack(values) for name, values in results.items()}
+    vectors = [{name: array[v] for name, array in inputs.items()} for v in range(count)]
+    results = interpret_batch(graph, vectors, variables)
+    return {name: np.stack([outputs[name] for outputs in results]) for name in graph.outputs}
 
 
 def _names(model: str, root: Path) -> tuple[dict[str, str], dict[str, str]]:

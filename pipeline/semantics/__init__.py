@@ -12,7 +12,7 @@ Property established: HLR-SEM-001. Its validators are the tests under tests/sema
 order, float64 accuracy sweeps).
 """
 
-from pipeline.semantics.interpreter import interpret, load_variables
+from pipeline.semantics.interpreter import interpret, interpret_batch, load_variables
 from pipeline.semantics.registry import kernel, lookup, supported_operations
 
-__all__ = ["interpret", "load_variables", "kernel", "lookup", "supported_operations"]
+__all__ = ["interpret", "interpret_batch", "load_variables", "kernel", "lookup", "supported_operations"]

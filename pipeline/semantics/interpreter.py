@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -111,15 +111,24 @@ def run_operation(graph: Graph, op: Operation, env: dict[str, np.ndarray]) -> No
     The unit both the interpreter and the split executor (one worker per item) use, so
     the two can only differ in the order of instructions, never in what one computes.
     """
-    fn = lookup(op.name, op.span)
     args = {key: _resolve(value, env, op) for key, value in op.inputs.items()}
+    _store(graph, op, _call(op, args), env)
+
+
+def _call(op: Operation, args: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The kernel of `op` on resolved arguments, floating-point exceptions silenced."""
+    fn = lookup(op.name, op.span)
     try:
         with np.errstate(all="ignore"):
-            results = tuple(fn(args, op.attribs, op.dtype))
+            return tuple(fn(args, op.attribs, op.dtype))
     except PipelineError as exc:
         if exc.location:
             raise
         raise PipelineError(exc.code, f"{op.name}: {exc.message}", _where(op)) from exc
+
+
+def _store(graph: Graph, op: Operation, results: tuple[Any, ...], env: dict[str, np.ndarray]) -> None:
+    """The results of `op` into `env`, each checked against the checker's type and shape."""
     outputs = list(op.outputs.values())
     if len(results) != len(outputs):
         raise PipelineError("SEM-E006", f"'{op.name}' gave {len(results)} results for {len(outputs)} outputs", _where(op))
@@ -167,6 +176,60 @@ def interpret(
     if keep:
         return env
     return {name: env[name] for name in graph.outputs}
+
+
+# Kernels that treat the vectors stacked along axis 0 of `input` independently: each output
+# element of vector v is computed from vector v alone, in its documented order.
+STACKABLE = frozenset({"conv", "linear"})
+
+
+def _run_stacked(graph: Graph, op: Operation, envs: list[dict[str, np.ndarray]]) -> bool:
+    """Run a STACKABLE `op` once for every vector (inputs stacked along axis 0, results split);
+    False (nothing done) unless every operand but `input` is the same array for all vectors."""
+    args = [{key: _resolve(value, env, op) for key, value in op.inputs.items()} for env in envs]
+    first = args[0]
+    if not isinstance(first.get("input"), np.ndarray) or first["input"].ndim == 0 or len(op.outputs) != 1:
+        return False
+    if any(a[key] is not first[key] for a in args[1:] for key in first if key != "input"):
+        return False
+    sizes = [a["input"].shape[0] for a in args]
+    (result,) = _call(op, {**first, "input": np.concatenate([a["input"] for a in args])})
+    for env, part in zip(envs, np.split(result, np.cumsum(sizes)[:-1])):
+        _store(graph, op, (part,), env)
+    return True
+
+
+def interpret_batch(
+    graph: Graph,
+    vectors: Sequence[Mapping[str, np.ndarray]],
+    variables: Mapping[str, np.ndarray] | None = None,
+) -> list[dict[str, np.ndarray]]:
+    """[interpret(graph, v, variables) for v in vectors], bit for bit, faster.
+
+    The operations run in program order for all vectors together; a STACKABLE operation whose
+    weights are shared (variables) runs once on the vectors stacked along the batch axis, so
+    its NumPy operations cover every vector. Each output element is computed exactly as
+    interpret computes it (same terms, same order): only the grouping of independent outputs
+    into array operations differs. Same errors as interpret.
+    """
+    variables = variables or {}
+    envs: list[dict[str, np.ndarray]] = [{} for _ in vectors]
+    freed = _last_uses(graph)
+    for index, op in enumerate(graph.operations):
+        if op.name in DECLARATIONS:
+            for env, vector in zip(envs, vectors):
+                bind_declaration(op, vector, variables, env)
+        elif not (len(envs) > 1 and op.name in STACKABLE and _run_stacked(graph, op, envs)):
+            for env in envs:
+                run_operation(graph, op, env)
+        for name in freed.get(index, ()):
+            for env in envs:
+                env.pop(name, None)
+    missing = [name for name in graph.outputs if envs and name not in envs[0]]
+    if missing:
+        raise PipelineError("SEM-E008", f"graph outputs never defined: {', '.join(missing)}",
+                            Location(element=f"graph '{graph.name}'"))
+    return [{name: env[name] for name in graph.outputs} for env in envs]
 
 
 def load_variables(graph: Graph, directory: str | os.PathLike[str]) -> dict[str, np.ndarray]:

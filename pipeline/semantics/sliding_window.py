@@ -49,6 +49,8 @@ Attribs = Mapping[str, Any]
 ZERO = F32(0.0)
 NEG_INF = F32(-np.inf)
 WINDOW_BORDERS = ("constant", "ignore")
+# conv builds the inputs of its terms (conv_columns) for at most this many elements at once
+COLUMNS_LIMIT = 1 << 24
 
 
 def _add_bias(acc: np.ndarray, bias: Any) -> np.ndarray:
@@ -107,17 +109,26 @@ def conv(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarra
         raise KernelError(f"filter {list(w.shape)} with groups={groups} does not fit input channels {channels}", "SEM-E005")
     border = border_of(attribs)
     win = resolve(x.shape[2:], w.shape[2:], attribs["padding"], attribs["stride"], attribs["dilation"])
-    xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
-    og = outs // groups
-    cols = conv_columns(xp.reshape((n_batch, groups, cg) + win.padded_shape), win)
-    weights = laid_out(w, w.reshape(groups, og, -1).transpose(2, 0, 1), f"k,g{groups},o")  # a[k, g, o]
-    skip = None
-    if border in WINDOW_BORDERS and not np.isfinite(w).all():
-        skip = padded_taps(win, cg, n_batch)
-    acc = ordered_dot(weights, cols, skip)  # [G, Og, N * P]
-    acc = np.moveaxis(acc.reshape((groups, og, n_batch) + win.out_shape), 2, 0)
-    out = acc.reshape((n_batch, outs) + win.out_shape)
+    weights = laid_out(w, w.reshape(groups, outs // groups, -1).transpose(2, 0, 1), f"k,g{groups},o")  # a[k, g, o]
+    skip_padding = border in WINDOW_BORDERS and not np.isfinite(w).all()
+    # vectors in chunks whose columns stay under COLUMNS_LIMIT elements (each vector's outputs
+    # depend on that vector only, so the chunking changes no value)
+    chunk = max(1, COLUMNS_LIMIT // (w[0].size * groups * math.prod(win.out_shape)))
+    parts = [_conv_vectors(x[n:n + chunk], weights, win, border, skip_padding) for n in range(0, n_batch, chunk)]
+    out = parts[0] if len(parts) == 1 else np.concatenate(parts)
     return (_add_bias(out, inputs["bias"]),)
+
+
+def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, skip_padding: bool) -> np.ndarray:
+    """conv of the vectors x [n, C, *S] without bias: [n, O, *out]."""
+    cg, groups, og = weights.shape[0] // win.volume(), weights.shape[1], weights.shape[2]
+    n_batch = x.shape[0]
+    xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
+    cols = conv_columns(xp.reshape((n_batch, groups, cg) + win.padded_shape), win)
+    skip = padded_taps(win, cg, n_batch) if skip_padding else None
+    acc = ordered_dot(weights, cols, skip)  # [G, Og, n * P]
+    acc = np.moveaxis(acc.reshape((groups, og, n_batch) + win.out_shape), 2, 0)
+    return acc.reshape((n_batch, groups * og) + win.out_shape)
 
 
 # ---- deconv --------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The blocked conv/linear/matmul paths (ordered_dot) against the straightforward loops they
-replaced, bit for bit, and against onnxruntime within the summation bound.
+replaced, bit for bit, and against onnxruntime within the summation bound; interpret_batch
+against interpret.
 
 `straight_conv` is the previous conv kernel kept verbatim as the oracle: per (c, tap) in
 lexicographic order, one multiply and one add over every output. `straight_dot` is the
@@ -16,8 +17,10 @@ import numpy as np
 import pytest
 
 from tests.semantics.semantics_helpers import assert_bounded, nchw_pads, one, ort, rand, same_bits
+from tests.semantics.test_interpreter import LENET_SHAPES, lenet_graph
 
-from pipeline.semantics import linear_algebra
+from pipeline.diagnostics import PipelineError
+from pipeline.semantics import interpret, interpret_batch, interpreter, linear_algebra, sliding_window
 from pipeline.semantics.linear_algebra import ordered_dot
 from pipeline.semantics.tensors import F32
 from pipeline.semantics.windows import inside_mask, pad, resolve
@@ -161,3 +164,41 @@ def test_blocked_conv_matches_onnxruntime(case):
         attrs["dilations"] = dilation
     theirs = ort("Conv", {"x": x, "w": w, "b": b.reshape(-1)}, attrs)[0]
     assert_bounded(ours, theirs, int(np.prod(ws[1:])) + 1, magnitude)
+
+
+def test_conv_batch_chunks_equal_one_call(monkeypatch):
+    x, w, b = rand(RNG, 7, 3, 6, 6), rand(RNG, 4, 3, 3, 3), rand(RNG, 1, 4)
+    attrs = ([(1, 1), (1, 1)], [], [], 1, "constant")
+    whole = _conv(x, w, b, *attrs)
+    monkeypatch.setattr(sliding_window, "COLUMNS_LIMIT", 27 * 36 * 2)  # two vectors per chunk
+    assert same_bits(_conv(x, w, b, *attrs), whole)
+
+
+def test_interpret_batch_equals_interpret_per_vector(monkeypatch):
+    """LeNet-5 (convs, linears, pools, softmax) on 5 vectors, one with NaN, inf and -0 inputs:
+    interpret_batch (convs and linears stacked) gives interpret's bits for every vector."""
+    stacked = []
+    original = interpreter._run_stacked
+    monkeypatch.setattr(interpreter, "_run_stacked",
+                        lambda g, op, envs: stacked.append((op.name, original(g, op, envs))) or stacked[-1][1])
+    graph = lenet_graph()
+    variables = {label: rand(RNG, *shape) for label, shape in LENET_SHAPES.items()}
+    for value in variables.values():
+        value.setflags(write=False)
+    vectors = [{"input": rand(RNG, 1, 1, 32, 32)} for _ in range(5)]
+    vectors[2]["input"][0, 0, :3, :3] = [[np.nan, np.inf, -0.0], [-np.inf, 0.0, -0.0], [1e38, -1e38, 1e-45]]
+    batch = interpret_batch(graph, vectors, variables)
+    assert len(batch) == 5
+    for vector, outputs in zip(vectors, batch):
+        expected = interpret(graph, vector, variables)
+        assert outputs.keys() == expected.keys()
+        assert all(same_bits(outputs[name], expected[name]) for name in expected)
+    assert stacked == [(name, True) for name in ("conv", "conv", "linear", "linear", "linear")]
+
+
+def test_interpret_batch_reports_errors_like_interpret():
+    graph = lenet_graph()
+    variables = {label: rand(RNG, *shape) for label, shape in LENET_SHAPES.items()}
+    with pytest.raises(PipelineError) as error:
+        interpret_batch(graph, [{"input": rand(RNG, 1, 1, 32, 32)}, {"input": rand(RNG, 1, 1, 31, 32)}], variables)
+    assert error.value.code == "SEM-E003"
