@@ -52,7 +52,7 @@ def _output_blocks(groups: int, outer: int, inner: int) -> list[tuple[slice, sli
     """(group, outer, inner) slices tiling a [G, outer, inner] output, about ACC_BLOCK each."""
     inner_step = min(inner, INNER_BLOCK)
     outer_step = max(1, min(outer, ACC_BLOCK // inner_step))
-    group_step = max(1, ACC_BLOCK // (inner_step * outer_step)) if outer_step == outer and inner_step == inner else 1
+    group_step = max(1, ACC_BLOCK // (inner_step * outer_step))
     return [(g, o, i) for g in _ranges(groups, group_step) for o in _ranges(outer, outer_step)
             for i in _ranges(inner, inner_step)]
 
