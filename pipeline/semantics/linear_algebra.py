@@ -72,6 +72,8 @@ def ordered_dot(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None = None) ->
     n_dim = b.shape[2]
     if b.shape[:2] != (k_dim, groups):
         raise KernelError(f"inner dimensions differ: {list(a.shape)} x {list(b.shape)}", "SEM-E005")
+    if groups * m_dim * n_dim == 0:
+        return np.zeros((groups, m_dim, n_dim), dtype=F32)
     transposed = n_dim < m_dim
     acc = np.empty((groups, n_dim, m_dim) if transposed else (groups, m_dim, n_dim), dtype=F32)
     # NumPy's iterator copies broadcast operands through a buffer when the innermost axis is

@@ -202,3 +202,10 @@ def test_interpret_batch_reports_errors_like_interpret():
     with pytest.raises(PipelineError) as error:
         interpret_batch(graph, [{"input": rand(RNG, 1, 1, 32, 32)}, {"input": rand(RNG, 1, 1, 31, 32)}], variables)
     assert error.value.code == "SEM-E003"
+
+
+@pytest.mark.parametrize("shape", [(3, 1, 0, 5), (0, 2, 3, 4), (2, 0, 3, 4)])
+def test_ordered_dot_empty(shape):
+    k, g, m, n = shape
+    a, b = rand(RNG, k, g, m), rand(RNG, k, g, n)
+    assert same_bits(ordered_dot(a, b), straight_dot(a, b))
