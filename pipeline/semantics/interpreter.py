@@ -194,8 +194,10 @@ def _run_stacked(graph: Graph, op: Operation, envs: list[dict[str, np.ndarray]])
         return False
     sizes = [a["input"].shape[0] for a in args]
     (result,) = _call(op, {**first, "input": np.concatenate([a["input"] for a in args])})
-    for env, part in zip(envs, np.split(result, np.cumsum(sizes)[:-1])):
-        _store(graph, op, (part,), env)
+    start = 0
+    for env, size in zip(envs, sizes):
+        _store(graph, op, (result[start:start + size],), env)
+        start += size
     return True
 
 
