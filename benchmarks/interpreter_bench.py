@@ -168,9 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.models:
         r = bench(name, args.vectors, args.runs, args.repeat, args.profile)
         gmacs = r["macs"] / (r["batch"] * 1e-3) / 1e9
+        ort_best = min(r["ort_one"], r["ort_batch"])  # onnxruntime's best per-vector time: the ratio never flatters
         print(f"{name:<10} {r['macs'] / 1e6:>6.1f} {r['operations']:>4} {r['one']:>11.2f} {r['ort_one']:>9.3f} "
               f"{r['one'] / r['ort_one']:>5.1f}x {r['batch']:>13.2f} {r['ort_batch']:>10.3f} "
-              f"{r['batch'] / r['ort_batch']:>5.1f}x {gmacs:>7.2f}", flush=True)
+              f"{r['batch'] / ort_best:>5.1f}x {gmacs:>7.2f}", flush=True)
         if args.profile:
             profiles[name] = r["profile"]
     for name, spent in profiles.items():
