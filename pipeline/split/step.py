@@ -34,7 +34,7 @@ from pipeline.diagnostics import Location
 from pipeline.nnef import checks as nnef_checks
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph
-from pipeline.semantics import interpret
+from pipeline.semantics import interpret, interpret_batch
 from pipeline.split import checks
 from pipeline.split.allocation import Deployment, resolve_deployment
 from pipeline.split.codes import SplitError
@@ -157,8 +157,8 @@ class _References:
         self.cache: dict[int, Mapping[str, np.ndarray]] = {}
 
     def __call__(self, index: int) -> Mapping[str, np.ndarray]:
-        if index not in self.cache:
-            self.cache[index] = interpret(self.exported.graph, self.vectors[index], self.variables)
+        if not self.cache:   # all vectors at once: interpret_batch gives interpret's bits, stacked
+            self.cache = dict(enumerate(interpret_batch(self.exported.graph, self.vectors, self.variables)))
         return self.cache[index]
 
 
