@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 import onnx
 
-from pipeline.compare.reference import _names, read_inputs
+from pipeline.compare.reference import onnx_names, read_inputs
 from pipeline.errorbound import NVDLA_FP16, Arithmetic, BoundUnavailable, ErrorBound
 from pipeline.layout import model_dir
 from pipeline.tolerance import discriminating, spread
@@ -133,7 +133,7 @@ def judge(onnx_model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], outputs
 
 def judge_run(model: str, root: Path, outputs: Mapping[str, np.ndarray], absolute: float) -> BoundJudgement:
     """`judge` on a model's execute-step input vectors; `outputs` by NNEF name, the judgement's by ONNX name."""
-    to_onnx, to_nnef = _names(model, root)
+    to_onnx, to_nnef = onnx_names(model, root)
     from_nnef = {nnef: name for name, nnef in to_nnef.items()}
     inputs = {to_onnx.get(name, name): array for name, array in read_inputs(model, root).items()}
     renamed = {from_nnef.get(name, name): array for name, array in outputs.items()}

@@ -44,7 +44,7 @@ def reference_outputs(model: str, root: Path, inputs: Mapping[str, np.ndarray]) 
     return {name: np.stack([outputs[name] for outputs in results]) for name in graph.outputs}
 
 
-def _names(model: str, root: Path) -> tuple[dict[str, str], dict[str, str]]:
+def onnx_names(model: str, root: Path) -> tuple[dict[str, str], dict[str, str]]:
     """(NNEF input -> ONNX input, ONNX output -> NNEF output) from the exporter's provenance."""
     provenance = json.loads((step_dir(model, "export", root) / "provenance.json").read_text(encoding="utf-8"))
     inputs = {e["nnef"]: e["onnx"] for e in provenance.get("inputs", [])}
@@ -58,7 +58,7 @@ def onnxruntime_outputs(model: str, root: Path, inputs: Mapping[str, np.ndarray]
     from pipeline.onnx_runner import reference_runner
 
     runner = reference_runner(onnx.load(str(model_dir(model, root) / "model.onnx")))
-    to_onnx, to_nnef = _names(model, root)
+    to_onnx, to_nnef = onnx_names(model, root)
     count = next(iter(inputs.values())).shape[0]
     results: dict[str, list[np.ndarray]] = {}
     for v in range(count):
