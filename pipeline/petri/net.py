@@ -106,19 +106,23 @@ class Net:
     gets: list[GetInfo] = field(default_factory=list)
     # per item, its instructions in program order: ("t", transition) or ("g", index into gets)
     program: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
-    _ids: set[str] = field(default_factory=set, repr=False)
+    # ids given so far; None for a net built in bulk from unique ids (rebuilt on the next unique_id)
+    _ids: set[str] | None = field(default_factory=set, repr=False)
 
     # ------------------------------------------------------------------ building
     def unique_id(self, base: str) -> str:
         """`base`, or `base.2`, `base.3`... : deterministic given the order of creation."""
-        if base not in self._ids:
-            self._ids.add(base)
+        ids = self._ids
+        if ids is None:
+            ids = self._ids = {p.id for p in self.places} | {t.id for t in self.transitions}
+        if base not in ids:
+            ids.add(base)
             return base
         candidate, n = base, 1
-        while candidate in self._ids:
+        while candidate in ids:
             n += 1
             candidate = f"{base}.{n}"
-        self._ids.add(candidate)
+        ids.add(candidate)
         return candidate
 
     def add_place(self, base_id: str, variable: str, colour: str, kind: PlaceKind, initial: int = 0) -> int:
