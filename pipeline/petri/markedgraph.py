@@ -67,16 +67,20 @@ def _token_free_cycle(net: Net) -> list[int]:
             a, b = net.producers[p][0][0], net.consumers[p][0][0]
             succ[a].append(b)
             indegree[b] += 1
-    ready = deque(t for t in range(n) if indegree[t] == 0)
+    return _cycle_left(n, succ, indegree)
+
+
+def _cycle_left(n: int, succ: list[list[int]], indegree: list[int]) -> list[int]:
+    """A cycle of the graph `succ` ([] when it is acyclic); `indegree` is consumed."""
+    ready = [t for t in range(n) if indegree[t] == 0]
     alive = [True] * n
-    while ready:
-        t = ready.popleft()
+    for t in ready:   # Kahn: the list grows while it is walked (which nodes remain does not depend on the order)
         alive[t] = False
         for b in succ[t]:
             indegree[b] -= 1
             if indegree[b] == 0:
                 ready.append(b)
-    if not any(alive):
+    if len(ready) == n:
         return []
     pred: list[list[int]] = [[] for _ in range(n)]
     for a in range(n):
@@ -249,20 +253,25 @@ def analyse_marked_graph(net: Net, places: Sequence[int] | None = None) -> Marke
     tokens cannot do better, so only marked places with fewer tokens than U (every marked
     place when there is no such 2-cycle) need their two Dijkstra runs (module doc).
     """
-    result = MarkedGraphResult(not_marked_graph=form_problems(net))
-    result.empty_cycle = _token_free_cycle(net)
-    result.live = not result.empty_cycle and not any(not net.producers[p] for p in result.not_marked_graph)
     n = len(net.transitions)
     forward: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     backward: list[list[tuple[int, int]]] = [[] for _ in range(n)]
     succ: list[list[int]] = [[] for _ in range(n)]
+    empty_succ: list[list[int]] = [[] for _ in range(n)]   # arcs through initially empty places
+    empty_indegree = [0] * n
     arcs: dict[int, tuple[int, int, int]] = {}   # place -> (producer, consumer, tokens)
     back: dict[int, int] = {}                    # producer * n + consumer -> fewest tokens on such a place
+    not_marked_graph: list[int] = []
     producers, consumers = net.producers, net.consumers
+    # one pass over the places gives the form problems (form_problems), the token-free arcs
+    # (_token_free_cycle) and the arcs of the marked graph
     for p, place in enumerate(net.places):
         made, taken = producers[p], consumers[p]
+        m = place.initial
         if len(made) == 1 and len(taken) == 1:
-            a, b, m = made[0][0], taken[0][0], place.initial
+            (a, wa), (b, wb) = made[0], taken[0]
+            if wa != 1 or wb != 1:
+                not_marked_graph.append(p)
             arcs[p] = (a, b, m)
             forward[a].append((b, m))
             backward[b].append((a, m))
@@ -271,47 +280,65 @@ def analyse_marked_graph(net: Net, places: Sequence[int] | None = None) -> Marke
             fewest = back.get(key)
             if fewest is None or m < fewest:
                 back[key] = m
+        else:
+            not_marked_graph.append(p)
+            if not (made and taken):
+                continue
+            a, b = made[0][0], taken[0][0]
+        if m == 0:
+            empty_succ[a].append(b)
+            empty_indegree[b] += 1
+    result = MarkedGraphResult(not_marked_graph=not_marked_graph)
+    result.empty_cycle = _cycle_left(n, empty_succ, empty_indegree)
+    del empty_succ, empty_indegree
+    result.live = not result.empty_cycle and not any(not producers[p] for p in not_marked_graph)
     component = _strong_components(n, succ)
     del succ
     bounds = result.bounds
     for p, (a, b, _) in arcs.items():
         if component[a] != component[b]:
             bounds[p] = INFINITE
-    for p in result.not_marked_graph:
+    for p in not_marked_graph:
         if producers[p] and not consumers[p]:
             bounds[p] = INFINITE
-    wanted = [p for p in (places if places is not None else range(len(net.places))) if p in arcs and p not in bounds]
-    upper: dict[int, float] = {}
-    for p in wanted:
-        a, b, m = arcs[p]
+    wanted: list[tuple[int, int, int, int, float]] = []   # (place, producer, consumer, tokens, 2-cycle bound)
+    get_arc, get_back = arcs.get, back.get
+    limit: float = 0
+    for p in (places if places is not None else range(len(net.places))):
+        arc = get_arc(p)
+        if arc is None or p in bounds:
+            continue
+        a, b, m = arc
         if a == b:
-            upper[p] = m
-        else:
-            there = back.get(b * n + a)
-            upper[p] = INFINITE if there is None else m + there
-    limit = max((u for p, u in upper.items() if arcs[p][0] != arcs[p][1]), default=0)
+            wanted.append((p, a, b, m, m))
+            continue
+        there = get_back(b * n + a)
+        u = INFINITE if there is None else m + there
+        wanted.append((p, a, b, m, u))
+        if u > limit:
+            limit = u
     hubs = [(q, a, b, m) for q, (a, b, m) in arcs.items() if m > 0 and a != b and m < limit]
     # a run through q only matters below the largest 2-cycle bound: cut the searches there; a run
     # cut at 0 tokens is a reachability, done for all such hubs at once when it can be
     zero = _zero_reach(n, forward, [h for h in hubs if limit - h[3] - 1 == 0])
     runs = [(q, m, _dijkstra(b, forward, limit - m - 1), _dijkstra(a, backward, limit - m - 1))
             for q, a, b, m in hubs if zero is None or limit - m - 1 != 0]
-    for p in wanted:
-        a, b, m = arcs[p]
+    for p, a, b, m, best in wanted:
         if a == b:
-            result.bounds[p] = m
+            bounds[p] = m
             continue
-        best: float = upper[p]
         for q, tokens, from_q1, to_q0 in runs:
             if tokens >= best:
                 continue
             if q == p:
                 # p is itself marked: the cycle p, then b ~> a
-                best = min(best, m + from_q1[a])
+                walk = m + from_q1[a]
             else:
                 # closed walk: p (a -> b), then b ~> q0, q (its tokens), q1 ~> a
-                best = min(best, m + to_q0[b] + tokens + from_q1[a])
+                walk = m + to_q0[b] + tokens + from_q1[a]
+            if walk < best:
+                best = walk
         if zero is not None:
             best = zero.improve(p, a, b, m, best)
-        result.bounds[p] = best
+        bounds[p] = best
     return result
