@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 from pipeline.diagnostics import Span
 
@@ -108,6 +108,8 @@ class Net:
     program: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     # ids given so far; None for a net built in bulk from unique ids (rebuilt on the next unique_id)
     _ids: set[str] | None = field(default_factory=set, repr=False)
+    # what an analysis derived from the net and kept for the next one (pipeline.petri.schedule.placed)
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     # ------------------------------------------------------------------ building
     def unique_id(self, base: str) -> str:

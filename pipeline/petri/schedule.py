@@ -223,10 +223,31 @@ def local_producers(net: Net, schedule: Schedule, placement: Placement) -> dict[
     return result
 
 
-def local_order(net: Net, schedule: Schedule, placement: Placement) -> list[dict[str, Any]]:
+def placed(net: Net, schedule: Schedule) -> tuple[Placement, list[dict[str, Any]], dict[str, list[list[tuple[int, str]]]]]:
+    """`place_steps` and `local_producers` of (net, schedule), computed once for the schedule and trace checks.
+
+    Kept on the net, with a fingerprint of everything they read (the schedule's items and
+    step objects, the net's sizes), so that a schedule changed in place is matched again.
+    """
+    steps = tuple(step for item_steps in schedule.items.values() for step in item_steps)
+    fingerprint = (tuple(schedule.items), tuple(map(len, schedule.items.values())), steps,
+                   len(net.transitions), len(net.places), len(net.gets))
+    memo = net.memo.get(("placed", id(schedule)))
+    if memo is not None and memo[0] is schedule and memo[1] == fingerprint:
+        return memo[2]
+    placement, problems = place_steps(net, schedule)
+    result = (placement, problems, local_producers(net, schedule, placement) if not problems else {})
+    net.memo[("placed", id(schedule))] = (schedule, fingerprint, result)
+    return result
+
+
+def local_order(net: Net, schedule: Schedule, placement: Placement,
+                producers: dict[str, list[list[tuple[int, str]]]] | None = None) -> list[dict[str, Any]]:
     """Steps scheduled before the local step producing one of their inputs (PETRI-E121)."""
     problems = []
-    for item, per_step in local_producers(net, schedule, placement).items():
+    if producers is None:
+        producers = local_producers(net, schedule, placement)
+    for item, per_step in producers.items():
         steps = schedule.items[item]
         for index, producers in enumerate(per_step):
             for at, variable in sorted(producers):
@@ -365,9 +386,9 @@ def check_schedule(net: Net, schedule: Schedule) -> Outcome:
     steps = sum(len(s) for s in schedule.items.values())
     measured: dict[str, Any] = {"sync": schedule.sync, "items": len(schedule.items), "steps": steps,
                                 "barriers": len(_barriers(next(iter(schedule.items.values()), [])))}
-    placement, problems = place_steps(net, schedule)
+    placement, problems, producers = placed(net, schedule)
     if not problems:
-        problems = local_order(net, schedule, placement)
+        problems = local_order(net, schedule, placement, producers)
     if not problems and schedule.sync == "barrier":
         problems = barrier_problems(schedule)
     stuck: Stuck | None = None

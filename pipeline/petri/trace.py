@@ -40,7 +40,7 @@ from typing import Any
 from pipeline.petri.documents import read_json
 from pipeline.petri.net import Net
 from pipeline.petri.outcome import Outcome, failed, listed, passed
-from pipeline.petri.schedule import Schedule, Step, local_producers, place_steps
+from pipeline.petri.schedule import Schedule, Step, placed
 from pipeline.schema import require
 
 ANALYSIS = "trace"
@@ -170,11 +170,10 @@ def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
     if problems:
         return failed(ANALYSIS, problems[0]["code"], problems[0]["message"], {"problems": listed(problems)}, **measured)
 
-    placement, mismatch = place_steps(net, schedule)
+    placement, mismatch, producers = placed(net, schedule)
     if mismatch:
         return failed(ANALYSIS, "PETRI-E130", "the schedule does not match the net, so the trace cannot be replayed: "
                       + mismatch[0]["message"], {"problems": listed(mismatch)}, **measured)
-    producers = local_producers(net, schedule, placement)
 
     # 1-2: each item alone
     at: dict[tuple[str, int, int, str], int] = {}   # (item, inference, step, event) -> position in the item's list
