@@ -89,7 +89,6 @@ def load_trace(path: str | os.PathLike[str]) -> Trace:
 class _Graph:
     """Events as nodes (per-item positions, plus one virtual node per barrier and inference)."""
 
-    node: dict[tuple[str, int], int] = field(default_factory=dict)
     # a node's label, or what makes it: written out only for the few a failure names
     label: list[str | tuple[str, int, Event, Step]] = field(default_factory=list)
     succ: list[list[tuple[int, str]]] = field(default_factory=list)
@@ -175,76 +174,95 @@ def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
         return failed(ANALYSIS, "PETRI-E130", "the schedule does not match the net, so the trace cannot be replayed: "
                       + mismatch[0]["message"], {"problems": listed(mismatch)}, **measured)
 
-    # 1-2: each item alone
-    at: dict[tuple[str, int, int, str], int] = {}   # (item, inference, step, event) -> position in the item's list
+    # 1-2: each item alone. marks[(item, inference)] = (start, end): per step, the position of
+    # its event in the item's list (-1: not logged yet); the schema makes steps >= 0 and
+    # events start or end
+    marks: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+
+    def marks_of(item: str, inference: int) -> tuple[list[int], list[int]]:
+        found = marks.get((item, inference))
+        if found is None:
+            n = len(schedule.items[item])
+            found = marks[(item, inference)] = ([-1] * n, [-1] * n)
+        return found
+
     for item, item_events in trace.items.items():
         steps = schedule.items[item]
+        per_item = producers[item]
         next_start: dict[int, int] = {}
         last_t: int | None = None
         for pos, e in enumerate(item_events):
-            if e.step >= len(steps):
+            step = e.step
+            if not 0 <= step < len(steps) or e.event not in ("start", "end"):
+                what = f"{len(steps)} steps" if e.event in ("start", "end") else "steps that start and end"
                 problem("PETRI-E130", f"{item} event {pos} ({e.event} step {e.step}): {item}'s schedule has "
-                        f"{len(steps)} steps", item=item, event=pos)
+                        f"{what}", item=item, event=pos)
                 break
-            label = _EventLabel(item, pos, e, steps)
             if e.t is not None:
                 if last_t is not None and e.t < last_t:
-                    problem("PETRI-E130", f"{label}: its time {e.t} is before the previous event's {last_t}", item=item, event=pos)
+                    problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)}: its time {e.t} is before the previous "
+                            f"event's {last_t}", item=item, event=pos)
                     break
                 last_t = e.t
-            key = (item, e.inference, e.step, e.event)
-            if key in at:
-                problem("PETRI-E130", f"{label}: repeated (first at event {at[key]})", item=item, event=pos)
+            started, ended = marks_of(item, e.inference)
+            start = e.event == "start"
+            first = (started if start else ended)[step]
+            if first >= 0:
+                problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)}: repeated (first at event {first})",
+                        item=item, event=pos)
                 break
-            if e.event == "start":
-                for producer, variable in producers[item][e.step]:
-                    if (item, e.inference, producer, "end") not in at:
-                        problem("PETRI-E131", f"{label} started before its producer step {producer} "
-                                f"({steps[producer].describe()}, which produces {variable}) ended",
+            if start:
+                for producer, variable in per_item[step]:
+                    if ended[producer] < 0:
+                        problem("PETRI-E131", f"{_EventLabel(item, pos, e, steps)} started before its producer step "
+                                f"{producer} ({steps[producer].describe()}, which produces {variable}) ended",
                                 item=item, event=pos, producer_step=producer)
                         break
                 if problems:
                     break
                 expected = next_start.get(e.inference, 0)
-                if e.step != expected:
-                    problem("PETRI-E130", f"{label} started out of schedule order: the next step to start is "
-                            f"{expected} ({steps[expected].describe() if expected < len(steps) else 'none'})",
-                            item=item, event=pos)
+                if step != expected:
+                    problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)} started out of schedule order: the next "
+                            f"step to start is {expected} "
+                            f"({steps[expected].describe() if expected < len(steps) else 'none'})", item=item, event=pos)
                     break
-                if e.inference and (item, e.inference - 1, e.step, "end") not in at:
-                    problem("PETRI-E130", f"{label} started before the same step of inference {e.inference - 1} ended",
-                            item=item, event=pos)
+                if e.inference and marks_of(item, e.inference - 1)[1][step] < 0:
+                    problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)} started before the same step of "
+                            f"inference {e.inference - 1} ended", item=item, event=pos)
                     break
                 next_start[e.inference] = expected + 1
-            elif (item, e.inference, e.step, "start") not in at:
-                problem("PETRI-E130", f"{label} ended before it started", item=item, event=pos)
-                break
-            at[key] = pos
+                started[step] = pos
+            else:
+                if started[step] < 0:
+                    problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)} ended before it started",
+                            item=item, event=pos)
+                    break
+                ended[step] = pos
         if problems:
             break
         for inference in sorted(inferences):
-            for step in range(len(steps)):
-                if (item, inference, step, "end") not in at:
-                    problem("PETRI-E130", f"{item} step {step} ({steps[step].describe()}) of inference {inference} "
-                            "never ended in the trace", item=item)
-                    break
-            if problems:
+            ended = marks_of(item, inference)[1]
+            if -1 in ended:
+                step = ended.index(-1)
+                problem("PETRI-E130", f"{item} step {step} ({steps[step].describe()}) of inference {inference} "
+                        "never ended in the trace", item=item)
                 break
         if problems:
             break
     if problems:
         return failed(ANALYSIS, problems[0]["code"], problems[0]["message"], {"problems": listed(problems)}, **measured)
 
-    # 3: between items
+    # 3: between items; the events of an item are consecutive nodes from offset[item]
     graph = _Graph()
+    offset: dict[str, int] = {}
     for item, item_events in trace.items.items():
-        previous = None
-        for pos, e in enumerate(item_events):
-            node = graph.add((item, pos, e, schedule.items[item][e.step]))
-            graph.node[(item, pos)] = node
-            if previous is not None:
-                graph.edge(previous, node, f"{item} logged them in this order")
-            previous = node
+        steps = schedule.items[item]
+        base = offset[item] = len(graph.label)
+        graph.label.extend((item, pos, e, steps[e.step]) for pos, e in enumerate(item_events))
+        why = f"{item} logged them in this order"
+        graph.succ.extend([[(node, why)] for node in range(base + 1, base + len(item_events))])
+        if item_events:
+            graph.succ.append([])
     sends = {(item, s.var): k for item, steps in schedule.items.items() for k, s in enumerate(steps) if s.kind == "send"}
     barrier_nodes: dict[tuple[int, int], int] = {}
     shared = trace.clock == "shared"
@@ -252,26 +270,28 @@ def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
     if shared:
         for item, item_events in trace.items.items():
             for pos, e in enumerate(item_events):
-                times[graph.node[(item, pos)]] = int(e.t or 0)
+                times[offset[item] + pos] = int(e.t or 0)
+    ordered = sorted(inferences)
     for item, steps in schedule.items.items():
+        base = offset[item]
         for k, step in enumerate(steps):
-            for inference in sorted(inferences):
-                if step.kind == "get":
-                    send = sends.get((step.source, step.var))
-                    if send is None:
-                        continue
-                    src = graph.node[(step.source, at[(step.source, inference, send, "start")])]
-                    dst = graph.node[(item, at[(item, inference, k, "end")])]
-                    graph.edge(src, dst, f"a get cannot end before its send started ({step.var})")
-                elif step.kind == "barrier":
+            if step.kind == "get":
+                send = sends.get((step.source, step.var))
+                if send is None:
+                    continue
+                why = f"a get cannot end before its send started ({step.var})"
+                for inference in ordered:
+                    src = offset[step.source] + marks[(step.source, inference)][0][send]
+                    graph.edge(src, base + marks[(item, inference)][1][k], why)
+            elif step.kind == "barrier":
+                for inference in ordered:
                     key = (step.barrier, inference)
                     if key not in barrier_nodes:
                         barrier_nodes[key] = graph.add(f"barrier {step.barrier}" + (f", inference {inference}" if inference else ""))
                     virtual = barrier_nodes[key]
-                    graph.edge(graph.node[(item, at[(item, inference, k, "start")])], virtual,
-                               f"barrier {step.barrier} opens only when every item reached it")
-                    graph.edge(virtual, graph.node[(item, at[(item, inference, k, "end")])],
-                               f"no item leaves barrier {step.barrier} before it opens")
+                    started, ended = marks[(item, inference)]
+                    graph.edge(base + started[k], virtual, f"barrier {step.barrier} opens only when every item reached it")
+                    graph.edge(virtual, base + ended[k], f"no item leaves barrier {step.barrier} before it opens")
     if shared:
         arrivals: dict[int, list[int]] = {}
         for a, edges in enumerate(graph.succ):
