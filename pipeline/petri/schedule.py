@@ -138,6 +138,10 @@ class Placement:
     get: dict[tuple[str, str], int]          # (item, result) -> index
 
 
+def _where(item: str, index: int, step: Step) -> str:
+    return f"{item} step {index} ({step.describe()})"
+
+
 def place_steps(net: Net, schedule: Schedule) -> tuple[Placement, list[dict[str, Any]]]:
     """Match each step with its transition or get; problems are PETRI-E120 differences."""
     problems: list[dict[str, Any]] = []
@@ -150,6 +154,7 @@ def place_steps(net: Net, schedule: Schedule) -> tuple[Placement, list[dict[str,
             sends[(tr.colour, tr.name)] = t
     gets = {(g.item, g.result): g for g in net.gets}
     placement = Placement({}, {})
+    transition = placement.transition
 
     def problem(item: str, index: int | None, message: str) -> None:
         problems.append({"code": "PETRI-E120", "item": item, "step": index, "message": message})
@@ -162,36 +167,35 @@ def place_steps(net: Net, schedule: Schedule) -> tuple[Placement, list[dict[str,
             problem(item, None, f"the schedule has item {item}, which is not among the descriptions")
             continue
         for index, step in enumerate(steps):
-            where = f"{item} step {index} ({step.describe()})"
             if step.kind == "compute":
                 t = computes.get((item, step.result))
                 if t is None:
-                    problem(item, index, f"{where}: {item} has no instruction computing {step.result}")
+                    problem(item, index, f"{_where(item, index, step)}: {item} has no instruction computing {step.result}")
                 elif net.transitions[t].op != step.op:
-                    problem(item, index, f"{where}: the instruction is {net.describe_transition(t)}")
-                elif t in placement.transition:
-                    problem(item, index, f"{where}: already scheduled at step {placement.transition[t][1]}")
+                    problem(item, index, f"{_where(item, index, step)}: the instruction is {net.describe_transition(t)}")
+                elif t in transition:
+                    problem(item, index, f"{_where(item, index, step)}: already scheduled at step {placement.transition[t][1]}")
                 else:
                     placement.transition[t] = (item, index)
             elif step.kind == "send":
                 t = sends.get((item, step.var))
                 if t is None:
-                    problem(item, index, f"{where}: {item} has no send_var of {step.var}")
+                    problem(item, index, f"{_where(item, index, step)}: {item} has no send_var of {step.var}")
                 elif net.transitions[t].inputs[0] != step.value or set(net.transitions[t].dest) != set(step.to):
                     tr = net.transitions[t]
-                    problem(item, index, f"{where}: the description sends {tr.inputs[0]} to {', '.join(tr.dest)}")
-                elif t in placement.transition:
-                    problem(item, index, f"{where}: already scheduled at step {placement.transition[t][1]}")
+                    problem(item, index, f"{_where(item, index, step)}: the description sends {tr.inputs[0]} to {', '.join(tr.dest)}")
+                elif t in transition:
+                    problem(item, index, f"{_where(item, index, step)}: already scheduled at step {placement.transition[t][1]}")
                 else:
                     placement.transition[t] = (item, index)
             elif step.kind == "get":
                 get = gets.get((item, step.result))
                 if get is None:
-                    problem(item, index, f"{where}: {item} has no get_var computing {step.result}")
+                    problem(item, index, f"{_where(item, index, step)}: {item} has no get_var computing {step.result}")
                 elif get.var != step.var or get.source != step.source:
-                    problem(item, index, f"{where}: the description has {get.result} = get_var({get.source}, {get.var})")
+                    problem(item, index, f"{_where(item, index, step)}: the description has {get.result} = get_var({get.source}, {get.var})")
                 elif (item, step.result) in placement.get:
-                    problem(item, index, f"{where}: already scheduled at step {placement.get[(item, step.result)]}")
+                    problem(item, index, f"{_where(item, index, step)}: already scheduled at step {placement.get[(item, step.result)]}")
                 else:
                     placement.get[(item, step.result)] = index
     for t, tr in enumerate(net.transitions):
