@@ -58,13 +58,17 @@ def form_violations(net: Net) -> list[str]:
     """Why the net is not an acyclic-or-not, conflict-free, 1-safe net of our encoding (empty: it is)."""
     problems: list[str] = []
     for p, place in enumerate(net.places):
-        if len(net.consumers[p]) > 1:
-            problems.append(f"place {place.id} has {len(net.consumers[p])} consumers (a conflict)")
-        if len(net.producers[p]) > 1:
-            problems.append(f"place {place.id} has {len(net.producers[p])} producers")
-        if any(w != 1 for _, w in net.consumers[p]) or any(w != 1 for _, w in net.producers[p]):
+        taken, made = net.consumers[p], net.producers[p]
+        if len(taken) <= 1 and len(made) <= 1 and (not taken or taken[0][1] == 1) and (not made or made[0][1] == 1) \
+                and (place.initial == 0 or (place.initial == 1 and not made)):
+            continue   # the common case, decided without building anything
+        if len(taken) > 1:
+            problems.append(f"place {place.id} has {len(taken)} consumers (a conflict)")
+        if len(made) > 1:
+            problems.append(f"place {place.id} has {len(made)} producers")
+        if any(w != 1 for _, w in taken) or any(w != 1 for _, w in made):
             problems.append(f"place {place.id} has an arc of weight other than 1")
-        if place.initial > 1 or (place.initial and net.producers[p]):
+        if place.initial > 1 or (place.initial and made):
             problems.append(f"place {place.id} can hold more than one token")
     for t, transition in enumerate(net.transitions):
         if not net.pre[t]:
@@ -77,8 +81,12 @@ def run(net: Net) -> Run:
     places, transitions = net.places, net.transitions
     filled = [p.initial > 0 for p in places]
     need = [0] * len(transitions)
-    for t in range(len(transitions)):
-        need[t] = sum(1 for p, _ in net.pre[t] if not filled[p])
+    for t, arcs in enumerate(net.pre):
+        count = 0
+        for p, _ in arcs:
+            if not filled[p]:
+                count += 1
+        need[t] = count
     ready = deque(t for t in range(len(transitions)) if need[t] == 0)
     fired = [False] * len(transitions)
     order: list[int] = []
@@ -97,8 +105,15 @@ def run(net: Net) -> Run:
                 if need[c] == 0:
                     ready.append(c)
     dead: dict[int, int] = {}
+    producers, consumers = net.producers, net.consumers
     for p, place in enumerate(places):
-        tokens = place.initial + sum(w for t, w in net.producers[p] if fired[t]) - sum(w for t, w in net.consumers[p] if fired[t])
+        tokens = place.initial
+        for t, w in producers[p]:
+            if fired[t]:
+                tokens += w
+        for t, w in consumers[p]:
+            if fired[t]:
+                tokens -= w
         if tokens:
             dead[p] = tokens
     return Run(order, fired, filled, dead)

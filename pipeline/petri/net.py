@@ -128,16 +128,21 @@ class Net:
         return candidate
 
     def add_place(self, base_id: str, variable: str, colour: str, kind: PlaceKind, initial: int = 0) -> int:
-        self.places.append(Place(self.unique_id(base_id), variable, colour, kind, initial))
+        places = self.places
+        places.append(Place(self.unique_id(base_id), variable, colour, kind, initial))
         self.producers.append([])
         self.consumers.append([])
-        return len(self.places) - 1
+        return len(places) - 1
 
-    def add_transition(self, base_id: str, name: str, op: str, colour: str, kind: TransitionKind, **extra: object) -> int:
-        self.transitions.append(Transition(self.unique_id(base_id), name, op, colour, kind, **extra))  # type: ignore[arg-type]
+    def add_transition(self, base_id: str, name: str, op: str, colour: str, kind: TransitionKind,
+                       inputs: tuple[str, ...] = (), outputs: tuple[str, ...] = (), signature: str = "",
+                       span: Span | None = None, dest: tuple[str, ...] = ()) -> int:
+        transitions = self.transitions
+        transitions.append(Transition(self.unique_id(base_id), name, op, colour, kind, inputs, outputs, signature, span,
+                                      dest))
         self.pre.append([])
         self.post.append([])
-        return len(self.transitions) - 1
+        return len(transitions) - 1
 
     def arc_in(self, place: int, transition: int, weight: int = 1) -> None:
         """An arc place -> transition (the transition consumes `weight` tokens)."""

@@ -183,16 +183,13 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
         head = f"{item.colour}." if prefix else ""
         for t in item.transitions:
             tr = net.transitions[t]
-            seen: set[str] = set()
-            for var in tr.inputs:
-                if var in seen:
-                    continue
-                seen.add(var)
-                p = feed(item, var, f"p.{var}.{_suffix(net, t)}", PlaceKind.VALUE)
+            suffix = _suffix(net, t)
+            for var in dict.fromkeys(tr.inputs):
+                p = feed(item, var, f"p.{var}.{suffix}", PlaceKind.VALUE)
                 net.places[p].consumer = t
                 net.arc_in(p, t)
             if not tr.inputs:
-                p = net.add_place(f"p.once.{_suffix(net, t)}", tr.name, item.colour, PlaceKind.ONCE, 1)
+                p = net.add_place(f"p.once.{suffix}", tr.name, item.colour, PlaceKind.ONCE, 1)
                 net.places[p].consumer = t
                 net.arc_in(p, t)
         for var in item.graph.outputs:
