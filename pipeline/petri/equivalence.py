@@ -45,6 +45,17 @@ class _Origins:
     def of_place(self, p: int) -> tuple[Origin, tuple[str, ...]]:
         """(origin, syncs passed through) of the value in place p."""
         net = self.net
+        known = self.memo.get(p)
+        if known is not None:
+            return known
+        made = net.producers[p]
+        if made:   # the common case first: a value computed by an instruction, no sync on the way
+            tr = net.transitions[made[0][0]]
+            place = net.places[p]
+            if tr.kind is not TransitionKind.SYNC and place.kind not in INITIAL_KINDS:
+                produced = place.variable if place.variable in tr.outputs else tr.outputs[0]
+                known = self.memo[p] = (("value", tr.name, produced), ())
+                return known
         trail: list[int] = []
         seen: set[int] = set()
         current = p
