@@ -32,7 +32,6 @@ reachabilities: all of them together take one topological pass each way, a bit p
 from __future__ import annotations
 
 import heapq
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Sequence
 
