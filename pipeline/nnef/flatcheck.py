@@ -59,6 +59,7 @@ class _StreamingChecker(_FlatParser):
         self.graphs: list[Graph] = []
         self.findings: list[Finding] = []
         self._plain: dict[str, Any] = {}
+        self._typed: dict[tuple[str, str | None], Any] = {}  # per graph: see _typing
 
     # ------------------------------------------------------------------ graphs
 
@@ -78,6 +79,7 @@ class _StreamingChecker(_FlatParser):
                           fragment_definitions="KHR_enable_fragment_definitions" in extensions)
         builder = GraphBuilder(header, self.catalogue, options, self.file, flat_document=True)
         body = self.i
+        self._typed = {}
         reserved = None  # read from the tokens when the general lowering first needs it
         texts, kinds = self.texts, self.kinds
         while texts[self.i] != "}" or kinds[self.i] != "punct":
@@ -135,54 +137,77 @@ class _StreamingChecker(_FlatParser):
 
     def _statement(self, builder: GraphBuilder, i: int) -> int:
         """Lower `name = op<type>(args);` at token i and return the token after ';', or
-        raise _Slow (before changing any state) when it is not certainly clean."""
+        raise _Slow (before changing any state) when it is not certainly clean.
+
+        A punctuation text is only ever a punctuation token (identifiers, numbers,
+        strings and types start with other characters), so texts alone are compared
+        where a punctuation mark is expected; the commonest arguments (numbers and
+        tensor names) are read inline rather than through _value_at."""
         texts, kinds = self.texts, self.kinds
-        if kinds[i] != "id" or texts[i + 1] != "=" or kinds[i + 2] != "id":
+        if texts[i + 1] != "=" or kinds[i] != "id" or kinds[i + 2] != "id":
             raise _Slow
         target, op_at = texts[i], i + 2
-        sig = self.catalogue.get(texts[op_at])
-        if sig is None:
-            raise _Slow
-        plain = self._plain.get(sig.name)
+        plain = self._plain.get(texts[op_at])
         if plain is None:
-            plain = self._plain[sig.name] = _plain_sig(sig) or ()
+            sig = self.catalogue.get(texts[op_at])
+            if sig is None:
+                raise _Slow
+            lowerable = _plain_sig(sig)
+            plain = self._plain[texts[op_at]] = (sig, *lowerable) if lowerable else ()
         if not plain:
             raise _Slow
-        params, by_name = plain
+        sig, params, by_name = plain
         j = op_at + 1
         type_arg = None
         if kinds[j] == "typ":
             type_arg = texts[j].strip("<> \t")
             j += 1
-        if texts[j] != "(" or kinds[j] != "punct":
+        if texts[j] != "(":
             raise _Slow
         j += 1
         values: dict[str, Any] = {}
         refs: list[str] = []
         position = 0
         named_seen = False
+        tensors, declared, numbers = builder.graph.tensors, builder.declared, _NUMBERS
         while True:
-            if kinds[j] == "id" and texts[j + 1] == "=" and kinds[j + 1] == "punct":
-                param = by_name.get(texts[j])
+            text = texts[j]
+            following = texts[j + 1]
+            if following == "=" and kinds[j] == "id":
+                param = by_name.get(text)
                 if param is None or param.name in values:
                     raise _Slow
                 named_seen = True
                 j += 2
+                text = texts[j]
+                following = texts[j + 1]
             else:
                 if named_seen or position >= len(params) or params[position][1]:
                     raise _Slow  # positional after named, too many, or a positional attribute
                 param = params[position][0]
                 position += 1
-            value, j = self._value_at(j, builder, refs)
+            kind = kinds[j]
+            if kind == "num" and text in numbers:
+                value = numbers[text][0]
+                j += 1
+            elif kind == "id" and (following == "," or following == ")"):
+                if text not in tensors or text not in declared:
+                    raise _Slow  # undeclared (E010) or poisoned
+                refs.append(text)
+                value = Ref(text)
+                j += 1
+            else:
+                value, j = self._value_at(j, builder, refs)
             values[param.name] = value
-            if texts[j] == "," and kinds[j] == "punct":
+            text = texts[j]
+            if text == ",":
                 j += 1
                 continue
-            if texts[j] == ")" and kinds[j] == "punct":
+            if text == ")":
                 break
             raise _Slow
         close = j
-        if texts[j + 1] != ";" or kinds[j + 1] != "punct" or len(values) != len(params):
+        if texts[j + 1] != ";" or len(values) != len(params):
             raise _Slow  # a default relied upon is a finding (E060) in either profile
         dtypes = builder.dtypes
         dtype: str | None = None
@@ -201,22 +226,26 @@ class _StreamingChecker(_FlatParser):
                     raise _Slow
         elif type_arg is not None:
             raise _Slow
-        if sig.name in TYPE_DECLARATIONS and type_arg is None:
+        if type_arg is None and sig.name in TYPE_DECLARATIONS:
             raise _Slow  # E062
-        for param, _expected, fast, allowed in builder._type_checks(sig, dtype):
-            value = values[param.name]
+        typed = self._typed.get((sig.name, dtype))
+        if typed is None:
+            typed = self._typed[sig.name, dtype] = self._typing(builder, sig, dtype)
+        checks, tensor_names, attribute_names, automatic, result_types = typed
+        for name, fast, allowed in checks:
+            value = values[name]
             if fast is None or not fast(value, dtypes):
                 raise _Slow
             if allowed is not None and isinstance(value, str) and value not in allowed:
                 raise _Slow
-        inputs = {p.name: values[p.name] for p in sig.tensor_params}
-        attribs = {p.name: values[p.name] for p in sig.attribute_params}
+        inputs = {name: values[name] for name in tensor_names}
+        attribs = {name: values[name] for name in attribute_names}
         if builder.sync_names and any(r in builder.sync_names for r in refs):
             raise _Slow
-        for name in AUTOMATIC_WHEN_EMPTY:
-            if name in attribs and attribs[name] == []:
+        for name in automatic:
+            if attribs[name] == []:
                 raise _Slow
-        if target in builder.declared or (target in builder.params) != (sig.name == "external"):
+        if target in declared or (target in builder.params) != (sig.name == "external"):
             raise _Slow  # E011, E040, E042
         shapes = builder._quiet_infer(sig, inputs, attribs)
         if shapes is None:
@@ -225,13 +254,23 @@ class _StreamingChecker(_FlatParser):
         builder.referenced.update(refs)
         file, lines, cols = self.file, self.lines, self.cols
         line = lines[i]
-        builder.declared[target] = _new_tuple(Span, (file, line, cols[i], line, cols[i] + len(target)))
-        (result, _item, elem), = builder._result_types(sig, dtype)
+        declared[target] = _new_tuple(Span, (file, line, cols[i], line, cols[i] + len(target)))
+        (result, _item, elem), = result_types
         builder._add_tensor(target, elem, shapes[0])
         span = _new_tuple(Span, (file, lines[op_at], cols[op_at], lines[close], cols[close] + 1))
         builder.graph.operations.append(Operation(sig.name, inputs, attribs, {result.name: Ref(target)}, dtype,
                                                   span, frozenset(values)))
         return close + 2
+
+    @staticmethod
+    def _typing(builder: GraphBuilder, sig: FragmentSig, dtype: str | None) -> tuple[Any, ...]:
+        """What _statement needs of (fragment, type), read once per graph: per parameter
+        (name, fast validator, allowed enum values), the tensor and attribute parameter
+        names, the attributes automatic when empty, the result types."""
+        checks = tuple((param.name, fast, allowed) for param, _expected, fast, allowed in builder._type_checks(sig, dtype))
+        attribute_names = tuple(p.name for p in sig.attribute_params)
+        return (checks, tuple(p.name for p in sig.tensor_params), attribute_names,
+                tuple(n for n in attribute_names if n in AUTOMATIC_WHEN_EMPTY), tuple(builder._result_types(sig, dtype)))
 
     def _value_at(self, j: int, builder: GraphBuilder, refs: list[str]) -> tuple[Any, int]:
         """The value of the argument at token j (what the general path's _eval gives), and

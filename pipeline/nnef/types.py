@@ -7,6 +7,7 @@ identifiers that `send_var` and `get_var` take.
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any, Callable
 
 from pipeline.nnef import ast
@@ -181,11 +182,14 @@ def fast_validator(spec: ast.TypeSpec) -> Validator | None:
         if isinstance(spec.item, ast.PrimitiveType) and spec.item.name in _PYTHON_TYPES:
             only = {_PYTHON_TYPES[spec.item.name]}  # the item types of the list, collected in C
             return lambda v, d: type(v) is list and set(map(type, v)) <= only
-        return lambda v, d: type(v) is list and all(inner(i, d) for i in v)
+        return lambda v, d: type(v) is list and all(map(inner, v, repeat(d, len(v))))
     if isinstance(spec, ast.TupleType):
         inners = [fast_validator(t) for t in spec.items]
         if any(i is None for i in inners):
             return None
         size = len(inners)
+        if all(isinstance(t, ast.PrimitiveType) and t.name in _PYTHON_TYPES for t in spec.items):
+            exact = tuple(_PYTHON_TYPES[t.name] for t in spec.items)  # the item types compared in C
+            return lambda v, d: type(v) is tuple and tuple(map(type, v)) == exact
         return lambda v, d: type(v) is tuple and len(v) == size and all(f(i, d) for f, i in zip(inners, v))
     return None
