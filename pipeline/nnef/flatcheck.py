@@ -186,15 +186,41 @@ class _StreamingChecker(_FlatParser):
                     raise _Slow  # positional after named, too many, or a positional attribute
                 param = params[position][0]
                 position += 1
-            kind = kinds[j]
-            if kind == "num" and text in numbers:
+            # _NUMBERS holds number spellings only, so `text in numbers` is a number token
+            if text in numbers:
                 value = numbers[text][0]
                 j += 1
-            elif kind == "id" and (following == "," or following == ")"):
+            elif kinds[j] == "id" and (following == "," or following == ")"):
                 if text not in tensors or text not in declared:
                     raise _Slow  # undeclared (E010) or poisoned
                 refs.append(text)
                 value = Ref(text)
+                j += 1
+            elif text == "[":  # an array of numbers and pairs of numbers, else _value_at
+                items: list[Any] = []
+                k = j + 1
+                while True:
+                    item = texts[k]
+                    if item in numbers:
+                        items.append(numbers[item][0])
+                        k += 1
+                    elif (item == "(" and texts[k + 2] == "," and texts[k + 4] == ")" and texts[k + 1] in numbers
+                          and texts[k + 3] in numbers):
+                        items.append((numbers[texts[k + 1]][0], numbers[texts[k + 3]][0]))
+                        k += 5
+                    else:
+                        k = -1
+                        break
+                    if texts[k] != ",":
+                        break
+                    k += 1
+                if k >= 0 and texts[k] == "]":
+                    value = items
+                    j = k + 1
+                else:
+                    value, j = self._value_at(j, builder, refs)
+            elif kinds[j] == "str":
+                value = text[1:-1]
                 j += 1
             else:
                 value, j = self._value_at(j, builder, refs)

@@ -140,3 +140,50 @@ def test_benchmark_graph_variants(profile: str) -> None:
 def test_mutated_texts_check_alike(case: Any, position: float, cut: int, insert: str) -> None:
     at = int(position * len(case.text))
     assert_same(case.text[:at] + insert + case.text[at + cut:])
+
+
+# Arguments the streaming checker reads inline (numbers, tensor names, strings, arrays of
+# numbers and of number pairs) written in the forms next to them that it must hand to
+# _value_at or the general path: each must check exactly as the reference does, finding
+# or not.
+ARGUMENT_FORMS = [
+    ("size = [1, 1, 3, 3]", "size = [1, 1, -3, 3]"),
+    ("size = [1, 1, 3, 3]", "size = [1, 1, 3, 3.0]"),
+    ("size = [1, 1, 3, 3]", "size = [1, 1, [3], 3]"),
+    ("size = [1, 1, 3, 3]", "size = [1, 1, 3, r53]"),
+    ("size = [1, 1, 3, 3]", "size = [1, 1, 3, (3, 3)]"),
+    ("size = [1, 1, 3, 3]", "size = []"),
+    ("size = [1, 1, 3, 3]", "size = [1, 1, 3, 3, 1]"),
+    ("size = [1, 1, 3, 3]", "size = [1, 1, 3, true]"),
+    ("size = [1, 1, 3, 3]", "size = [1, 1, 3, 'a']"),
+    ("padding = [(0, 0), (0, 0), (1, 1), (1, 1)]", "padding = [(0, 0), (0, 0), (1, 1), (1, 2)]"),
+    ("padding = [(0, 0), (0, 0), (1, 1), (1, 1)]", "padding = [(0, 0), (0, 0), (1, 1), (1, 1, 1)]"),
+    ("padding = [(0, 0), (0, 0), (1, 1), (1, 1)]", "padding = [(0, 0), (0, 0), (1, 1), (1, -1)]"),
+    ("padding = [(0, 0), (0, 0), (1, 1), (1, 1)]", "padding = [(0, 0), (0, 0), (1, 1), (1.0, 1)]"),
+    ("padding = [(0, 0), (0, 0), (1, 1), (1, 1)]", "padding = [(0, 0), (0, 0), (1, 1), [1, 1]]"),
+    ("padding = [(0, 0), (0, 0), (1, 1), (1, 1)]", "padding = [(0, 0), (0, 0), (1, 1), (1, r53)]"),
+    ("padding = [(0, 0), (0, 0), (1, 1), (1, 1)]", "padding = [(0, 0), (0, 0), ((1, 1), 1), (1, 1)]"),
+    ("padding = [(0, 0), (0, 0), (1, 1), (1, 1)]", "padding = [(0, 0), (0, 0), (1, 1), 1]"),
+    ("padding = [(0, 0), (0, 0), (1, 1), (1, 1)]", "padding = [(0, 0), (0, 0), (1, 1), (1, 1)] "),
+    ("label = 'w56'", 'label = "w56"'),
+    ("label = 'w56'", "label = ''"),
+    ("label = 'w56'", "label = 56"),
+    ("label = 'w56'", "label = r53"),
+    ("a54 = add(r53, r53);", "a54 = add(r53, 1.0);"),
+    ("a54 = add(r53, r53);", "a54 = add(r53, -1.0);"),
+    ("a54 = add(r53, r53);", "a54 = add(r53, [r53]);"),
+    ("a54 = add(r53, r53);", "a54 = add(r53, w56);"),
+    ("a54 = add(r53, r53);", "a54 = add(r53, 'r53');"),
+    ("a54 = add(r53, r53);", "a54 = add(r53, r53 );"),
+]
+
+
+@pytest.mark.parametrize("profile", ["certification", "standard"])
+def test_benchmark_graph_argument_forms(profile: str) -> None:
+    base = generate(60)
+    for old, new in ARGUMENT_FORMS:
+        at = base.index("m55 = max_pool") if old.startswith(("size", "padding")) else 0
+        at = base.index("w56 = variable") if old.startswith("label") else at
+        changed = base[:at] + base[at:].replace(old, new, 1)
+        assert changed != base, old
+        assert assert_same(changed, profile) is not None, new  # flat text: the streaming checker read it
