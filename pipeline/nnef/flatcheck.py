@@ -174,9 +174,9 @@ class _StreamingChecker(_FlatParser):
             text = texts[j]
             following = texts[j + 1]
             if following == "=" and kinds[j] == "id":
-                param = by_name.get(text)
-                if param is None or param.name in values:
+                if text not in by_name or text in values:
                     raise _Slow
+                name = text
                 named_seen = True
                 j += 2
                 text = texts[j]
@@ -184,7 +184,7 @@ class _StreamingChecker(_FlatParser):
             else:
                 if named_seen or position >= len(params) or params[position][1]:
                     raise _Slow  # positional after named, too many, or a positional attribute
-                param = params[position][0]
+                name = params[position][0].name
                 position += 1
             # _NUMBERS holds number spellings only, so `text in numbers` is a number token
             if text in numbers:
@@ -224,7 +224,7 @@ class _StreamingChecker(_FlatParser):
                 j += 1
             else:
                 value, j = self._value_at(j, builder, refs)
-            values[param.name] = value
+            values[name] = value
             text = texts[j]
             if text == ",":
                 j += 1
