@@ -17,8 +17,6 @@ ASTs (spans compared) on the whole corpus and on randomly mutated documents.
 from __future__ import annotations
 
 import re
-from itertools import compress, count
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -73,6 +71,17 @@ def _lines_and_columns(text: str, offsets: np.ndarray) -> tuple[np.ndarray, np.n
     return index, offsets
 
 
+class _Kinds(dict):
+    """The kind of each token text, remembered (up to a bound, for memory) as it is met:
+    exporters repeat the same punctuation, numbers and names of operations."""
+
+    def __missing__(self, text: str) -> str | None:
+        kind = "kw" if text in _KEYWORDS else _KIND.get(text[0])
+        if len(self) < 262144:
+            self[text] = kind
+        return kind
+
+
 _new_tuple = tuple.__new__
 
 # The value and kind of each distinct number spelling: exporters repeat the same few
@@ -102,12 +111,11 @@ class _FlatParser:
         del pieces
         if _TRAILING.fullmatch(rest) is None:  # the matches are contiguous: only this can be left
             raise _GiveUp
-        # kinds by first character, in C; then the few keywords among the identifiers
-        kinds = list(map(_KIND.get, map(itemgetter(0), texts)))
+        # kinds looked up by text in C; the distinct texts (a few per statement) are
+        # classified once, by _Kinds.__missing__
+        kinds = list(map(_Kinds().__getitem__, texts))
         if None in kinds:
             raise _GiveUp  # a character no token starts with
-        for k in compress(count(), map(_KEYWORDS.__contains__, texts)):
-            kinds[k] = "kw"
         size = np.fromiter(map(len, texts), dtype=np.int32, count=number)
         starts += size
         np.cumsum(starts, out=starts)
