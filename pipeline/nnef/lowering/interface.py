@@ -63,13 +63,22 @@ class GraphRules:
                     seen[name.value] = kind
 
     def _check_unused(self) -> None:
-        used = set(_names(v for op in self.graph.operations for v in op.inputs.values()))
+        # plain Refs (nearly every operand and result) are read without a generator
+        used: set[str] = set()
+        for op in self.graph.operations:
+            for value in op.inputs.values():
+                if type(value) is Ref:
+                    used.add(value.name)
+                else:
+                    used.update(_names((value,)))
         used.update(self.graph.outputs)
         used.update(self.referenced)
         for op in self.graph.operations:
             if op.name in ("send_var", "variablesync"):
                 continue
-            for name in _names(op.outputs.values()):
+            values = tuple(op.outputs.values())
+            names = (values[0].name,) if len(values) == 1 and type(values[0]) is Ref else _names(values)
+            for name in names:
                 if name not in used:
                     verb = "declared" if op.name in TYPE_DECLARATIONS else "computed"
                     self.report("NNEF-W050", f"'{name}' is {verb} but never used", op.span)
