@@ -169,7 +169,14 @@ class Emission:
         if rule is None:
             return None
         shapes: dict[str, Any] = {}
+        tensors = self.graph.tensors
         for name, value in inputs.items():
+            if type(value) is Ref:  # _shape_of's commonest case, without the call
+                info = tensors.get(value.name)
+                if info is None or info.shape is None:
+                    return None
+                shapes[name] = info.shape
+                continue
             shape = self._shape_of(value)
             if shape is POISON:
                 return None
