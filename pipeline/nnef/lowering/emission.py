@@ -134,12 +134,9 @@ class Emission:
             self.report("NNEF-W051", f"operation '{sig.name}' has no shape rule (a custom primitive fragment): "
                         "its output shapes are unknown and it cannot be executed", span)
             return None
-        shapes: dict[str, Any] = {}
-        for name, value in inputs.items():
-            shape = self._shape_of(value)
-            if shape is POISON:
-                return None
-            shapes[name] = shape
+        shapes = self._input_shapes(inputs)
+        if shapes is None:
+            return None
         key = _memo_key(sig.name, shapes, attribs)
         known = self._shape_memo.get(key) if key is not None else None
         if known is not None:
@@ -168,19 +165,9 @@ class Emission:
         rule = SHAPE_RULES.get(sig.name)
         if rule is None:
             return None
-        shapes: dict[str, Any] = {}
-        tensors = self.graph.tensors
-        for name, value in inputs.items():
-            if type(value) is Ref:  # _shape_of's commonest case, without the call
-                info = tensors.get(value.name)
-                if info is None or info.shape is None:
-                    return None
-                shapes[name] = info.shape
-                continue
-            shape = self._shape_of(value)
-            if shape is POISON:
-                return None
-            shapes[name] = shape
+        shapes = self._input_shapes(inputs)
+        if shapes is None:
+            return None
         key = _memo_key(sig.name, shapes, attribs)
         known = self._shape_memo.get(key) if key is not None else None
         if known is not None:
@@ -196,6 +183,23 @@ class Emission:
         if key is not None:
             self._shape_memo[key] = _copied(inferred)
         return inferred
+
+    def _input_shapes(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
+        """The shape of every input by parameter name; None when one is unknown (poisoned)."""
+        shapes: dict[str, Any] = {}
+        tensors = self.graph.tensors
+        for name, value in inputs.items():
+            if type(value) is Ref:  # _shape_of's commonest case, without the call
+                info = tensors.get(value.name)
+                if info is None or info.shape is None:
+                    return None
+                shapes[name] = info.shape
+                continue
+            shape = self._shape_of(value)
+            if shape is POISON:
+                return None
+            shapes[name] = shape
+        return shapes
 
     def _shape_of(self, value: Any) -> Any:
         if isinstance(value, Ref):
