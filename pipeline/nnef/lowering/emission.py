@@ -128,11 +128,18 @@ class Emission:
         self.graph.tensors[name] = TensorInfo(name, dtype, shape)
         self.dtypes[name] = dtype
 
-    def _infer(self, sig: FragmentSig, inputs: dict[str, Any], attribs: dict[str, Any], span: Span) -> list[Any] | None:
+    def _infer(self, sig: FragmentSig, inputs: dict[str, Any], attribs: dict[str, Any], span: Span | None,
+               quiet: bool = False) -> list[Any] | None:
+        """The output shapes by the operation's shape rule, remembered per graph; None (with a
+        finding at `span`) when there is no rule, an input shape is unknown, the rule refuses
+        the arguments or a shape breaks the limits. `quiet`: nothing reported, for a caller that
+        only proves the clean case (pipeline/nnef/flatcheck.py)."""
+        report = None if quiet else self.report
         rule = SHAPE_RULES.get(sig.name)
         if rule is None:
-            self.report("NNEF-W051", f"operation '{sig.name}' has no shape rule (a custom primitive fragment): "
-                        "its output shapes are unknown and it cannot be executed", span)
+            if report:
+                report("NNEF-W051", f"operation '{sig.name}' has no shape rule (a custom primitive fragment): "
+                       "its output shapes are unknown and it cannot be executed", span)
             return None
         shapes = self._input_shapes(inputs)
         if shapes is None:
@@ -147,42 +154,23 @@ class Emission:
                 for one in (shape if shape and isinstance(shape[0], list) else [shape]):
                     problem = limits.shape_problem(one) if isinstance(one, list) else None
                     if problem:
-                        self.report(limits.CODE, f"{sig.name}: {problem} (docs/nnef.md, Limits)", span)
+                        if report:
+                            report(limits.CODE, f"{sig.name}: {problem} (docs/nnef.md, Limits)", span)
                         return None
             if key is not None:
                 self._shape_memo[key] = _copied(inferred)
             return inferred
         except ShapeError as error:
-            self.report("NNEF-E020", f"{sig.name}: {error}", span)
+            if report:
+                report("NNEF-E020", f"{sig.name}: {error}", span)
         except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as error:
-            self.report("NNEF-E020", f"{sig.name}: invalid arguments ({error})", span)
+            if report:
+                report("NNEF-E020", f"{sig.name}: invalid arguments ({error})", span)
         return None
 
     def _quiet_infer(self, sig: FragmentSig, inputs: dict[str, Any], attribs: dict[str, Any]) -> list[Any] | None:
-        """`_infer` for a caller that only proves the clean case (pipeline/nnef/flatcheck.py):
-        the shapes when the rule succeeds within the limits, None (nothing reported) when
-        `_infer` would report or give no shape."""
-        rule = SHAPE_RULES.get(sig.name)
-        if rule is None:
-            return None
-        shapes = self._input_shapes(inputs)
-        if shapes is None:
-            return None
-        key = _memo_key(sig.name, shapes, attribs)
-        known = self._shape_memo.get(key) if key is not None else None
-        if known is not None:
-            return _copied(known)
-        try:
-            inferred = rule(shapes, attribs)
-        except (ShapeError, TypeError, ValueError, IndexError, KeyError, ZeroDivisionError):
-            return None
-        for shape in inferred:
-            for one in (shape if shape and isinstance(shape[0], list) else [shape]):
-                if isinstance(one, list) and limits.shape_problem(one):
-                    return None
-        if key is not None:
-            self._shape_memo[key] = _copied(inferred)
-        return inferred
+        """`_infer` reporting nothing (pipeline/nnef/flatcheck.py proves the clean case with it)."""
+        return self._infer(sig, inputs, attribs, None, quiet=True)
 
     def _input_shapes(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
         """The shape of every input by parameter name; None when one is unknown (poisoned)."""
