@@ -64,14 +64,7 @@ class _StreamingChecker(_FlatParser):
     # ------------------------------------------------------------------ graphs
 
     def _graph(self, item: bool) -> ast.GraphDef:
-        first = self.i
-        self.i += 1
-        item_name = self._name() if item else None
-        name = self._name()
-        params = self._identifiers(item)
-        self._expect("->")
-        results = self._identifiers(item)
-        self._expect("{")
+        first, item_name, name, params, results = self._graph_header(item)
         header = ast.GraphDef(name, params, results, (), item_name, Span(self.file, 0, 0))
         extensions = [n.value for ext in self.extensions for n in ext.names]
         options = Options(profile=self.profile,

@@ -189,7 +189,9 @@ class _FlatParser:
             raise _GiveUp
         return ast.Document(version, tuple(extensions), (), tuple(graphs), file=self.file, flat=True)
 
-    def _graph(self, item: bool) -> ast.GraphDef:
+    def _graph_header(self, item: bool) -> tuple[int, Any, Any, Any, Any]:
+        """`graph[item] [ITEM] NAME ( params ) -> ( results ) {`: (first token, item name, name,
+        params, results); the body follows."""
         first = self.i
         self.i += 1
         item_name = self._name() if item else None
@@ -198,6 +200,10 @@ class _FlatParser:
         self._expect("->")
         results = self._identifiers(item)
         self._expect("{")
+        return first, item_name, name, params, results
+
+    def _graph(self, item: bool) -> ast.GraphDef:
+        first, item_name, name, params, results = self._graph_header(item)
         body = []
         while self.texts[self.i] != "}" or self.kinds[self.i] != "punct":
             body.append(self._assignment())
