@@ -18,7 +18,10 @@ k, from +0, one rounding per product and per sum.
 
 from __future__ import annotations
 
+import logging
+import os
 import weakref
+from types import ModuleType
 from typing import Any, Mapping
 
 import numpy as np
@@ -26,6 +29,7 @@ import numpy as np
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.tensors import F32, KernelError, align, broadcast_shape, scalar
 
+log = logging.getLogger(__name__)
 ZERO = F32(0.0)
 
 Inputs = Mapping[str, Any]
@@ -63,10 +67,8 @@ def ordered_dot(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None = None) ->
     a: [K, G, M], b: [K, G, N] float32; k increasing, each product and each sum one float32
     rounding (the product is `a * b`, a first). `skip` ([K, N] bool, optional): the term
     (k, g, m, n) is left out where skip[k, n] (conv's padded taps under non-finite weights).
-    The outputs are computed in blocks (see ACC_BLOCK); for each block the products of a run
-    of k are formed by one multiply, then added to the block in increasing k. The result is
-    [G, M, N]; when N < M it is held as [G, N, M] while computed (the longer axis innermost,
-    for speed), which changes no value.
+    Run by the compiled loops of `compiled.py` when numba is importable (and NNCERT_NO_JIT
+    is not set), else by `numpy_ordered_dot`: the same bits either way (tested).
     """
     k_dim, groups, m_dim = a.shape
     n_dim = b.shape[2]
@@ -74,6 +76,40 @@ def ordered_dot(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None = None) ->
         raise KernelError(f"inner dimensions differ: {list(a.shape)} x {list(b.shape)}", "SEM-E005")
     if groups * m_dim * n_dim == 0:
         return np.zeros((groups, m_dim, n_dim), dtype=F32)
+    loops = compiled_loops()
+    if loops is not None:
+        return loops.ordered_dot(a, b, skip)
+    return numpy_ordered_dot(a, b, skip)
+
+
+_COMPILED: list[ModuleType | None] = []  # the import's outcome, once per process
+
+
+def compiled_loops() -> ModuleType | None:
+    """pipeline.semantics.compiled, or None when NNCERT_NO_JIT=1 or numba cannot be imported.
+
+    Imported on first use, not with this module: listing doit tasks must not load numba."""
+    if os.environ.get("NNCERT_NO_JIT", "") not in ("", "0"):
+        return None
+    if not _COMPILED:
+        try:
+            from pipeline.semantics import compiled
+        except ImportError as exc:  # numba missing or broken: the NumPy loop, same bits, slower
+            log.info("numba not importable (%s): ordered_dot runs its NumPy loop", exc)
+            compiled = None
+        _COMPILED.append(compiled)
+    return _COMPILED[0]
+
+
+def numpy_ordered_dot(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
+    """ordered_dot in NumPy (the fallback without numba; a, b, skip as there, G * M * N > 0).
+
+    The outputs are computed in blocks (see ACC_BLOCK); for each block the products of a run
+    of k are formed by one multiply, then added to the block in increasing k. The result is
+    [G, M, N]; when N < M it is held as [G, N, M] while computed (the longer axis innermost,
+    for speed), which changes no value.
+    """
+    groups, m_dim, n_dim = a.shape[1], a.shape[2], b.shape[2]
     transposed = n_dim < m_dim
     acc = np.empty((groups, n_dim, m_dim) if transposed else (groups, m_dim, n_dim), dtype=F32)
     # NumPy's iterator copies broadcast operands through a buffer when the innermost axis is
