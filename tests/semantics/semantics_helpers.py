@@ -122,3 +122,16 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> bool:
 def nchw_pads(padding: Sequence[tuple[int, int]]) -> list[int]:
     """NNEF [(p0, q0), (p1, q1)] -> ONNX pads [p0, p1, q0, q1]."""
     return [p for p, _ in padding] + [q for _, q in padding]
+
+
+def same_bits_any_nan(a: np.ndarray, b: np.ndarray) -> bool:
+    """same_bits, except that a NaN equals any NaN (payload and sign are not specified:
+    docs/semantics/index.md); every other value, -0 and +0 included, must have its bits."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind != "f":
+        return a.tobytes() == b.tobytes()
+    nan = np.isnan(a)
+    return bool((nan == np.isnan(b)).all()) and a[~nan].tobytes() == b[~nan].tobytes()

@@ -73,8 +73,12 @@ def straight_dot(a, b, skip=None):
     return acc
 
 
-@pytest.fixture(params=["default blocks", "tiny blocks"])
+@pytest.fixture(params=["default blocks", "numpy loop", "tiny blocks"])
 def blocks(request, monkeypatch):
+    """ordered_dot as it runs (compiled when numba is present), its NumPy loop, and the NumPy
+    loop with tiny blocks (block sizes only exist there)."""
+    if request.param != "default blocks":
+        monkeypatch.setenv("NNCERT_NO_JIT", "1")
     if request.param == "tiny blocks":
         monkeypatch.setattr(linear_algebra, "ACC_BLOCK", 24)
         monkeypatch.setattr(linear_algebra, "INNER_BLOCK", 8)
