@@ -9,8 +9,10 @@ inference (conv, deconv, linear, matmul, from the checked graph's shapes); the i
 time for one vector (best of `runs`) and per vector over a batch of `vectors` vectors run one
 after the other, as the compare step does; onnxruntime's times measured the same way; the
 ratio interpreter/onnxruntime for both; and the interpreter's GMAC/s on the batch. `--profile`
-adds, per model, the interpreter's time per operation type over one batch. Prints tables;
-writes nothing.
+adds, per model, the interpreter's time per operation type over one batch. The interpreter runs
+its compiled loops (numba) when numba is importable; `--numpy` adds the same measures for the
+NumPy loop (NNCERT_NO_JIT=1), in the same run. The first line gives the time this process took
+to load numba and compile (or load from numba's cache) the loops. Prints tables; writes nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import math
+import os
 import sys
 import tempfile
 import time
@@ -37,7 +40,7 @@ from pipeline.layout import model_names  # noqa: E402
 from pipeline.nnef.checker import check_paths  # noqa: E402
 from pipeline.nnef.graph import Graph  # noqa: E402
 from pipeline.onnx_runner import reference_runner  # noqa: E402
-from pipeline.semantics import interpret, interpret_batch, interpreter, load_variables  # noqa: E402
+from pipeline.semantics import interpret, interpret_batch, interpreter, linear_algebra, load_variables  # noqa: E402
 
 
 def _shape(graph: Graph, ref: Any) -> tuple[int, ...]:
@@ -128,7 +131,16 @@ def _profiled(fn: Callable[[], Any]) -> dict[str, float]:
     return dict(spent)
 
 
-def bench(name: str, count: int, runs: int, repeat: int, profile: bool) -> dict[str, Any]:
+def _numpy_loop(fn: Callable[[], float]) -> float:
+    """fn() with ordered_dot's NumPy loop (NNCERT_NO_JIT=1)."""
+    os.environ["NNCERT_NO_JIT"] = "1"
+    try:
+        return fn()
+    finally:
+        del os.environ["NNCERT_NO_JIT"]
+
+
+def bench(name: str, count: int, runs: int, repeat: int, profile: bool, numpy_loop: bool = False) -> dict[str, Any]:
     model = _model(name)
     result = convert(model)
     with tempfile.TemporaryDirectory() as scratch:
@@ -145,6 +157,10 @@ def bench(name: str, count: int, runs: int, repeat: int, profile: bool) -> dict[
     r["ort_batch"] = _batch_ms(lambda batch: [runner.run(vector) for vector in batch], vectors, repeat)
     r["one"] = _one_ms(ours, feeds[0], runs)
     r["batch"] = _batch_ms(lambda batch: interpret_batch(graph, batch, variables), feeds, repeat)
+    if numpy_loop:
+        r["np_one"] = _numpy_loop(lambda: _one_ms(ours, feeds[0], runs))
+        r["np_batch"] = _numpy_loop(lambda: _batch_ms(lambda batch: interpret_batch(graph, batch, variables), feeds,
+                                                      repeat))
     if profile:
         r["profile"] = _profiled(lambda: interpret_batch(graph, feeds, variables))
     return r
@@ -157,21 +173,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5, help="single-vector runs timed (best)")
     parser.add_argument("--repeat", type=int, default=2, help="batches timed (best)")
     parser.add_argument("--profile", action="store_true", help="time per operation type over the batch")
+    parser.add_argument("--numpy", action="store_true", help="also time the NumPy loop (NNCERT_NO_JIT=1)")
     args = parser.parse_args(argv)
     header = (f"{'model':<10} {'MMAC':>6} {'ops':>4} {'interp 1 ms':>11} {'ORT 1 ms':>9} {'ratio':>6} "
               f"{'interp ms/vec':>13} {'ORT ms/vec':>10} {'ratio':>6} {'GMAC/s':>7}")
+    if args.numpy:
+        header += f" | {'NumPy 1 ms':>10} {'ratio':>6} {'NumPy ms/vec':>12} {'ratio':>6} {'GMAC/s':>7}"
+    start = time.perf_counter()
+    loops = linear_algebra.compiled_loops()
+    print(f"compiled loops: {'numba ' + sys.modules['numba'].__version__ if loops else 'none (NumPy loop)'}, "
+          f"loaded in {time.perf_counter() - start:.2f} s (numba import + compile or cache load)")
     print(f"batch = {args.vectors} vectors (interpreter: interpret_batch; ORT: one after the other); "
           "ORT = onnxruntime, one thread")
     print(header)
     print("-" * len(header))
     profiles = {}
     for name in args.models:
-        r = bench(name, args.vectors, args.runs, args.repeat, args.profile)
+        r = bench(name, args.vectors, args.runs, args.repeat, args.profile, args.numpy)
         gmacs = r["macs"] / (r["batch"] * 1e-3) / 1e9
         ort_best = min(r["ort_one"], r["ort_batch"])  # onnxruntime's best per-vector time: the ratio never flatters
-        print(f"{name:<10} {r['macs'] / 1e6:>6.1f} {r['operations']:>4} {r['one']:>11.2f} {r['ort_one']:>9.3f} "
-              f"{r['one'] / r['ort_one']:>5.1f}x {r['batch']:>13.2f} {r['ort_batch']:>10.3f} "
-              f"{r['batch'] / ort_best:>5.1f}x {gmacs:>7.2f}", flush=True)
+        line = (f"{name:<10} {r['macs'] / 1e6:>6.1f} {r['operations']:>4} {r['one']:>11.2f} {r['ort_one']:>9.3f} "
+                f"{r['one'] / r['ort_one']:>5.1f}x {r['batch']:>13.2f} {r['ort_batch']:>10.3f} "
+                f"{r['batch'] / ort_best:>5.1f}x {gmacs:>7.2f}")
+        if args.numpy:
+            line += (f" | {r['np_one']:>10.2f} {r['np_one'] / r['ort_one']:>5.1f}x {r['np_batch']:>12.2f} "
+                     f"{r['np_batch'] / ort_best:>5.1f}x {r['macs'] / (r['np_batch'] * 1e-3) / 1e9:>7.2f}")
+        print(line, flush=True)
         if args.profile:
             profiles[name] = r["profile"]
     for name, spent in profiles.items():
