@@ -40,7 +40,7 @@ from pipeline.layout import model_names  # noqa: E402
 from pipeline.nnef.checker import check_paths  # noqa: E402
 from pipeline.nnef.graph import Graph  # noqa: E402
 from pipeline.onnx_runner import reference_runner  # noqa: E402
-from pipeline.semantics import interpret, interpret_batch, interpreter, linear_algebra, load_variables  # noqa: E402
+from pipeline.semantics import interpret, interpret_batch, interpreter, jit, load_variables  # noqa: E402
 
 
 def _shape(graph: Graph, ref: Any) -> tuple[int, ...]:
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.numpy:
         header += f" | {'NumPy 1 ms':>10} {'ratio':>6} {'NumPy ms/vec':>12} {'ratio':>6} {'GMAC/s':>7}"
     start = time.perf_counter()
-    loops = linear_algebra.compiled_loops()
+    loops = jit.compiled_loops()
     print(f"compiled loops: {'numba ' + sys.modules['numba'].__version__ if loops else 'none (NumPy loop)'}, "
           f"loaded in {time.perf_counter() - start:.2f} s (numba import + compile or cache load)")
     print(f"batch = {args.vectors} vectors (interpreter: interpret_batch; ORT: one after the other); "

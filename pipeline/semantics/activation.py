@@ -25,6 +25,7 @@ import numpy as np
 
 from pipeline.semantics import transcendental
 from pipeline.semantics.elementwise import fmax
+from pipeline.semantics.jit import compiled_loops
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.tensors import F32, attr_f32, broadcast, scalar
 
@@ -41,7 +42,10 @@ def _x(inputs: Inputs) -> np.ndarray:
 
 @kernel("relu")
 def relu(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
-    """relu(x) = max(x, 0.0): +0 for x <= 0 (also -0), NaN stays NaN."""
+    """relu(x) = max(x, 0.0): +0 for x <= 0 (also -0), NaN stays NaN (one compiled pass with numba)."""
+    loops = compiled_loops()
+    if loops is not None:
+        return (loops.relu(_x(inputs)),)
     return (np.asarray(fmax(_x(inputs), ZERO), dtype=F32),)
 
 

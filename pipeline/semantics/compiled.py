@@ -1,4 +1,6 @@
-"""ordered_dot as compiled loops (numba): the sums of linear_algebra.ordered_dot, written as the loop they are.
+"""ordered_dot as compiled loops (numba): the sums of linear_algebra.ordered_dot, written as the loop they are;
+and two loops the profile showed next: depthwise conv read directly from its padded input
+(conv_planes: the same sums, no gathered columns) and relu (a select).
 
     out[g, m, n] = +0 + a[0, g, m] * b[0, g, n] + a[1, g, m] * b[1, g, n] + ... + a[K-1, g, m] * b[K-1, g, n]
 
@@ -105,6 +107,41 @@ def _dot_columns(a, b, skip, out_t):  # pragma: no cover - compiled; run through
                         o[m] = row[m]
 
 
+@njit(types.void(types.Array(types.float32, 5, "C", readonly=True), _IN, types.UniTuple(types.int64, 6),
+                 types.float32[:, :, :, :, ::1]), cache=True, nogil=True)
+def _conv_planes(xg, w, geometry, out):  # pragma: no cover - compiled; run through conv_planes
+    """out[n, g, o, y, x] = +0 + w[(c, ky, kx), g, o] * xg[n, g, c, y*sy + ky*dy, x*sx + kx*dx]
+    summed over (c, ky, kx) in lexicographic order: conv (ordered_dot's sum) read from the padded input."""
+    kh, kw, sy, sx, dy, dx = geometry
+    n_batch, groups, cg = xg.shape[0], xg.shape[1], xg.shape[2]
+    og, oh, ow = out.shape[2], out.shape[3], out.shape[4]
+    for n in range(n_batch):
+        for g in range(groups):
+            for o in range(og):
+                acc = out[n, g, o]                         # one output plane, accumulated in place
+                for y in range(oh):
+                    row = acc[y]
+                    for x in range(ow):
+                        row[x] = F32(0.0)                  # from +0
+                for c in range(cg):                        # (c, ky, kx) increasing: the order of every sum
+                    for ky in range(kh):
+                        for kx in range(kw):
+                            w_k = w[(c * kh + ky) * kw + kx, g, o]
+                            for y in range(oh):
+                                src = xg[n, g, c, y * sy + ky * dy, kx * dx:kx * dx + (ow - 1) * sx + 1:sx]
+                                row = acc[y]
+                                for x in range(ow):
+                                    row[x] = row[x] + w_k * src[x]
+
+
+@njit(types.void(types.Array(types.float32, 1, "C", readonly=True), types.float32[::1]), cache=True, nogil=True)
+def _relu(x, out):  # pragma: no cover - compiled; run through relu
+    """out = relu(x) element by element: x where x > 0 or x is NaN (its bits), else +0."""
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v if v > F32(0.0) or v != v else F32(0.0)
+
+
 _NO_SKIP = np.zeros((0, 0), dtype=bool)
 
 
@@ -125,3 +162,25 @@ def ordered_dot(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None = None) ->
     out_t = np.empty((groups, n_dim, m_dim), dtype=F32)
     _dot_columns(a, b, mask, out_t)
     return np.ascontiguousarray(out_t.transpose(0, 2, 1))
+
+
+def conv_planes(xg: np.ndarray, weights: np.ndarray, size: tuple[int, ...], stride: tuple[int, ...],
+                dilation: tuple[int, ...], out_shape: tuple[int, ...]) -> np.ndarray:
+    """conv without bias for two spatial axes, read directly from the padded input (no columns).
+
+    xg [N, G, Cg, Hp, Wp], weights a[(c, ky, kx), g, o] as ordered_dot's -> [N, G, Og, OH, OW]:
+    for each output plane the same sums as ordered_dot(weights, conv_columns(xg)), in the same
+    order. Fast when an output plane has few terms (depthwise: Cg = 1), as nothing is gathered."""
+    n_batch, groups, _ = xg.shape[:3]
+    out = np.empty((n_batch, groups, weights.shape[2]) + tuple(out_shape), dtype=F32)
+    _conv_planes(np.ascontiguousarray(xg, dtype=F32), np.ascontiguousarray(weights, dtype=F32),
+                 (*size, *stride, *dilation), out)
+    return out
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    """activation.relu's select(x > 0 or x is NaN, x, +0), one compiled pass (the same bits)."""
+    flat = np.ascontiguousarray(x, dtype=F32).reshape(-1)
+    out = np.empty_like(flat)
+    _relu(flat, out)
+    return out.reshape(x.shape)

@@ -18,18 +18,15 @@ k, from +0, one rounding per product and per sum.
 
 from __future__ import annotations
 
-import logging
-import os
 import weakref
-from types import ModuleType
 from typing import Any, Mapping
 
 import numpy as np
 
+from pipeline.semantics.jit import compiled_loops
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.tensors import F32, KernelError, align, broadcast_shape, scalar
 
-log = logging.getLogger(__name__)
 ZERO = F32(0.0)
 
 Inputs = Mapping[str, Any]
@@ -80,25 +77,6 @@ def ordered_dot(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None = None) ->
     if loops is not None:
         return loops.ordered_dot(a, b, skip)
     return numpy_ordered_dot(a, b, skip)
-
-
-_COMPILED: list[ModuleType | None] = []  # the import's outcome, once per process
-
-
-def compiled_loops() -> ModuleType | None:
-    """pipeline.semantics.compiled, or None when NNCERT_NO_JIT=1 or numba cannot be imported.
-
-    Imported on first use, not with this module: listing doit tasks must not load numba."""
-    if os.environ.get("NNCERT_NO_JIT", "") not in ("", "0"):
-        return None
-    if not _COMPILED:
-        try:
-            from pipeline.semantics import compiled
-        except ImportError as exc:  # numba missing or broken: the NumPy loop, same bits, slower
-            log.info("numba not importable (%s): ordered_dot runs its NumPy loop", exc)
-            compiled = None
-        _COMPILED.append(compiled)
-    return _COMPILED[0]
 
 
 def numpy_ordered_dot(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:

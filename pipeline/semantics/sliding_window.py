@@ -31,6 +31,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from pipeline.semantics.elementwise import first_max_update
+from pipeline.semantics.jit import compiled_loops
 from pipeline.semantics.linear_algebra import laid_out, ordered_dot
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.tensors import (
@@ -124,6 +125,12 @@ def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, 
     cg, groups, og = weights.shape[0] // win.volume(), weights.shape[1], weights.shape[2]
     n_batch = x.shape[0]
     xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
+    loops = compiled_loops()
+    if loops is not None and cg == 1 and len(win.out_shape) == 2 and not skip_padding:
+        # depthwise: each output plane read from its input plane, the same sums (compiled.conv_planes)
+        planes = loops.conv_planes(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
+                                   win.stride, win.dilation, win.out_shape)
+        return planes.reshape((n_batch, groups * og) + win.out_shape)
     cols = conv_columns(xp.reshape((n_batch, groups, cg) + win.padded_shape), win)
     skip = padded_taps(win, cg, n_batch) if skip_padding else None
     acc = ordered_dot(weights, cols, skip)  # [G, Og, n * P]

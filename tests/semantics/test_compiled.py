@@ -7,7 +7,7 @@ weights (the padded-tap skip mask), batches of 1 and many, linear, matmul, and e
 end to end. Also: the machine code has no fused multiply-add, and a sum where fusing or
 reordering would change the bits gives the unfused, in-order value.
 
-`NNCERT_NO_JIT=1` selects the NumPy loop (linear_algebra.compiled_loops), so each comparison runs
+`NNCERT_NO_JIT=1` selects the NumPy loop (jit.compiled_loops), so each comparison runs
 the same kernel twice in one process.
 """
 
@@ -23,7 +23,7 @@ import pytest
 
 from tests.semantics.semantics_helpers import one, rand, same_bits, same_bits_any_nan
 
-from pipeline.semantics import interpret_batch, linear_algebra, load_variables
+from pipeline.semantics import interpret_batch, jit, load_variables
 from pipeline.semantics.linear_algebra import numpy_ordered_dot, ordered_dot
 from pipeline.semantics.tensors import F32
 
@@ -45,11 +45,11 @@ def spiced(x: np.ndarray, share: float = 0.1) -> np.ndarray:
 
 def both(fn, monkeypatch):
     """fn() by the compiled loops, then by the NumPy loop."""
-    assert linear_algebra.compiled_loops() is compiled
+    assert jit.compiled_loops() is compiled
     with np.errstate(all="ignore"):
         fast = fn()
         monkeypatch.setenv("NNCERT_NO_JIT", "1")
-        assert linear_algebra.compiled_loops() is None
+        assert jit.compiled_loops() is None
         slow = fn()
         monkeypatch.delenv("NNCERT_NO_JIT")
     return fast, slow
@@ -165,3 +165,11 @@ def test_shipped_model_compiled_equals_numpy(name, monkeypatch):
     for ours, theirs in zip(fast, slow):
         assert ours.keys() == theirs.keys()
         assert all(same_bits_any_nan(ours[key], theirs[key]) for key in ours)
+
+
+def test_relu_compiled_equals_numpy(monkeypatch):
+    x = spiced(rand(RNG, 3, 5, 7, 11), 0.3)
+    x.flat[:4] = [-0.0, 0.0, np.float32(-np.nan), 1e-45]
+    fast, slow = both(lambda: one("relu", {"x": x}), monkeypatch)
+    assert same_bits(fast, slow)  # a select: every bit, NaN payloads included
+    assert same_bits(fast.flat[:4], np.array([0.0, 0.0, -np.nan, 1e-45], dtype=F32))
