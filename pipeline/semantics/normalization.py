@@ -23,6 +23,7 @@ import numpy as np
 
 from pipeline.semantics import transcendental
 from pipeline.semantics.elementwise import fmax
+from pipeline.semantics.jit import compiled_loops
 from pipeline.semantics.reduce import ordered_extreme, ordered_sum
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.sliding_window import box
@@ -59,8 +60,18 @@ def batch_normalization(inputs: Inputs, attribs: Attribs, dtype: str | None) -> 
     offset = _parameter(inputs["offset"], x, "offset")
     scale = _parameter(inputs["scale"], x, "scale")
     epsilon = attr_f32(attribs["epsilon"], "epsilon")
+    params = (mean, scale, offset, variance)
+    loops = compiled_loops()
+    if loops is not None and x.ndim >= 2 and x.size and all(_per_channel(p, x) for p in params):
+        vectors = [np.broadcast_to(p, (1, x.shape[1]) + p.shape[2:]).reshape(-1) for p in params]
+        return (loops.batch_normalization(x, *vectors[:3], np.sqrt(vectors[3] + epsilon)),)
     y = offset + (scale * (x - mean)) / np.sqrt(variance + epsilon)
     return (np.asarray(y, dtype=F32),)
+
+
+def _per_channel(p: np.ndarray, x: np.ndarray) -> bool:
+    """p (aligned to x) holds one value per channel, or one value: [1, C or 1, 1, ...]."""
+    return p.shape[0] == 1 and all(extent == 1 for extent in p.shape[2:])
 
 
 def _auto_box(x: np.ndarray, size: list[int]) -> np.ndarray:

@@ -37,7 +37,7 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-45, -3e-39, 1e-38, 3e
 
 def spiced(x: np.ndarray, share: float = 0.1) -> np.ndarray:
     """x with about `share` of its elements replaced by NaN, +-inf, +-0, subnormals and huge values."""
-    x = x.copy()
+    x = np.array(x, dtype=F32)
     where = RNG.random(x.shape) < share
     x[where] = RNG.choice(SPECIAL, size=int(where.sum()))
     return x
@@ -173,3 +173,14 @@ def test_relu_compiled_equals_numpy(monkeypatch):
     fast, slow = both(lambda: one("relu", {"x": x}), monkeypatch)
     assert same_bits(fast, slow)  # a select: every bit, NaN payloads included
     assert same_bits(fast.flat[:4], np.array([0.0, 0.0, -np.nan, 1e-45], dtype=F32))
+
+
+@pytest.mark.parametrize("shapes", [((4, 6, 5, 7), (1, 6)), ((3, 6), (1, 6)), ((2, 6, 9), ()), ((2, 3, 4, 4), (1, 3, 4, 4))],
+                         ids=["per_channel", "rank2", "literal", "full_tensor_numpy_path"])
+def test_batch_normalization_compiled_equals_numpy(shapes, monkeypatch):
+    xs, ps = shapes
+    x = spiced(rand(RNG, *xs), 0.2)
+    params = {name: spiced(rand(RNG, *ps), 0.1) for name in ("mean", "offset", "scale")}
+    params["variance"] = np.abs(spiced(rand(RNG, *ps), 0.1))
+    fast, slow = both(lambda: one("batch_normalization", {"input": x, **params}, epsilon=1e-3), monkeypatch)
+    assert same_bits_any_nan(fast, slow)
