@@ -178,22 +178,28 @@ def interpret(
     return {name: env[name] for name in graph.outputs}
 
 
-# Kernels that treat the vectors stacked along axis 0 of `input` independently: each output
-# element of vector v is computed from vector v alone, in its documented order.
-STACKABLE = frozenset({"conv", "linear"})
+# Kernels that treat the vectors stacked along axis 0 of one operand (named here) independently:
+# each output element of vector v is computed from vector v alone, in its documented order.
+STACKABLE = {"conv": "input", "linear": "input", "batch_normalization": "input"}
+# ...provided their other operands are the same for every vector and have a leading extent of 1
+# (or rank 0), so that they broadcast alike over one vector and over the stack.
+LEADING_ONE = frozenset({"batch_normalization"})
 
 
 def _run_stacked(graph: Graph, op: Operation, envs: list[dict[str, np.ndarray]]) -> bool:
-    """Run a STACKABLE `op` once for every vector (inputs stacked along axis 0, results split);
-    False (nothing done) unless every operand but `input` is the same array for all vectors."""
+    """Run a STACKABLE `op` once for every vector (its stacked operand along axis 0, results
+    split); False (nothing done) unless every other operand is the same array for all vectors."""
+    stacked = STACKABLE[op.name]
     args = [{key: _resolve(value, env, op) for key, value in op.inputs.items()} for env in envs]
     first = args[0]
-    if not isinstance(first.get("input"), np.ndarray) or first["input"].ndim == 0 or len(op.outputs) != 1:
+    if not isinstance(first.get(stacked), np.ndarray) or first[stacked].ndim == 0 or len(op.outputs) != 1:
         return False
-    if any(a[key] is not first[key] for a in args[1:] for key in first if key != "input"):
+    if any(a[key] is not first[key] for a in args[1:] for key in first if key != stacked):
         return False
-    sizes = [a["input"].shape[0] for a in args]
-    (result,) = _call(op, {**first, "input": np.concatenate([a["input"] for a in args])})
+    if op.name in LEADING_ONE and any(np.ndim(v) and np.shape(v)[0] != 1 for k, v in first.items() if k != stacked):
+        return False
+    sizes = [a[stacked].shape[0] for a in args]
+    (result,) = _call(op, {**first, stacked: np.concatenate([a[stacked] for a in args])})
     start = 0
     for env, size in zip(envs, sizes):
         _store(graph, op, (result[start:start + size],), env)

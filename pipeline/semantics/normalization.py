@@ -63,7 +63,7 @@ def batch_normalization(inputs: Inputs, attribs: Attribs, dtype: str | None) -> 
     params = (mean, scale, offset, variance)
     loops = compiled_loops()
     if loops is not None and x.ndim >= 2 and x.size and all(_per_channel(p, x) for p in params):
-        vectors = [np.broadcast_to(p, (1, x.shape[1]) + p.shape[2:]).reshape(-1) for p in params]
+        vectors = [p.reshape(-1) if p.size == x.shape[1] else np.full(x.shape[1], p.flat[0], dtype=F32) for p in params]
         return (loops.batch_normalization(x, *vectors[:3], np.sqrt(vectors[3] + epsilon)),)
     y = offset + (scale * (x - mean)) / np.sqrt(variance + epsilon)
     return (np.asarray(y, dtype=F32),)
