@@ -19,7 +19,7 @@ k, from +0, one rounding per product and per sum.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -128,27 +128,33 @@ def _dot_block(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None, transposed
     return block
 
 
-_LAID_OUT: dict[tuple[int, str], tuple[weakref.ref, np.ndarray]] = {}
+_KEPT: dict[tuple[int, str], tuple[weakref.ref, np.ndarray]] = {}
+
+
+def derived(source: np.ndarray, name: str, make: Callable[[], np.ndarray]) -> np.ndarray:
+    """make(), an array computed from `source` alone (`name` says which), kept per source.
+
+    Speed only: a filter is rearranged (or checked) once per graph, not once per run. The result
+    is kept (weakly, dropped with `source`) only when `source` is read-only and owns its data, as
+    the variables of load_variables are: such an array cannot change, so the kept result is
+    always that of its current content. For any other array make() runs every time.
+    """
+    if source.flags.writeable or source.base is not None:
+        return make()
+    key = (id(source), name)
+    kept = _KEPT.get(key)
+    if kept is not None and kept[0]() is source:
+        return kept[1]
+    result = make()
+    result.setflags(write=False)
+    _KEPT[key] = (weakref.ref(source, lambda _, key=key: _KEPT.pop(key, None)), result)
+    return result
 
 
 def laid_out(source: np.ndarray, view: np.ndarray, layout: str) -> np.ndarray:
-    """np.ascontiguousarray(view), `view` being a rearrangement (`layout` names it) of `source`.
-
-    Speed only: a filter is rearranged once per graph, not once per run. The copy is kept
-    (weakly, dropped with `source`) only when `source` is read-only and owns its data, as the
-    variables of load_variables are: such an array cannot change, so the kept copy is always
-    its current content. Any other array is copied every time.
-    """
-    if source.flags.writeable or source.base is not None:
-        return np.ascontiguousarray(view)
-    key = (id(source), layout)
-    kept = _LAID_OUT.get(key)
-    if kept is not None and kept[0]() is source:
-        return kept[1]
-    copy = np.ascontiguousarray(view)
-    copy.setflags(write=False)
-    _LAID_OUT[key] = (weakref.ref(source, lambda _, key=key: _LAID_OUT.pop(key, None)), copy)
-    return copy
+    """np.ascontiguousarray(view), `view` being a rearrangement (`layout` names it) of `source`,
+    kept per read-only source (derived)."""
+    return derived(source, layout, lambda: np.ascontiguousarray(view))
 
 
 def ordered_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ import numpy as np
 
 from pipeline.semantics.elementwise import first_max_update
 from pipeline.semantics.jit import compiled_loops
-from pipeline.semantics.linear_algebra import laid_out, ordered_dot
+from pipeline.semantics.linear_algebra import derived, laid_out, ordered_dot
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.tensors import (
     F32,
@@ -111,7 +111,8 @@ def conv(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarra
     border = border_of(attribs)
     win = resolve(x.shape[2:], w.shape[2:], attribs["padding"], attribs["stride"], attribs["dilation"])
     weights = laid_out(w, w.reshape(groups, outs // groups, -1).transpose(2, 0, 1), f"k,g{groups},o")  # a[k, g, o]
-    skip_padding = border in WINDOW_BORDERS and not np.isfinite(w).all()
+    finite = derived(w, "finite", lambda: np.asarray(np.isfinite(w).all()))
+    skip_padding = border in WINDOW_BORDERS and not finite
     # vectors in chunks whose columns stay under COLUMNS_LIMIT elements (each vector's outputs
     # depend on that vector only, so the chunking changes no value)
     chunk = max(1, COLUMNS_LIMIT // (w[0].size * groups * math.prod(win.out_shape)))
