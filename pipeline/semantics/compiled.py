@@ -31,8 +31,8 @@ from numba import njit, types
 
 F32 = np.float32
 # Accumulators of one tile (16 KiB): speed only, never the order of a sum.
-ROWS = 8
-COLUMNS = 512
+ROWS = 16
+COLUMNS = 256
 
 # One compiled signature: C-contiguous inputs (read-only: weights of load_variables are), a
 # writable output. A writable input array converts to the read-only type.
