@@ -9,11 +9,13 @@ linear  out[n, o] = (+0 + x[n, 0] * w[o, 0] + ... + x[n, K-1] * w[o, K-1]) + bia
 The products do not depend on each other, so they may be formed all at once; only the
 sums are sequential. No BLAS: its blocking and threading change the order.
 
-`ordered_dot` is the one loop that every conv, linear and 2-D matmul runs: for a block of
-outputs small enough to stay in cache, the products of a run of consecutive k are formed by
-one multiply, then added to the block's accumulators one k after the other. Blocking only
-chooses which outputs are computed together; each output still sees its terms in increasing
-k, from +0, one rounding per product and per sum.
+`ordered_dot` is the one loop that every conv, linear and 2-D matmul runs. With numba it is
+compiled.py's loop (per output tile, k increasing, `acc = acc + a * b`); without, the NumPy
+loop here: for a block of outputs small enough to stay in cache, the products of a run of
+consecutive k are formed by one multiply, then added to the block's accumulators one k after
+the other. Blocking and tiling only choose which outputs are computed together; each output
+still sees its terms in increasing k, from +0, one rounding per product and per sum, so both
+give the same bits (a NaN made from two NaNs may take either's sign: unspecified).
 """
 
 from __future__ import annotations
