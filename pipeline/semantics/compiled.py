@@ -1,16 +1,20 @@
-"""ordered_dot as compiled loops (numba): the sums of linear_algebra.ordered_dot, written as the loop they are;
-and two loops the profile showed next: depthwise conv read directly from its padded input
-(conv_planes: the same sums, no gathered columns), relu (a select) and batch_normalization with
-per-channel parameters (one pass instead of five).
+"""The interpreter's hot loops compiled by numba, each the documented order written as a plain loop.
+
+ordered_dot (conv, linear, 2-D matmul: linear_algebra.ordered_dot's sums)
 
     out[g, m, n] = +0 + a[0, g, m] * b[0, g, n] + a[1, g, m] * b[1, g, n] + ... + a[K-1, g, m] * b[K-1, g, n]
 
+and what the profile showed next: depthwise conv read directly from its padded input
+(conv_planes: the same sums, no gathered columns), relu (a select) and batch_normalization
+with per-channel parameters (one pass instead of five).
+
 Per output, the accumulator starts at +0 and receives its terms in increasing k, each product
-`a * b` (a first) and each `+` one float32 rounding. The loops below say exactly that: `acc =
-acc + w * x` with float32 operands, k the outer loop of every tile. They are compiled by numba
-without fastmath and without parallel, so LLVM may neither contract `acc + w * x` into a fused
-multiply-add nor reassociate a sum (no `contract`/`reassoc` flags: tests/semantics/test_compiled.py
-checks the machine code for FMA instructions and the bits against the NumPy loop).
+`a * b` and each `+` one float32 rounding. The loops say exactly that: `acc = acc + w * x`
+with float32 operands, k the outer loop of every tile. They are compiled without fastmath and
+without parallel, so LLVM may neither contract `acc + w * x` into a fused multiply-add nor
+reassociate a sum (tests/semantics/test_compiled.py checks the machine code for FMA
+instructions, and the bits against the NumPy code). LLVM may swap the operands of a `+` or
+`*`, which only changes which NaN's sign survives when both operands are NaN (unspecified).
 
 Tiling only chooses which outputs are computed together: a tile of ROWS x COLUMNS accumulators
 stays in L1 while k runs over the whole sum, and the vectorizer computes neighbouring
@@ -18,10 +22,10 @@ accumulators of one tile row at once (independent sums, never two terms of one s
 of M and N is the tile row (`_dot_rows` when N >= M, `_dot_columns` holding out transposed
 otherwise), which changes no value.
 
-This module imports numba when imported; linear_algebra imports it only when ordered_dot first
-runs, so listing doit tasks never pays for numba. Compiled code is cached by numba
-(`cache=True`) in this folder's __pycache__ (outside artifacts/, never read by a step: only
-machine code for these functions, keyed by numba on this file and the CPU).
+This module imports numba when imported; jit.compiled_loops imports it on first use, so
+listing doit tasks never pays for numba. numba caches the compiled code (`cache=True`) in this
+folder's __pycache__ (outside artifacts/, never read by a step, skipped by the doit source
+lists: machine code for these functions, keyed by numba on this file and the CPU).
 """
 
 from __future__ import annotations
