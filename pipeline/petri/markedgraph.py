@@ -33,7 +33,9 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
+
+import numpy as np
 
 from pipeline.petri.net import Net
 
@@ -48,6 +50,7 @@ class MarkedGraphResult:
     live: bool = True
     empty_cycle: list[int] = field(default_factory=list)        # transitions of a token-free cycle
     bounds: dict[int, float] = field(default_factory=dict)      # place -> bound (inf: unbounded)
+    values: Any = field(default=None, compare=False, repr=False)  # the bounds per place as an array (nan: none)
 
 
 def form_problems(net: Net) -> list[int]:
@@ -204,19 +207,40 @@ class _ZeroReach:
             best = min(best, m + self.tokens[(shared & -shared).bit_length() - 1])
         return best
 
+    def improve_all(self, p: np.ndarray, a: np.ndarray, b: np.ndarray, m: np.ndarray, best: np.ndarray) -> np.ndarray:
+        """`improve` for arrays of places: bit arithmetic on int64 up to 62 hubs, else one place at a time."""
+        if len(self.tokens) > 62:
+            return np.array([self.improve(*args) for args in zip(p.tolist(), a.tolist(), b.tolist(), m.tolist(),
+                                                                  best.tolist())], float)
+        from_q1 = np.asarray(self.from_q1, np.int64)[a]
+        shared = from_q1 & np.asarray(self.to_q0, np.int64)[b]
+        own = np.zeros(len(p), np.int64)
+        if self.bit_of:
+            hubs = np.fromiter(self.bit_of, np.int64, len(self.bit_of))
+            bits = np.fromiter(self.bit_of.values(), np.int64, len(self.bit_of))
+            order = np.argsort(hubs)
+            hubs, bits = hubs[order], bits[order]
+            at = np.minimum(np.searchsorted(hubs, p), len(hubs) - 1)
+            is_hub = hubs[at] == p
+            own[is_hub] = np.left_shift(1, bits[at[is_hub]])
+        best = np.where((from_q1 & own) != 0, np.minimum(best, m), best)
+        shared &= ~own
+        cheapest = np.full(len(p), INFINITE)
+        for i in reversed(range(len(self.tokens))):   # the lowest bit set is the cheapest hub
+            cheapest = np.where((shared >> i) & 1 == 1, float(self.tokens[i]), cheapest)
+        return np.minimum(best, m + cheapest)
 
-def _zero_reach(n: int, forward: list[list[tuple[int, int]]], hubs: list[tuple[int, int, int, int]]) -> _ZeroReach | None:
-    """Token-free reachability for `hubs` (q, a, b, tokens) in one pass each way; None when the
-    token-free arcs have a cycle (no topological order: the searches run one by one)."""
+
+def _zero_reach(n: int, zero_arcs: tuple[np.ndarray, np.ndarray], hubs: list[tuple[int, int, int, int]]
+                ) -> _ZeroReach | None:
+    """Token-free reachability for `hubs` (q, a, b, tokens) in one pass each way, over the arcs
+    `zero_arcs` (producers, consumers) of the token-free places; None when those arcs have a
+    cycle (no topological order: the searches run one by one)."""
     if not hubs:
         return None
-    succ: list[list[int]] = [[] for _ in range(n)]
-    indegree = [0] * n
-    for x, arcs in enumerate(forward):
-        for y, w in arcs:
-            if w == 0:
-                succ[x].append(y)
-                indegree[y] += 1
+    src, dst = zero_arcs
+    succ = _successors(n, src, dst)
+    indegree = np.bincount(dst, minlength=n).tolist()
     order = [x for x in range(n) if indegree[x] == 0]
     for x in order:   # Kahn: the list grows while it is walked
         for y in succ[x]:
@@ -244,100 +268,142 @@ def _zero_reach(n: int, forward: list[list[tuple[int, int]]], hubs: list[tuple[i
     return _ZeroReach([h[3] for h in ranked], {h[0]: i for i, h in enumerate(ranked)}, from_q1, to_q0)
 
 
+@dataclass
+class MarkedArcs:
+    """A net as the theorems read it, one entry per place, in integer arrays.
+
+    The first producer and consumer of each place (-1: none), how many there are, whether
+    those arcs weigh 1, and the initial tokens: all a marked-graph analysis needs, without
+    a Python object per place (the periodic net of 100,000 operations has 370,000 places;
+    pipeline.petri.pipelining builds it in this form directly).
+    """
+
+    n_transitions: int
+    producer: np.ndarray
+    consumer: np.ndarray
+    producers: np.ndarray
+    consumers: np.ndarray
+    unit: np.ndarray      # the arcs of a place with one producer and one consumer weigh 1
+    tokens: np.ndarray
+
+
+def arcs_of(net: Net) -> MarkedArcs:
+    """The arrays of `net` (its producer and consumer lists in their order)."""
+    n_p = len(net.places)
+    producers, consumers = net.producers, net.consumers
+    return MarkedArcs(
+        len(net.transitions),
+        np.fromiter((a[0][0] if a else -1 for a in producers), np.int64, n_p),
+        np.fromiter((a[0][0] if a else -1 for a in consumers), np.int64, n_p),
+        np.fromiter(map(len, producers), np.int64, n_p),
+        np.fromiter(map(len, consumers), np.int64, n_p),
+        np.fromiter((len(a) != 1 or a[0][1] == 1 for a in producers), bool, n_p)
+        & np.fromiter((len(a) != 1 or a[0][1] == 1 for a in consumers), bool, n_p),
+        np.fromiter((p.initial for p in net.places), np.int64, n_p))
+
+
+def _successors(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[int]]:
+    """Adjacency lists of the arcs src[i] -> dst[i], each list in the order of the arcs."""
+    order = np.argsort(src, kind="stable")
+    targets = dst[order].tolist()
+    ends = np.cumsum(np.bincount(src, minlength=n)).tolist()
+    begin = 0
+    succ: list[list[int]] = []
+    for end in ends:
+        succ.append(targets[begin:end])
+        begin = end
+    return succ
+
+
+def _weighted(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> list[list[tuple[int, int]]]:
+    """Adjacency lists with weights, (target, weight), in the order of the arcs."""
+    order = np.argsort(src, kind="stable")
+    pairs = list(zip(dst[order].tolist(), weight[order].tolist()))
+    ends = np.cumsum(np.bincount(src, minlength=n)).tolist()
+    begin = 0
+    adjacency: list[list[tuple[int, int]]] = []
+    for end in ends:
+        adjacency.append(pairs[begin:end])
+        begin = end
+    return adjacency
+
+
 def analyse_marked_graph(net: Net, places: Sequence[int] | None = None) -> MarkedGraphResult:
-    """Liveness (token-free cycle), boundedness (strong components) and the bounds of `places` (default all).
+    """Liveness (token-free cycle), boundedness (strong components) and the bounds of `places` (default all)."""
+    return analyse_arcs(arcs_of(net), places)
+
+
+def analyse_arcs(arcs: MarkedArcs, places: Sequence[int] | None = None) -> MarkedGraphResult:
+    """`analyse_marked_graph` on the arrays of a net.
 
     Bounds: a place p (a -> b) with a place straight back (b -> a) lies on a 2-cycle, which
     bounds it by U = M0(p) + M0(back). A cycle through p whose marked places all hold >= U
     tokens cannot do better, so only marked places with fewer tokens than U (every marked
-    place when there is no such 2-cycle) need their two Dijkstra runs (module doc).
+    place when there is no such 2-cycle) need their two Dijkstra runs (module doc). The
+    per-place work (form, 2-cycles, combining the runs) is array arithmetic; the graph
+    walks (Kahn, Tarjan, Dijkstra) run on adjacency lists of the transitions.
     """
-    n = len(net.transitions)
-    forward: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    backward: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    succ: list[list[int]] = [[] for _ in range(n)]
-    empty_succ: list[list[int]] = [[] for _ in range(n)]   # arcs through initially empty places
-    empty_indegree = [0] * n
-    arcs: dict[int, tuple[int, int, int]] = {}   # place -> (producer, consumer, tokens)
-    back: dict[int, int] = {}                    # producer * n + consumer -> fewest tokens on such a place
-    not_marked_graph: list[int] = []
-    producers, consumers = net.producers, net.consumers
-    # one pass over the places gives the form problems (form_problems), the token-free arcs
-    # (_token_free_cycle) and the arcs of the marked graph
-    for p, place in enumerate(net.places):
-        made, taken = producers[p], consumers[p]
-        m = place.initial
-        if len(made) == 1 and len(taken) == 1:
-            (a, wa), (b, wb) = made[0], taken[0]
-            if wa != 1 or wb != 1:
-                not_marked_graph.append(p)
-            arcs[p] = (a, b, m)
-            forward[a].append((b, m))
-            backward[b].append((a, m))
-            succ[a].append(b)
-            key = a * n + b
-            fewest = back.get(key)
-            if fewest is None or m < fewest:
-                back[key] = m
-        else:
-            not_marked_graph.append(p)
-            if not (made and taken):
-                continue
-            a, b = made[0][0], taken[0][0]
-        if m == 0:
-            empty_succ[a].append(b)
-            empty_indegree[b] += 1
-    result = MarkedGraphResult(not_marked_graph=not_marked_graph)
-    result.empty_cycle = _cycle_left(n, empty_succ, empty_indegree)
-    del empty_succ, empty_indegree
-    result.live = not result.empty_cycle and not any(not producers[p] for p in not_marked_graph)
-    component = _strong_components(n, succ)
-    del succ
-    bounds = result.bounds
-    for p, (a, b, _) in arcs.items():
-        if component[a] != component[b]:
-            bounds[p] = INFINITE
-    for p in not_marked_graph:
-        if producers[p] and not consumers[p]:
-            bounds[p] = INFINITE
-    wanted: list[tuple[int, int, int, int, float]] = []   # (place, producer, consumer, tokens, 2-cycle bound)
-    get_arc, get_back = arcs.get, back.get
-    limit: float = 0
-    for p in (places if places is not None else range(len(net.places))):
-        arc = get_arc(p)
-        if arc is None or p in bounds:
-            continue
-        a, b, m = arc
-        if a == b:
-            wanted.append((p, a, b, m, m))
-            continue
-        there = get_back(b * n + a)
-        u = INFINITE if there is None else m + there
-        wanted.append((p, a, b, m, u))
-        if u > limit:
-            limit = u
-    hubs = [(q, a, b, m) for q, (a, b, m) in arcs.items() if m > 0 and a != b and m < limit]
+    n = arcs.n_transitions
+    producer, consumer, tokens = arcs.producer, arcs.consumer, arcs.tokens
+    n_places = len(tokens)
+    single = (arcs.producers == 1) & (arcs.consumers == 1)
+    not_mg = ~(single & arcs.unit)
+    result = MarkedGraphResult(not_marked_graph=np.flatnonzero(not_mg).tolist())
+    empty = np.flatnonzero((arcs.producers > 0) & (arcs.consumers > 0) & (tokens == 0))
+    src, dst = producer[empty], consumer[empty]
+    result.empty_cycle = _cycle_left(n, _successors(n, src, dst), np.bincount(dst, minlength=n).tolist())
+    result.live = not result.empty_cycle and not bool((arcs.producers[not_mg] == 0).any())
+    marked = np.flatnonzero(single)                  # the places of the marked graph's arcs
+    a_all, b_all, m_all = producer[marked], consumer[marked], tokens[marked]
+    loop = a_all == b_all
+    component = np.asarray(_strong_components(n, _successors(n, a_all[~loop], b_all[~loop])), np.int64)
+    bound = np.full(n_places, np.nan)
+    if len(marked):
+        bound[marked[component[a_all] != component[b_all]]] = INFINITE
+    bound[not_mg & (arcs.producers > 0) & (arcs.consumers == 0)] = INFINITE
+    # the places whose bound is asked and not yet known
+    asked = np.arange(n_places) if places is None else np.asarray(places, np.int64).reshape(-1)
+    asked = asked[single[asked] & np.isnan(bound[asked])]
+    a, b, m = producer[asked], consumer[asked], tokens[asked]
+    own_loop = a == b
+    # fewest tokens on a place straight back (b -> a): the 2-cycle bound U
+    keys = a_all * n + b_all
+    order = np.lexsort((m_all, keys))
+    sorted_keys = keys[order]
+    first = np.ones(len(sorted_keys), bool)
+    first[1:] = sorted_keys[1:] != sorted_keys[:-1]
+    back_keys, back_tokens = sorted_keys[first], m_all[order][first]
+    wanted = b * n + a
+    at = np.minimum(np.searchsorted(back_keys, wanted), max(len(back_keys) - 1, 0))
+    found = (back_keys[at] == wanted) if len(back_keys) else np.zeros(len(wanted), bool)
+    best = np.where(found, m + (back_tokens[at] if len(back_keys) else 0), INFINITE).astype(float)
+    best[own_loop] = m[own_loop]
+    limit = float(best[~own_loop].max()) if (~own_loop).any() else 0.0
+    limit = max(limit, 0.0)
+    is_hub = (m_all > 0) & ~loop & (m_all < limit)
+    hubs = list(zip(marked[is_hub].tolist(), a_all[is_hub].tolist(), b_all[is_hub].tolist(), m_all[is_hub].tolist()))
     # a run through q only matters below the largest 2-cycle bound: cut the searches there; a run
     # cut at 0 tokens is a reachability, done for all such hubs at once when it can be
-    zero = _zero_reach(n, forward, [h for h in hubs if limit - h[3] - 1 == 0])
-    runs = [(q, m, _dijkstra(b, forward, limit - m - 1), _dijkstra(a, backward, limit - m - 1))
-            for q, a, b, m in hubs if zero is None or limit - m - 1 != 0]
-    for p, a, b, m, best in wanted:
-        if a == b:
-            bounds[p] = m
-            continue
-        for q, tokens, from_q1, to_q0 in runs:
-            if tokens >= best:
-                continue
-            if q == p:
-                # p is itself marked: the cycle p, then b ~> a
-                walk = m + from_q1[a]
-            else:
-                # closed walk: p (a -> b), then b ~> q0, q (its tokens), q1 ~> a
-                walk = m + to_q0[b] + tokens + from_q1[a]
-            if walk < best:
-                best = walk
-        if zero is not None:
-            best = zero.improve(p, a, b, m, best)
-        bounds[p] = best
+    zero_arcs = (a_all[m_all == 0], b_all[m_all == 0])
+    zero = _zero_reach(n, zero_arcs, [h for h in hubs if limit - h[3] - 1 == 0])
+    searched = [h for h in hubs if zero is None or limit - h[3] - 1 != 0]
+    if searched:
+        forward = _weighted(n, a_all, b_all, m_all)
+        backward = _weighted(n, b_all, a_all, m_all)
+        other = ~own_loop
+        ao, bo, mo, qo, bo_best = a[other], b[other], m[other], asked[other], best[other]
+        for q, qa, qb, qm in searched:
+            from_q1 = np.asarray(_dijkstra(qb, forward, limit - qm - 1), float)
+            to_q0 = np.asarray(_dijkstra(qa, backward, limit - qm - 1), float)
+            # closed walk: p (a -> b), then b ~> q0, q (its tokens), q1 ~> a; p == q: the cycle p, then b ~> a
+            walk = np.where(qo == q, mo + from_q1[ao], mo + to_q0[bo] + qm + from_q1[ao])
+            np.minimum(bo_best, walk, out=bo_best)
+        best[other] = bo_best
+    if zero is not None:
+        other = ~own_loop
+        best[other] = zero.improve_all(asked[other], a[other], b[other], m[other], best[other])
+    bound[asked] = best
+    known = np.flatnonzero(~np.isnan(bound))
+    result.bounds = dict(zip(known.tolist(), bound[known].tolist()))
+    result.values = bound
     return result

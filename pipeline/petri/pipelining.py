@@ -23,9 +23,12 @@ deadlock-freedom; its bounds are the buffers each sync variable needs at depth d
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from pipeline.petri.markedgraph import INFINITE, MarkedGraphResult, analyse_marked_graph
+import numpy as np
+
+from pipeline.petri.markedgraph import INFINITE, MarkedArcs, MarkedGraphResult, analyse_arcs
 from pipeline.petri.net import INITIAL_KINDS, Net, Place, PlaceKind, Transition, TransitionKind
 from pipeline.petri.outcome import Outcome, failed, listed, passed
 from pipeline.petri.schedule import Schedule
@@ -143,6 +146,122 @@ def schedule_net(schedule: Schedule, depth: int) -> Net:
     return out
 
 
+def _first_arcs(per_transition: list[list[tuple[int, int]]], n_places: int, extra: np.ndarray, extra_t: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per place: first transition, count and unit weight of the arcs `per_transition` lists (in
+    transition order), with a leading arc from `extra_t` where `extra` is set."""
+    lengths = np.fromiter(map(len, per_transition), np.int64, len(per_transition))
+    place = np.fromiter((p for arcs in per_transition for p, _ in arcs), np.int64, int(lengths.sum()))
+    weight = np.fromiter((w for arcs in per_transition for _, w in arcs), np.int64, len(place))
+    transition = np.repeat(np.arange(len(per_transition), dtype=np.int64), lengths)
+    first = np.full(n_places, -1, np.int64)
+    first_weight = np.ones(n_places, np.int64)
+    seen, at = np.unique(place, return_index=True)
+    first[seen] = transition[at]
+    first_weight[seen] = weight[at]
+    first[extra] = extra_t
+    first_weight[extra] = 1
+    count = np.bincount(place, minlength=n_places)[:n_places] + extra
+    return first, count, (count != 1) | (first_weight == 1)
+
+
+def periodic_arcs(net: Net, depth: int) -> MarkedArcs:
+    """The arrays of `periodic_net(net, depth)` (same place and transition indices), without its places.
+
+    The analysis needs no place object: at 100,000 operations building the periodic net
+    and reading it back into arrays was half of the pipeline check. `periodic_net` itself
+    is built only to describe a problem.
+    """
+    n_p, n_t = len(net.places), len(net.transitions)
+    start, end = n_t, n_t + 1
+    initial = np.fromiter((place.kind in INITIAL_KINDS for place in net.places), bool, n_p)
+    output = np.fromiter((place.kind is PlaceKind.OUTPUT for place in net.places), bool, n_p)
+    producer, producers, unit_in = _first_arcs(net.post, n_p, initial, start)
+    consumer, consumers, unit_out = _first_arcs(net.pre, n_p, output, end)
+    slots = np.arange(n_t, dtype=np.int64)
+    ones = np.ones(n_t + 1, np.int64)
+    return MarkedArcs(n_t + 2, np.concatenate([producer, slots, [end]]), np.concatenate([consumer, slots, [start]]),
+                      np.concatenate([producers, ones]), np.concatenate([consumers, ones]),
+                      np.concatenate([unit_in & unit_out, np.ones(n_t + 1, bool)]),
+                      np.concatenate([np.zeros(n_p, np.int64), ones[:-1], [depth]]))
+
+
+@dataclass
+class ScheduleArcs:
+    """The arrays of `schedule_net(schedule, depth)`, with the indices and ids of its buffer places."""
+
+    arcs: MarkedArcs
+    buffers: list[int]
+    buffer_ids: list[str]
+
+
+def schedule_arcs(schedule: Schedule, depth: int) -> ScheduleArcs:
+    """`schedule_net` as arrays (same indices), without transition or place objects.
+
+    Ids are needed for the buffers only (the report lists each one's bound); `buffer.` and
+    `credit.` ids can only collide among themselves, so a set of those gives what
+    `Net.unique_id` gives in `schedule_net`.
+    """
+    node: dict[str, list[int]] = {}
+    barriers: dict[int, int] = {}
+    n_t = 0
+    for item, steps in schedule.items.items():
+        nodes = node[item] = []
+        for step in steps:
+            if step.kind == "barrier":
+                t = barriers.get(step.barrier)
+                if t is None:
+                    t = barriers[step.barrier] = n_t
+                    n_t += 1
+                nodes.append(t)
+            else:
+                nodes.append(n_t)
+                n_t += 1
+    src: list[int] = []
+    dst: list[int] = []
+    tokens: list[int] = []
+    for nodes in node.values():
+        if nodes:
+            src += nodes
+            dst += nodes[1:] + nodes[:1]
+            tokens += [0] * (len(nodes) - 1) + [1]
+    sends = {(item, s.var): k for item, steps in schedule.items.items() for k, s in enumerate(steps) if s.kind == "send"}
+    ids: set[str] = set()
+
+    def uid(base: str) -> str:
+        candidate, n = base, 1
+        while candidate in ids:
+            n += 1
+            candidate = f"{base}.{n}"
+        ids.add(candidate)
+        return candidate
+
+    buffers: list[int] = []
+    buffer_ids: list[str] = []
+    for item, steps in schedule.items.items():
+        for k, step in enumerate(steps):
+            if step.kind != "get" or (step.source, step.var) not in sends:
+                continue
+            send = node[step.source][sends[(step.source, step.var)]]
+            get = node[item][k]
+            buffers.append(len(src))
+            buffer_ids.append(uid(f"buffer.{step.var}.{item}"))
+            uid(f"credit.{step.var}.{item}")
+            src += [send, get]
+            dst += [get, send]
+            tokens += [0, depth]
+    n_p = len(src)
+    ones = np.ones(n_p, np.int64)
+    return ScheduleArcs(MarkedArcs(n_t, np.asarray(src, np.int64), np.asarray(dst, np.int64), ones, ones.copy(),
+                                   np.ones(n_p, bool), np.asarray(tokens, np.int64)), buffers, buffer_ids)
+
+
+def _suspect(arcs: MarkedArcs, result: MarkedGraphResult) -> bool:
+    """Whether `_verdict` finds a problem (then the net is built to describe it)."""
+    return bool(result.empty_cycle) or bool(np.isinf(result.values).any()) \
+        or bool((arcs.producers[result.not_marked_graph] == 0).any())
+
+
 def _verdict(net: Net, result: MarkedGraphResult, what: str) -> tuple[str, str, dict[str, Any]] | None:
     """(code, reason, counterexample) of the first problem, None when live and bounded."""
     missing = [p for p in result.not_marked_graph if not net.producers[p]]
@@ -165,21 +284,26 @@ def _verdict(net: Net, result: MarkedGraphResult, what: str) -> tuple[str, str, 
 
 def check_pipeline(net: Net, depth: int, schedule: Schedule | None = None) -> Outcome:
     """Pass when the periodic net (and the periodic schedule net) is live and bounded for `depth`."""
-    periodic = periodic_net(net, depth)
-    result = analyse_marked_graph(periodic)
+    arcs = periodic_arcs(net, depth)
+    result = analyse_arcs(arcs)
     measured: dict[str, Any] = {"pipeline_depth": depth}
-    problem = _verdict(periodic, result, f"the periodic net at depth {depth}")
-    value_bounds = [b for p, b in result.bounds.items() if periodic.places[p].kind is not PlaceKind.CONTROL and b != INFINITE]
-    measured["value_place_bound"] = int(max(value_bounds)) if value_bounds else 0
-    measured["places"] = len(periodic.places)
-    del periodic, result   # the schedule net is as large: do not hold both
+    what = f"the periodic net at depth {depth}"
+    problem = _verdict(periodic_net(net, depth), result, what) if _suspect(arcs, result) else None
+    value = np.zeros(len(arcs.tokens), bool)
+    value[:len(net.places)] = np.fromiter((place.kind is not PlaceKind.CONTROL for place in net.places), bool,
+                                          len(net.places))
+    value_bounds = result.values[value & ~np.isnan(result.values) & ~np.isinf(result.values)]
+    measured["value_place_bound"] = int(value_bounds.max()) if len(value_bounds) else 0
+    measured["places"] = len(arcs.tokens)
+    del arcs, result   # the schedule net is as large: do not hold both
     if problem is None and schedule is not None:
-        code_net = schedule_net(schedule, depth)
-        buffers_at = [p for p, place in enumerate(code_net.places) if place.kind is PlaceKind.VALUE]
-        code_result = analyse_marked_graph(code_net, buffers_at)
-        problem = _verdict(code_net, code_result, f"the items' schedules run periodically at depth {depth}")
-        buffers = {code_net.places[p].id: int(b) for p, b in code_result.bounds.items()
-                   if code_net.places[p].kind is PlaceKind.VALUE and b != INFINITE}
+        loops = schedule_arcs(schedule, depth)
+        code_result = analyse_arcs(loops.arcs, loops.buffers)
+        if _suspect(loops.arcs, code_result):
+            problem = _verdict(schedule_net(schedule, depth), code_result,
+                               f"the items' schedules run periodically at depth {depth}")
+        bounds = code_result.values
+        buffers = {name: int(bounds[p]) for p, name in zip(loops.buffers, loops.buffer_ids) if bounds[p] != INFINITE}
         measured["sync_buffers"] = dict(sorted(buffers.items()))
         measured["sync_buffer_bound"] = max(buffers.values()) if buffers else 0
     if problem is not None:
