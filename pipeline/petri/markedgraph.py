@@ -103,6 +103,28 @@ def _cycle_left(n: int, succ: list[list[int]], indegree: list[int]) -> list[int]
 
 
 def _dijkstra(start: int, adjacency: list[list[tuple[int, int]]], cutoff: float = INFINITE) -> list[float]:
+    """`_dijkstra_csr` on adjacency lists of (target, weight)."""
+    offsets, targets, weights = [0], [], []
+    for arcs in adjacency:
+        for y, w in arcs:
+            targets.append(y)
+            weights.append(w)
+        offsets.append(len(targets))
+    return _dijkstra_csr(start, (offsets, targets, weights), cutoff)
+
+
+Csr = tuple[list[int], list[int], list[int]]   # offsets (one per node, plus the end), targets, weights
+
+
+def _csr(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> Csr:
+    """The arcs src -> dst (weight) grouped by source, in their order: flat lists, no tuple per arc."""
+    order = np.argsort(src, kind="stable")
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=offsets[1:])
+    return offsets.tolist(), dst[order].tolist(), weight[order].tolist()
+
+
+def _dijkstra_csr(start: int, graph: Csr, cutoff: float = INFINITE) -> list[float]:
     """Token distances from `start` (INFINITE beyond `cutoff`: farther nodes cannot improve a bound).
 
     Weights are token counts, mostly 0 and never negative: a bucket per distance (Dial's
@@ -110,7 +132,8 @@ def _dijkstra(start: int, adjacency: list[list[tuple[int, int]]], cutoff: float 
     O(nodes + arcs + D log D) for D distinct distances, where a heap of nodes paid a log
     factor per arc.
     """
-    dist = [INFINITE] * len(adjacency)
+    offsets, targets, weights = graph
+    dist = [INFINITE] * (len(offsets) - 1)
     dist[start] = 0
     buckets: dict[float, list[int]] = {0: [start]}
     keys: list[float] = [0]
@@ -120,7 +143,8 @@ def _dijkstra(start: int, adjacency: list[list[tuple[int, int]]], cutoff: float 
         for x in bucket:   # zero-weight arcs append to this very bucket, which the loop then reaches
             if dist[x] != d:
                 continue   # settled earlier at a smaller distance
-            for y, w in adjacency[x]:
+            begin, end = offsets[x], offsets[x + 1]
+            for y, w in zip(targets[begin:end], weights[begin:end]):
                 nd = d + w
                 if nd <= cutoff and nd < dist[y]:
                     dist[y] = nd
@@ -132,6 +156,30 @@ def _dijkstra(start: int, adjacency: list[list[tuple[int, int]]], cutoff: float 
                         target.append(y)
         del buckets[d]
     return dist
+
+
+def _reaches_all(n: int, succ: list[list[int]]) -> bool:
+    """Whether node 0 reaches every node (a depth-first walk)."""
+    seen = [False] * n
+    seen[0] = True
+    stack = [0]
+    count = 1
+    while stack:
+        for y in succ[stack.pop()]:
+            if not seen[y]:
+                seen[y] = True
+                count += 1
+                stack.append(y)
+    return count == n
+
+
+def _components(n: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Strong component of each transition: one component when node 0 reaches every node and
+    every node reaches it (the periodic nets of well-formed descriptions; two walks), else Tarjan."""
+    succ = _successors(n, src, dst)
+    if n and _reaches_all(n, succ) and _reaches_all(n, _successors(n, dst, src)):
+        return np.zeros(n, np.int64)
+    return np.asarray(_strong_components(n, succ), np.int64)
 
 
 def _strong_components(n: int, succ: list[list[int]]) -> list[int]:
@@ -315,19 +363,6 @@ def _successors(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[int]]:
     return succ
 
 
-def _weighted(n: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> list[list[tuple[int, int]]]:
-    """Adjacency lists with weights, (target, weight), in the order of the arcs."""
-    order = np.argsort(src, kind="stable")
-    pairs = list(zip(dst[order].tolist(), weight[order].tolist()))
-    ends = np.cumsum(np.bincount(src, minlength=n)).tolist()
-    begin = 0
-    adjacency: list[list[tuple[int, int]]] = []
-    for end in ends:
-        adjacency.append(pairs[begin:end])
-        begin = end
-    return adjacency
-
-
 def analyse_marked_graph(net: Net, places: Sequence[int] | None = None) -> MarkedGraphResult:
     """Liveness (token-free cycle), boundedness (strong components) and the bounds of `places` (default all)."""
     return analyse_arcs(arcs_of(net), places)
@@ -356,7 +391,7 @@ def analyse_arcs(arcs: MarkedArcs, places: Sequence[int] | None = None) -> Marke
     marked = np.flatnonzero(single)                  # the places of the marked graph's arcs
     a_all, b_all, m_all = producer[marked], consumer[marked], tokens[marked]
     loop = a_all == b_all
-    component = np.asarray(_strong_components(n, _successors(n, a_all[~loop], b_all[~loop])), np.int64)
+    component = _components(n, a_all[~loop], b_all[~loop])
     bound = np.full(n_places, np.nan)
     if len(marked):
         bound[marked[component[a_all] != component[b_all]]] = INFINITE
@@ -388,13 +423,13 @@ def analyse_arcs(arcs: MarkedArcs, places: Sequence[int] | None = None) -> Marke
     zero = _zero_reach(n, zero_arcs, [h for h in hubs if limit - h[3] - 1 == 0])
     searched = [h for h in hubs if zero is None or limit - h[3] - 1 != 0]
     if searched:
-        forward = _weighted(n, a_all, b_all, m_all)
-        backward = _weighted(n, b_all, a_all, m_all)
+        forward = _csr(n, a_all, b_all, m_all)
+        backward = _csr(n, b_all, a_all, m_all)
         other = ~own_loop
         ao, bo, mo, qo, bo_best = a[other], b[other], m[other], asked[other], best[other]
         for q, qa, qb, qm in searched:
-            from_q1 = np.asarray(_dijkstra(qb, forward, limit - qm - 1), float)
-            to_q0 = np.asarray(_dijkstra(qa, backward, limit - qm - 1), float)
+            from_q1 = np.asarray(_dijkstra_csr(qb, forward, limit - qm - 1), float)
+            to_q0 = np.asarray(_dijkstra_csr(qa, backward, limit - qm - 1), float)
             # closed walk: p (a -> b), then b ~> q0, q (its tokens), q1 ~> a; p == q: the cycle p, then b ~> a
             walk = np.where(qo == q, mo + from_q1[ao], mo + to_q0[bo] + qm + from_q1[ao])
             np.minimum(bo_best, walk, out=bo_best)
