@@ -170,10 +170,12 @@ def main() -> None:
             outcomes = analyse(split_net)
             start = lap("analyses (reach, deadlock, leftover, once, paths)", start)
             equivalence = check_equivalence(split_net, original_net)
+            del original_net   # as in pipeline.petri.verify: the original's net serves the equivalence only
             start = lap("equivalence (split vs original)", start)
             sched = check_schedule(split_net, schedule)
             start = lap("schedule (event sync)", start)
             traced = replay(split_net, schedule, trace)
+            del trace
             start = lap("trace replay (per-item clocks)", start)
             pipeline = check_pipeline(split_net, plan.pipeline_depth, schedule)
             end = lap(f"pipeline (depth {plan.pipeline_depth}, dataflow + schedule nets)", start)
