@@ -14,8 +14,8 @@ The files are generated in a separate process, so that the peak memory is that o
 verification alone; of it, the front end (the NNEF graphs read and checked, which the
 Petri phases need) is measured apart: `front end MB` is the peak resident memory once the
 8 item files are read, `Petri MB` what the rest adds to it. Each description's graphs are
-released as soon as its net is built (the item graphs before the original is read, whose
-graphs reuse their memory), so "the rest" includes reading the original.
+released as soon as its net is built (the item graphs before the schedule, the trace and
+the original are read, which reuse their memory), so "the rest" includes reading those.
 
 Generates, as the splitter would write them, the original description, one graphitem file
 per item (a send_var right after each value another item reads, a get_var right before
@@ -149,8 +149,6 @@ def main() -> None:
             t0 = start = time.perf_counter()
             plan = load_plan(folder / "plan.json")
             items, _ = load_graphs(plan.item_files)
-            schedule = load_schedule(folder / "schedule.json")
-            trace = load_trace(folder / "trace.json")
             nnef = time.perf_counter() - start
             front_end_mb = peak_mb()   # the item graphs, the largest front-end state
             start, cpu = time.perf_counter(), time.process_time()
@@ -158,6 +156,8 @@ def main() -> None:
             del items
             translation, translation_cpu = time.perf_counter() - start, time.process_time() - cpu
             start = time.perf_counter()
+            schedule = load_schedule(folder / "schedule.json")
+            trace = load_trace(folder / "trace.json")
             original, _ = load_graphs([folder / "graph.nnef"])
             times["NNEF check of the 9 files (not Petri)"] = nnef + time.perf_counter() - start
             start = time.perf_counter()

@@ -104,6 +104,7 @@ def _collect(net: Net, graphs: Sequence[Graph], prefix: bool) -> tuple[list[_Ite
     """Create the transitions (instructions and syncs) of every item; remember declarations and gets."""
     items: list[_Item] = []
     syncs: dict[tuple[str, str], int] = {}
+    shared: dict[str, str] = {}   # one string per distinct signature (a few thousand for 100,000 instructions)
     for graph in graphs:
         colour = graph.item or graph.name
         item = _Item(graph, colour)
@@ -135,7 +136,7 @@ def _collect(net: Net, graphs: Sequence[Graph], prefix: bool) -> tuple[list[_Ite
             else:
                 t = net.add_transition(f"t.{head}{outs[0]}", outs[0], op.name, colour, TransitionKind.COMPUTE,
                                        inputs=tuple(_names(op.inputs.values())), outputs=tuple(outs),
-                                       signature=signature(op), span=op.span)
+                                       signature=shared.setdefault(text := signature(op), text), span=op.span)
                 for name in outs:
                     item.producer[name] = t
                 item.transitions.append(t)
@@ -157,6 +158,7 @@ def translate(graphs: Sequence[Graph], encoding: str = "ours", name: str = "") -
         _places_ours(net, items, syncs, prefix)
     else:
         _places_paper(net, items, syncs, prefix)
+    net._ids = None   # the ids are unique; the set (as large as the net's index) is rebuilt if one is added
     return net
 
 
