@@ -177,6 +177,8 @@ class _Reducer:
                     continue
                 mids = self.out[u] if len(self.out[u]) < len(self.inn[w]) else self.inn[w]
                 other = self.inn[w] if mids is self.out[u] else self.out[u]
+                if mids.keys().isdisjoint(other.keys()):
+                    continue   # the common case, decided in C: no node between u and w at all
                 if any(x != w and x != u and x in other for x in mids):
                     self.remove_edge(u, w)
                     dropped = True
@@ -191,7 +193,7 @@ class _Reducer:
             if len(sources) < 2:
                 continue
             group = set(sources)
-            if not all(set(self.inn[w]) == group for w in targets):
+            if not all(self.inn[w].keys() == group for w in targets):
                 continue
             if any(self.out[u][w][0] for u in sources for w in targets):
                 continue
