@@ -77,6 +77,8 @@ class _Kinds(dict):
 
     def __missing__(self, text: str) -> str | None:
         kind = "kw" if text in _KEYWORDS else _KIND.get(text[0])
+        if kind == "str" and len(text) < 2:
+            kind = None  # a lone quote (the catch-all alternative): an unterminated string
         if len(self) < 262144:
             self[text] = kind
         return kind
@@ -98,29 +100,31 @@ def _float32(text: str) -> float:
         return float(np.float32(float(text)))
 
 
+def _tokenise(text: str, kinds_of: _Kinds) -> tuple[list[str], list[str | None], np.ndarray, str]:
+    """(token texts, kinds, offsets, the blanks and comments after the last token) of
+    `text`; kinds are None for a character no token starts with."""
+    # split, not findall: one flat list [before, gap, token, before, gap, token, ..., rest]
+    # instead of a tuple per token (less memory, freed in one block)
+    pieces = _TOKEN.split(text)
+    texts = pieces[2::3]
+    rest = pieces[-1]
+    number = len(texts)
+    starts = np.fromiter(map(len, pieces[1::3]), dtype=np.int32, count=number)  # gap lengths first
+    del pieces
+    # kinds looked up by text in C; the distinct texts (a few per statement) are
+    # classified once, by _Kinds.__missing__
+    kinds = list(map(kinds_of.__getitem__, texts))
+    size = np.fromiter(map(len, texts), dtype=np.int32, count=number)
+    starts += size
+    np.cumsum(starts, out=starts)
+    starts -= size  # now the offset of each token
+    return texts, kinds, starts, rest
+
+
 class _FlatParser:
     def __init__(self, text: str, file: str) -> None:
         self.file = file
-        # split, not findall: one flat list [before, gap, token, before, gap, token, ..., rest]
-        # instead of a tuple per token (less memory, freed in one block)
-        pieces = _TOKEN.split(text)
-        texts = pieces[2::3]
-        rest = pieces[-1]
-        number = len(texts)
-        starts = np.fromiter(map(len, pieces[1::3]), dtype=np.int32, count=number)  # gap lengths first
-        del pieces
-        if _TRAILING.fullmatch(rest) is None:  # the matches are contiguous: only this can be left
-            raise _GiveUp
-        # kinds looked up by text in C; the distinct texts (a few per statement) are
-        # classified once, by _Kinds.__missing__
-        kinds = list(map(_Kinds().__getitem__, texts))
-        if None in kinds:
-            raise _GiveUp  # a character no token starts with
-        size = np.fromiter(map(len, texts), dtype=np.int32, count=number)
-        starts += size
-        np.cumsum(starts, out=starts)
-        starts -= size  # now the offset of each token
-        del size
+        texts, kinds, starts = self._tokens(text)
         kinds.append("eof")
         texts.append("")
         lines, cols = _lines_and_columns(text, np.append(starts, len(text)))
@@ -128,6 +132,16 @@ class _FlatParser:
         self.lines, self.cols = lines.tolist(), cols.tolist()
         self.extensions: list[ast.Extension] = []
         self.i = 0
+
+    def _tokens(self, text: str) -> tuple[list[str], list[Any], np.ndarray]:
+        """Texts, kinds and offsets of every token of the document (a subclass may read
+        some statements whole, flatcheck.py)."""
+        texts, kinds, starts, rest = _tokenise(text, _Kinds())
+        if _TRAILING.fullmatch(rest) is None:  # the matches are contiguous: only this can be left
+            raise _GiveUp
+        if None in kinds:
+            raise _GiveUp  # a character no token starts with
+        return texts, kinds, starts
 
     # ------------------------------------------------------------------ tokens
 
@@ -138,7 +152,7 @@ class _FlatParser:
 
     def _expect(self, text: str) -> int:
         i = self.i
-        if self.texts[i] != text or self.kinds[i] in ("str", "id"):
+        if self.texts[i] != text or self.kinds[i] in ("str", "id", "stmt"):
             raise _GiveUp
         self.i = i + 1
         return i

@@ -187,3 +187,17 @@ def test_benchmark_graph_argument_forms(profile: str) -> None:
         changed = base[:at] + base[at:].replace(old, new, 1)
         assert changed != base, old
         assert assert_same(changed, profile) is not None, new  # flat text: the streaming checker read it
+
+
+def test_unterminated_string_is_not_an_empty_one() -> None:
+    """A lone quote is the tokeniser's catch-all token, not a string: the fast paths must
+    hand the text to lark (syntax error), never read it as ''."""
+    text = generate(8).replace("label = 'w4'", "label = '")
+    assert parse_flat(text, FILE) is None and check_flat(text, FILE, "certification") is None
+    assert "NNEF-E001" in assert_same_rejected(text)
+
+
+def assert_same_rejected(text: str) -> str:
+    expected = reference(text, "certification")
+    assert outcome(check_text(text, FILE)) == expected
+    return expected[1]
