@@ -20,18 +20,27 @@ followed by the general lowering, findings included.
 
 from __future__ import annotations
 
-from itertools import compress, count
 from typing import Any
 
 from pipeline.diagnostics import Finding, Span
 from pipeline.nnef import ast, limits
 from pipeline.nnef import types as T
 from pipeline.nnef.catalogue import FragmentSig, standard_catalogue
-from pipeline.nnef.flatparse import _NUMBERS, _FlatParser, _GiveUp, _new_tuple
+from pipeline.nnef.flatparse import _KEYWORDS, _NUMBERS, _FlatParser, _GiveUp, _Kinds, _new_tuple, _number_value, _tokenise
+from pipeline.nnef.flatstatements import ARGUMENT, ITEM, statement_tokens
 from pipeline.nnef.graph import Graph, Operation, Ref
 from pipeline.nnef.lowering import GraphBuilder, Options
 from pipeline.nnef.lowering.invocations import SYNC_OPERATIONS
 from pipeline.nnef.lowering.values import AUTOMATIC_WHEN_EMPTY, TYPE_DECLARATIONS, lvalue_names
+
+
+def _number(text: str) -> Any:
+    """The value of a number token, with a leading '-' when negated (as the token path
+    reads `-` followed by a number)."""
+    if text[0] == "-":
+        return -_number(text[1:])
+    known = _NUMBERS.get(text)
+    return (known if known is not None else _number_value(text))[0]
 
 
 class _Slow(Exception):
@@ -60,6 +69,11 @@ class _StreamingChecker(_FlatParser):
         self.findings: list[Finding] = []
         self._plain: dict[str, Any] = {}
         self._typed: dict[tuple[str, str | None], Any] = {}  # per graph: see _typing
+        self._arrays: dict[str, list[Any]] = {}  # array value by its text (statements read whole)
+
+    def _tokens(self, text: str) -> tuple[list[str], list[Any], Any]:
+        texts, kinds, starts, self.matches = statement_tokens(text)
+        return texts, kinds, starts
 
     # ------------------------------------------------------------------ graphs
 
@@ -77,6 +91,17 @@ class _StreamingChecker(_FlatParser):
         texts, kinds = self.texts, self.kinds
         while texts[self.i] != "}" or kinds[self.i] != "punct":
             start = self.i
+            if kinds[start] == "stmt":  # a statement read whole (flatstatements.py)
+                match = self.matches[start]
+                try:
+                    self._matched(builder, start, match)
+                    self.i = start + 1
+                    continue
+                except _Slow:
+                    if reserved is None:
+                        reserved = builder.reserved = self._assigned_names(body)
+                    self._tokenised(builder, start, match)
+                    continue
             try:
                 self.i = self._statement(builder, start)
             except _Slow:
@@ -98,12 +123,17 @@ class _StreamingChecker(_FlatParser):
         case never generates a name."""
         texts, kinds = self.texts, self.kinds
         names: set[str] = set()
-        ends = compress(count(), map(";".__eq__, texts))
         k = start
-        for end in ends:
-            if k >= end:
+        while True:
+            if kinds[k] == "stmt":  # a statement read whole: its target
+                names.add(texts[k])
+                k += 1
                 continue
             if texts[k] == "}" and kinds[k] == "punct":
+                break
+            try:
+                end = texts.index(";", k)  # a ';' text is only ever the punctuation token
+            except ValueError:
                 break
             if texts[k + 1] == "=" and kinds[k] == "id":
                 names.add(texts[k])
@@ -140,15 +170,7 @@ class _StreamingChecker(_FlatParser):
         if texts[i + 1] != "=" or kinds[i] != "id" or kinds[i + 2] != "id":
             raise _Slow
         target, op_at = texts[i], i + 2
-        plain = self._plain.get(texts[op_at])
-        if plain is None:
-            sig = self.catalogue.get(texts[op_at])
-            if sig is None:
-                raise _Slow
-            lowerable = _plain_sig(sig)
-            plain = self._plain[texts[op_at]] = (sig, *lowerable) if lowerable else ()
-        if not plain:
-            raise _Slow
+        plain = self._plain_of(texts[op_at])
         sig, params, by_name = plain
         j = op_at + 1
         type_arg = None
@@ -226,8 +248,37 @@ class _StreamingChecker(_FlatParser):
                 break
             raise _Slow
         close = j
-        if texts[j + 1] != ";" or len(values) != len(params):
+        if texts[j + 1] != ";":
+            raise _Slow
+        lines, cols = self.lines, self.cols
+        self._lower(builder, target, plain, type_arg, values, refs, (lines[i], cols[i]), (lines[op_at], cols[op_at]),
+                    (lines[close], cols[close]))
+        return close + 2
+
+    def _plain_of(self, op: str) -> tuple[FragmentSig, Any, Any]:
+        """(signature, params with attribute flags, params by name) of operation `op`;
+        _Slow when the clean case cannot hold it."""
+        plain = self._plain.get(op)
+        if plain is None:
+            sig = self.catalogue.get(op)
+            if sig is None:
+                raise _Slow
+            lowerable = _plain_sig(sig)
+            plain = self._plain[op] = (sig, *lowerable) if lowerable else ()
+        if not plain:
+            raise _Slow
+        return plain
+
+    def _lower(self, builder: GraphBuilder, target: str, plain: tuple[FragmentSig, Any, Any], type_arg: str | None,
+               values: dict[str, Any], refs: list[str], at: tuple[int, int], op_at: tuple[int, int],
+               close_at: tuple[int, int]) -> None:
+        """Lower the statement read into `values` when it is certainly clean (else _Slow,
+        before changing any state); `at`, `op_at`, `close_at`: line and column of the target,
+        the operation's name and the closing parenthesis."""
+        sig, params, _ = plain
+        if len(values) != len(params):
             raise _Slow  # a default relied upon is a finding (E060) in either profile
+        declared = builder.declared
         dtypes = builder.dtypes
         dtype: str | None = None
         if sig.generic:
@@ -271,15 +322,100 @@ class _StreamingChecker(_FlatParser):
             raise _Slow
         # proven clean: commit what the general path would have recorded
         builder.referenced.update(refs)
-        file, lines, cols = self.file, self.lines, self.cols
-        line = lines[i]
-        declared[target] = _new_tuple(Span, (file, line, cols[i], line, cols[i] + len(target)))
+        file = self.file
+        line, column = at
+        declared[target] = _new_tuple(Span, (file, line, column, line, column + len(target)))
         (result, _item, elem), = result_types
         builder._add_tensor(target, elem, shapes[0])
-        span = _new_tuple(Span, (file, lines[op_at], cols[op_at], lines[close], cols[close] + 1))
+        span = _new_tuple(Span, (file, op_at[0], op_at[1], close_at[0], close_at[1] + 1))
         builder.graph.operations.append(Operation(sig.name, inputs, attribs, {result.name: Ref(target)}, dtype,
                                                   span, frozenset(values)))
-        return close + 2
+
+    def _matched(self, builder: GraphBuilder, i: int, match: Any) -> None:
+        """Lower the statement entry i (matched whole by flatstatements.STATEMENT), reading
+        its arguments as _statement reads them from tokens; _Slow (nothing changed) when it is
+        not certainly clean."""
+        _gap, target, op, type_text, arguments, _close = match.groups()
+        if target in _KEYWORDS or op in _KEYWORDS:
+            raise _Slow  # a keyword is no identifier
+        plain = self._plain_of(op)
+        _sig, params, by_name = plain
+        type_arg = type_text.strip("<> \t") if type_text is not None else None
+        values: dict[str, Any] = {}
+        refs: list[str] = []
+        position = 0
+        named_seen = False
+        tensors, declared, numbers = builder.graph.tensors, builder.declared, _NUMBERS
+        for name, text in ARGUMENT.findall(arguments):
+            if name:
+                if name not in by_name or name in values or name in _KEYWORDS:
+                    raise _Slow
+                named_seen = True
+            else:
+                if named_seen or position >= len(params) or params[position][1]:
+                    raise _Slow  # positional after named, too many, or a positional attribute
+                name = params[position][0].name
+                position += 1
+            known = numbers.get(text)
+            if known is not None:
+                value = known[0]
+            else:
+                first = text[0]
+                if first == "[":
+                    value = self._array(text)
+                elif first == "'" or first == '"':
+                    value = text[1:-1]
+                elif first == "-" or first in "0123456789":
+                    value = _number(text)
+                elif text in _KEYWORDS:
+                    if text != "true" and text != "false":
+                        raise _Slow
+                    value = text == "true"
+                else:
+                    if text not in tensors or text not in declared:
+                        raise _Slow  # undeclared (E010) or poisoned
+                    refs.append(text)
+                    value = Ref(text)
+            values[name] = value
+        line, column = self.lines[i], self.cols[i]
+        base = match.start(2)
+        self._lower(builder, target, plain, type_arg, values, refs, (line, column),
+                    (line, column + match.start(3) - base), (line, column + match.start(6) - base))
+
+    def _array(self, text: str) -> list[Any]:
+        """The value of an array of numbers and number pairs written `text`, a new list each
+        time (operations own their attribute values); items are remembered per text."""
+        items = self._arrays.get(text)
+        if items is None:
+            items = [(_number(first), _number(second)) if first else _number(single)
+                     for first, second, single in ITEM.findall(text)]
+            if len(self._arrays) < 4096:
+                self._arrays[text] = items
+        return items.copy()
+
+    def _tokenised(self, builder: GraphBuilder, i: int, match: Any) -> None:
+        """Statement entry i, which is not certainly clean, read from its tokens (_statement,
+        else the flat parser and the general lowering) exactly as if it had never been
+        matched whole: its own tokens stand in for the entry while it is read."""
+        base = match.start(2)
+        texts, kinds, starts, _rest = _tokenise(match.string[base:match.end()], _Kinds())
+        line, column = self.lines[i], self.cols[i]
+        saved = self.texts, self.kinds, self.lines, self.cols
+        self.texts, self.kinds = texts + [""], kinds + ["eof"]
+        self.lines = [line] * len(self.texts)
+        self.cols = [column + offset for offset in starts.tolist()] + [column + match.end() - base]
+        try:
+            try:
+                end = self._statement(builder, 0)
+            except _Slow:
+                self.i = 0
+                self._general(builder, self._assignment())
+                end = self.i
+            if end != len(texts):
+                raise _GiveUp  # the entry is not one statement
+        finally:
+            self.texts, self.kinds, self.lines, self.cols = saved
+        self.i = i + 1
 
     @staticmethod
     def _typing(builder: GraphBuilder, sig: FragmentSig, dtype: str | None) -> tuple[Any, ...]:

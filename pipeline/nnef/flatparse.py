@@ -91,6 +91,17 @@ _new_tuple = tuple.__new__
 _NUMBERS: dict[str, tuple[Any, str]] = {}
 
 
+def _number_value(text: str) -> tuple[Any, str]:
+    """(value, literal kind) of a number token, remembered in _NUMBERS (bounded)."""
+    if _FRACTIONAL.match(text):
+        known: tuple[Any, str] = (_float32(text), "scalar")
+    else:
+        known = (limits.integer(text), "integer")  # LimitExceeded is raised, never cached
+    if len(_NUMBERS) < 65536:
+        _NUMBERS[text] = known
+    return known
+
+
 class _GiveUp(Exception):
     """Not a flat document this fast path handles; the lark parser takes over."""
 
@@ -350,12 +361,7 @@ class _FlatParser:
         text = self.texts[i]
         known = _NUMBERS.get(text)
         if known is None:
-            if _FRACTIONAL.match(text):
-                known = (_float32(text), "scalar")
-            else:
-                known = (limits.integer(text), "integer")  # LimitExceeded is raised, never cached
-            if len(_NUMBERS) < 65536:
-                _NUMBERS[text] = known
+            known = _number_value(text)
         line, column = self.lines[i], self.cols[i]
         return ast.Literal(known[0], known[1], _new_tuple(Span, (self.file, line, column, line, column + len(text))),
                            text)

@@ -1,0 +1,105 @@
+"""Whole statements read by one regular expression, for the streaming checker.
+
+Tokenising a 50,000-operation graph costs a list entry, a kind and an offset per token
+(about 25 per statement) and then Python code per token (issue 13). Most statements an
+exporter writes have one simple form, `name = op<type>(args);` on one line, whose
+arguments are numbers, identifiers, strings and arrays of numbers or of number pairs.
+`statement_tokens` finds those with one `finditer` over the document and makes each a
+single entry (kind "stmt", text: the assigned name, with its match object); only the
+text between them (headers, other statements, the closing brace) is tokenised as before.
+
+The expression is a sub-language of the tokeniser's: every token it reads ends where the
+tokeniser's would (each is followed by a blank or a punctuation mark that cannot extend
+it), and it allows no comments or line breaks inside a statement, so a statement entry
+stands for exactly the tokens the tokeniser would have produced, on one line. A match is
+taken only where the token path would start a statement: right after a ';' or '{' token
+or another statement entry, with nothing but complete blanks and comments between (a
+match inside a comment or a string never qualifies); any other match is tokenised with
+the text around it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from pipeline.nnef.flatparse import _TRAILING, _GiveUp, _Kinds, _tokenise
+
+_GAP = "[ \\t\\f\\r\\n]*+(?:#[^\\n\\r]*[ \\t\\f\\r\\n]*+)*+"  # the tokeniser's blanks and comments
+_S = "[ \\t]*+"  # blanks inside a statement: no line break, no comment
+_ID = "[A-Za-z_][A-Za-z0-9_]*+"
+_NUM = "-?[0-9]++(?:\\.[0-9]*+)?+(?:[eE][+-]?[0-9]++)?+"
+_STR = "'[^'\\r\\n]*+'|\"[^\"\\r\\n]*+\""
+_ITEM = f"(?:{_NUM}|\\({_S}{_NUM}{_S},{_S}{_NUM}{_S}\\))"
+_VALUE = f"(?:{_NUM}|{_ID}|{_STR}|\\[{_S}(?:{_ITEM}{_S}(?:,{_S}{_ITEM}{_S})*+)?\\])"
+_ARGUMENT = f"(?:{_ID}{_S}={_S})?{_VALUE}"
+_TYPE = "<[ \\t]*(?:integer|scalar|logical|string)[ \\t]*>"
+
+# groups: 1 gap, 2 target, 3 operation, 4 type argument, 5 arguments, 6 the closing ')'
+STATEMENT = re.compile(
+    f"({_GAP})({_ID}){_S}={_S}({_ID}){_S}({_TYPE})?{_S}\\({_S}"
+    f"({_ARGUMENT}{_S}(?:,{_S}{_ARGUMENT}{_S})*+)(\\)){_S};"
+)
+# one argument of group 5: (name or '', value text)
+ARGUMENT = re.compile(f"(?:({_ID}){_S}={_S})?({_VALUE})")
+# one item of an array value: (first, second) of a pair, or ('', '', number)
+ITEM = re.compile(f"\\({_S}({_NUM}){_S},{_S}({_NUM}){_S}\\)|({_NUM})")
+
+
+def _open_comment(rest: str) -> bool:
+    """True when the blanks and comments `rest` end inside a comment (no line break after
+    its last '#'): the comment would run on into what follows."""
+    return rest.rfind("#") > max(rest.rfind("\n"), rest.rfind("\r"))
+
+
+def statement_tokens(text: str) -> tuple[list[str], list[Any], np.ndarray, dict[int, re.Match[str]]]:
+    """Texts, kinds and offsets of the document's tokens, each matched statement one entry
+    (kind "stmt", text its target, offset its target's), and the match of each such entry
+    by index. Raises _GiveUp where the tokeniser finds a character no token starts with."""
+    kinds_of = _Kinds()
+    texts: list[str] = []
+    kinds: list[Any] = []
+    chunks: list[Any] = []  # offsets: arrays for tokenised pieces, lists for statement entries
+    entries: list[int] = []
+    matches: dict[int, re.Match[str]] = {}
+    pending = 0  # where the text not yet tokenised starts
+    for match in STATEMENT.finditer(text):
+        start = match.start()
+        if start > pending:
+            piece_texts, piece_kinds, piece_starts, rest = _tokenise(text[pending:start], kinds_of)
+            if _open_comment(rest):
+                continue
+            if piece_texts:
+                last, kind = piece_texts[-1], piece_kinds[-1]
+                if kind != "punct" or (last != ";" and last != "{"):
+                    continue
+            elif not kinds or (kinds[-1] != "stmt" and (kinds[-1] != "punct" or texts[-1] not in (";", "{"))):
+                continue
+            if entries:
+                chunks.append(entries)
+                entries = []
+            texts += piece_texts
+            kinds += piece_kinds
+            piece_starts += pending
+            chunks.append(piece_starts)
+        elif not kinds or (kinds[-1] != "stmt" and (kinds[-1] != "punct" or texts[-1] not in (";", "{"))):
+            continue
+        matches[len(texts)] = match
+        texts.append(match.group(2))
+        kinds.append("stmt")
+        entries.append(match.start(2))
+        pending = match.end()
+    piece_texts, piece_kinds, piece_starts, rest = _tokenise(text[pending:], kinds_of)
+    if _TRAILING.fullmatch(rest) is None:
+        raise _GiveUp
+    texts += piece_texts
+    kinds += piece_kinds
+    if entries:
+        chunks.append(entries)
+    piece_starts += pending
+    chunks.append(piece_starts)
+    if None in kinds:
+        raise _GiveUp
+    return texts, kinds, np.concatenate([np.asarray(c, dtype=np.int64) for c in chunks]), matches
