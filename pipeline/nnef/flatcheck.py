@@ -43,6 +43,9 @@ def _number(text: str) -> Any:
     return (known if known is not None else _number_value(text))[0]
 
 
+_REF, _LIST = "ref", "list"  # kinds of argument values (_StreamingChecker._arguments)
+
+
 class _Slow(Exception):
     """This statement is not the clean common case: the general path takes it."""
 
@@ -69,7 +72,7 @@ class _StreamingChecker(_FlatParser):
         self.findings: list[Finding] = []
         self._plain: dict[str, Any] = {}
         self._typed: dict[tuple[str, str | None], Any] = {}  # per graph: see _typing
-        self._arrays: dict[str, list[Any]] = {}  # array value by its text (statements read whole)
+        self._parsed: dict[str, Any] = {}  # arguments by their text (statements read whole): _arguments
 
     def _tokens(self, text: str) -> tuple[list[str], list[Any], Any]:
         texts, kinds, starts, self.matches = statement_tokens(text)
@@ -335,7 +338,7 @@ class _StreamingChecker(_FlatParser):
         """Lower the statement entry i (matched whole by flatstatements.STATEMENT), reading
         its arguments as _statement reads them from tokens; _Slow (nothing changed) when it is
         not certainly clean."""
-        _gap, target, op, type_text, arguments, _close = match.groups()
+        _gap, target, op, type_text, positional, named, _close = match.groups()
         if target in _KEYWORDS or op in _KEYWORDS:
             raise _Slow  # a keyword is no identifier
         plain = self._plain_of(op)
@@ -343,55 +346,90 @@ class _StreamingChecker(_FlatParser):
         type_arg = type_text.strip("<> \t") if type_text is not None else None
         values: dict[str, Any] = {}
         refs: list[str] = []
-        position = 0
-        named_seen = False
-        tensors, declared, numbers = builder.graph.tensors, builder.declared, _NUMBERS
-        for name, text in ARGUMENT.findall(arguments):
-            if name:
-                if name not in by_name or name in values or name in _KEYWORDS:
-                    raise _Slow
-                named_seen = True
-            else:
-                if named_seen or position >= len(params) or params[position][1]:
-                    raise _Slow  # positional after named, too many, or a positional attribute
-                name = params[position][0].name
-                position += 1
-            known = numbers.get(text)
-            if known is not None:
-                value = known[0]
-            else:
-                first = text[0]
-                if first == "[":
-                    value = self._array(text)
-                elif first == "'" or first == '"':
-                    value = text[1:-1]
-                elif first == "-" or first in "0123456789":
-                    value = _number(text)
-                elif text in _KEYWORDS:
-                    if text != "true" and text != "false":
-                        raise _Slow
-                    value = text == "true"
-                else:
-                    if text not in tensors or text not in declared:
+        tensors, declared = builder.graph.tensors, builder.declared
+        if positional is not None:
+            if "[" in positional or "'" in positional or '"' in positional:
+                arguments = self._arguments(positional)
+            else:  # names and numbers only, the commonest: no call, nothing remembered
+                arguments = []
+                numbers = _NUMBERS
+                for written in positional.split(","):
+                    written = written.strip(" \t")
+                    known = numbers.get(written)
+                    if known is not None:
+                        arguments.append((known[0], None))
+                    elif written in _KEYWORDS or written[0] == "-" or written[0] in "0123456789":
+                        arguments += self._arguments(written)
+                    else:
+                        arguments.append((written, _REF))
+            if len(arguments) > len(params):
+                raise _Slow  # more than there are parameters
+            for (param, attribute), (value, kind) in zip(params, arguments):
+                if attribute:
+                    raise _Slow  # a positional attribute
+                if kind is _REF:
+                    if value not in tensors or value not in declared:
                         raise _Slow  # undeclared (E010) or poisoned
-                    refs.append(text)
-                    value = Ref(text)
-            values[name] = value
+                    refs.append(value)
+                    value = Ref(value)
+                elif kind is _LIST:
+                    value = value.copy()
+                values[param.name] = value
+        if named is not None:
+            for name, value, kind in self._arguments(named):
+                if name not in by_name or name in values:
+                    raise _Slow
+                if kind is _REF:
+                    if value not in tensors or value not in declared:
+                        raise _Slow
+                    refs.append(value)
+                    value = Ref(value)
+                elif kind is _LIST:
+                    value = value.copy()
+                values[name] = value
+        elif positional is None:
+            raise _Slow  # no argument: a syntax error the token path reports
         line, column = self.lines[i], self.cols[i]
         base = match.start(2)
         self._lower(builder, target, plain, type_arg, values, refs, (line, column),
-                    (line, column + match.start(3) - base), (line, column + match.start(6) - base))
+                    (line, column + match.start(3) - base), (line, column + match.start(7) - base))
 
-    def _array(self, text: str) -> list[Any]:
-        """The value of an array of numbers and number pairs written `text`, a new list each
-        time (operations own their attribute values); items are remembered per text."""
-        items = self._arrays.get(text)
-        if items is None:
-            items = [(_number(first), _number(second)) if first else _number(single)
-                     for first, second, single in ITEM.findall(text)]
-            if len(self._arrays) < 4096:
-                self._arrays[text] = items
-        return items.copy()
+    def _arguments(self, text: str) -> Any:
+        """The arguments written `text` (group 5 or 6 of a statement), read once per distinct
+        text: (value, kind) of each positional one, (name, value, kind) of each named one;
+        kind _REF: the value is a tensor name, _LIST: a list to copy, None: the value itself.
+        _Slow for a keyword the token path does not read as a value (or as a name)."""
+        found = self._parsed.get(text)
+        if found is not None:
+            return found
+        items: list[Any] = []
+        for name, written in ARGUMENT.findall(text):
+            first = written[0]
+            kind: Any = None
+            if first == "[":
+                value: Any = [(_number(a), _number(b)) if a else _number(n) for a, b, n in ITEM.findall(written)]
+                kind = _LIST
+            elif first == "'" or first == '"':
+                value = written[1:-1]
+            elif first == "-" or first in "0123456789":
+                value = _number(written)
+            elif written in _KEYWORDS:
+                if written != "true" and written != "false":
+                    raise _Slow
+                value = written == "true"
+            else:
+                value, kind = written, _REF
+            if name:
+                if name in _KEYWORDS:
+                    raise _Slow
+                items.append((name, value, kind))
+            else:
+                items.append((value, kind))
+        found = tuple(items)
+        if len(self._parsed) >= 8192:
+            self._parsed.clear()  # bounded: unique texts (labels, tensor names) come and go
+        self._parsed[text] = found
+        return found
 
     def _tokenised(self, builder: GraphBuilder, i: int, match: Any) -> None:
         """Statement entry i, which is not certainly clean, read from its tokens (_statement,

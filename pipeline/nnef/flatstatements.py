@@ -34,15 +34,18 @@ _NUM = "-?[0-9]++(?:\\.[0-9]*+)?+(?:[eE][+-]?[0-9]++)?+"
 _STR = "'[^'\\r\\n]*+'|\"[^\"\\r\\n]*+\""
 _ITEM = f"(?:{_NUM}|\\({_S}{_NUM}{_S},{_S}{_NUM}{_S}\\))"
 _VALUE = f"(?:{_NUM}|{_ID}|{_STR}|\\[{_S}(?:{_ITEM}{_S}(?:,{_S}{_ITEM}{_S})*+)?\\])"
-_ARGUMENT = f"(?:{_ID}{_S}={_S})?{_VALUE}"
+_NAMED = f"{_ID}{_S}={_S}{_VALUE}"
+_POSITIONAL = f"{_VALUE}(?!{_S}=)"  # a name followed by '=' starts the named arguments
 _TYPE = "<[ \\t]*(?:integer|scalar|logical|string)[ \\t]*>"
 
-# groups: 1 gap, 2 target, 3 operation, 4 type argument, 5 arguments, 6 the closing ')'
+# groups: 1 gap, 2 target, 3 operation, 4 type argument, 5 positional arguments, 6 named
+# arguments, 7 the closing ')'; 5 and 6 are each None when absent
 STATEMENT = re.compile(
     f"({_GAP})({_ID}){_S}={_S}({_ID}){_S}({_TYPE})?{_S}\\({_S}"
-    f"({_ARGUMENT}{_S}(?:,{_S}{_ARGUMENT}{_S})*+)(\\)){_S};"
+    f"({_POSITIONAL}{_S}(?:,{_S}{_POSITIONAL}{_S})*+)?(?:(?(5),{_S})({_NAMED}{_S}(?:,{_S}{_NAMED}{_S})*+))?"
+    f"(\\)){_S};"
 )
-# one argument of group 5: (name or '', value text)
+# one argument of group 5 or 6: (name or '', value text)
 ARGUMENT = re.compile(f"(?:({_ID}){_S}={_S})?({_VALUE})")
 # one item of an array value: (first, second) of a pair, or ('', '', number)
 ITEM = re.compile(f"\\({_S}({_NUM}){_S},{_S}({_NUM}){_S}\\)|({_NUM})")
