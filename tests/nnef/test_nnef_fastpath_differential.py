@@ -13,6 +13,7 @@ not hide a finding), and on randomly mutated texts.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from unittest import mock
 
@@ -23,6 +24,7 @@ from hypothesis import strategies as st
 from benchmarks.nnef_bench import generate
 from pipeline.diagnostics import sorted_findings
 from pipeline.layout import model_names
+from pipeline.nnef import flatcheck, flatstatements
 from pipeline.nnef import parser as lark_front
 from pipeline.nnef.checker import CheckReport, _apply_profile, check_document, check_text
 from pipeline.nnef.flatcheck import check_flat
@@ -201,3 +203,127 @@ def assert_same_rejected(text: str) -> str:
     expected = reference(text, "certification")
     assert outcome(check_text(text, FILE)) == expected
     return expected[1]
+
+
+# Statements read whole by one regular expression (pipeline/nnef/flatstatements.py): the
+# forms around the one it reads (comments, blanks, line breaks, strings holding ';' '(' '='
+# '#', keywords, negative numbers, argument orders) must check exactly as the reference
+# does, whether the expression takes them or leaves them to the tokens.
+STATEMENT_FORMS = [
+    ("    r9 = relu(c8);", "    r9 = relu(c8); # trailing; r99 = relu(c8);"),
+    ("    r9 = relu(c8);", "    # r9 = relu(r9);\n    r9 = relu(c8);"),
+    ("    r9 = relu(c8);", "  \t r9\t=\trelu( c8 ) ;"),
+    ("    r9 = relu(c8);", "    r9 = relu(c8\n    );"),
+    ("    r9 = relu(c8);", "    r9 =\r\n relu(c8);"),
+    ("    r9 = relu(c8);", "    r9\f= relu(c8);"),
+    ("    r9 = relu(c8);", "    r9 = relu(c8) # c\n;"),
+    ("    r9 = relu(c8);", "    r9 = relu(c8);r99 = relu(c8);"),
+    ("    r9 = relu(c8);", "    r9=relu(c8);#"),
+    ("    r9 = relu(c8);", "    r9 = relu(c8);\n    # a comment\n\n"),
+    ("    r9 = relu(c8);", "    graph = relu(c8);"),
+    ("    r9 = relu(c8);", "    r9 = scalar(c8);"),
+    ("    r9 = relu(c8);", "    r9 = relu(true);"),
+    ("    r9 = relu(c8);", "    r9 = relu();"),
+    ("    r9 = relu(c8);", "    r9 = relu(x = c8);"),
+    ("    r9 = relu(c8);", "    r9 = relu(c8, c8);"),
+    ("    r9 = relu(c8);", "    r9, r99 = relu(c8);"),
+    ("    r9 = relu(c8);", "    r9 = relu<scalar>(c8);"),
+    ("    r9 = relu(c8);", "    r9 = relu< scalar >(c8);"),
+    ("    r9 = relu(c8);", "    r9 = relu(c8)"),
+    ("    r9 = relu(c8);", "    r9 = relu(c8 c8);"),
+    ("    r9 = relu(c8);", "    r9 = relu(1c52);"),
+    ("    r9 = relu(c8);", "    r9 = relu(c8,);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(x = r9, y = r9);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(r9, x = r9);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(r9, y = r9, y = r9);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(y = r9, r9);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(r9, r9, r9);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(r9, 1.5e-3);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(r9, -2);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(r9, - 2);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(r9, r9);\n    a10 = add(r9, r9);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(r9, r9);\n    q = add(r9, a10);\n    q = copy(r9);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(r9,\n r9); # r99 = relu(r9);\n    r98 = relu(a10\n);"),
+    ("    a10 = add(r9, r9);", "    a10 = add(r9, r9); ' r99 = relu(r9);"),
+    ("label = 'w8'", "label = 'w8; r99 = relu(c8);'"),
+    ("label = 'w8'", "label = 'a(b'"),
+    ("label = 'w8'", "label = '= # ;'"),
+    ("label = 'w8'", 'label = "w;56"'),
+    ("label = 'w8'", "label = 'w8', label = 'x'"),
+    ("label = 'w8'", "label = 'w8' # ');\n"),
+    ("shape = [8, 8, 3, 3], label = 'w8'", "label = 'w8', shape = [8, 8, 3, 3]"),
+    ("groups = 1);\n    r9", "groups = -1);\n    r9"),
+    ("groups = 1);\n    r9", "groups = true);\n    r9"),
+    ("groups = 1);\n    r9", "groups = tensor);\n    r9"),
+    ("groups = 1);\n    r9", "groups = 1e0);\n    r9"),
+    ("groups = 1);\n    r9", "groups = [1]);\n    r9"),
+    ("padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);\n    r9",
+     "padding = [(1, -1), (-0, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);\n    r9"),
+    ("padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);\n    r9",
+     "padding = [ ( 1 , 1 ) ,(1,1) ], stride = [1, 1], dilation = [1, 1] , groups = 1 );\n    r9"),
+]
+
+
+@pytest.mark.parametrize("profile", ["certification", "standard"])
+def test_statement_forms(profile: str) -> None:
+    base = generate(12)
+    for old, new in STATEMENT_FORMS:
+        assert base.count(old) >= 1, old
+        at = base.index("w8 = variable") if old.startswith(("label", "shape")) else 0
+        changed = base[:at] + base[at:].replace(old, new, 1)
+        assert changed != base, old
+        assert_same(changed, profile)
+
+
+def test_benchmark_statements_are_read_whole() -> None:
+    """Every statement of the benchmark's graph is one entry of the regex path and is
+    lowered from its match (no statement goes back to the tokens)."""
+    text = generate(60)
+    checker = flatcheck._StreamingChecker(text, FILE)
+    assert checker.kinds.count("stmt") == text.count(";") - 1  # all but `version 1.0;`
+    with mock.patch.object(flatcheck._StreamingChecker, "_tokenised", side_effect=AssertionError):
+        assert check_flat(text, FILE, "certification") is not None
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(position=st.floats(0, 1), cut=st.integers(0, 3),
+       insert=st.sampled_from(["#", "# c\n", "\n", "\t", "\r", "'", ";", "(", "=", "'a;b(c=d'", "-", "[", "]", "(1, 1)",
+                               "x", "r53", "true", "1.5", ",", " = relu(r53);", "a = relu(r53);\n"]))
+def test_mutated_statements_check_alike(position: float, cut: int, insert: str) -> None:
+    text = generate(4)
+    at = int(position * len(text))
+    assert_same(text[:at] + insert + text[at + cut:])
+
+
+# Defects planted in the regex path: the comparison above must catch each of them.
+COMMENTED = generate(12).replace("    a10 = add(r9, r9);", "    a10 = add(r9,\n r9); # r99 = relu(r9);\n    m11x = relu(a10\n);")
+
+
+def _wrong_close_column(original: Any) -> Any:
+    def lower(self: Any, builder: Any, target: str, plain: Any, type_arg: Any, values: Any, refs: Any, at: Any,
+              op_at: Any, close_at: Any) -> None:
+        original(self, builder, target, plain, type_arg, values, refs, at, op_at, (close_at[0], close_at[1] + 1))
+    return lower
+
+
+PLANTED = {
+    "a statement inside a comment": (lambda: mock.patch.object(flatstatements, "_open_comment", lambda rest: False),
+                                     COMMENTED),
+    "line breaks inside a statement": (
+        lambda: mock.patch.object(flatstatements, "STATEMENT",
+                                  re.compile(flatstatements.STATEMENT.pattern.replace("[ \\t]*+", "[ \\t\\n]*+"))),
+        generate(12).replace("    r9 = relu(c8);", "    r9 = relu(\nc8);")),
+    "a negative number read as positive": (lambda: mock.patch.object(flatcheck, "_number", lambda text: 1),
+                                           generate(12).replace("groups = 1", "groups = -1")),
+    "a column off by one": (lambda: mock.patch.object(flatcheck._StreamingChecker, "_lower",
+                                                      _wrong_close_column(flatcheck._StreamingChecker._lower)),
+                            generate(12)),
+}
+
+
+@pytest.mark.parametrize("defect", sorted(PLANTED))
+def test_planted_defects_are_caught(defect: str) -> None:
+    plant, text = PLANTED[defect]
+    assert_same(text)  # correct without the defect
+    with plant(), pytest.raises(AssertionError):
+        assert_same(text)
