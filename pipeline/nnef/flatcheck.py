@@ -11,6 +11,12 @@ finding) it hands the statement, unchanged, to the flat parser and the general l
 (`GraphBuilder._assign_top`), which report exactly what they always report. Nothing is
 committed to the builder's state before the proof is complete.
 
+Most statements are not even tokenised: flatstatements.py matches the common one-line
+form whole, and `_matched` reads its arguments from the match (argument texts read once
+per distinct text) and lowers it through the same `_lower` as the token reader. A
+matched statement that is not certainly clean is tokenised on its own (`_tokenised`) and
+read exactly as it would have been without the regex.
+
 `check_flat` returns None when the text is not a flat document (the caller then runs the
 ordinary path, which also reports syntax errors and limits). The document AST is then
 not built; `checker.CheckReport.documents` parses it again when asked for it.
@@ -50,17 +56,18 @@ class _Slow(Exception):
     """This statement is not the clean common case: the general path takes it."""
 
 
-def _plain_sig(sig: FragmentSig) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
-    """(params with their attribute flags, params by name) of a fragment the reader can
-    lower: standard or extension, no item parameters, one non-array result, not a sync
-    operation; None otherwise."""
+def _plain_sig(sig: FragmentSig) -> tuple[tuple[Any, ...], dict[str, Any], tuple[str, ...]] | None:
+    """(params with their attribute flags, params by name, names of the generic params) of
+    a fragment the reader can lower: standard or extension, no item parameters, one
+    non-array result, not a sync operation; None otherwise."""
     if sig.origin == "user" or sig.name in SYNC_OPERATIONS or len(sig.results) != 1:
         return None
     if isinstance(sig.results[0].type, ast.ArrayType):
         return None
     if any(p.is_item for p in sig.params):
         return None
-    return tuple((p, p.is_attribute) for p in sig.params), sig.params_by_name
+    return (tuple((p, p.is_attribute) for p in sig.params), sig.params_by_name,
+            tuple(p.name for p in sig.params if T.is_generic(p.type)))
 
 
 class _StreamingChecker(_FlatParser):
@@ -73,6 +80,7 @@ class _StreamingChecker(_FlatParser):
         self._plain: dict[str, Any] = {}
         self._typed: dict[tuple[str, str | None], Any] = {}  # per graph: see _typing
         self._parsed: dict[str, Any] = {}  # arguments by their text (statements read whole): _arguments
+        self._clean_attributes: set[tuple[str, str | None, str]] = set()  # see _lower
 
     def _tokens(self, text: str) -> tuple[list[str], list[Any], Any]:
         texts, kinds, starts, self.matches = statement_tokens(text)
@@ -174,7 +182,7 @@ class _StreamingChecker(_FlatParser):
             raise _Slow
         target, op_at = texts[i], i + 2
         plain = self._plain_of(texts[op_at])
-        sig, params, by_name = plain
+        sig, params, by_name, _ = plain
         j = op_at + 1
         type_arg = None
         if kinds[j] == "typ":
@@ -258,7 +266,7 @@ class _StreamingChecker(_FlatParser):
                     (lines[close], cols[close]))
         return close + 2
 
-    def _plain_of(self, op: str) -> tuple[FragmentSig, Any, Any]:
+    def _plain_of(self, op: str) -> tuple[FragmentSig, Any, Any, Any]:
         """(signature, params with attribute flags, params by name) of operation `op`;
         _Slow when the clean case cannot hold it."""
         plain = self._plain.get(op)
@@ -272,13 +280,16 @@ class _StreamingChecker(_FlatParser):
             raise _Slow
         return plain
 
-    def _lower(self, builder: GraphBuilder, target: str, plain: tuple[FragmentSig, Any, Any], type_arg: str | None,
-               values: dict[str, Any], refs: list[str], at: tuple[int, int], op_at: tuple[int, int],
-               close_at: tuple[int, int]) -> None:
+    def _lower(self, builder: GraphBuilder, target: str, plain: tuple[FragmentSig, Any, Any, Any],
+               type_arg: str | None, values: dict[str, Any], refs: list[str], at: tuple[int, int],
+               op_at: tuple[int, int], close_at: tuple[int, int], attributes: str | None = None) -> None:
         """Lower the statement read into `values` when it is certainly clean (else _Slow,
         before changing any state); `at`, `op_at`, `close_at`: line and column of the target,
-        the operation's name and the closing parenthesis."""
-        sig, params, _ = plain
+        the operation's name and the closing parenthesis. `attributes`: the text every
+        attribute value was read from, when there is one (a statement read whole): the
+        attribute checks, a function of that text, the operation and the type, then run
+        once per distinct text."""
+        sig, params, _, generic_names = plain
         if len(values) != len(params):
             raise _Slow  # a default relied upon is a finding (E060) in either profile
         declared = builder.declared
@@ -288,11 +299,10 @@ class _StreamingChecker(_FlatParser):
             if type_arg is not None:
                 dtype = type_arg
             else:
-                for param, _ in params:
-                    if T.is_generic(param.type):
-                        dtype = builder._dtype_of(values[param.name])
-                        if dtype is not None:
-                            break
+                for name in generic_names:
+                    dtype = builder._dtype_of(values[name])
+                    if dtype is not None:
+                        break
                 if dtype is None:
                     dtype = sig.generic_default
                 if dtype is None:
@@ -304,8 +314,8 @@ class _StreamingChecker(_FlatParser):
         typed = self._typed.get((sig.name, dtype))
         if typed is None:
             typed = self._typed[sig.name, dtype] = self._typing(builder, sig, dtype)
-        checks, tensor_names, attribute_names, automatic, result_types = typed
-        for name, fast, allowed in checks:
+        tensor_checks, attribute_checks, tensor_names, attribute_names, automatic, result_types = typed
+        for name, fast, allowed in tensor_checks:
             value = values[name]
             if fast is None or not fast(value, dtypes):
                 raise _Slow
@@ -313,11 +323,24 @@ class _StreamingChecker(_FlatParser):
                 raise _Slow
         inputs = {name: values[name] for name in tensor_names}
         attribs = {name: values[name] for name in attribute_names}
+        clean_key = (sig.name, dtype, attributes)
+        if attributes is None or clean_key not in self._clean_attributes:
+            for name, fast, allowed in attribute_checks:
+                value = values[name]
+                if fast is None or not fast(value, dtypes):
+                    raise _Slow
+                if allowed is not None and isinstance(value, str) and value not in allowed:
+                    raise _Slow
+            for name in automatic:
+                if attribs[name] == []:
+                    raise _Slow
+            parsed = self._parsed.get(attributes) if attributes is not None else None
+            if parsed is not None and all(kind is not _REF for _, _, kind in parsed):  # no tensor name in it
+                if len(self._clean_attributes) >= 8192:
+                    self._clean_attributes.clear()  # bounded: unique texts (labels) come and go
+                self._clean_attributes.add(clean_key)
         if builder.sync_names and any(r in builder.sync_names for r in refs):
             raise _Slow
-        for name in automatic:
-            if attribs[name] == []:
-                raise _Slow
         if target in declared or (target in builder.params) != (sig.name == "external"):
             raise _Slow  # E011, E040, E042
         shapes = builder._quiet_infer(sig, inputs, attribs)
@@ -342,7 +365,7 @@ class _StreamingChecker(_FlatParser):
         if target in _KEYWORDS or op in _KEYWORDS:
             raise _Slow  # a keyword is no identifier
         plain = self._plain_of(op)
-        _sig, params, by_name = plain
+        _sig, params, by_name, _ = plain
         type_arg = type_text.strip("<> \t") if type_text is not None else None
         values: dict[str, Any] = {}
         refs: list[str] = []
@@ -392,7 +415,7 @@ class _StreamingChecker(_FlatParser):
         line, column = self.lines[i], self.cols[i]
         base = match.start(2)
         self._lower(builder, target, plain, type_arg, values, refs, (line, column),
-                    (line, column + match.start(3) - base), (line, column + match.start(7) - base))
+                    (line, column + match.start(3) - base), (line, column + match.start(7) - base), named)
 
     def _arguments(self, text: str) -> Any:
         """The arguments written `text` (group 5 or 6 of a statement), read once per distinct
@@ -457,12 +480,14 @@ class _StreamingChecker(_FlatParser):
 
     @staticmethod
     def _typing(builder: GraphBuilder, sig: FragmentSig, dtype: str | None) -> tuple[Any, ...]:
-        """What _statement needs of (fragment, type), read once per graph: per parameter
-        (name, fast validator, allowed enum values), the tensor and attribute parameter
-        names, the attributes automatic when empty, the result types."""
-        checks = tuple((param.name, fast, allowed) for param, _expected, fast, allowed in builder._type_checks(sig, dtype))
+        """What _lower needs of (fragment, type), read once per graph: per tensor and per
+        attribute parameter (name, fast validator, allowed enum values), the tensor and
+        attribute parameter names, the attributes automatic when empty, the result types."""
+        checks = builder._type_checks(sig, dtype)
+        tensor_checks = tuple((param.name, fast, allowed) for param, _, fast, allowed in checks if not param.is_attribute)
+        attribute_checks = tuple((param.name, fast, allowed) for param, _, fast, allowed in checks if param.is_attribute)
         attribute_names = tuple(p.name for p in sig.attribute_params)
-        return (checks, tuple(p.name for p in sig.tensor_params), attribute_names,
+        return (tensor_checks, attribute_checks, tuple(p.name for p in sig.tensor_params), attribute_names,
                 tuple(n for n in attribute_names if n in AUTOMATIC_WHEN_EMPTY), tuple(builder._result_types(sig, dtype)))
 
     def _value_at(self, j: int, builder: GraphBuilder, refs: list[str]) -> tuple[Any, int]:

@@ -111,9 +111,11 @@ def _float32(text: str) -> float:
         return float(np.float32(float(text)))
 
 
-def _tokenise(text: str, kinds_of: _Kinds) -> tuple[list[str], list[str | None], np.ndarray, str]:
+def _tokenise(text: str, kinds_of: _Kinds) -> tuple[list[str], list[str | None], np.ndarray, str | None]:
     """(token texts, kinds, offsets, the blanks and comments after the last token) of
-    `text`; kinds are None for a character no token starts with."""
+    `text`; kinds are None for a character no token starts with. The last is None when
+    the text ends in a comment that holds more than blanks: `split` then searches on
+    from inside the comment (no token follows it) and reads its characters as tokens."""
     # split, not findall: one flat list [before, gap, token, before, gap, token, ..., rest]
     # instead of a tuple per token (less memory, freed in one block)
     pieces = _TOKEN.split(text)
@@ -129,6 +131,8 @@ def _tokenise(text: str, kinds_of: _Kinds) -> tuple[list[str], list[str | None],
     starts += size
     np.cumsum(starts, out=starts)
     starts -= size  # now the offset of each token
+    if number and int(starts[-1]) + len(texts[-1]) + len(rest) != len(text):
+        return texts, kinds, starts, None  # characters were skipped: the search restarted in a comment
     return texts, kinds, starts, rest
 
 
@@ -148,7 +152,7 @@ class _FlatParser:
         """Texts, kinds and offsets of every token of the document (a subclass may read
         some statements whole, flatcheck.py)."""
         texts, kinds, starts, rest = _tokenise(text, _Kinds())
-        if _TRAILING.fullmatch(rest) is None:  # the matches are contiguous: only this can be left
+        if rest is None or _TRAILING.fullmatch(rest) is None:  # contiguous matches: only blanks are left
             raise _GiveUp
         if None in kinds:
             raise _GiveUp  # a character no token starts with

@@ -72,8 +72,8 @@ def statement_tokens(text: str) -> tuple[list[str], list[Any], np.ndarray, dict[
         start = match.start()
         if start > pending:
             piece_texts, piece_kinds, piece_starts, rest = _tokenise(text[pending:start], kinds_of)
-            if _open_comment(rest):
-                continue
+            if rest is None or _open_comment(rest):
+                continue  # the match is inside a comment
             if piece_texts:
                 last, kind = piece_texts[-1], piece_kinds[-1]
                 if kind != "punct" or (last != ";" and last != "{"):
@@ -95,7 +95,7 @@ def statement_tokens(text: str) -> tuple[list[str], list[Any], np.ndarray, dict[
         entries.append(match.start(2))
         pending = match.end()
     piece_texts, piece_kinds, piece_starts, rest = _tokenise(text[pending:], kinds_of)
-    if _TRAILING.fullmatch(rest) is None:
+    if rest is None or _TRAILING.fullmatch(rest) is None:
         raise _GiveUp
     texts += piece_texts
     kinds += piece_kinds

@@ -219,6 +219,9 @@ STATEMENT_FORMS = [
     ("    r9 = relu(c8);", "    r9 = relu(c8) # c\n;"),
     ("    r9 = relu(c8);", "    r9 = relu(c8);r99 = relu(c8);"),
     ("    r9 = relu(c8);", "    r9=relu(c8);#"),
+    ("    r9 = relu(c8);", "    r9 = relu(c8); # r99 = relu(c8);\n    a10 = add(r9,\n r9); # r98 = relu(c8);"),
+    ("    output = copy(m11);\n}", "    output = copy(m11);\n#}"),
+    ("    output = copy(m11);\n}", "    output = copy(m11);\n} # } \n"),
     ("    r9 = relu(c8);", "    r9 = relu(c8);\n    # a comment\n\n"),
     ("    r9 = relu(c8);", "    graph = relu(c8);"),
     ("    r9 = relu(c8);", "    r9 = scalar(c8);"),
@@ -301,8 +304,9 @@ COMMENTED = generate(12).replace("    a10 = add(r9, r9);", "    a10 = add(r9,\n 
 
 def _wrong_close_column(original: Any) -> Any:
     def lower(self: Any, builder: Any, target: str, plain: Any, type_arg: Any, values: Any, refs: Any, at: Any,
-              op_at: Any, close_at: Any) -> None:
-        original(self, builder, target, plain, type_arg, values, refs, at, op_at, (close_at[0], close_at[1] + 1))
+              op_at: Any, close_at: Any, attributes: Any = None) -> None:
+        original(self, builder, target, plain, type_arg, values, refs, at, op_at, (close_at[0], close_at[1] + 1),
+                 attributes)
     return lower
 
 
@@ -327,3 +331,11 @@ def test_planted_defects_are_caught(defect: str) -> None:
     assert_same(text)  # correct without the defect
     with plant(), pytest.raises(AssertionError):
         assert_same(text)
+
+
+def test_trailing_comment_is_no_token() -> None:
+    """`split` searches: after a last comment that no token follows it would start again
+    inside the comment and read the brace commented out there as the graph's end."""
+    text = generate(4).replace("copy(m3);\n}", "copy(m3);\n# }")
+    assert parse_flat(text, FILE) is None and check_flat(text, FILE, "certification") is None
+    assert "NNEF-E001" in assert_same_rejected(text)
