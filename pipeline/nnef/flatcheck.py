@@ -267,8 +267,8 @@ class _StreamingChecker(_FlatParser):
         return close + 2
 
     def _plain_of(self, op: str) -> tuple[FragmentSig, Any, Any, Any]:
-        """(signature, params with attribute flags, params by name) of operation `op`;
-        _Slow when the clean case cannot hold it."""
+        """(signature, params with attribute flags, params by name, generic param names) of
+        operation `op`; _Slow when the clean case cannot hold it."""
         plain = self._plain.get(op)
         if plain is None:
             sig = self.catalogue.get(op)
