@@ -17,6 +17,7 @@ ASTs (spans compared) on the whole corpus and on randomly mutated documents.
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -122,6 +123,11 @@ def _tokenise(text: str, kinds_of: _Kinds) -> tuple[list[str], list[str | None],
     texts = pieces[2::3]
     rest = pieces[-1]
     number = len(texts)
+    if number < 512:  # a piece of a document (flatstatements.py): numpy's fixed costs outweigh its speed
+        ends = list(accumulate(map(len, pieces)))  # the pieces, skipped text included, make up the text
+        skipped = any(pieces[0:-1:3])
+        kinds = list(map(kinds_of.__getitem__, texts))
+        return texts, kinds, np.array(ends[1:-1:3], dtype=np.int32), None if skipped else rest
     starts = np.fromiter(map(len, pieces[1::3]), dtype=np.int32, count=number)  # gap lengths first
     del pieces
     # kinds looked up by text in C; the distinct texts (a few per statement) are

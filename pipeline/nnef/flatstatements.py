@@ -15,7 +15,7 @@ stands for exactly the tokens the tokeniser would have produced, on one line. A 
 taken only where the token path would start a statement: right after a ';' or '{' token
 or another statement entry, with nothing but complete blanks and comments between (a
 match inside a comment or a string never qualifies); any other match is tokenised with
-the text around it.
+the text around it, each piece of text once.
 """
 
 from __future__ import annotations
@@ -57,37 +57,70 @@ def _open_comment(rest: str) -> bool:
     return rest.rfind("#") > max(rest.rfind("\n"), rest.rfind("\r"))
 
 
+def _line_end(text: str, at: int) -> int:
+    """Offset of the first line break at or after `at` (the end of the text if none)."""
+    ends = [end for end in (text.find("\n", at), text.find("\r", at)) if end >= 0]
+    return min(ends) if ends else len(text)
+
+
 def statement_tokens(text: str) -> tuple[list[str], list[Any], np.ndarray, dict[int, re.Match[str]]]:
     """Texts, kinds and offsets of the document's tokens, each matched statement one entry
     (kind "stmt", text its target, offset its target's), and the match of each such entry
-    by index. Raises _GiveUp where the tokeniser finds a character no token starts with."""
+    by index. Raises _GiveUp where the tokeniser finds a character no token starts with.
+
+    The text before a match (a piece) is tokenised and kept when its tokens are certainly
+    those the whole text's tokenisation has there: it ends in complete blanks and comments
+    or in a punctuation mark (no token or comment runs on into the match). Otherwise the
+    match may start inside a comment or a string (a lone quote is a character no token
+    starts with), both of which end with their line: the piece is kept up to the start of
+    that line (a line break is always between tokens), and matches before the line's end
+    are skipped. A match whose piece does not end a statement is skipped too (its text
+    goes with the next piece). Each character is thus tokenised once, or once more within
+    its line."""
     kinds_of = _Kinds()
     texts: list[str] = []
     kinds: list[Any] = []
     chunks: list[Any] = []  # offsets: arrays for tokenised pieces, lists for statement entries
     entries: list[int] = []
     matches: dict[int, re.Match[str]] = {}
+
+    def keep(piece_texts: list[str], piece_kinds: list[Any], piece_starts: np.ndarray, offset: int) -> None:
+        nonlocal entries
+        if entries:
+            chunks.append(entries)
+            entries = []
+        texts.extend(piece_texts)
+        kinds.extend(piece_kinds)
+        piece_starts += offset
+        chunks.append(piece_starts)
+
     pending = 0  # where the text not yet tokenised starts
-    for match in STATEMENT.finditer(text):
+    search = STATEMENT.search
+    at = 0
+    while True:
+        match = search(text, at)
+        if match is None:
+            break
         start = match.start()
+        at = match.end()  # no statement starts inside a match (its only ';' is its last character)
         if start > pending:
-            piece_texts, piece_kinds, piece_starts, rest = _tokenise(text[pending:start], kinds_of)
-            if rest is None or _open_comment(rest):
-                continue  # the match is inside a comment
-            if piece_texts:
-                last, kind = piece_texts[-1], piece_kinds[-1]
-                if kind != "punct" or (last != ";" and last != "{"):
-                    continue
-            elif not kinds or (kinds[-1] != "stmt" and (kinds[-1] != "punct" or texts[-1] not in (";", "{"))):
+            piece = _tokenise(text[pending:start], kinds_of)
+            piece_texts, piece_kinds, _, rest = piece
+            if (rest is None or _open_comment(rest) or None in piece_kinds
+                    or (not rest and piece_texts and piece_kinds[-1] != "punct")):
+                line = max(text.rfind("\n", pending, start), text.rfind("\r", pending, start)) + 1
+                if line > pending:  # the lines before are certainly tokenised alike
+                    before = _tokenise(text[pending:line], kinds_of)
+                    if before[3] is None or None in before[1]:
+                        raise _GiveUp  # a character no token starts with (or a comment cut: impossible)
+                    keep(before[0], before[1], before[2], pending)
+                    pending = line
+                at = _line_end(text, start + 1)  # past `start` in any case: the search moves on
                 continue
-            if entries:
-                chunks.append(entries)
-                entries = []
-            texts += piece_texts
-            kinds += piece_kinds
-            piece_starts += pending
-            chunks.append(piece_starts)
-        elif not kinds or (kinds[-1] != "stmt" and (kinds[-1] != "punct" or texts[-1] not in (";", "{"))):
+            keep(piece_texts, piece_kinds, piece[2], pending)
+            pending = start
+        kind = kinds[-1] if kinds else None  # a statement starts after ';', '{' or a statement read whole
+        if kind != "stmt" and (kind != "punct" or texts[-1] not in (";", "{")):
             continue
         matches[len(texts)] = match
         texts.append(match.group(2))
@@ -97,12 +130,7 @@ def statement_tokens(text: str) -> tuple[list[str], list[Any], np.ndarray, dict[
     piece_texts, piece_kinds, piece_starts, rest = _tokenise(text[pending:], kinds_of)
     if rest is None or _TRAILING.fullmatch(rest) is None:
         raise _GiveUp
-    texts += piece_texts
-    kinds += piece_kinds
-    if entries:
-        chunks.append(entries)
-    piece_starts += pending
-    chunks.append(piece_starts)
+    keep(piece_texts, piece_kinds, piece_starts, pending)
     if None in kinds:
         raise _GiveUp
     return texts, kinds, np.concatenate([np.asarray(c, dtype=np.int64) for c in chunks]), matches
