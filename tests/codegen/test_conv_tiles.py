@@ -15,6 +15,7 @@ import re
 import numpy as np
 import pytest
 
+from pipeline.codegen.c.kernels.conv import plane_skew
 from pipeline.codegen.c.kernels.tiling import (MAX_ACCUMULATORS, MAX_CHANNEL_ACCUMULATORS, channels_tile,
                                                positions_tile, tile_cycles)
 from tests.codegen import cghelpers as H
@@ -43,11 +44,14 @@ VARIABLES = {
     "f5": _weights(20, 5, 1, 1), "b5": _weights(1, 20),    # 1x1, channel blocks with empty lanes
     "f6": _weights(6, 5, 3, 2),                            # dilation 2, asymmetric kernel
     "f7": _weights(18, 4, 3, 3), "b7": _weights(1, 18),   # grouped: 3 groups of 6
+    "f9": _weights(10, 32, 1, 1), "b9": _weights(1, 10),  # 1x1 over 8x16 planes (512 B apart): skewed copy
+    "f10": _weights(12, 16, 3, 1),                        # 2 groups of 16 channels, 12x16 padded planes: skewed
 }
-OUTPUTS = [f"c{i}" for i in range(1, 9)]
+OUTPUTS = [f"c{i}" for i in range(1, 11)]
 BODY = """
     x = external<scalar>(shape = [1, 5, 13, 19]);
     u = external<scalar>(shape = [1, 12, 21, 34]);
+    v = external<scalar>(shape = [1, 32, 8, 16]);
     f1 = variable<scalar>(shape = [9, 5, 3, 3], label = 'f1');
     b1 = variable<scalar>(shape = [1, 9], label = 'b1');
     f2 = variable<scalar>(shape = [13, 5, 3, 3], label = 'f2');
@@ -60,6 +64,9 @@ BODY = """
     f6 = variable<scalar>(shape = [6, 5, 3, 2], label = 'f6');
     f7 = variable<scalar>(shape = [18, 4, 3, 3], label = 'f7');
     b7 = variable<scalar>(shape = [1, 18], label = 'b7');
+    f9 = variable<scalar>(shape = [10, 32, 1, 1], label = 'f9');
+    b9 = variable<scalar>(shape = [1, 10], label = 'b9');
+    f10 = variable<scalar>(shape = [12, 16, 3, 1], label = 'f10');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
@@ -68,13 +75,15 @@ BODY = """
     c6 = conv(x, f6, 0.25, border = 'constant', padding = [(2, 2), (1, 1)], stride = [1, 1], dilation = [2, 2], groups = 1);
     c7 = conv(u, f7, b7, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 2], dilation = [1, 1], groups = 3);
     c8 = conv(u, f4, 0.0, border = 'replicate', padding = [(0, 1), (0, 1)], stride = [2, 2], dilation = [1, 1], groups = 0);
+    c9 = conv(v, f9, b9, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 1], dilation = [1, 1], groups = 1);
+    c10 = conv(v, f10, 0.0, border = 'constant', padding = [(2, 2), (0, 0)], stride = [1, 1], dilation = [2, 1], groups = 2);
 """
 
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
-    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u"], outputs=OUTPUTS)
-    inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34))}
+    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v"], outputs=OUTPUTS)
+    inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34)), "v": _data((1, 32, 8, 16))}
     expected = H.reference(folder / "CPU0.nnef", inputs, VARIABLES, OUTPUTS)
     return folder, inputs, expected
 
@@ -94,6 +103,7 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     # the paths this test means to exercise are the ones generated
     assert "output rows times" in text and "nnef_vload_even(" in text and "output channels in blocks of" in text
     assert re.search(r"1 output channels times [2-9] output rows", text), "no multi-row depthwise tile"
+    assert text.count("1 rows below each channel plane against cache-set aliasing") == 2, "c9, c10 not skewed"
     actual = H.run(H.build(code, lanes), inputs, tmp_path, OUTPUTS)
     H.assert_bit_identical(actual, expected, f"conv tiles (lanes {lanes})")
 
@@ -135,3 +145,13 @@ def test_tile_choice_stays_within_registers_and_covers_remainders():
         assert 1 <= vb * p <= MAX_CHANNEL_ACCUMULATORS and p <= positions
         assert cost >= -(-channels // 8) * positions / 2
     assert tile_cycles(1, 1) == 3 and tile_cycles(4, 2) == 4 and tile_cycles(0, 5) == 0
+
+
+def test_plane_skew_breaks_power_of_two_plane_distances():
+    """Planes 1 KiB (16x16) or 4 KiB (32x32) apart get rows that make the distance no multiple of
+    256 bytes; planes that do not alias, or few channels, are left as they are."""
+    assert plane_skew(128, 16, 16) == 1 and plane_skew(32, 32, 32) == 1 and plane_skew(256, 8, 8) == 1
+    assert plane_skew(64, 18, 18) == 0 and plane_skew(8, 16, 16) == 0 and plane_skew(16, 6, 6) == 0
+    for cg, hp, wp in [(16, 16, 16), (64, 12, 16), (32, 4, 32)]:
+        e = plane_skew(cg, hp, wp)
+        assert e and ((hp + e) * wp * 4) % 256

@@ -134,16 +134,36 @@ def _even_loads_fit(k: Kernel, x: Operand, f: Operand, win: WindowGeometry) -> b
     return last < math.prod(x.shape[:2]) * hp * wp
 
 
-def _padded_input(k: Kernel, x: Operand, win, border: str) -> tuple[str, int, int]:
-    """(pointer, padded height, padded width) of the input the kernel reads (a zero- or
-    border-padded scratch copy when the window pads)."""
+ALIASING_BYTES = 256  # channel planes this many bytes apart (or a multiple) share a few first-level cache sets
+SKEW_MIN_CHANNELS = 16  # fewer input channels per group: the lines of a tile fit the 8 ways anyway
+
+
+def plane_skew(cg: int, hp: int, wp: int) -> int:
+    """Extra rows (never read) below each channel plane of the padded copy, so that consecutive
+    planes do not start a multiple of ALIASING_BYTES apart. A tile reads the same rows of every
+    input channel of its group: with planes 1 or 4 KiB apart (16x16 or 32x32 floats) those lines
+    fall into 4 or 1 of the 64 sets of Zen 3's 8-way 32 KiB L1 and evict each other every tap.
+    0 when the planes do not alias or a group has few channels. Changes addresses only."""
+    if cg < SKEW_MIN_CHANNELS or (hp * wp * 4) % ALIASING_BYTES:
+        return 0
+    return next((e for e in range(1, 5) if ((hp + e) * wp * 4) % ALIASING_BYTES), 0)
+
+
+def _padded_input(k: Kernel, x: Operand, win, border: str, cg: int) -> tuple[str, int, int]:
+    """(pointer, plane height, padded width) of the input the kernel reads: a zero- or
+    border-padded scratch copy when the window pads or the channel planes alias in the cache
+    (then each plane is followed by plane_skew rows of the fill value, never read)."""
     height, width = x.shape[2], x.shape[3]
-    if not any(p or q for p, q in win.padding):
-        return x.c, height, width
     hp, wp = height + sum(win.padding[0]), width + sum(win.padding[1])
-    k.line(f"float *const xp = {k.scratch(math.prod(x.shape[:2]) * hp * wp)};")
-    emit_padded_copy(k, x.c, x.shape, [(0, 0), (0, 0)] + list(win.padding), border, 0.0, "xp", "padded input")
-    return "xp", hp, wp
+    skew = plane_skew(cg, hp, wp) if border in FILL_BORDERS else 0
+    if not skew and not any(p or q for p, q in win.padding):
+        return x.c, height, width
+    k.line(f"float *const xp = {k.scratch(math.prod(x.shape[:2]) * (hp + skew) * wp)};")
+    (top, bottom), (left, right) = win.padding
+    emit_padded_copy(k, x.c, x.shape, [(0, 0), (0, 0), (top, bottom + skew), (left, right)], border, 0.0, "xp",
+                     "padded input" + (f" ({skew} rows below each channel plane against cache-set aliasing)"
+                                       if skew else ""))
+    return "xp", hp + skew, wp
 
 
 def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border: str) -> None:
@@ -163,7 +183,7 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
     wname = _packed_weights(k, f, groups, r_block)
     nblocks = -(-og // r_block)
     kind, bname = bias_array(k, bias, outs)
-    src, hp, wp = _padded_input(k, x, win, border)
+    src, hp, wp = _padded_input(k, x, win, border, cg)
     k.comment(f"{r_block} output channels times {t_block} output rows times {q_block} vectors of {lanes} output "
               "columns at a time; per output: acc = +0, then acc = acc + w * x for (c, kh, kw) in order, then + bias")
     loops = [(v, e) for v, e in (("n", n_batch), ("g", groups)) if e > 1]
