@@ -3,7 +3,9 @@
 Every tile is cut short somewhere: output channels not a multiple of the tile's channels,
 output rows not a multiple of its rows, a row whose last vector is shifted back, a channel
 block with empty lanes; depthwise convolutions with several rows per tile, stride-2 windows
-read with two loads and a shuffle, dilation, 1x1. A planted reordering of one tiled kernel's
+read with two loads and a shuffle (replicate border) or from the phase-split copy (even columns,
+then odd ones: odd, even and no left padding, dilation 3, a row tail that is not a whole vector
+pair), dilation, 1x1, input planes skewed against cache-set aliasing. A planted reordering of one tiled kernel's
 sum (input channels in decreasing order) must be caught by the same comparison: the test can
 fail.
 """
@@ -46,8 +48,10 @@ VARIABLES = {
     "f7": _weights(18, 4, 3, 3), "b7": _weights(1, 18),   # grouped: 3 groups of 6
     "f9": _weights(10, 32, 1, 1), "b9": _weights(1, 10),  # 1x1 over 8x16 planes (512 B apart): skewed copy
     "f10": _weights(12, 16, 3, 1),                        # 2 groups of 16 channels, 12x16 padded planes: skewed
+    "f11": _weights(7, 12, 2, 3),                         # width stride 2, even left padding, dilation 3 (odd taps)
+    "f12": _weights(5, 32, 1, 1), "b12": _weights(1, 5),  # width stride 2, no padding, skewed planes
 }
-OUTPUTS = [f"c{i}" for i in range(1, 11)]
+OUTPUTS = [f"c{i}" for i in range(1, 13)]
 BODY = """
     x = external<scalar>(shape = [1, 5, 13, 19]);
     u = external<scalar>(shape = [1, 12, 21, 34]);
@@ -67,6 +71,9 @@ BODY = """
     f9 = variable<scalar>(shape = [10, 32, 1, 1], label = 'f9');
     b9 = variable<scalar>(shape = [1, 10], label = 'b9');
     f10 = variable<scalar>(shape = [12, 16, 3, 1], label = 'f10');
+    f11 = variable<scalar>(shape = [7, 12, 2, 3], label = 'f11');
+    f12 = variable<scalar>(shape = [5, 32, 1, 1], label = 'f12');
+    b12 = variable<scalar>(shape = [1, 5], label = 'b12');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
@@ -77,6 +84,8 @@ BODY = """
     c8 = conv(u, f4, 0.0, border = 'replicate', padding = [(0, 1), (0, 1)], stride = [2, 2], dilation = [1, 1], groups = 0);
     c9 = conv(v, f9, b9, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c10 = conv(v, f10, 0.0, border = 'constant', padding = [(2, 2), (0, 0)], stride = [1, 1], dilation = [2, 1], groups = 2);
+    c11 = conv(u, f11, -0.5, border = 'constant', padding = [(0, 0), (2, 1)], stride = [1, 2], dilation = [1, 3], groups = 1);
+    c12 = conv(v, f12, b12, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 2], dilation = [1, 1], groups = 1);
 """
 
 
@@ -103,7 +112,12 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     # the paths this test means to exercise are the ones generated
     assert "output rows times" in text and "nnef_vload_even(" in text and "output channels in blocks of" in text
     assert re.search(r"1 output channels times [2-9] output rows", text), "no multi-row depthwise tile"
-    assert text.count("1 rows below each channel plane against cache-set aliasing") == 2, "c9, c10 not skewed"
+    assert text.count("1 rows below each channel plane against cache-set aliasing") == 3, "c9, c10, c12 not skewed"
+    # stride-2 columns from the phase-split copy: odd (c4) and even (c11) left padding, none (c12)
+    for name in ("c4", "c11", "c12"):
+        start = text.index(f"static void nnef_op_{name}(")
+        assert "phase split" in text[start:text.index("\n}\n", start)], name
+    assert "nnef_vload(xr0 + x0 + 0 + xj)" in text
     actual = H.run(H.build(code, lanes), inputs, tmp_path, OUTPUTS)
     H.assert_bit_identical(actual, expected, f"conv tiles (lanes {lanes})")
 
@@ -116,22 +130,28 @@ def test_tiles_portable_build_bit_identical(case, tmp_path):
     H.assert_bit_identical(actual, expected, "conv tiles portable")
 
 
-def test_planted_reordering_is_caught(case, tmp_path):
-    """The tiled kernel of c1 with its input channels summed in decreasing order: same terms,
-    another order, so other roundings; the 0-ULP comparison must see it."""
+@pytest.mark.parametrize("name, loop, planted", [
+    ("c1", r"for \(int c = 0; c < 5; \+\+c\)", "for (int c = 4; c >= 0; --c)"),
+    ("c11", r"for \(int j = 0; j < 3; \+\+j\)", "for (int j = 2; j >= 0; --j)"),  # phase-split copy
+])
+def test_planted_reordering_is_caught(case, tmp_path, name, loop, planted):
+    """One tiled kernel with its input channels (c1) or kernel columns (c11, stride 2 from the
+    phase-split copy) summed in decreasing order: same terms, another order, so other
+    roundings; the 0-ULP comparison must see it."""
     folder, inputs, expected = case
     lanes = H.lanes_available()[-1]
     code, item = _generate(case, tmp_path, lanes)
     text = item.read_text()
-    start = text.index("static void nnef_op_c1(")
+    start = text.index(f"static void nnef_op_{name}(")
     end = text.index("\n}\n", start)
-    body, count = re.subn(r"for \(int c = 0; c < 5; \+\+c\)", "for (int c = 4; c >= 0; --c)", text[start:end])
+    body, count = re.subn(loop, planted, text[start:end])
     assert count >= 1, "the planted change did not apply"
     item.write_text(text[:start] + body + text[end:])
     actual = H.run(H.build(code, lanes), inputs, tmp_path, OUTPUTS)
     with pytest.raises(AssertionError):
-        H.assert_bit_identical({"c1": actual["c1"]}, {"c1": expected["c1"]}, "planted reordering")
-    H.assert_bit_identical({o: actual[o] for o in OUTPUTS[1:]}, {o: expected[o] for o in OUTPUTS[1:]}, "others")
+        H.assert_bit_identical({name: actual[name]}, {name: expected[name]}, "planted reordering")
+    others = [o for o in OUTPUTS if o != name]
+    H.assert_bit_identical({o: actual[o] for o in others}, {o: expected[o] for o in others}, "others")
 
 
 def test_tile_choice_stays_within_registers_and_covers_remainders():

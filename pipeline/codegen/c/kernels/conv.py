@@ -26,7 +26,7 @@ from typing import Iterator
 import numpy as np
 
 from pipeline.codegen.c.kernels.common import F32, Kernel, Operand, emitter, strides
-from pipeline.codegen.c.kernels.padding import FILL_BORDERS, emit_padded_copy
+from pipeline.codegen.c.kernels.padding import FILL_BORDERS, emit_padded_copy, emit_phase_split_copy
 from pipeline.codegen.c.kernels.geometry import BORDERS, WindowGeometry, kernel_window
 from pipeline.codegen.c.kernels.tiling import channels_tile, positions_tile
 
@@ -80,7 +80,7 @@ def conv(k: Kernel) -> None:
     groups = _groups(k, channels)
     finite = f.is_constant and bool(np.isfinite(f.value).all())
     if len(x.shape) == 4 and f.is_constant and (finite or border not in FILL_BORDERS):
-        if _prefer_positions(k, x, f, groups):
+        if _prefer_positions(k, x, f, groups, border):
             _fast_positions(k, x, f, bias, groups, border)
         else:
             _fast(k, x, f, bias, groups, border)
@@ -109,19 +109,35 @@ def _column_starts(wo: int, lanes: int) -> list[int]:
     return starts
 
 
-def _prefer_positions(k: Kernel, x: Operand, f: Operand, groups: int) -> bool:
+def _prefer_positions(k: Kernel, x: Operand, f: Operand, groups: int, border: str) -> bool:
     """Vectors across output columns rather than output channels, when the tile cycle model
-    (kernels/tiling.py) says it costs fewer cycles; needs a width stride of 1 or 2 (2: every
-    vector from two loads and a shuffle, only where the second load stays inside the input) and
-    at least one full vector of columns."""
+    (kernels/tiling.py) says it costs fewer cycles; needs a width stride of 1 or 2 and at least
+    one full vector of columns. Stride 2 reads a phase-split copy (constant borders: one load per
+    vector) or, for the other borders, two loads and a shuffle per vector, only where the second
+    load stays inside the input."""
     win = _window(k, x, f)
     og = f.shape[0] // groups
     ho, wo = win.out_shape
     lanes = k.lanes
-    if win.stride[1] not in (1, 2) or wo < lanes or (win.stride[1] == 2 and not _even_loads_fit(k, x, f, win)):
+    s1 = win.stride[1]
+    if s1 not in (1, 2) or wo < lanes:
         return False
-    cost = positions_tile(og, len(_column_starts(wo, lanes)), ho, win.stride[1])[3]
+    if s1 == 2 and not _phase_split(win, border) and not _even_loads_fit(k, x, f, win):
+        return False
+    cost = positions_tile(og, len(_column_starts(wo, lanes)), ho, _x_loads(win, border))[3]
     return cost <= channels_tile(og, lanes, ho * wo)[2]
+
+
+def _phase_split(win: WindowGeometry, border: str) -> bool:
+    """Width stride 2 with a fill border: the input copy stores each padded row's even columns,
+    then its odd ones (padding.emit_phase_split_copy)."""
+    return win.stride[1] == 2 and border in FILL_BORDERS
+
+
+def _x_loads(win: WindowGeometry, border: str) -> int:
+    """Loads per input vector of the across-columns tile (two and a shuffle for stride 2 without
+    the phase-split copy)."""
+    return 1 if win.stride[1] == 1 or _phase_split(win, border) else 2
 
 
 def _even_loads_fit(k: Kernel, x: Operand, f: Operand, win: WindowGeometry) -> bool:
@@ -156,10 +172,16 @@ def _padded_input(k: Kernel, x: Operand, win, border: str, cg: int) -> tuple[str
     height, width = x.shape[2], x.shape[3]
     hp, wp = height + sum(win.padding[0]), width + sum(win.padding[1])
     skew = plane_skew(cg, hp, wp) if border in FILL_BORDERS else 0
-    if not skew and not any(p or q for p, q in win.padding):
+    phase = _phase_split(win, border)
+    if not skew and not phase and not any(p or q for p, q in win.padding):
         return x.c, height, width
     k.line(f"float *const xp = {k.scratch(math.prod(x.shape[:2]) * (hp + skew) * wp)};")
     (top, bottom), (left, right) = win.padding
+    if phase:
+        emit_phase_split_copy(k, x.c, x.shape, [(0, 0), (0, 0), (top, bottom + skew), (left, right)], 0.0, "xp",
+                              "padded input, phase split" + (f" ({skew} rows below each channel plane against "
+                                                             "cache-set aliasing)" if skew else ""))
+        return "xp", hp + skew, wp
     emit_padded_copy(k, x.c, x.shape, [(0, 0), (0, 0), (top, bottom + skew), (left, right)], border, 0.0, "xp",
                      "padded input" + (f" ({skew} rows below each channel plane against cache-set aliasing)"
                                        if skew else ""))
@@ -179,7 +201,8 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
     ho, wo = win.out_shape
     lanes = k.lanes
     starts = _column_starts(wo, lanes)
-    r_block, t_block, q_block, _ = positions_tile(og, len(starts), ho, s1)
+    phase = _phase_split(win, border)
+    r_block, t_block, q_block, _ = positions_tile(og, len(starts), ho, _x_loads(win, border))
     wname = _packed_weights(k, f, groups, r_block)
     nblocks = -(-og // r_block)
     kind, bname = bias_array(k, bias, outs)
@@ -206,8 +229,12 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
         k.line(f"const float *const wr = {wname} + ((({gvar} * {nblocks} + {o0} / {r_block}) * {cg} + c) * {kh} + i)"
                f" * {kw * r_block};")
         for j in _taps(k, kw):
+            if phase:  # padded column 2 * x + j * d1 sits at (j * d1 odd) * half + x + (j * d1) / 2
+                k.line(f"const int xj = (({j} * {d1}) & 1) * {(wp + 1) // 2} + (({j} * {d1}) >> 1);")
             for v, (t, col) in enumerate(spots):
-                if s1 == 1:
+                if phase:
+                    k.line(f"const nnef_vf xv{v} = nnef_vload(xr{t} + {col} + xj);")
+                elif s1 == 1:
                     k.line(f"const nnef_vf xv{v} = nnef_vload(xr{t} + {col} + {j} * {d1});")
                 else:
                     k.line(f"const nnef_vf xv{v} = nnef_vload_even(xr{t} + ({col}) * 2 + {j} * {d1});")

@@ -94,3 +94,56 @@ def emit_padded_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: list[tup
     for _ in variables:
         k.close()
     return padded
+
+
+def emit_phase_split_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: list[tuple[int, int]], fill: float,
+                          dst: str, what: str) -> tuple[int, ...]:
+    """Copy the 4-D tensor at `src` into `dst` padded by `pads` (axes 2 and 3) with `fill`, each
+    padded row stored as its even columns, then its odd columns: a window of width stride 2 then
+    reads the column 2x + j of output column x at (j odd) * ceil(wp / 2) + x + j // 2, so the
+    inputs of consecutive outputs are consecutive floats (one load, no shuffle per tap). Only
+    addresses change; every element is copied bit for bit. Returns the padded shape."""
+    n, c, h, w = shape
+    (top, bottom), (left, right) = pads[2], pads[3]
+    if any(p or q for p, q in pads[:2]) or min(top, bottom, left, right) < 0:
+        raise k.fail(f"padding {pads} is not supported by the phase-split copy")
+    hp, wp = h + top + bottom, w + left + right
+    half = (wp + 1) // 2
+    size = n * c * hp * wp
+    lanes = k.lanes
+    k.comment(f"{what}: fill with {fill!r}, then copy each input row inside it, its padded columns "
+              f"0, 2, 4, ... first and 1, 3, 5, ... from offset {half} (stride-2 windows read consecutive floats)")
+    k.line(f"const nnef_vf fill = nnef_vset1({flit(fill)});")
+    end = size - size % lanes
+    if end:
+        k.open(f"for (int i = 0; i < {end}; i += {lanes})")
+        k.line(f"nnef_vstore({dst} + i, fill);")
+        k.close()
+    if end < size:
+        k.open(f"for (int i = {end}; i < {size}; ++i)")
+        k.line(f"{dst}[i] = {flit(fill)};")
+        k.close()
+    k.open(f"for (int a0 = 0; a0 < {n * c}; ++a0)")
+    k.open(f"for (int a2 = 0; a2 < {h}; ++a2)")
+    k.line(f"const float *const s = {src} + (a0 * {h} + a2) * {w};")
+    k.line(f"float *const d = {dst} + (a0 * {hp} + a2 + {top}) * {wp};")
+    chunk = 2 * lanes
+    full = w - w % chunk
+    if full:
+        # input column c is padded column c + left: the even ones go to the first half, at
+        # (c + left) / 2, the odd ones to the second, at half + (c + left - 1) / 2
+        if left % 2 == 0:
+            even_at, odd_at = f"(c0 + {left}) / 2", f"{half} + (c0 + {left}) / 2"
+        else:
+            even_at, odd_at = f"{half} + (c0 + {left - 1}) / 2", f"(c0 + {left + 1}) / 2"
+        k.open(f"for (int c0 = 0; c0 < {full}; c0 += {chunk})")
+        k.line(f"nnef_vstore(d + {even_at}, nnef_vload_even(s + c0));")
+        k.line(f"nnef_vstore(d + {odd_at}, nnef_vload_odd(s + c0));")
+        k.close()
+    if full < w:
+        k.open(f"for (int c1 = {full}; c1 < {w}; ++c1)")
+        k.line(f"d[((c1 + {left}) & 1) * {half} + ((c1 + {left}) >> 1)] = s[c1];")
+        k.close()
+    k.close()
+    k.close()
+    return (n, c, hp, wp)
