@@ -28,7 +28,8 @@ import numpy as np
 from pipeline.codegen.c.kernels.common import F32, Kernel, Operand, emitter, strides
 from pipeline.codegen.c.kernels.padding import FILL_BORDERS, emit_padded_copy, emit_phase_split_copy
 from pipeline.codegen.c.kernels.geometry import BORDERS, WindowGeometry, kernel_window
-from pipeline.codegen.c.kernels.tiling import channels_tile, positions_tile
+from pipeline.codegen.c.kernels.tiling import (PHASE_SPLIT_FACTOR, channels_tile, positions_tile,
+                                               transposing_store_cycles)
 
 
 
@@ -125,7 +126,9 @@ def _prefer_positions(k: Kernel, x: Operand, f: Operand, groups: int, border: st
     if s1 == 2 and not _phase_split(win, border) and not _even_loads_fit(k, x, f, win):
         return False
     cost = positions_tile(og, len(_column_starts(wo, lanes)), ho, _x_loads(win, border))[3]
-    return cost <= channels_tile(og, lanes, ho * wo)[2]
+    if _phase_split(win, border):
+        cost *= PHASE_SPLIT_FACTOR
+    return cost <= channels_tile(og, lanes, ho * wo)[2] + transposing_store_cycles(og, ho * wo, math.prod(f.shape[1:]))
 
 
 def _phase_split(win: WindowGeometry, border: str) -> bool:

@@ -23,6 +23,10 @@ tile changes which outputs are computed together, never the order of one output'
 from __future__ import annotations
 
 MAX_ACCUMULATORS = 8  # across output columns (positions_tile)
+# Measured, not derived: across-columns tiles on the phase-split copy of a width-stride-2 input
+# ran at ~25 GMAC/s where across-channels tiles ran at ~34 on the same layers (ResNet-8's
+# stride-2 3x3 convolutions: 49 vs 35 and 44 vs 33 us), so their modelled cost is scaled up.
+PHASE_SPLIT_FACTOR = 4 / 3
 MAX_CHANNEL_ACCUMULATORS = 12  # across output channels (channels_tile)
 ADD_LATENCY = 3
 
@@ -81,3 +85,12 @@ def channels_tile(channels: int, lanes: int, positions: int) -> tuple[int, int, 
                 best = key
     cost, _, _, vb, p = best
     return vb, p, cost
+
+
+def transposing_store_cycles(channels: int, positions: int, taps: int) -> float:
+    """The store of the across-channels layout in the unit of the tile costs (cycles per tap of
+    the layer): each tile's accumulators go through a stack buffer to their channel planes, a
+    scalar load and store per output (about a cycle each), paid once per `taps`-term sum. It
+    matters only for short reductions: a 3-channel stem stores 32 * 1024 outputs after 27 taps
+    (MobileNet's stem: 61 us across channels, 34 us across columns)."""
+    return channels * positions / taps
