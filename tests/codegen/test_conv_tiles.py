@@ -48,8 +48,8 @@ VARIABLES = {
     "f7": _weights(18, 4, 3, 3), "b7": _weights(1, 18),   # grouped: 3 groups of 6
     "f9": _weights(10, 32, 1, 1), "b9": _weights(1, 10),  # 1x1 over 8x16 planes (512 B apart): skewed copy
     "f10": _weights(12, 16, 3, 1),                        # 2 groups of 16 channels, 12x16 padded planes: skewed
-    "f11": _weights(7, 12, 2, 3),                         # width stride 2, even left padding, dilation 3 (odd taps)
-    "f12": _weights(5, 32, 1, 1), "b12": _weights(1, 5),  # width stride 2, no padding, skewed planes
+    "f11": _weights(12, 1, 2, 3),                         # depthwise, width stride 2, even left padding, dilation 3
+    "f12": _weights(4, 16, 1, 1), "b12": _weights(1, 4),  # 2 groups, width stride 2, no padding, skewed planes
 }
 OUTPUTS = [f"c{i}" for i in range(1, 13)]
 BODY = """
@@ -71,9 +71,9 @@ BODY = """
     f9 = variable<scalar>(shape = [10, 32, 1, 1], label = 'f9');
     b9 = variable<scalar>(shape = [1, 10], label = 'b9');
     f10 = variable<scalar>(shape = [12, 16, 3, 1], label = 'f10');
-    f11 = variable<scalar>(shape = [7, 12, 2, 3], label = 'f11');
-    f12 = variable<scalar>(shape = [5, 32, 1, 1], label = 'f12');
-    b12 = variable<scalar>(shape = [1, 5], label = 'b12');
+    f11 = variable<scalar>(shape = [12, 1, 2, 3], label = 'f11');
+    f12 = variable<scalar>(shape = [4, 16, 1, 1], label = 'f12');
+    b12 = variable<scalar>(shape = [1, 4], label = 'b12');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
@@ -84,8 +84,8 @@ BODY = """
     c8 = conv(u, f4, 0.0, border = 'replicate', padding = [(0, 1), (0, 1)], stride = [2, 2], dilation = [1, 1], groups = 0);
     c9 = conv(v, f9, b9, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c10 = conv(v, f10, 0.0, border = 'constant', padding = [(2, 2), (0, 0)], stride = [1, 1], dilation = [2, 1], groups = 2);
-    c11 = conv(u, f11, -0.5, border = 'constant', padding = [(0, 0), (2, 1)], stride = [1, 2], dilation = [1, 3], groups = 1);
-    c12 = conv(v, f12, b12, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 2], dilation = [1, 1], groups = 1);
+    c11 = conv(u, f11, -0.5, border = 'constant', padding = [(0, 0), (2, 1)], stride = [1, 2], dilation = [1, 3], groups = 0);
+    c12 = conv(v, f12, b12, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 2], dilation = [1, 1], groups = 2);
 """
 
 
