@@ -46,16 +46,16 @@ VARIABLES = {
     "f5": _weights(20, 5, 1, 1), "b5": _weights(1, 20),    # 1x1, channel blocks with empty lanes
     "f6": _weights(6, 5, 3, 2),                            # dilation 2, asymmetric kernel
     "f7": _weights(18, 4, 3, 3), "b7": _weights(1, 18),   # grouped: 3 groups of 6
-    "f9": _weights(10, 32, 1, 1), "b9": _weights(1, 10),  # 1x1 over 8x16 planes (512 B apart): skewed copy
-    "f10": _weights(12, 16, 3, 1),                        # 2 groups of 16 channels, 12x16 padded planes: skewed
+    "f9": _weights(10, 64, 1, 1), "b9": _weights(1, 10),  # 1x1 over 64 16x16 planes (1 KiB apart): skewed copy
+    "f10": _weights(12, 32, 3, 1),                        # 2 groups of 32 channels, 20x16 padded planes: skewed
     "f11": _weights(12, 1, 2, 3),                         # depthwise, width stride 2, even left padding, dilation 3
-    "f12": _weights(4, 16, 1, 1), "b12": _weights(1, 4),  # 2 groups, width stride 2, no padding, skewed planes
+    "f12": _weights(4, 32, 1, 1), "b12": _weights(1, 4),  # 2 groups, width stride 2, no padding, skewed planes
 }
 OUTPUTS = [f"c{i}" for i in range(1, 13)]
 BODY = """
     x = external<scalar>(shape = [1, 5, 13, 19]);
     u = external<scalar>(shape = [1, 12, 21, 34]);
-    v = external<scalar>(shape = [1, 32, 8, 16]);
+    v = external<scalar>(shape = [1, 64, 16, 16]);
     f1 = variable<scalar>(shape = [9, 5, 3, 3], label = 'f1');
     b1 = variable<scalar>(shape = [1, 9], label = 'b1');
     f2 = variable<scalar>(shape = [13, 5, 3, 3], label = 'f2');
@@ -68,11 +68,11 @@ BODY = """
     f6 = variable<scalar>(shape = [6, 5, 3, 2], label = 'f6');
     f7 = variable<scalar>(shape = [18, 4, 3, 3], label = 'f7');
     b7 = variable<scalar>(shape = [1, 18], label = 'b7');
-    f9 = variable<scalar>(shape = [10, 32, 1, 1], label = 'f9');
+    f9 = variable<scalar>(shape = [10, 64, 1, 1], label = 'f9');
     b9 = variable<scalar>(shape = [1, 10], label = 'b9');
-    f10 = variable<scalar>(shape = [12, 16, 3, 1], label = 'f10');
+    f10 = variable<scalar>(shape = [12, 32, 3, 1], label = 'f10');
     f11 = variable<scalar>(shape = [12, 1, 2, 3], label = 'f11');
-    f12 = variable<scalar>(shape = [4, 16, 1, 1], label = 'f12');
+    f12 = variable<scalar>(shape = [4, 32, 1, 1], label = 'f12');
     b12 = variable<scalar>(shape = [1, 4], label = 'b12');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
@@ -92,7 +92,7 @@ BODY = """
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
     folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v"], outputs=OUTPUTS)
-    inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34)), "v": _data((1, 32, 8, 16))}
+    inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34)), "v": _data((1, 64, 16, 16))}
     expected = H.reference(folder / "CPU0.nnef", inputs, VARIABLES, OUTPUTS)
     return folder, inputs, expected
 
@@ -168,10 +168,12 @@ def test_tile_choice_stays_within_registers_and_covers_remainders():
 
 
 def test_plane_skew_breaks_power_of_two_plane_distances():
-    """Planes 1 KiB (16x16) or 4 KiB (32x32) apart get rows that make the distance no multiple of
-    256 bytes; planes that do not alias, or few channels, are left as they are."""
-    assert plane_skew(128, 16, 16) == 1 and plane_skew(32, 32, 32) == 1 and plane_skew(256, 8, 8) == 1
-    assert plane_skew(64, 18, 18) == 0 and plane_skew(8, 16, 16) == 0 and plane_skew(16, 6, 6) == 0
-    for cg, hp, wp in [(16, 16, 16), (64, 12, 16), (32, 4, 32)]:
-        e = plane_skew(cg, hp, wp)
+    """Planes 1 KiB (16x16) or 4 KiB (32x32) apart whose tile lines overflow the 8 ways of the
+    sets they fall in get rows that make the distance no multiple of 256 bytes; planes that do
+    not alias, or whose lines fit (few channels), are left as they are."""
+    assert plane_skew(128, 16, 16, 1) == 1 and plane_skew(32, 32, 32, 1) == 1 and plane_skew(256, 8, 8, 2) == 1
+    assert plane_skew(64, 18, 18, 3) == 0 and plane_skew(32, 16, 16, 1) == 0 and plane_skew(16, 6, 6, 3) == 0
+    assert plane_skew(4, 32, 32, 1) == 0 and plane_skew(5, 32, 32, 1) == 1  # 1 set: 4 x 2 lines fit, 5 x 2 do not
+    for cg, hp, wp, rows in [(64, 16, 16, 1), (64, 12, 16, 3), (128, 4, 32, 1)]:
+        e = plane_skew(cg, hp, wp, rows)
         assert e and ((hp + e) * wp * 4) % 256

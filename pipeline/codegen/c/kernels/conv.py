@@ -154,27 +154,33 @@ def _even_loads_fit(k: Kernel, x: Operand, f: Operand, win: WindowGeometry) -> b
 
 
 ALIASING_BYTES = 256  # channel planes this many bytes apart (or a multiple) share a few first-level cache sets
-SKEW_MIN_CHANNELS = 16  # fewer input channels per group: the lines of a tile fit the 8 ways anyway
+L1_SETS, L1_WAYS, LINE_BYTES = 64, 8, 64  # Zen 3 (and most x86-64 cores): 32 KiB, 8 ways, 64-byte lines
 
 
-def plane_skew(cg: int, hp: int, wp: int) -> int:
+def plane_skew(cg: int, hp: int, wp: int, rows: int) -> int:
     """Extra rows (never read) below each channel plane of the padded copy, so that consecutive
-    planes do not start a multiple of ALIASING_BYTES apart. A tile reads the same rows of every
-    input channel of its group: with planes 1 or 4 KiB apart (16x16 or 32x32 floats) those lines
-    fall into 4 or 1 of the 64 sets of Zen 3's 8-way 32 KiB L1 and evict each other every tap.
-    0 when the planes do not alias or a group has few channels. Changes addresses only."""
-    if cg < SKEW_MIN_CHANNELS or (hp * wp * 4) % ALIASING_BYTES:
+    planes do not start a multiple of ALIASING_BYTES apart, where the lines a tile reads would
+    otherwise not fit the L1 sets they map to: each tap reads `rows` rows of every one of the
+    group's `cg` input channels, and planes 1 or 4 KiB apart (16x16 or 32x32 floats) put all of
+    them in 4 or 1 of the 64 sets, 8 lines each, so they evict each other every tap (MobileNet's
+    1x1 convolutions over 32-256 channels). 0 where they fit: the copy would cost more than it
+    saves (the Inception net's 1x1 convolutions over 16-48 channels). Changes addresses only."""
+    plane = hp * wp * 4
+    if plane % ALIASING_BYTES:
+        return 0
+    sets = L1_SETS // math.gcd(plane // LINE_BYTES, L1_SETS)
+    if cg * -(-rows * wp * 4 // LINE_BYTES) <= L1_WAYS * sets:
         return 0
     return next((e for e in range(1, 5) if ((hp + e) * wp * 4) % ALIASING_BYTES), 0)
 
 
-def _padded_input(k: Kernel, x: Operand, win, border: str, cg: int) -> tuple[str, int, int]:
+def _padded_input(k: Kernel, x: Operand, win, border: str, cg: int, rows: int) -> tuple[str, int, int]:
     """(pointer, plane height, padded width) of the input the kernel reads: a zero- or
     border-padded scratch copy when the window pads or the channel planes alias in the cache
     (then each plane is followed by plane_skew rows of the fill value, never read)."""
     height, width = x.shape[2], x.shape[3]
     hp, wp = height + sum(win.padding[0]), width + sum(win.padding[1])
-    skew = plane_skew(cg, hp, wp) if border in FILL_BORDERS else 0
+    skew = plane_skew(cg, hp, wp, rows) if border in FILL_BORDERS else 0
     phase = _phase_split(win, border)
     if not skew and not phase and not any(p or q for p, q in win.padding):
         return x.c, height, width
@@ -209,7 +215,7 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
     wname = _packed_weights(k, f, groups, r_block)
     nblocks = -(-og // r_block)
     kind, bname = bias_array(k, bias, outs)
-    src, hp, wp = _padded_input(k, x, win, border, cg)
+    src, hp, wp = _padded_input(k, x, win, border, cg, (t_block - 1) * s0 + (kh - 1) * d0 + 1)
     k.comment(f"{r_block} output channels times {t_block} output rows times {q_block} vectors of {lanes} output "
               "columns at a time; per output: acc = +0, then acc = acc + w * x for (c, kh, kw) in order, then + bias")
     loops = [(v, e) for v, e in (("n", n_batch), ("g", groups)) if e > 1]
