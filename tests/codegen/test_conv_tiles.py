@@ -5,7 +5,8 @@ output rows not a multiple of its rows, a row whose last vector is shifted back,
 block with empty lanes; depthwise convolutions with several rows per tile, stride-2 windows
 read with two loads and a shuffle (replicate border) or from the phase-split copy (even columns,
 then odd ones: odd, even and no left padding, dilation 3, a row tail that is not a whole vector
-pair), dilation, 1x1, input planes skewed against cache-set aliasing. A planted reordering of one tiled kernel's
+pair), dilation, 1x1, input planes skewed against cache-set aliasing, a reduction cut into
+passes over input channels (partial sums stored and reloaded). A planted reordering of one tiled kernel's
 sum (input channels in decreasing order) must be caught by the same comparison: the test can
 fail.
 """
@@ -17,7 +18,7 @@ import re
 import numpy as np
 import pytest
 
-from pipeline.codegen.c.kernels.conv import plane_skew
+from pipeline.codegen.c.kernels.conv import channel_chunk, plane_skew
 from pipeline.codegen.c.kernels.tiling import (MAX_ACCUMULATORS, MAX_CHANNEL_ACCUMULATORS, channels_tile,
                                                positions_tile, tile_cycles)
 from tests.codegen import cghelpers as H
@@ -50,12 +51,14 @@ VARIABLES = {
     "f10": _weights(12, 32, 3, 1),                        # 2 groups of 32 channels, 20x16 padded planes: skewed
     "f11": _weights(12, 1, 2, 3),                         # depthwise, width stride 2, even left padding, dilation 3
     "f12": _weights(4, 32, 1, 1), "b12": _weights(1, 4),  # 2 groups, width stride 2, no padding, skewed planes
+    "f13": _weights(5, 96, 3, 3), "b13": _weights(1, 5),  # 96 channels' rows overflow L1: passes over channels
 }
-OUTPUTS = [f"c{i}" for i in range(1, 13)]
+OUTPUTS = [f"c{i}" for i in range(1, 14)]
 BODY = """
     x = external<scalar>(shape = [1, 5, 13, 19]);
     u = external<scalar>(shape = [1, 12, 21, 34]);
     v = external<scalar>(shape = [1, 64, 16, 16]);
+    z = external<scalar>(shape = [1, 96, 6, 16]);
     f1 = variable<scalar>(shape = [9, 5, 3, 3], label = 'f1');
     b1 = variable<scalar>(shape = [1, 9], label = 'b1');
     f2 = variable<scalar>(shape = [13, 5, 3, 3], label = 'f2');
@@ -74,6 +77,8 @@ BODY = """
     f11 = variable<scalar>(shape = [12, 1, 2, 3], label = 'f11');
     f12 = variable<scalar>(shape = [4, 32, 1, 1], label = 'f12');
     b12 = variable<scalar>(shape = [1, 4], label = 'b12');
+    f13 = variable<scalar>(shape = [5, 96, 3, 3], label = 'f13');
+    b13 = variable<scalar>(shape = [1, 5], label = 'b13');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
@@ -86,13 +91,14 @@ BODY = """
     c10 = conv(v, f10, 0.0, border = 'constant', padding = [(2, 2), (0, 0)], stride = [1, 1], dilation = [2, 1], groups = 2);
     c11 = conv(u, f11, -0.5, border = 'constant', padding = [(0, 0), (2, 1)], stride = [1, 2], dilation = [1, 3], groups = 0);
     c12 = conv(v, f12, b12, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 2], dilation = [1, 1], groups = 2);
+    c13 = conv(z, f13, b13, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
 """
 
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
-    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v"], outputs=OUTPUTS)
-    inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34)), "v": _data((1, 64, 16, 16))}
+    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v", "z"], outputs=OUTPUTS)
+    inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34)), "v": _data((1, 64, 16, 16)), "z": _data((1, 96, 6, 16))}
     expected = H.reference(folder / "CPU0.nnef", inputs, VARIABLES, OUTPUTS)
     return folder, inputs, expected
 
@@ -118,6 +124,8 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
         start = text.index(f"static void nnef_op_{name}(")
         assert "phase split" in text[start:text.index("\n}\n", start)], name
     assert "nnef_vload(xr0 + x0 + 0 + xj)" in text
+    start = text.index("static void nnef_op_c13(")
+    assert re.search(r"input channels in [2-9] passes of", text[start:text.index("\n}\n", start)]), "c13 in one pass"
     actual = H.run(H.build(code, lanes), inputs, tmp_path, OUTPUTS)
     H.assert_bit_identical(actual, expected, f"conv tiles (lanes {lanes})")
 
@@ -177,3 +185,12 @@ def test_plane_skew_breaks_power_of_two_plane_distances():
     for cg, hp, wp, rows in [(64, 16, 16, 1), (64, 12, 16, 3), (128, 4, 32, 1)]:
         e = plane_skew(cg, hp, wp, rows)
         assert e and ((hp + e) * wp * 4) % 256
+
+
+def test_channel_chunk_only_where_rows_overflow_l1():
+    """The plain CNN's 64-channel 32x32 layer (3 rows of 34 floats: 9 lines a channel) in 2
+    passes, its 128-channel 16x16 one in 4; layers whose rows fit, or rows ending in a shifted
+    vector, in one."""
+    assert channel_chunk(64, 3, 34, 8, 32) == 32 and channel_chunk(128, 3, 18, 8, 16) == 32
+    assert channel_chunk(32, 3, 66, 8, 64) == 32 and channel_chunk(64, 3, 18, 8, 16) == 64
+    assert channel_chunk(128, 3, 18, 8, 12) == 128
