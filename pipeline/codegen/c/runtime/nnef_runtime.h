@@ -246,6 +246,23 @@ NNEF_INLINE nnef_vf nnef_vload_odd(const float *p)
     return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
 #endif
 }
+#elif defined(__AVX__) && NNEF_VL == 8
+/* AVX, 8 lanes: gcc turns the 16-to-8 shuffle into two lane-crossing vpermd and a blend (the
+ * lane crossings are slow on Zen 2/3); four 4-float loads paired into two registers and one
+ * in-lane vshufps pick the same elements (the even ones of each 128-bit half are in order). */
+#include <immintrin.h>
+NNEF_INLINE __m256 nnef_vload_halves(const float *lo, const float *hi)
+{
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(lo)), _mm_loadu_ps(hi), 1);
+}
+NNEF_INLINE nnef_vf nnef_vload_even(const float *p)
+{
+    return (nnef_vf)_mm256_shuffle_ps(nnef_vload_halves(p, p + 8), nnef_vload_halves(p + 4, p + 12), 0x88);
+}
+NNEF_INLINE nnef_vf nnef_vload_odd(const float *p)
+{
+    return (nnef_vf)_mm256_shuffle_ps(nnef_vload_halves(p, p + 8), nnef_vload_halves(p + 4, p + 12), 0xDD);
+}
 #else
 NNEF_INLINE nnef_vf nnef_vload_even(const float *p)
 {
