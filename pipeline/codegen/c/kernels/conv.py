@@ -14,6 +14,12 @@ its own output's sum in the documented order; the bias is added once the sum is 
 The input is first copied into a padded buffer (zeros for constant/ignore borders: with a
 finite weight a zero tap adds +-0 to a sum that is never -0, which changes nothing).
 
+Across output columns (_fast_positions): vectors of consecutive output columns, R output
+channels times T rows times Q vectors per tile; width stride 2 reads a phase-split copy
+(padding.emit_phase_split_copy), planes that alias in L1 are skewed (plane_skew), and a
+reduction whose rows overflow L1 runs in passes over input channels (channel_chunk). Each
+changes addresses or where a partial sum waits, never the order of an output's terms.
+
 General path (any spatial rank, weights computed or non-finite): scalar loops with the valid
 tap range of each output position in index tables, so padded taps are skipped exactly.
 """
