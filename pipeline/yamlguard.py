@@ -112,7 +112,13 @@ def screen(text: str, loader: Any = yaml.SafeLoader, max_depth: int = MAX_DEPTH)
                     return Refusal(f"nesting deeper than {max_depth} mappings/sequences refused", line, column)
             elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
                 depth -= 1
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        # libyaml >= the one in PyYAML 6.0.4 refuses deep flow nesting itself, while scanning ahead of
+        # the events counted above: the same refusal, at the scanner's position
+        if "nesting depth" in str(getattr(exc, "problem", "") or ""):
+            mark = getattr(exc, "problem_mark", None)
+            line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+            return Refusal(f"nesting deeper than {max_depth} mappings/sequences refused", line, column)
         return None
     except RecursionError:  # pragma: no cover - the depth bound comes first
         return Refusal(f"nesting deeper than {max_depth} mappings/sequences refused")
