@@ -24,7 +24,7 @@ deadlock-freedom; its bounds are the buffers each sync variable needs at depth d
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -126,24 +126,28 @@ def schedule_net(schedule: Schedule, depth: int) -> Net:
             consumers.append([(b, 1)])
             post[a].append((p, 1))
             pre[b].append((p, 1))
+    for item, step, send, get in _exchanges(schedule, node):
+        p = len(places)
+        places.append(Place(uid(f"buffer.{step.var}.{item}"), f"{step.var} for {item}", item, value))
+        places.append(Place(uid(f"credit.{step.var}.{item}"), f"free {step.var} buffers for {item}", item,
+                            control_place, depth))
+        producers += [[(send, 1)], [(get, 1)]]
+        consumers += [[(get, 1)], [(send, 1)]]
+        post[send].append((p, 1))
+        pre[get].append((p, 1))
+        post[get].append((p + 1, 1))
+        pre[send].append((p + 1, 1))
+    return out
+
+
+def _exchanges(schedule: Schedule, node: dict[str, list[int]]) -> Iterator[tuple[str, Any, int, int]]:
+    """(item, get step, send's transition, get's transition) of each get whose send is scheduled, in
+    schedule order: the buffers of `schedule_net` and `schedule_arcs`, which must list them alike."""
     sends = {(item, s.var): k for item, steps in schedule.items.items() for k, s in enumerate(steps) if s.kind == "send"}
     for item, steps in schedule.items.items():
         for k, step in enumerate(steps):
-            if step.kind != "get" or (step.source, step.var) not in sends:
-                continue
-            send = node[step.source][sends[(step.source, step.var)]]
-            get = node[item][k]
-            p = len(places)
-            places.append(Place(uid(f"buffer.{step.var}.{item}"), f"{step.var} for {item}", item, value))
-            places.append(Place(uid(f"credit.{step.var}.{item}"), f"free {step.var} buffers for {item}", item,
-                                control_place, depth))
-            producers += [[(send, 1)], [(get, 1)]]
-            consumers += [[(get, 1)], [(send, 1)]]
-            post[send].append((p, 1))
-            pre[get].append((p, 1))
-            post[get].append((p + 1, 1))
-            pre[send].append((p + 1, 1))
-    return out
+            if step.kind == "get" and (step.source, step.var) in sends:
+                yield item, step, node[step.source][sends[(step.source, step.var)]], node[item][k]
 
 
 def _first_arcs(per_transition: list[list[tuple[int, int]]], n_places: int, extra: np.ndarray, extra_t: int
@@ -225,7 +229,6 @@ def schedule_arcs(schedule: Schedule, depth: int) -> ScheduleArcs:
             src += nodes
             dst += nodes[1:] + nodes[:1]
             tokens += [0] * (len(nodes) - 1) + [1]
-    sends = {(item, s.var): k for item, steps in schedule.items.items() for k, s in enumerate(steps) if s.kind == "send"}
     ids: set[str] = set()
 
     def uid(base: str) -> str:
@@ -238,18 +241,13 @@ def schedule_arcs(schedule: Schedule, depth: int) -> ScheduleArcs:
 
     buffers: list[int] = []
     buffer_ids: list[str] = []
-    for item, steps in schedule.items.items():
-        for k, step in enumerate(steps):
-            if step.kind != "get" or (step.source, step.var) not in sends:
-                continue
-            send = node[step.source][sends[(step.source, step.var)]]
-            get = node[item][k]
-            buffers.append(len(src))
-            buffer_ids.append(uid(f"buffer.{step.var}.{item}"))
-            uid(f"credit.{step.var}.{item}")
-            src += [send, get]
-            dst += [get, send]
-            tokens += [0, depth]
+    for item, step, send, get in _exchanges(schedule, node):
+        buffers.append(len(src))
+        buffer_ids.append(uid(f"buffer.{step.var}.{item}"))
+        uid(f"credit.{step.var}.{item}")
+        src += [send, get]
+        dst += [get, send]
+        tokens += [0, depth]
     n_p = len(src)
     ones = np.ones(n_p, np.int64)
     return ScheduleArcs(MarkedArcs(n_t, np.asarray(src, np.int64), np.asarray(dst, np.int64), ones, ones.copy(),
