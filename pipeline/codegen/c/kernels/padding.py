@@ -41,6 +41,21 @@ def source_index(n: int, before: int, after: int, border: str) -> list[int]:
     return result
 
 
+def _emit_fill(k: Kernel, dst: str, size: int, fill: float) -> None:
+    """`dst[0 .. size)` = fill: whole vectors, then the remainder element by element."""
+    lanes = k.lanes
+    end = size - size % lanes
+    k.line(f"const nnef_vf fill = nnef_vset1({flit(fill)});")
+    if end:
+        k.open(f"for (int i = 0; i < {end}; i += {lanes})")
+        k.line(f"nnef_vstore({dst} + i, fill);")
+        k.close()
+    if end < size:
+        k.open(f"for (int i = {end}; i < {size}; ++i)")
+        k.line(f"{dst}[i] = {flit(fill)};")
+        k.close()
+
+
 def emit_padded_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: list[tuple[int, int]], border: str,
                      fill: float | None, dst: str, what: str) -> tuple[int, ...]:
     """Copy the tensor at `src` (shape `shape`) into `dst` padded by `pads` per axis; returns the
@@ -53,17 +68,7 @@ def emit_padded_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: list[tup
     rank = len(shape)
     if border in FILL_BORDERS:
         k.comment(f"{what}: fill the padded copy with {fill!r}, then copy the input inside it")
-        lanes = k.lanes
-        end = size - size % lanes
-        k.line(f"const nnef_vf fill = nnef_vset1({flit(fill)});")
-        if end:
-            k.open(f"for (int i = 0; i < {end}; i += {lanes})")
-            k.line(f"nnef_vstore({dst} + i, fill);")
-            k.close()
-        if end < size:
-            k.open(f"for (int i = {end}; i < {size}; ++i)")
-            k.line(f"{dst}[i] = {flit(fill)};")
-            k.close()
+        _emit_fill(k, dst, size, fill)
         variables = [f"a{axis}" for axis in range(rank - 1)]
         for var, n in zip(variables, shape[:-1]):
             k.open(f"for (int {var} = 0; {var} < {n}; ++{var})")
@@ -113,16 +118,7 @@ def emit_phase_split_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: lis
     lanes = k.lanes
     k.comment(f"{what}: fill with {fill!r}, then copy each input row inside it, its padded columns "
               f"0, 2, 4, ... first and 1, 3, 5, ... from offset {half} (stride-2 windows read consecutive floats)")
-    k.line(f"const nnef_vf fill = nnef_vset1({flit(fill)});")
-    end = size - size % lanes
-    if end:
-        k.open(f"for (int i = 0; i < {end}; i += {lanes})")
-        k.line(f"nnef_vstore({dst} + i, fill);")
-        k.close()
-    if end < size:
-        k.open(f"for (int i = {end}; i < {size}; ++i)")
-        k.line(f"{dst}[i] = {flit(fill)};")
-        k.close()
+    _emit_fill(k, dst, size, fill)
     k.open(f"for (int a0 = 0; a0 < {n * c}; ++a0)")
     k.open(f"for (int a2 = 0; a2 < {h}; ++a2)")
     k.line(f"const float *const s = {src} + (a0 * {h} + a2) * {w};")
