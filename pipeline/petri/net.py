@@ -89,6 +89,19 @@ class GetInfo:
     span: Span | None = None
 
 
+def fresh_id(ids: set[str], base: str) -> str:
+    """`base`, or `base.2`, `base.3`... : the first not in `ids`, which it joins."""
+    if base not in ids:
+        ids.add(base)
+        return base
+    candidate, n = base, 1
+    while candidate in ids:
+        n += 1
+        candidate = f"{base}.{n}"
+    ids.add(candidate)
+    return candidate
+
+
 @dataclass
 class Net:
     """A P/T net with colours, an initial marking (in the places) and a final marking."""
@@ -117,15 +130,7 @@ class Net:
         ids = self._ids
         if ids is None:
             ids = self._ids = {p.id for p in self.places} | {t.id for t in self.transitions}
-        if base not in ids:
-            ids.add(base)
-            return base
-        candidate, n = base, 1
-        while candidate in ids:
-            n += 1
-            candidate = f"{base}.{n}"
-        ids.add(candidate)
-        return candidate
+        return fresh_id(ids, base)
 
     def add_place(self, base_id: str, variable: str, colour: str, kind: PlaceKind, initial: int = 0) -> int:
         places = self.places

@@ -29,7 +29,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from pipeline.petri.markedgraph import INFINITE, MarkedArcs, MarkedGraphResult, analyse_arcs
-from pipeline.petri.net import INITIAL_KINDS, Net, Place, PlaceKind, Transition, TransitionKind
+from pipeline.petri.net import INITIAL_KINDS, Net, fresh_id, Place, PlaceKind, Transition, TransitionKind
 from pipeline.petri.outcome import Outcome, failed, listed, passed
 from pipeline.petri.schedule import Schedule
 
@@ -232,12 +232,7 @@ def schedule_arcs(schedule: Schedule, depth: int) -> ScheduleArcs:
     ids: set[str] = set()
 
     def uid(base: str) -> str:
-        candidate, n = base, 1
-        while candidate in ids:
-            n += 1
-            candidate = f"{base}.{n}"
-        ids.add(candidate)
-        return candidate
+        return fresh_id(ids, base)
 
     buffers: list[int] = []
     buffer_ids: list[str] = []
