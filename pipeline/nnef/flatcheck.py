@@ -56,6 +56,16 @@ class _Slow(Exception):
     """This statement is not the clean common case: the general path takes it."""
 
 
+def _require_clean(checks: Any, values: dict[str, Any], dtypes: Any) -> None:
+    """Raise _Slow unless every (name, fast check, allowed strings) of `checks` passes on `values`."""
+    for name, fast, allowed in checks:
+        value = values[name]
+        if fast is None or not fast(value, dtypes):
+            raise _Slow
+        if allowed is not None and isinstance(value, str) and value not in allowed:
+            raise _Slow
+
+
 def _plain_sig(sig: FragmentSig) -> tuple[tuple[Any, ...], dict[str, Any], tuple[str, ...]] | None:
     """(params with their attribute flags, params by name, names of the generic params) of
     a fragment the reader can lower: standard or extension, no item parameters, one
@@ -315,22 +325,12 @@ class _StreamingChecker(_FlatParser):
         if typed is None:
             typed = self._typed[sig.name, dtype] = self._typing(builder, sig, dtype)
         tensor_checks, attribute_checks, tensor_names, attribute_names, automatic, result_types = typed
-        for name, fast, allowed in tensor_checks:
-            value = values[name]
-            if fast is None or not fast(value, dtypes):
-                raise _Slow
-            if allowed is not None and isinstance(value, str) and value not in allowed:
-                raise _Slow
+        _require_clean(tensor_checks, values, dtypes)
         inputs = {name: values[name] for name in tensor_names}
         attribs = {name: values[name] for name in attribute_names}
         clean_key = (sig.name, dtype, attributes)
         if attributes is None or clean_key not in self._clean_attributes:
-            for name, fast, allowed in attribute_checks:
-                value = values[name]
-                if fast is None or not fast(value, dtypes):
-                    raise _Slow
-                if allowed is not None and isinstance(value, str) and value not in allowed:
-                    raise _Slow
+            _require_clean(attribute_checks, values, dtypes)
             for name in automatic:
                 if attribs[name] == []:
                     raise _Slow
