@@ -1,6 +1,7 @@
 """Generated C against onnxruntime: time per inference, one thread, batch 1, shipped and 10-200 MMAC models.
 
     python benchmarks/codegen_bench.py [--runs 2000] [--repeat 3] [--lanes 8] [--models lenet5 resnet18 ...]
+    python benchmarks/codegen_bench.py --layers resnet8 mobilenet    per-layer profile against onnxruntime's
 
 The models: every shipped model under models/ and the benchmark models of bench_models.py
 (plaincnn, mobilenet, resnet18: 21-155 MMAC at 64x64, random weights at fixed seeds). For each: export and split in a scratch project (the pipeline's own
@@ -42,6 +43,7 @@ from benchmarks import bench_models  # noqa: E402
 from pipeline.codegen.c.generate import generate_deployment  # noqa: E402
 from pipeline.codegen.deployment import load_deployment  # noqa: E402
 from pipeline.deploy import load_deploy  # noqa: E402
+from pipeline.execute.step import step_durations  # noqa: E402
 from pipeline.export.step import run_export_step  # noqa: E402
 from pipeline.layout import model_names  # noqa: E402
 from pipeline.nnef.tensorfile import read_tensor, write_tensor  # noqa: E402
@@ -50,18 +52,28 @@ from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_versio
 from pipeline.vectors import draw_vectors  # noqa: E402
 
 
+def generate(model: str, project: Path, lanes: int) -> dict:
+    """Export, split and generate `model`'s single deployment into project/code/<model>; its build.json manifest."""
+    run_export_step(model, project)
+    run_split_step(model, project, vectors=1)
+    generated = generate_deployment(load_deployment(project / "artifacts" / model / "split" / "single",
+                                                    project / "artifacts" / model / "export", project),
+                                    project / "code" / model, lanes=lanes)
+    return generated.manifest
+
+
 def prepare(model: str, project: Path, lanes: int) -> tuple[Path, dict[str, np.ndarray], list[str]]:
     """Export, split, generate and build `model`'s single deployment; returns the binary,
     one input vector ({name: [1, *shape]}) and the output names."""
-    run_export_step(model, project)
-    run_split_step(model, project, vectors=1)
-    code = project / "code" / model
-    generated = generate_deployment(load_deployment(project / "artifacts" / model / "split" / "single",
-                                                    project / "artifacts" / model / "export", project), code, lanes=lanes)
-    binary = compile_and_link(code, generated.manifest["sources"], project / "bin" / model, lanes).binary
+    manifest = generate(model, project, lanes)
+    binary = compile_and_link(project / "code" / model, manifest["sources"], project / "bin" / model, lanes).binary
+    return binary, first_vector(model, project), [o["name"] for o in manifest["outputs"]]
+
+
+def first_vector(model: str, project: Path) -> dict[str, np.ndarray]:
+    """The first validation vector of the model's deploy.yaml, {name: [1, *shape]}."""
     spec = load_deploy(project / "models" / model / "deploy.yaml")
-    vector = draw_vectors(spec.inputs, 1, spec.validation.seed)[0]
-    return binary, {k: v[None] for k, v in vector.items()}, [o["name"] for o in generated.manifest["outputs"]]
+    return {k: v[None] for k, v in draw_vectors(spec.inputs, 1, spec.validation.seed)[0].items()}
 
 
 PEAK_MAC_PER_CYCLE = 16  # without FMA: two 8-wide multiply pipes and two 8-wide add pipes (AVX2, Zen 2/3)
@@ -99,26 +111,35 @@ def measure_clock_mhz(folder: Path) -> float:
                for _ in range(3))
 
 
-def nnef_macs(model: str, project: Path) -> int:
-    """Multiply-accumulates of one inference: conv, deconv, linear and matmul of the checked NNEF graph."""
+def layer_macs(model: str, project: Path) -> dict[str, int]:
+    """Multiply-accumulates of one inference per operation, keyed by its first result's name: conv,
+    deconv, linear and matmul of the checked NNEF graph (every other operation 0)."""
     from pipeline.nnef.checker import check_paths
 
     graph = check_paths([project / "artifacts" / model / "export" / "graph.nnef"], tensors=False).graphs[0]
     shape = {name: info.shape or [] for name, info in graph.tensors.items()}
-    total = 0
+    macs = {}
     for op in graph.operations:
         out = [r.name for r in op.output_refs()]
         ins = {k: getattr(v, "name", None) for k, v in op.inputs.items()}
+        count = 0
         if op.name == "conv":
-            total += math.prod(shape[out[0]]) * math.prod(shape[ins["filter"]][1:])
+            count = math.prod(shape[out[0]]) * math.prod(shape[ins["filter"]][1:])
         elif op.name == "deconv":
-            total += math.prod(shape[ins["input"]]) * math.prod(shape[ins["filter"]][1:])
+            count = math.prod(shape[ins["input"]]) * math.prod(shape[ins["filter"]][1:])
         elif op.name == "linear":
-            total += math.prod(shape[out[0]]) * shape[ins["filter"]][-1]
+            count = math.prod(shape[out[0]]) * shape[ins["filter"]][-1]
         elif op.name == "matmul":
             a = shape[ins["A"]]
-            total += math.prod(shape[out[0]]) * (a[-2] if op.attribs.get("transposeA") else a[-1])
-    return total
+            count = math.prod(shape[out[0]]) * (a[-2] if op.attribs.get("transposeA") else a[-1])
+        if out:
+            macs[out[0]] = count
+    return macs
+
+
+def nnef_macs(model: str, project: Path) -> int:
+    """Multiply-accumulates of one inference: conv, deconv, linear and matmul of the checked NNEF graph."""
+    return sum(layer_macs(model, project).values())
 
 
 def time_c(binary: Path, inputs: dict[str, np.ndarray], folder: Path, runs: int) -> tuple[list[float], float]:
@@ -146,10 +167,14 @@ def check_bits(model: str, project: Path, folder: Path, inputs: dict[str, np.nda
     return all(read_tensor(folder / "out" / f"{o}.dat")[0].tobytes() == expected[o].tobytes() for o in outputs)
 
 
-def ort_session(model: str, project: Path):
+def ort_session(model: str, project: Path, profile: Path | None = None):
+    """onnxruntime session of the model, one thread; with `profile` (a file prefix), per-node profiling on."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
+    if profile is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = str(profile)
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -185,6 +210,111 @@ def scratch_project(project: Path, models: list[str]) -> None:
             (project / "models" / model).symlink_to(ROOT / "models" / model)
 
 
+def c_layer_times(model: str, project: Path, manifest: dict, inputs: dict[str, np.ndarray], runs: int,
+                  lanes: int) -> list[tuple[str, str, float]]:
+    """(first result's name, NNEF operation, median ns) per step of the single item, in schedule order: the
+    instrumented build (-DNNEF_TRACE, as the execute step's per-instruction timing) over `runs` timed inferences."""
+    warmup = min(100, runs)
+    binary = compile_and_link(project / "code" / model, manifest["sources"], project / "bin" / f"{model}-trace", lanes,
+                              trace=True, defines=[f"NNEF_TRACE_INFERENCES={1 + warmup + runs}"]).binary
+    folder = project / "layers" / model
+    for name, array in inputs.items():
+        write_tensor(folder / "in" / f"{name}.dat", array)
+    (folder / "out").mkdir(parents=True, exist_ok=True)
+    subprocess.run([str(binary), "--inputs", str(folder / "in"), "--outputs", str(folder / "out"), "--vectors", "1",
+                    "--time", str(runs), "--timing", str(folder / "timing.json"), "--warmup", str(warmup),
+                    "--trace", str(folder / "trace.json")], check=True)
+    item = manifest["items"][0]
+    durations = step_durations(json.loads((folder / "trace.json").read_text()), 1 + warmup)[item["name"]]
+    lines = (project / item["nnef_file"]).read_text().splitlines()
+    rows = []
+    for function in sorted((f for f in item["functions"] if f["step"] is not None), key=lambda f: f["step"]):
+        result = lines[function["nnef_line"] - 1].split("=")[0].strip(" [](),").split(",")[0].strip()
+        rows.append((result, function["operation"], statistics.median(durations[function["step"]])))
+    return rows
+
+
+def ort_layer_times(model: str, project: Path, inputs: dict[str, np.ndarray], runs: int) -> list[tuple[str, str, float]]:
+    """(node name, onnxruntime kernel, median µs) per node onnxruntime ran, in its execution order: its own per-node
+    profile (SessionOptions.enable_profiling, one thread) over the last `runs` of 100 warm-up + `runs` inferences."""
+    folder = project / "layers" / model
+    folder.mkdir(parents=True, exist_ok=True)
+    session, names = ort_session(model, project, profile=folder / "ort")
+    feed = {names.get(k, k): v[0] for k, v in inputs.items()}
+    for _ in range(min(100, runs) + runs):
+        session.run(None, feed)
+    times: dict[str, list[float]] = {}
+    kernels: dict[str, str] = {}
+    for event in json.loads(Path(session.end_profiling()).read_text()):
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            node = event["name"][:-len("_kernel_time")]
+            times.setdefault(node, []).append(float(event["dur"]))
+            kernels[node] = event.get("args", {}).get("op_name", "?")
+    return [(node, kernels[node], statistics.median(samples[-runs:])) for node, samples in times.items()]
+
+
+def layer_table(model: str, project: Path, lanes: int, runs: int, mhz: float) -> list[str]:
+    """The per-layer profile of `model` as markdown lines: each NNEF operation of the generated C (instrumented build)
+    with its MACs, and the onnxruntime nodes. onnxruntime fuses nodes (a Conv with the batch normalisation, Relu or
+    Add after it, in its NCHWc layout named after the last ONNX node fused, `<node>_nchwc`): an onnxruntime node
+    is shown on the row of the NNEF operation from that ONNX node, and its ratio is taken over the C time of the rows
+    since the previous such row (the operations it fused, in the C schedule's order); nodes onnxruntime adds (layout
+    reorders) get rows of their own."""
+    manifest = generate(model, project, lanes)
+    inputs = first_vector(model, project)
+    macs = layer_macs(model, project)
+    runs = max(30, min(runs, int(2e9 / max(sum(macs.values()), 1))))
+    provenance = json.loads((project / "artifacts" / model / "export" / "provenance.json").read_text())
+    node_of = {name: line["node"]["name"] for line in provenance["lines"] if line.get("node")
+               for name in line["assigns"]}
+    c_rows = c_layer_times(model, project, manifest, inputs, runs, lanes)
+    ort_rows = ort_layer_times(model, project, inputs, runs)
+    last_row = {node_of.get(result, ""): index for index, (result, _, _) in enumerate(c_rows)}
+    anchored = {}
+    for node, kernel, us in ort_rows:
+        onnx = node.removesuffix("_nchwc")
+        if onnx in last_row and last_row[onnx] not in anchored:
+            anchored[last_row[onnx]] = (node, kernel, us)
+    peak = PEAK_MAC_PER_CYCLE * mhz / 1e3
+    table = [f"per layer, {model}: median per inference over {runs} inferences (C: instrumented build, CLOCK_MONOTONIC "
+             f"around each step; onnxruntime: its node profile, whole µs); no-FMA peak {peak:.1f} GMAC/s", "",
+             "| # | NNEF result | operation | MMAC | C µs | C GMAC/s | C % peak | onnxruntime node | ort kernel | "
+             "ort µs | C µs since last node | C / ort | ort GMAC/s |",
+             "|---:|---|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|"]
+    group_us, group_macs = 0.0, 0
+    for index, (result, operation, ns) in enumerate(c_rows):
+        us, mac = ns / 1e3, macs.get(result, 0)
+        group_us, group_macs = group_us + us, group_macs + mac
+        cells = [str(index), result, operation, f"{mac / 1e6:.2f}" if mac else "", f"{us:.1f}",
+                 f"{mac / us / 1e3:.1f}" if mac else "", f"{100 * mac / us / 1e3 / peak:.0f}" if mac else ""]
+        if index in anchored:
+            node, kernel, ort_us = anchored[index]
+            cells += [node, kernel, f"{ort_us:.0f}", f"{group_us:.1f}", f"{group_us / ort_us:.2f}" if ort_us else "",
+                      f"{group_macs / ort_us / 1e3:.1f}" if group_macs and ort_us else ""]
+            group_us, group_macs = 0.0, 0
+        else:
+            cells += [""] * 6
+        table.append("| " + " | ".join(cells) + " |")
+    shown = {entry[0] for entry in anchored.values()}
+    table += [f"| | | | | | | | {node} | {kernel} | {us:.0f} | | | |" for node, kernel, us in ort_rows
+              if node not in shown]
+    c_total, ort_total = sum(r[2] for r in c_rows) / 1e3, sum(r[2] for r in ort_rows)
+    total = sum(macs.values())
+    table += [f"| | total | | {total / 1e6:.2f} | {c_total:.1f} | {total / c_total / 1e3:.1f} | "
+              f"{100 * total / c_total / 1e3 / peak:.0f} | | | {ort_total:.0f} | | {c_total / ort_total:.2f} | "
+              f"{total / ort_total / 1e3:.1f} |", ""]
+    by_kind: dict[str, float] = {}
+    for _, operation, ns in c_rows:
+        by_kind[operation] = by_kind.get(operation, 0.0) + ns / 1e3
+    ort_kind: dict[str, float] = {}
+    for _, kernel, us in ort_rows:
+        ort_kind[kernel] = ort_kind.get(kernel, 0.0) + us
+    table.append("C by operation: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(by_kind.items(), key=lambda kv: -kv[1]))
+                 + " µs; onnxruntime by kernel: "
+                 + ", ".join(f"{k} {v:.0f}" for k, v in sorted(ort_kind.items(), key=lambda kv: -kv[1])) + " µs")
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000,
@@ -194,8 +324,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lanes", type=int, choices=(4, 8), default=8)
     parser.add_argument("--models", nargs="*", default=None)
     parser.add_argument("--keep", type=Path, default=None, help="copy the generated code of each model here")
+    parser.add_argument("--layers", metavar="MODEL", nargs="+", default=None,
+                        help="instead of the table: the per-layer profile of each MODEL (C steps against "
+                             "onnxruntime's node profile)")
     args = parser.parse_args(argv)
     import onnxruntime
+
+    if args.layers:
+        with tempfile.TemporaryDirectory(prefix="codegen-layers-") as tmp:
+            project = Path(tmp)
+            scratch_project(project, args.layers)
+            mhz = measure_clock_mhz(project)
+            print(f"compiler: {compiler_version()}; lanes: {args.lanes}; onnxruntime {onnxruntime.__version__}, "
+                  f"1 thread; clock {mhz:.0f} MHz")
+            for model in args.layers:
+                print()
+                print("\n".join(layer_table(model, project, args.lanes, args.runs, mhz)))
+        return 0
 
     models = args.models or model_names(ROOT) + list(bench_models.BUILDERS)
     rows = []

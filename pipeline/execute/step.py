@@ -117,7 +117,7 @@ def _canonical_trace(raw: Path, target: Path) -> dict[str, Any]:
     return data
 
 
-def _step_durations(trace: dict[str, Any], first_inference: int) -> dict[str, list[list[int]]]:
+def step_durations(trace: dict[str, Any], first_inference: int) -> dict[str, list[list[int]]]:
     """Per item and step: the ns between start and end, for inferences >= first_inference."""
     result: dict[str, list[list[int]]] = {}
     for item, events in trace["items"].items():
@@ -247,7 +247,7 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
             write_json(out / TIMING_FILE, {"schema_version": 1, "build": "uninstrumented", "runs": timing["runs"],
                                            "warmup": timing["warmup"], "vectors": timing["vectors"],
                                            "clock": "CLOCK_MONOTONIC", "ns": timing["ns"]})
-            durations = _step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
+            durations = step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
             schedule = {item["name"]: item for item in manifest["items"]}
             write_json(out / STEP_TIMING_FILE, {"schema_version": 1, "build": "instrumented", "runs": runs,
                                                 "clock": "CLOCK_MONOTONIC",
