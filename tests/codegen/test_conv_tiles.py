@@ -123,6 +123,7 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     for name in ("c4", "c11", "c12"):
         start = text.index(f"static void nnef_op_{name}(")
         assert "phase split" in text[start:text.index("\n}\n", start)], name
+        assert "each element written once" in text[start:text.index("\n}\n", start)], name
     assert "nnef_vload(xr0 + x0 + 0 + xj)" in text
     start = text.index("static void nnef_op_c13(")
     assert re.search(r"input channels in [2-9] passes of", text[start:text.index("\n}\n", start)]), "c13 in one pass"

@@ -56,6 +56,49 @@ def _emit_fill(k: Kernel, dst: str, size: int, fill: float) -> None:
         k.close()
 
 
+def _emit_range(k: Kernel, dst: str, start: str, size: int, fill: float) -> None:
+    """`dst[start .. start + size)` = fill (the vector `fill` declared by the caller where size >= lanes): whole vectors, then
+    the remainder element by element; nothing for an empty range."""
+    lanes = k.lanes
+    end = size - size % lanes
+    if end:
+        k.open(f"for (int i = 0; i < {end}; i += {lanes})")
+        k.line(f"nnef_vstore({dst} + {start} + i, fill);")
+        k.close()
+    if end < size:
+        k.open(f"for (int i = {end}; i < {size}; ++i)")
+        k.line(f"{dst}[{start} + i] = {flit(fill)};")
+        k.close()
+
+
+def _emit_plane_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: list[tuple[int, int]], fill: float,
+                     dst: str, what: str) -> None:
+    """The fill-border copy where only the last two axes are padded, plane by plane: the padded rows
+    above, then per input row its left padding, the row (memcpy) and its right padding, then the
+    padded rows below. Each element of the copy is written once, in address order, while its
+    plane is in the first-level cache (filling the whole copy first and then copying the input over
+    it wrote the interior twice and, for copies larger than L1, streamed it through L2 twice: the
+    64 x 34 x 34 -inf copy of ResNet-18's stride-2 max pool 34 -> 30 µs alone)."""
+    h, w = shape[-2], shape[-1]
+    (top, bottom), (left, right) = pads[-2], pads[-1]
+    hp, wp = h + top + bottom, w + left + right
+    planes = int(np.prod(shape[:-2], dtype=np.int64))
+    k.comment(f"{what}: plane by plane, the {fill!r} border and the input rows, each element written once")
+    if max(top * wp, left, right, bottom * wp) >= k.lanes:
+        k.line(f"const nnef_vf fill = nnef_vset1({flit(fill)});")
+    k.open(f"for (int a0 = 0; a0 < {planes}; ++a0)")
+    k.line(f"float *const d = {dst} + a0 * {hp * wp};")
+    _emit_range(k, "d", "0", top * wp, fill)
+    k.open(f"for (int a1 = 0; a1 < {h}; ++a1)")
+    k.line(f"float *const r = d + (a1 + {top}) * {wp};")
+    _emit_range(k, "r", "0", left, fill)
+    k.line(f"memcpy(r + {left}, {src} + (a0 * {h} + a1) * {w}, {w} * sizeof(float));")
+    _emit_range(k, "r", str(left + w), right, fill)
+    k.close()
+    _emit_range(k, "d", str((top + h) * wp), bottom * wp, fill)
+    k.close()
+
+
 def emit_padded_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: list[tuple[int, int]], border: str,
                      fill: float | None, dst: str, what: str) -> tuple[int, ...]:
     """Copy the tensor at `src` (shape `shape`) into `dst` padded by `pads` per axis; returns the
@@ -66,6 +109,9 @@ def emit_padded_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: list[tup
     size = int(np.prod(padded))
     pst, sst = strides(padded), strides(shape)
     rank = len(shape)
+    if border in FILL_BORDERS and rank >= 2 and not any(p or q for p, q in pads[:-2]):
+        _emit_plane_copy(k, src, shape, pads, fill, dst, what)
+        return padded
     if border in FILL_BORDERS:
         k.comment(f"{what}: fill the padded copy with {fill!r}, then copy the input inside it")
         _emit_fill(k, dst, size, fill)
@@ -114,15 +160,21 @@ def emit_phase_split_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: lis
         raise k.fail(f"padding {pads} is not supported by the phase-split copy")
     hp, wp = h + top + bottom, w + left + right
     half = (wp + 1) // 2
-    size = n * c * hp * wp
     lanes = k.lanes
-    k.comment(f"{what}: fill with {fill!r}, then copy each input row inside it, its padded columns "
-              f"0, 2, 4, ... first and 1, 3, 5, ... from offset {half} (stride-2 windows read consecutive floats)")
-    _emit_fill(k, dst, size, fill)
+    k.comment(f"{what}: plane by plane, the {fill!r} rows above and below and each input row with its {fill!r} "
+              f"columns, padded columns 0, 2, 4, ... first and 1, 3, 5, ... from offset {half} (stride-2 windows "
+              "read consecutive floats); each element written once")
+    if max(top, bottom) * wp >= lanes:
+        k.line(f"const nnef_vf fill = nnef_vset1({flit(fill)});")
     k.open(f"for (int a0 = 0; a0 < {n * c}; ++a0)")
+    k.line(f"float *const p = {dst} + a0 * {hp * wp};")
+    _emit_range(k, "p", "0", top * wp, fill)
+    _emit_range(k, "p", str((top + h) * wp), bottom * wp, fill)
     k.open(f"for (int a2 = 0; a2 < {h}; ++a2)")
     k.line(f"const float *const s = {src} + (a0 * {h} + a2) * {w};")
-    k.line(f"float *const d = {dst} + (a0 * {hp} + a2 + {top}) * {wp};")
+    k.line(f"float *const d = p + (a2 + {top}) * {wp};")
+    for column in list(range(left)) + list(range(left + w, wp)):
+        k.line(f"d[{(column & 1) * half + (column >> 1)}] = {flit(fill)};")
     chunk = 2 * lanes
     full = w - w % chunk
     if full:
