@@ -1,7 +1,7 @@
 """Generated C against onnxruntime: time per inference, one thread, batch 1, shipped and 10-200 MMAC models.
 
     python benchmarks/codegen_bench.py [--runs 2000] [--repeat 3] [--lanes 8] [--models lenet5 resnet18 ...]
-    python benchmarks/codegen_bench.py --layers resnet8 mobilenet    per-layer profile against onnxruntime's
+    python benchmarks/codegen_bench.py --layers resnet8 mobilenet [--runs N]   (the per-layer profile)
 
 The models: every shipped model under models/ and the benchmark models of bench_models.py
 (plaincnn, mobilenet, resnet18: 21-155 MMAC at 64x64, random weights at fixed seeds). For each: export and split in a scratch project (the pipeline's own
@@ -18,6 +18,11 @@ GMAC/s (multiply-accumulates of conv, deconv, linear and matmul counted on the c
 over the CPU time per inference) and the fraction of the no-FMA arithmetic peak: 16 MAC per cycle
 (two 8-wide multiply and two 8-wide add pipes) at the clock measured in the same run by a chain
 of dependent integer additions (one per cycle) timed in process CPU time.
+
+--layers MODEL...: instead, per NNEF operation of each model's generated C, its MACs and median time
+(the execute step's instrumented build: CLOCK_MONOTONIC around every step) next to onnxruntime's own
+node profile (SessionOptions.enable_profiling, one thread) with their ratio, GMAC/s and % of the
+no-FMA peak; onnxruntime's fused nodes are matched to the C steps they cover (layer_table).
 """
 
 from __future__ import annotations
