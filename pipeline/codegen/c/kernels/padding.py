@@ -1,9 +1,10 @@
 """Padded copies of a tensor: the border handling shared by conv, pooling, LRN and pad.
 
-`constant`/`ignore` borders: the copy is first filled with one value (the one that makes a
+`constant`/`ignore` borders: the padded positions hold one value (the one that makes a
 padded tap vanish or lose: +0 for sums and conv with finite weights, -inf for max_pool with
-`ignore`, +0 for max_pool with `constant`, the `value` of pad), then the input rows are
-copied inside. Adding a +0 term never changes a sum that started at +0 (it is never -0),
+`ignore`, +0 for max_pool with `constant`, the `value` of pad) and the input rows are copied
+inside; where only the last two axes are padded (every 2-D window here) plane by plane, each
+element written once, else by a fill of the whole copy and the rows copied over it. Adding a +0 term never changes a sum that started at +0 (it is never -0),
 so this equals skipping the tap (docs/semantics/sliding_window.md). `replicate`, `reflect`
 and `reflect-even` read real input elements through per-axis index tables computed here
 (independently of the reference's implementation) and gathered by fixed loops.
@@ -57,8 +58,8 @@ def _emit_fill(k: Kernel, dst: str, size: int, fill: float) -> None:
 
 
 def _emit_range(k: Kernel, dst: str, start: str, size: int, fill: float) -> None:
-    """`dst[start .. start + size)` = fill (the vector `fill` declared by the caller where size >= lanes): whole vectors, then
-    the remainder element by element; nothing for an empty range."""
+    """`dst[start .. start + size)` = fill (the vector `fill` declared by the caller where size >= lanes):
+    whole vectors, then the remainder element by element; nothing for an empty range."""
     lanes = k.lanes
     end = size - size % lanes
     if end:
