@@ -24,6 +24,7 @@ import numpy as np
 from pipeline.semantics import transcendental
 from pipeline.semantics.elementwise import fmax
 from pipeline.semantics.jit import compiled_loops
+from pipeline.semantics.linear_algebra import derived
 from pipeline.semantics.reduce import ordered_extreme, ordered_sum
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.sliding_window import box
@@ -63,10 +64,21 @@ def batch_normalization(inputs: Inputs, attribs: Attribs, dtype: str | None) -> 
     params = (mean, scale, offset, variance)
     loops = compiled_loops()
     if loops is not None and x.ndim >= 2 and x.size and all(_per_channel(p, x) for p in params):
-        vectors = [p.reshape(-1) if p.size == x.shape[1] else np.full(x.shape[1], p.flat[0], dtype=F32) for p in params]
-        return (loops.batch_normalization(x, *vectors[:3], np.sqrt(vectors[3] + epsilon)),)
+        channels = x.shape[1]
+        vectors = [_channel_vector(p, channels) for p in params[:3]]
+        source = inputs["variance"]
+        # sqrt(variance + epsilon) per channel, kept with a read-only variance (derived: once per graph)
+        root = derived(source, f"root+{epsilon!r}:{channels}",
+                       lambda: np.sqrt(_channel_vector(variance, channels) + epsilon)) \
+            if isinstance(source, np.ndarray) else np.sqrt(_channel_vector(variance, channels) + epsilon)
+        return (loops.batch_normalization(x, *vectors, root),)
     y = offset + (scale * (x - mean)) / np.sqrt(variance + epsilon)
     return (np.asarray(y, dtype=F32),)
+
+
+def _channel_vector(p: np.ndarray, channels: int) -> np.ndarray:
+    """A per-channel parameter (_per_channel) as [C]."""
+    return p.reshape(-1) if p.size == channels else np.full(channels, p.flat[0], dtype=F32)
 
 
 def _per_channel(p: np.ndarray, x: np.ndarray) -> bool:

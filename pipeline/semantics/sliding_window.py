@@ -125,14 +125,26 @@ def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, 
     """conv of the vectors x [n, C, *S] without bias: [n, O, *out]."""
     cg, groups, og = weights.shape[0] // win.volume(), weights.shape[1], weights.shape[2]
     n_batch = x.shape[0]
-    xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
     loops = compiled_loops()
+    xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
+    if loops is not None and len(win.out_shape) == 2 and win.stride == (1, 1) and cg > 1 and not skip_padding:
+        # stride 1: the terms read from the padded input, no columns (compiled.conv_wide)
+        out = loops.conv_wide(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
+                              win.dilation, win.out_shape)
+        return out.reshape((n_batch, groups * og) + win.out_shape)
     if loops is not None and cg == 1 and len(win.out_shape) == 2 and not skip_padding:
         # depthwise: each output plane read from its input plane, the same sums (compiled.conv_planes)
         planes = loops.conv_planes(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
                                    win.stride, win.dilation, win.out_shape)
         return planes.reshape((n_batch, groups * og) + win.out_shape)
     cols = conv_columns(xp.reshape((n_batch, groups, cg) + win.padded_shape), win)
+    return _conv_product(weights, cols, win, n_batch, skip_padding)
+
+
+def _conv_product(weights: np.ndarray, cols: np.ndarray, win: Window, n_batch: int, skip_padding: bool) -> np.ndarray:
+    """ordered_dot(weights a[k, g, o], columns b[k, g, (n, y)]) as [n, O, *out] (the padded
+    taps skipped when `skip_padding`)."""
+    cg, groups, og = weights.shape[0] // win.volume(), weights.shape[1], weights.shape[2]
     skip = padded_taps(win, cg, n_batch) if skip_padding else None
     acc = ordered_dot(weights, cols, skip)  # [G, Og, n * P]
     acc = np.moveaxis(acc.reshape((groups, og, n_batch) + win.out_shape), 2, 0)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 import numpy as np
@@ -102,6 +103,12 @@ def axes_list(value: Any, rank: int, what: str = "axes") -> list[int]:
 
 def broadcast_shape(shapes: Sequence[Sequence[int]]) -> tuple[int, ...]:
     """The NNEF (left-aligned) broadcast of `shapes`; SEM-E005 if they are incompatible."""
+    return _broadcast_shape(tuple(tuple(s) for s in shapes))
+
+
+@functools.lru_cache(maxsize=4096)
+def _broadcast_shape(shapes: tuple[tuple[int, ...], ...]) -> tuple[int, ...]:
+    """broadcast_shape, kept per tuple of shapes (a graph has few: the interpreter asks each run)."""
     rank = max((len(s) for s in shapes), default=0)
     padded = [tuple(s) + (1,) * (rank - len(s)) for s in shapes]
     out = []

@@ -24,6 +24,7 @@ Padding wider than the input wraps the mirror periodically.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -95,6 +96,32 @@ class Window:
 
 def resolve(in_shape: Sequence[int], size: Sequence[int], padding: Any, stride: Any, dilation: Any) -> Window:
     """Validate the window attributes against the input and fill the NNEF defaults."""
+    try:
+        key = tuple(_frozen(v) for v in (in_shape, size, padding, stride, dilation))
+    except TypeError:  # not plain integers: checked (and reported) every time
+        return _resolve(in_shape, size, padding, stride, dilation)
+    try:
+        return _resolved(key)
+    except KernelError:
+        return _resolve(in_shape, size, padding, stride, dilation)  # the message with the caller's values
+
+
+def _frozen(value: Any) -> Any:
+    """Nested lists/tuples of Python ints as nested tuples (hashable); TypeError for anything else."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if type(value) is int:  # not bool (int_list rejects it), not a NumPy integer
+        return value
+    raise TypeError(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _resolved(key: tuple[Any, ...]) -> Window:
+    """resolve, kept per attribute values (the interpreter resolves the same windows every run)."""
+    return _resolve(*key)
+
+
+def _resolve(in_shape: Sequence[int], size: Sequence[int], padding: Any, stride: Any, dilation: Any) -> Window:
     rank = len(in_shape)
     size = [int(k) for k in size]
     stride = int_list(stride, "stride") or [1] * rank
@@ -150,7 +177,7 @@ def pad(x: np.ndarray, padding: Sequence[tuple[int, int]], border: str, value: A
     if border in ("constant", "ignore") and x.size and all(p >= 0 and q >= 0 for p, q in padding):
         # the same array built directly: `value` everywhere, the input copied inside
         shape = tuple(n + p + q for n, (p, q) in zip(x.shape, padding)) + x.shape[len(padding):]
-        out = np.full(shape, value, dtype=x.dtype)
+        out = np.zeros(shape, dtype=x.dtype) if _is_plus_zero(value) else np.full(shape, value, dtype=x.dtype)
         out[tuple(slice(p, p + n) for n, (p, _) in zip(x.shape, padding))] = x
         return out
     out = x
@@ -167,6 +194,11 @@ def pad(x: np.ndarray, padding: Sequence[tuple[int, int]], border: str, value: A
             shape[axis] = inside.size
             out = np.where(inside.reshape(shape), out, np.asarray(value, dtype=out.dtype))
     return out
+
+
+def _is_plus_zero(value: Any) -> bool:
+    """value is +0 (np.zeros' bits), not -0."""
+    return isinstance(value, (float, np.floating)) and value == 0 and not np.signbit(value)
 
 
 def inside_mask(shape: Sequence[int], padding: Sequence[tuple[int, int]]) -> np.ndarray:

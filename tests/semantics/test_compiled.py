@@ -93,8 +93,8 @@ def test_machine_code_has_no_fused_multiply_add():
     """The compiled kernels' x86 code (compiled again here: numba cannot disassemble cached code)."""
     if not re.match(r"x86|amd64", __import__("platform").machine(), re.I):
         pytest.skip("the FMA mnemonics checked are x86's")
-    for kernel in (compiled._dot_rows, compiled._dot_columns):
-        fresh = numba.njit(compiled._SIGNATURE, nogil=True)(kernel.py_func)
+    for kernel in (compiled._dot_rows, compiled._dot_columns, compiled._conv_wide):
+        fresh = numba.njit(kernel.nopython_signatures[0], nogil=True)(kernel.py_func)
         asm = next(iter(fresh.inspect_asm().values())).lower()
         assert re.search(r"\bv?mulps\b", asm) and re.search(r"\bv?addps\b", asm), "expected vectorized mul and add"
         assert not re.search(r"\bvf(n)?m(add|sub)", asm), f"{kernel.__name__}: fused multiply-add in the code"
@@ -113,6 +113,13 @@ CONV_CASES = [
     ("many_channels_few_positions", (1, 20, 2, 2), (40, 20, 3, 3), [(1, 1), (1, 1)], [], [], 1, "constant"),
     ("replicate", (2, 3, 5, 6), (2, 3, 3, 3), [(1, 1), (2, 0)], [], [], 1, "replicate"),
     ("conv1d", (4, 3, 11), (4, 3, 4), [(2, 1)], [2], [1], 1, "constant"),
+    # stride 1 (compiled.conv_wide): several position tiles, channels not a whole tile, dilation,
+    # asymmetric padding, groups, each border
+    ("wide_tiles", (2, 5, 23, 19), (21, 5, 3, 3), [(1, 1), (1, 1)], [], [], 1, "constant"),
+    ("wide_dilation", (1, 3, 12, 13), (5, 3, 3, 2), [(3, 0), (0, 2)], [], [2, 3], 1, "ignore"),
+    ("wide_groups", (2, 6, 9, 8), (4, 3, 2, 3), [(0, 1), (2, 2)], [], [], 2, "constant"),
+    ("wide_reflect", (1, 4, 7, 6), (3, 4, 3, 3), [(2, 2), (1, 1)], [], [], 1, "reflect"),
+    ("wide_no_padding", (1, 2, 5, 40), (2, 2, 5, 3), [(0, 0), (0, 0)], [], [], 1, "constant"),
 ]
 
 
