@@ -185,6 +185,17 @@ def _relu(x, out):  # pragma: no cover - compiled; run through relu
         out[i] = v if v > F32(0.0) or v != v else F32(0.0)
 
 
+@njit(types.void(types.Array(types.float32, 2, "C", readonly=True), types.float32[::1]), cache=True, nogil=True)
+def _row_sums(x, out):  # pragma: no cover - compiled; run through row_sums
+    """out[i] = +0 + x[i, 0] + x[i, 1] + ... + x[i, R-1], r increasing (reduce.ordered_sum's order)."""
+    for i in range(x.shape[0]):
+        acc = F32(0.0)
+        row = x[i]
+        for r in range(x.shape[1]):
+            acc = acc + row[r]
+        out[i] = acc
+
+
 _VECTOR = types.Array(types.float32, 1, "C", readonly=True)
 
 
@@ -250,6 +261,13 @@ def conv_wide(xg: np.ndarray, weights: np.ndarray, size: tuple[int, ...], dilati
     _conv_wide(np.ascontiguousarray(xg, dtype=F32).reshape(n_batch, groups, cg, hp * wp),
                np.ascontiguousarray(weights, dtype=F32), (*size, *dilation, wp, (oh - 1) * wp + ow), wide)
     return wide.reshape(n_batch, groups, -1, oh, wp)[..., :ow]  # a view: the caller's bias copies it
+
+
+def row_sums(x: np.ndarray) -> np.ndarray:
+    """reduce.ordered_sum's sums of x [rows, R] (each row from +0, terms in increasing r) -> [rows]."""
+    out = np.empty(x.shape[0], dtype=F32)
+    _row_sums(np.ascontiguousarray(x, dtype=F32), out)
+    return out
 
 
 def relu(x: np.ndarray) -> np.ndarray:

@@ -111,16 +111,21 @@ def run_operation(graph: Graph, op: Operation, env: dict[str, np.ndarray]) -> No
     The unit both the interpreter and the split executor (one worker per item) use, so
     the two can only differ in the order of instructions, never in what one computes.
     """
+    with np.errstate(all="ignore"):
+        _run_quiet(graph, op, env)
+
+
+def _run_quiet(graph: Graph, op: Operation, env: dict[str, np.ndarray]) -> None:
+    """run_operation with floating-point exceptions already silenced by the caller (once per run)."""
     args = {key: _resolve(value, env, op) for key, value in op.inputs.items()}
     _store(graph, op, _call(op, args), env)
 
 
 def _call(op: Operation, args: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The kernel of `op` on resolved arguments, floating-point exceptions silenced."""
+    """The kernel of `op` on resolved arguments (floating-point exceptions silenced by the caller)."""
     fn = lookup(op.name, op.span)
     try:
-        with np.errstate(all="ignore"):
-            return tuple(fn(args, op.attribs, op.dtype))
+        return tuple(fn(args, op.attribs, op.dtype))
     except PipelineError as exc:
         if exc.location:
             raise
@@ -162,13 +167,14 @@ def interpret(
     variables = variables or {}
     env: dict[str, np.ndarray] = {}
     freed = {} if keep else _last_uses(graph)
-    for index, op in enumerate(graph.operations):
-        if op.name in DECLARATIONS:
-            bind_declaration(op, inputs, variables, env)
-        else:
-            run_operation(graph, op, env)
-        for name in freed.get(index, ()):
-            env.pop(name, None)
+    with np.errstate(all="ignore"):  # inf and NaN are results here, not errors
+        for index, op in enumerate(graph.operations):
+            if op.name in DECLARATIONS:
+                bind_declaration(op, inputs, variables, env)
+            else:
+                _run_quiet(graph, op, env)
+            for name in freed.get(index, ()):
+                env.pop(name, None)
     missing = [name for name in graph.outputs if name not in env]
     if missing:
         raise PipelineError("SEM-E008", f"graph outputs never defined: {', '.join(missing)}",
@@ -180,7 +186,7 @@ def interpret(
 
 # Kernels that treat the vectors stacked along axis 0 of one operand (named here) independently:
 # each output element of vector v is computed from vector v alone, in its documented order.
-STACKABLE = {"conv": "input", "linear": "input", "batch_normalization": "input"}
+STACKABLE = {"conv": "input", "linear": "input", "batch_normalization": "input", "relu": "x"}
 # ...provided their other operands are the same for every vector and have a leading extent of 1
 # (or rank 0), so that they broadcast alike over one vector and over the stack.
 LEADING_ONE = frozenset({"batch_normalization"})
@@ -223,16 +229,17 @@ def interpret_batch(
     variables = variables or {}
     envs: list[dict[str, np.ndarray]] = [{} for _ in vectors]
     freed = _last_uses(graph)
-    for index, op in enumerate(graph.operations):
-        if op.name in DECLARATIONS:
-            for env, vector in zip(envs, vectors):
-                bind_declaration(op, vector, variables, env)
-        elif not (len(envs) > 1 and op.name in STACKABLE and _run_stacked(graph, op, envs)):
-            for env in envs:
-                run_operation(graph, op, env)
-        for name in freed.get(index, ()):
-            for env in envs:
-                env.pop(name, None)
+    with np.errstate(all="ignore"):  # inf and NaN are results here, not errors
+        for index, op in enumerate(graph.operations):
+            if op.name in DECLARATIONS:
+                for env, vector in zip(envs, vectors):
+                    bind_declaration(op, vector, variables, env)
+            elif not (len(envs) > 1 and op.name in STACKABLE and _run_stacked(graph, op, envs)):
+                for env in envs:
+                    _run_quiet(graph, op, env)
+            for name in freed.get(index, ()):
+                for env in envs:
+                    env.pop(name, None)
     missing = [name for name in graph.outputs if envs and name not in envs[0]]
     if missing:
         raise PipelineError("SEM-E008", f"graph outputs never defined: {', '.join(missing)}",

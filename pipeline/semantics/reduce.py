@@ -14,11 +14,13 @@ moments      mean = mean_reduce(x); variance = mean_reduce((x - mean) * (x - mea
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping
 
 import numpy as np
 
 from pipeline.semantics.elementwise import first_max_update, first_min_update
+from pipeline.semantics.jit import compiled_loops
 from pipeline.semantics.registry import kernel
 from pipeline.semantics.tensors import F32, axes_list, logical, scalar
 
@@ -31,17 +33,22 @@ def terms(x: np.ndarray, axes: list[int]) -> tuple[np.ndarray, tuple[int, ...]]:
     axes = sorted(axes)
     kept = [a for a in range(x.ndim) if a not in axes]
     moved = np.transpose(x, kept + axes)
-    flat = moved.reshape(tuple(x.shape[a] for a in kept) + (-1,))
+    flat = moved.reshape(tuple(x.shape[a] for a in kept) + (math.prod(x.shape[a] for a in axes),))  # -1: not with 0s
     out_shape = tuple(1 if a in axes else x.shape[a] for a in range(x.ndim))
     return flat, out_shape
 
 
 def ordered_sum(x: np.ndarray, axes: list[int], normalize: bool = False) -> np.ndarray:
-    """Sum of the reduced terms in row-major order from +0, then / R if `normalize`."""
+    """Sum of the reduced terms in row-major order from +0, then / R if `normalize` (the sums by
+    compiled.row_sums when numba is importable: the same loop, the same bits)."""
     flat, out_shape = terms(x, axes)
-    acc = np.zeros(flat.shape[:-1], dtype=F32)
-    for r in range(flat.shape[-1]):
-        np.add(acc, flat[..., r], out=acc)
+    loops = compiled_loops()
+    if loops is not None and flat.size:
+        acc = loops.row_sums(flat.reshape(-1, flat.shape[-1])).reshape(flat.shape[:-1])
+    else:
+        acc = np.zeros(flat.shape[:-1], dtype=F32)
+        for r in range(flat.shape[-1]):
+            np.add(acc, flat[..., r], out=acc)
     if normalize:
         acc = acc / F32(flat.shape[-1])
     return np.asarray(acc, dtype=F32).reshape(out_shape)

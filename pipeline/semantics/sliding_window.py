@@ -127,8 +127,8 @@ def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, 
     n_batch = x.shape[0]
     loops = compiled_loops()
     xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
-    if loops is not None and len(win.out_shape) == 2 and win.stride == (1, 1) and cg > 1 and not skip_padding:
-        # stride 1: the terms read from the padded input, no columns (compiled.conv_wide)
+    if loops is not None and _wide(win, cg) and not skip_padding:
+        # the terms read from the padded input, no columns (compiled.conv_wide)
         out = loops.conv_wide(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
                               win.dilation, win.out_shape)
         return out.reshape((n_batch, groups * og) + win.out_shape)
@@ -139,6 +139,18 @@ def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, 
         return planes.reshape((n_batch, groups * og) + win.out_shape)
     cols = conv_columns(xp.reshape((n_batch, groups, cg) + win.padded_shape), win)
     return _conv_product(weights, cols, win, n_batch, skip_padding)
+
+
+# conv_wide's outputs per vector (padded rows, OH * Wp) from which it beats gathering the columns
+# (measured on the benchmark models: below it ordered_dot's tiles fit the shape better).
+WIDE_POSITIONS = 1024
+
+
+def _wide(win: Window, cg: int) -> bool:
+    """Whether compiled.conv_wide computes this conv: 2-D, stride 1, a filter wider than one tap
+    and more than one input channel per group (else the columns cost little), large outputs."""
+    return (len(win.out_shape) == 2 and win.stride == (1, 1) and cg > 1 and win.volume() > 1
+            and win.out_shape[0] * win.padded_shape[1] >= WIDE_POSITIONS)
 
 
 def _conv_product(weights: np.ndarray, cols: np.ndarray, win: Window, n_batch: int, skip_padding: bool) -> np.ndarray:

@@ -193,3 +193,23 @@ def test_batch_normalization_compiled_equals_numpy(shapes, monkeypatch):
     params["variance"] = np.abs(spiced(rand(RNG, *ps), 0.1))
     fast, slow = both(lambda: one("batch_normalization", {"input": x, **params}, epsilon=1e-3), monkeypatch)
     assert same_bits_any_nan(fast, slow)
+
+
+@pytest.mark.parametrize("shape, axes", [((2, 64, 8, 8), [2, 3]), ((3, 5, 7), [0, 2]), ((4, 9), [1]), ((6,), [0]),
+                                         ((2, 0, 3), [2]), ((2, 3, 0), [2])],
+                         ids=["spatial", "outer_and_inner", "rows", "all", "no_rows", "no_terms"])
+def test_sum_and_mean_reduce_compiled_equal_numpy(shape, axes, monkeypatch):
+    """reduce.ordered_sum by compiled.row_sums: NaN, inf, -0 and subnormal terms, in row-major order."""
+    x = spiced(rand(RNG, *shape), 0.2)
+    for op in ("sum_reduce", "mean_reduce"):
+        fast, slow = both(lambda: one(op, {"input": x}, axes=axes), monkeypatch)
+        assert same_bits_any_nan(fast, slow)
+
+
+def test_row_sums_keep_the_order():
+    """1 + 2^-24 + 2^-24 ...: in order each small term is absorbed (ties to even), so the sum stays 1;
+    any reassociation (pairwise, vector lanes) would add the small terms first and give more."""
+    row = np.full(64, 2.0 ** -24, dtype=F32)
+    row[0] = 1.0
+    assert same_bits(compiled.row_sums(np.tile(row, (3, 1))), np.ones(3, dtype=F32))
+    assert same_bits(compiled.row_sums(-np.zeros((2, 5), dtype=F32)), np.zeros(2, dtype=F32))  # +0 + -0 = +0
