@@ -139,15 +139,16 @@ def _conv_planes(xg, w, geometry, out):  # pragma: no cover - compiled; run thro
                                     row[x] = row[x] + w_k * src[x]
 
 
-@njit(types.void(types.Array(types.float32, 4, "C", readonly=True), _IN, types.UniTuple(types.int64, 6),
+@njit(types.void(types.Array(types.float32, 4, "C", readonly=True), _IN, types.UniTuple(types.int64, 7),
                  types.float32[:, :, :, ::1]), cache=True, nogil=True)
 def _conv_wide(xg, a, geometry, out):  # pragma: no cover - compiled; run through conv_wide
-    """out[n, g, o, p] = +0 + sum over k = (c, ky, kx) increasing of a[k, g, o] * xg[n, g, c, p + ky*dy*wp + kx*dx]
-    for p < n_dim: conv with stride 1 on the padded input of rows wp long, flattened ([.., Hp*Wp]),
-    output position (y, x) at p = y*wp + x (the p with x >= OW are computed and not used).
+    """out[n, g, o, p] = +0 + sum over k = (c, ky, kx) increasing of a[k, g, o] * xg[n, g, c, s*p + ky*dy*wp + kx*dx]
+    for p < n_dim: conv with stride s (= step, both axes) on the padded input of rows wp long, flattened
+    ([.., Hp*Wp]), output position (y, x) at p = y*wp + x (the p with x >= OW are computed and not used):
+    (y*s + ky*dy)*wp + x*s + kx*dx = s*p + ky*dy*wp + kx*dx.
     ordered_dot's loop (_dot_rows) with the columns read from the input: the run of positions a
     term k reads is contiguous there, so nothing is gathered."""
-    kh, kw, dy, dx, wp, n_dim = geometry
+    kh, kw, dy, dx, wp, n_dim, step = geometry
     n_batch, groups = xg.shape[0], xg.shape[1]
     k_dim, m_dim = a.shape[0], a.shape[2]
     acc = np.empty((ROWS, COLUMNS), dtype=F32)
@@ -163,13 +164,21 @@ def _conv_wide(xg, a, geometry, out):  # pragma: no cover - compiled; run throug
                             row[n] = F32(0.0)              # from +0
                     for k in range(k_dim):                 # k = (c, ky, kx) increasing: the order of every sum
                         tap = k % (kh * kw)
-                        start = n0 + (tap // kw) * dy * wp + (tap % kw) * dx
-                        x = xg[b, g, k // (kh * kw), start:start + nt]
-                        for m in range(mt):
-                            w = a[k, g, m0 + m]
-                            row = acc[m]
-                            for n in range(nt):
-                                row[n] = row[n] + w * x[n]
+                        start = step * n0 + (tap // kw) * dy * wp + (tap % kw) * dx
+                        if step == 1:                      # contiguous: vector loads
+                            x = xg[b, g, k // (kh * kw), start:start + nt]
+                            for m in range(mt):
+                                w = a[k, g, m0 + m]
+                                row = acc[m]
+                                for n in range(nt):
+                                    row[n] = row[n] + w * x[n]
+                        else:
+                            xs = xg[b, g, k // (kh * kw), start:start + step * (nt - 1) + 1:step]
+                            for m in range(mt):
+                                w = a[k, g, m0 + m]
+                                row = acc[m]
+                                for n in range(nt):
+                                    row[n] = row[n] + w * xs[n]
                     for m in range(mt):
                         o = out[b, g, m0 + m, n0:n0 + nt]
                         row = acc[m]
@@ -248,18 +257,17 @@ def conv_planes(xg: np.ndarray, weights: np.ndarray, size: tuple[int, ...], stri
     return out
 
 
-def conv_wide(xg: np.ndarray, weights: np.ndarray, size: tuple[int, ...], dilation: tuple[int, ...],
+def conv_wide(xg: np.ndarray, weights: np.ndarray, size: tuple[int, ...], stride: int, dilation: tuple[int, ...],
               out_shape: tuple[int, ...]) -> np.ndarray:
-    """conv without bias, two spatial axes, stride 1, read directly from the padded input
-    xg [N, G, Cg, Hp, Wp] (no columns): weights a[(c, ky, kx), g, o] as ordered_dot's -> [N, G, Og, OH, OW]
-    (a strided view),
-    the sums of ordered_dot(weights, conv_columns(xg)), in the same order."""
+    """conv without bias, two spatial axes, the same stride on both, read directly from the padded
+    input xg [N, G, Cg, Hp, Wp] (no columns): weights a[(c, ky, kx), g, o] as ordered_dot's ->
+    [N, G, Og, OH, OW] (a strided view), the sums of ordered_dot(weights, conv_columns(xg)), in the same order."""
     n_batch, groups, cg, hp, wp = xg.shape
     oh, ow = out_shape
     wide = np.empty((n_batch, groups, weights.shape[2], oh * wp), dtype=F32)
     # the positions p = y*wp + x up to the last output (reads stay inside the padded planes)
     _conv_wide(np.ascontiguousarray(xg, dtype=F32).reshape(n_batch, groups, cg, hp * wp),
-               np.ascontiguousarray(weights, dtype=F32), (*size, *dilation, wp, (oh - 1) * wp + ow), wide)
+               np.ascontiguousarray(weights, dtype=F32), (*size, *dilation, wp, (oh - 1) * wp + ow, stride), wide)
     return wide.reshape(n_batch, groups, -1, oh, wp)[..., :ow]  # a view: the caller's bias copies it
 
 

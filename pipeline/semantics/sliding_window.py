@@ -127,30 +127,35 @@ def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, 
     n_batch = x.shape[0]
     loops = compiled_loops()
     xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
-    if loops is not None and _wide(win, cg) and not skip_padding:
-        # the terms read from the padded input, no columns (compiled.conv_wide)
-        out = loops.conv_wide(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
-                              win.dilation, win.out_shape)
-        return out.reshape((n_batch, groups * og) + win.out_shape)
-    if loops is not None and cg == 1 and len(win.out_shape) == 2 and not skip_padding:
-        # depthwise: each output plane read from its input plane, the same sums (compiled.conv_planes)
-        planes = loops.conv_planes(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
-                                   win.stride, win.dilation, win.out_shape)
-        return planes.reshape((n_batch, groups * og) + win.out_shape)
+    if loops is not None and len(win.out_shape) == 2 and not skip_padding:
+        if _wide(win, cg):
+            # the terms read from the padded input, no columns (compiled.conv_wide)
+            out = loops.conv_wide(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
+                                  win.stride[0], win.dilation, win.out_shape)
+            return out.reshape((n_batch, groups * og) + win.out_shape)
+        if cg == 1:
+            # depthwise, unequal strides: each output plane read from its input plane (compiled.conv_planes)
+            planes = loops.conv_planes(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
+                                       win.stride, win.dilation, win.out_shape)
+            return planes.reshape((n_batch, groups * og) + win.out_shape)
     cols = conv_columns(xp.reshape((n_batch, groups, cg) + win.padded_shape), win)
     return _conv_product(weights, cols, win, n_batch, skip_padding)
 
 
 # conv_wide's outputs per vector (padded rows, OH * Wp) from which it beats gathering the columns
-# (measured on the benchmark models: below it ordered_dot's tiles fit the shape better).
+# for a dense conv (measured on the benchmark models: below it ordered_dot's tiles fit the shape better).
 WIDE_POSITIONS = 1024
 
 
 def _wide(win: Window, cg: int) -> bool:
-    """Whether compiled.conv_wide computes this conv: 2-D, stride 1, a filter wider than one tap
-    and more than one input channel per group (else the columns cost little), large outputs."""
-    return (len(win.out_shape) == 2 and win.stride == (1, 1) and cg > 1 and win.volume() > 1
-            and win.out_shape[0] * win.padded_shape[1] >= WIDE_POSITIONS)
+    """Whether compiled.conv_wide computes this 2-D conv (measured): depthwise (one input channel
+    per group) with the same stride on both axes, or a dense stride-1 conv with a filter wider than
+    one tap (else the columns cost little) and large outputs."""
+    if win.stride[0] != win.stride[1]:
+        return False
+    if cg == 1:
+        return True
+    return win.stride == (1, 1) and win.volume() > 1 and win.out_shape[0] * win.padded_shape[1] >= WIDE_POSITIONS
 
 
 def _conv_product(weights: np.ndarray, cols: np.ndarray, win: Window, n_batch: int, skip_padding: bool) -> np.ndarray:
