@@ -205,6 +205,39 @@ def _row_sums(x, out):  # pragma: no cover - compiled; run through row_sums
         out[i] = acc
 
 
+@njit(types.void(types.Array(types.float32, 4, "C", readonly=True), types.int64, types.int64,
+                 types.float32[:, :, :, ::1]), cache=True, nogil=True)
+def _zero_padded(x, top, left, out):  # pragma: no cover - compiled; run through zero_padded
+    """out = x placed at (top, left) of each plane, +0 elsewhere (windows.pad with 'constant' 0)."""
+    h, w = x.shape[2], x.shape[3]
+    for n in range(x.shape[0]):
+        for c in range(x.shape[1]):
+            dst = out[n, c]
+            for y in range(dst.shape[0]):
+                row = dst[y]
+                for i in range(row.shape[0]):
+                    row[i] = F32(0.0)
+            for y in range(h):
+                src = x[n, c, y]
+                row = out[n, c, top + y, left:left + w]
+                for i in range(w):
+                    row[i] = src[i]
+
+
+@njit(types.void(types.Array(types.float32, 4, "A", readonly=True), types.Array(types.float32, 1, "C", readonly=True),
+                 types.float32[:, :, :, ::1]), cache=True, nogil=True)
+def _channel_bias(acc, bias, out):  # pragma: no cover - compiled; run through channel_bias
+    """out[n, c, y, x] = acc[n, c, y, x] + bias[c]: one float32 addition each (conv's bias, added last)."""
+    for n in range(acc.shape[0]):
+        for c in range(acc.shape[1]):
+            b = bias[c]
+            for y in range(acc.shape[2]):
+                src = acc[n, c, y]
+                dst = out[n, c, y]
+                for x in range(acc.shape[3]):
+                    dst[x] = src[x] + b
+
+
 _VECTOR = types.Array(types.float32, 1, "C", readonly=True)
 
 
@@ -269,6 +302,22 @@ def conv_wide(xg: np.ndarray, weights: np.ndarray, size: tuple[int, ...], stride
     _conv_wide(np.ascontiguousarray(xg, dtype=F32).reshape(n_batch, groups, cg, hp * wp),
                np.ascontiguousarray(weights, dtype=F32), (*size, *dilation, wp, (oh - 1) * wp + ow, stride), wide)
     return wide.reshape(n_batch, groups, -1, oh, wp)[..., :ow]  # a view: the caller's bias copies it
+
+
+def zero_padded(x: np.ndarray, padding: tuple[tuple[int, int], tuple[int, int]]) -> np.ndarray:
+    """windows.pad(x, [(0, 0), (0, 0), *padding], 'constant', +0) for x [N, C, H, W], padding >= 0."""
+    (top, bottom), (left, right) = padding
+    n, c, h, w = x.shape
+    out = np.empty((n, c, h + top + bottom, w + left + right), dtype=F32)
+    _zero_padded(np.ascontiguousarray(x, dtype=F32), top, left, out)
+    return out
+
+
+def channel_bias(acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """acc [N, C, H, W] (any strides) + bias [C] per channel, a new C-contiguous array."""
+    out = np.empty(acc.shape, dtype=F32)
+    _channel_bias(acc, np.ascontiguousarray(bias, dtype=F32), out)
+    return out
 
 
 def row_sums(x: np.ndarray) -> np.ndarray:

@@ -118,7 +118,12 @@ def conv(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarra
     chunk = max(1, COLUMNS_LIMIT // (w[0].size * groups * math.prod(win.out_shape)))
     parts = [_conv_vectors(x[n:n + chunk], weights, win, border, skip_padding) for n in range(0, n_batch, chunk)]
     out = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    return (_add_bias(out, inputs["bias"]),)
+    bias = scalar(inputs["bias"], "bias")
+    loops = compiled_loops()
+    if loops is not None and out.ndim == 4 and bias.shape in ((1, out.shape[1]), (1, 1), ()):
+        # one value per channel (or one value), added last by one compiled pass
+        return (loops.channel_bias(out, np.broadcast_to(bias.reshape(-1), (out.shape[1],))),)
+    return (_add_bias(out, bias),)
 
 
 def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, skip_padding: bool) -> np.ndarray:
@@ -126,7 +131,10 @@ def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, 
     cg, groups, og = weights.shape[0] // win.volume(), weights.shape[1], weights.shape[2]
     n_batch = x.shape[0]
     loops = compiled_loops()
-    xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
+    if loops is not None and len(win.out_shape) == 2 and border in WINDOW_BORDERS and min(min(win.padding)) >= 0:
+        xp = loops.zero_padded(x, win.padding)  # pad's +0 border, one compiled pass
+    else:
+        xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
     if loops is not None and len(win.out_shape) == 2 and not skip_padding:
         if _wide(win, cg):
             # the terms read from the padded input, no columns (compiled.conv_wide)

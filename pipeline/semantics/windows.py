@@ -24,7 +24,6 @@ Padding wider than the input wraps the mirror periodically.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -96,29 +95,18 @@ class Window:
 
 def resolve(in_shape: Sequence[int], size: Sequence[int], padding: Any, stride: Any, dilation: Any) -> Window:
     """Validate the window attributes against the input and fill the NNEF defaults."""
-    try:
-        key = tuple(_frozen(v) for v in (in_shape, size, padding, stride, dilation))
-    except TypeError:  # not plain integers: checked (and reported) every time
-        return _resolve(in_shape, size, padding, stride, dilation)
-    try:
-        return _resolved(key)
-    except KernelError:
-        return _resolve(in_shape, size, padding, stride, dilation)  # the message with the caller's values
+    # kept per attribute values, told apart by their repr (bool, NumPy integers and ints differ
+    # there): the interpreter resolves the same few windows on every run
+    key = repr((in_shape, size, padding, stride, dilation))
+    window = _WINDOWS.get(key)
+    if window is None:
+        window = _resolve(in_shape, size, padding, stride, dilation)
+        if len(_WINDOWS) < 4096:
+            _WINDOWS[key] = window
+    return window
 
 
-def _frozen(value: Any) -> Any:
-    """Nested lists/tuples of Python ints as nested tuples (hashable); TypeError for anything else."""
-    if isinstance(value, (list, tuple)):
-        return tuple(_frozen(v) for v in value)
-    if type(value) is int:  # not bool (int_list rejects it), not a NumPy integer
-        return value
-    raise TypeError(value)
-
-
-@functools.lru_cache(maxsize=1024)
-def _resolved(key: tuple[Any, ...]) -> Window:
-    """resolve, kept per attribute values (the interpreter resolves the same windows every run)."""
-    return _resolve(*key)
+_WINDOWS: dict[str, Window] = {}
 
 
 def _resolve(in_shape: Sequence[int], size: Sequence[int], padding: Any, stride: Any, dilation: Any) -> Window:
