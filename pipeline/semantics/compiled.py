@@ -37,6 +37,9 @@ F32 = np.float32
 # Accumulators of one tile (16 KiB): speed only, never the order of a sum.
 ROWS = 16
 COLUMNS = 256
+# Terms added to an accumulator per pass over a tile: acc = (((acc + t0) + t1) + t2) + t3, each
+# `+` and `*` rounded in turn (the order of the sum), a quarter of the tile's loads and stores.
+UNROLL = 4
 
 # One compiled signature: C-contiguous inputs (read-only: weights of load_variables are), a
 # writable output. A writable input array converts to the read-only type.
@@ -60,7 +63,17 @@ def _dot_rows(a, b, skip, out):  # pragma: no cover - compiled; run through orde
                     row = acc[m]
                     for n in range(nt):
                         row[n] = F32(0.0)                  # from +0
-                for k in range(k_dim):                     # k increasing: the order of every sum
+                k = 0
+                while not masked and k + UNROLL <= k_dim:  # four terms per pass, each in its turn
+                    x0, x1, x2, x3 = b[k, g, n0:n0 + nt], b[k + 1, g, n0:n0 + nt], b[k + 2, g, n0:n0 + nt], \
+                        b[k + 3, g, n0:n0 + nt]
+                    for m in range(mt):
+                        w0, w1, w2, w3 = a[k, g, m0 + m], a[k + 1, g, m0 + m], a[k + 2, g, m0 + m], a[k + 3, g, m0 + m]
+                        row = acc[m]
+                        for n in range(nt):
+                            row[n] = (((row[n] + w0 * x0[n]) + w1 * x1[n]) + w2 * x2[n]) + w3 * x3[n]
+                    k += UNROLL
+                while k < k_dim:                           # k increasing: the order of every sum
                     x = b[k, g, n0:n0 + nt]
                     for m in range(mt):
                         w = a[k, g, m0 + m]
@@ -73,6 +86,7 @@ def _dot_rows(a, b, skip, out):  # pragma: no cover - compiled; run through orde
                         else:
                             for n in range(nt):
                                 row[n] = row[n] + w * x[n]
+                    k += 1
                 for m in range(mt):
                     o = out[g, m0 + m, n0:n0 + nt]
                     row = acc[m]
@@ -96,7 +110,17 @@ def _dot_columns(a, b, skip, out_t):  # pragma: no cover - compiled; run through
                     row = acc[n]
                     for m in range(mt):
                         row[m] = F32(0.0)                  # from +0
-                for k in range(k_dim):                     # k increasing: the order of every sum
+                k = 0
+                while not masked and k + UNROLL <= k_dim:  # four terms per pass, each in its turn
+                    w0, w1, w2, w3 = a[k, g, m0:m0 + mt], a[k + 1, g, m0:m0 + mt], a[k + 2, g, m0:m0 + mt], \
+                        a[k + 3, g, m0:m0 + mt]
+                    for n in range(nt):
+                        x0, x1, x2, x3 = b[k, g, n0 + n], b[k + 1, g, n0 + n], b[k + 2, g, n0 + n], b[k + 3, g, n0 + n]
+                        row = acc[n]
+                        for m in range(mt):
+                            row[m] = (((row[m] + w0[m] * x0) + w1[m] * x1) + w2[m] * x2) + w3[m] * x3
+                    k += UNROLL
+                while k < k_dim:                           # k increasing: the order of every sum
                     w = a[k, g, m0:m0 + mt]
                     for n in range(nt):
                         if masked and skip[k, n0 + n]:
@@ -105,6 +129,7 @@ def _dot_columns(a, b, skip, out_t):  # pragma: no cover - compiled; run through
                         row = acc[n]
                         for m in range(mt):
                             row[m] = row[m] + w[m] * x
+                    k += 1
                 for n in range(nt):
                     o = out_t[g, n0 + n, m0:m0 + mt]
                     row = acc[n]
@@ -162,23 +187,41 @@ def _conv_wide(xg, a, geometry, out):  # pragma: no cover - compiled; run throug
                         row = acc[m]
                         for n in range(nt):
                             row[n] = F32(0.0)              # from +0
-                    for k in range(k_dim):                 # k = (c, ky, kx) increasing: the order of every sum
-                        tap = k % (kh * kw)
+                    taps = kh * kw
+                    k = 0
+                    while step == 1 and k + UNROLL <= k_dim:  # four terms per pass, each in its turn
+                        t0, t1, t2, t3 = k % taps, (k + 1) % taps, (k + 2) % taps, (k + 3) % taps
+                        s0 = n0 + (t0 // kw) * dy * wp + (t0 % kw) * dx
+                        s1 = n0 + (t1 // kw) * dy * wp + (t1 % kw) * dx
+                        s2 = n0 + (t2 // kw) * dy * wp + (t2 % kw) * dx
+                        s3 = n0 + (t3 // kw) * dy * wp + (t3 % kw) * dx
+                        x0, x1 = xg[b, g, k // taps, s0:s0 + nt], xg[b, g, (k + 1) // taps, s1:s1 + nt]
+                        x2, x3 = xg[b, g, (k + 2) // taps, s2:s2 + nt], xg[b, g, (k + 3) // taps, s3:s3 + nt]
+                        for m in range(mt):
+                            w0, w1, w2, w3 = a[k, g, m0 + m], a[k + 1, g, m0 + m], a[k + 2, g, m0 + m], \
+                                a[k + 3, g, m0 + m]
+                            row = acc[m]
+                            for n in range(nt):
+                                row[n] = (((row[n] + w0 * x0[n]) + w1 * x1[n]) + w2 * x2[n]) + w3 * x3[n]
+                        k += UNROLL
+                    while k < k_dim:                       # k = (c, ky, kx) increasing: the order of every sum
+                        tap = k % taps
                         start = step * n0 + (tap // kw) * dy * wp + (tap % kw) * dx
                         if step == 1:                      # contiguous: vector loads
-                            x = xg[b, g, k // (kh * kw), start:start + nt]
+                            x = xg[b, g, k // taps, start:start + nt]
                             for m in range(mt):
                                 w = a[k, g, m0 + m]
                                 row = acc[m]
                                 for n in range(nt):
                                     row[n] = row[n] + w * x[n]
                         else:
-                            xs = xg[b, g, k // (kh * kw), start:start + step * (nt - 1) + 1:step]
+                            xs = xg[b, g, k // taps, start:start + step * (nt - 1) + 1:step]
                             for m in range(mt):
                                 w = a[k, g, m0 + m]
                                 row = acc[m]
                                 for n in range(nt):
                                     row[n] = row[n] + w * xs[n]
+                        k += 1
                     for m in range(mt):
                         o = out[b, g, m0 + m, n0:n0 + nt]
                         row = acc[m]

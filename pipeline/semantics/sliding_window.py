@@ -122,7 +122,10 @@ def conv(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarra
     loops = compiled_loops()
     if loops is not None and out.ndim == 4 and bias.shape in ((1, out.shape[1]), (1, 1), ()):
         # one value per channel (or one value), added last by one compiled pass
-        return (loops.channel_bias(out, np.broadcast_to(bias.reshape(-1), (out.shape[1],))),)
+        per_channel = bias.reshape(-1)
+        if per_channel.size != out.shape[1]:
+            per_channel = np.full(out.shape[1], per_channel[0], dtype=F32)
+        return (loops.channel_bias(out, per_channel),)
     return (_add_bias(out, bias),)
 
 
@@ -136,7 +139,7 @@ def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, 
     else:
         xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)
     if loops is not None and len(win.out_shape) == 2 and not skip_padding:
-        if _wide(win, cg):
+        if _wide(win, cg, og, n_batch):
             # the terms read from the padded input, no columns (compiled.conv_wide)
             out = loops.conv_wide(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
                                   win.stride[0], win.dilation, win.out_shape)
@@ -150,20 +153,25 @@ def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, 
     return _conv_product(weights, cols, win, n_batch, skip_padding)
 
 
-# conv_wide's outputs per vector (padded rows, OH * Wp) from which it beats gathering the columns
-# for a dense conv (measured on the benchmark models: below it ordered_dot's tiles fit the shape better).
+# conv_wide's outputs per vector (padded rows, OH * Wp) from which its tiles are as full as
+# ordered_dot's on the columns of a whole batch (measured on the benchmark models).
 WIDE_POSITIONS = 1024
 
 
-def _wide(win: Window, cg: int) -> bool:
-    """Whether compiled.conv_wide computes this 2-D conv (measured): depthwise (one input channel
-    per group) with the same stride on both axes, or a dense stride-1 conv with a filter wider than
-    one tap (else the columns cost little) and large outputs."""
+def _wide(win: Window, cg: int, og: int, n_batch: int) -> bool:
+    """Whether compiled.conv_wide computes this 2-D conv (measured on the benchmark models):
+    depthwise (one input channel per group) with the same stride on both axes, or a dense stride-1
+    conv with a filter wider than one tap (a 1 x 1 filter's columns cost little) whose outputs per
+    vector are at least as many as its output channels per group and those at most 64 (else
+    ordered_dot's tiles fit the shape better), for a batch only with WIDE_POSITIONS outputs per vector
+    (ordered_dot's columns then span the whole batch: full tiles)."""
     if win.stride[0] != win.stride[1]:
         return False
     if cg == 1:
         return True
-    return win.stride == (1, 1) and win.volume() > 1 and win.out_shape[0] * win.padded_shape[1] >= WIDE_POSITIONS
+    positions = win.out_shape[0] * win.padded_shape[1]
+    return (win.stride == (1, 1) and win.volume() > 1 and og <= 64 and positions >= og
+            and (n_batch == 1 or positions >= WIDE_POSITIONS))
 
 
 def _conv_product(weights: np.ndarray, cols: np.ndarray, win: Window, n_batch: int, skip_padding: bool) -> np.ndarray:
@@ -172,6 +180,8 @@ def _conv_product(weights: np.ndarray, cols: np.ndarray, win: Window, n_batch: i
     cg, groups, og = weights.shape[0] // win.volume(), weights.shape[1], weights.shape[2]
     skip = padded_taps(win, cg, n_batch) if skip_padding else None
     acc = ordered_dot(weights, cols, skip)  # [G, Og, n * P]
+    if n_batch == 1:
+        return acc.reshape((1, groups * og) + win.out_shape)
     acc = np.moveaxis(acc.reshape((groups, og, n_batch) + win.out_shape), 2, 0)
     return acc.reshape((n_batch, groups * og) + win.out_shape)
 
