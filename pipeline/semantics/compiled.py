@@ -30,6 +30,8 @@ lists: machine code for these functions, keyed by numba on this file and the CPU
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit, types
 
@@ -164,17 +166,16 @@ def _conv_planes(xg, w, geometry, out):  # pragma: no cover - compiled; run thro
                                     row[x] = row[x] + w_k * src[x]
 
 
-@njit(types.void(types.Array(types.float32, 4, "C", readonly=True), _IN, types.UniTuple(types.int64, 7),
-                 types.float32[:, :, :, ::1]), cache=True, nogil=True)
-def _conv_wide(xg, a, geometry, out):  # pragma: no cover - compiled; run through conv_wide
-    """out[n, g, o, p] = +0 + sum over k = (c, ky, kx) increasing of a[k, g, o] * xg[n, g, c, s*p + ky*dy*wp + kx*dx]
-    for p < n_dim: conv with stride s (= step, both axes) on the padded input of rows wp long, flattened
-    ([.., Hp*Wp]), output position (y, x) at p = y*wp + x (the p with x >= OW are computed and not used):
-    (y*s + ky*dy)*wp + x*s + kx*dx = s*p + ky*dy*wp + kx*dx.
-    ordered_dot's loop (_dot_rows) with the columns read from the input: the run of positions a
-    term k reads is contiguous there, so nothing is gathered."""
-    kh, kw, dy, dx, wp, n_dim, step = geometry
-    n_batch, groups = xg.shape[0], xg.shape[1]
+@njit(types.void(types.Array(types.float32, 4, "C", readonly=True), _IN,
+                 types.Array(types.int64, 2, "C", readonly=True), types.int64, types.float32[:, :, :, ::1]),
+      cache=True, nogil=True)
+def _conv_wide(xq, a, taps, n_dim, out):  # pragma: no cover - compiled; run through conv_wide
+    """out[n, g, o, p] = +0 + sum over k increasing of a[k, g, o] * xq[n, g, taps[k, 0], taps[k, 1] + p], p < n_dim.
+
+    conv on flattened planes xq (conv_wide: the padded input, or its stride phases) where the
+    inputs of term k for consecutive output positions are consecutive: ordered_dot's loop
+    (_dot_rows) with each term's run of inputs read in place, nothing gathered."""
+    n_batch, groups = xq.shape[0], xq.shape[1]
     k_dim, m_dim = a.shape[0], a.shape[2]
     acc = np.empty((ROWS, COLUMNS), dtype=F32)
     for b in range(n_batch):
@@ -187,16 +188,11 @@ def _conv_wide(xg, a, geometry, out):  # pragma: no cover - compiled; run throug
                         row = acc[m]
                         for n in range(nt):
                             row[n] = F32(0.0)              # from +0
-                    taps = kh * kw
                     k = 0
-                    while step == 1 and k + UNROLL <= k_dim:  # four terms per pass, each in its turn
-                        t0, t1, t2, t3 = k % taps, (k + 1) % taps, (k + 2) % taps, (k + 3) % taps
-                        s0 = n0 + (t0 // kw) * dy * wp + (t0 % kw) * dx
-                        s1 = n0 + (t1 // kw) * dy * wp + (t1 % kw) * dx
-                        s2 = n0 + (t2 // kw) * dy * wp + (t2 % kw) * dx
-                        s3 = n0 + (t3 // kw) * dy * wp + (t3 % kw) * dx
-                        x0, x1 = xg[b, g, k // taps, s0:s0 + nt], xg[b, g, (k + 1) // taps, s1:s1 + nt]
-                        x2, x3 = xg[b, g, (k + 2) // taps, s2:s2 + nt], xg[b, g, (k + 3) // taps, s3:s3 + nt]
+                    while k + UNROLL <= k_dim:             # four terms per pass, each in its turn
+                        s0, s1, s2, s3 = taps[k, 1] + n0, taps[k + 1, 1] + n0, taps[k + 2, 1] + n0, taps[k + 3, 1] + n0
+                        x0, x1 = xq[b, g, taps[k, 0], s0:s0 + nt], xq[b, g, taps[k + 1, 0], s1:s1 + nt]
+                        x2, x3 = xq[b, g, taps[k + 2, 0], s2:s2 + nt], xq[b, g, taps[k + 3, 0], s3:s3 + nt]
                         for m in range(mt):
                             w0, w1, w2, w3 = a[k, g, m0 + m], a[k + 1, g, m0 + m], a[k + 2, g, m0 + m], \
                                 a[k + 3, g, m0 + m]
@@ -204,23 +200,14 @@ def _conv_wide(xg, a, geometry, out):  # pragma: no cover - compiled; run throug
                             for n in range(nt):
                                 row[n] = (((row[n] + w0 * x0[n]) + w1 * x1[n]) + w2 * x2[n]) + w3 * x3[n]
                         k += UNROLL
-                    while k < k_dim:                       # k = (c, ky, kx) increasing: the order of every sum
-                        tap = k % taps
-                        start = step * n0 + (tap // kw) * dy * wp + (tap % kw) * dx
-                        if step == 1:                      # contiguous: vector loads
-                            x = xg[b, g, k // taps, start:start + nt]
-                            for m in range(mt):
-                                w = a[k, g, m0 + m]
-                                row = acc[m]
-                                for n in range(nt):
-                                    row[n] = row[n] + w * x[n]
-                        else:
-                            xs = xg[b, g, k // taps, start:start + step * (nt - 1) + 1:step]
-                            for m in range(mt):
-                                w = a[k, g, m0 + m]
-                                row = acc[m]
-                                for n in range(nt):
-                                    row[n] = row[n] + w * xs[n]
+                    while k < k_dim:                       # k increasing: the order of every sum
+                        start = taps[k, 1] + n0
+                        x = xq[b, g, taps[k, 0], start:start + nt]
+                        for m in range(mt):
+                            w = a[k, g, m0 + m]
+                            row = acc[m]
+                            for n in range(nt):
+                                row[n] = row[n] + w * x[n]
                         k += 1
                     for m in range(mt):
                         o = out[b, g, m0 + m, n0:n0 + nt]
@@ -335,16 +322,39 @@ def conv_planes(xg: np.ndarray, weights: np.ndarray, size: tuple[int, ...], stri
 
 def conv_wide(xg: np.ndarray, weights: np.ndarray, size: tuple[int, ...], stride: int, dilation: tuple[int, ...],
               out_shape: tuple[int, ...]) -> np.ndarray:
-    """conv without bias, two spatial axes, the same stride on both, read directly from the padded
+    """conv without bias, two spatial axes, the same stride s on both, read directly from the padded
     input xg [N, G, Cg, Hp, Wp] (no columns): weights a[(c, ky, kx), g, o] as ordered_dot's ->
-    [N, G, Og, OH, OW] (a strided view), the sums of ordered_dot(weights, conv_columns(xg)), in the same order."""
+    [N, G, Og, OH, OW] (a strided view), the sums of ordered_dot(weights, conv_columns(xg)), in the same order.
+
+    Output (y, x) is position p = y*Wq + x of rows Wq long (the p with x >= OW are computed, not
+    used). Stride 1: Wq = Wp and term (c, ky, kx) reads plane c at p + ky*dy*Wp + kx*dx. Stride s:
+    the input split into its s*s phases (rows and columns i with i % s = r), each Hq x Wq (Hp, Wp
+    rounded up to multiples of s with +0 never read by an output); tap (ky, kx) reads phase
+    ((ky*dy) % s, (kx*dx) % s) of channel c at p + ((ky*dy) // s)*Wq + (kx*dx) // s: input row
+    y*s + ky*dy is phase row y + (ky*dy) // s. Either way the reads of one term are consecutive."""
     n_batch, groups, cg, hp, wp = xg.shape
     oh, ow = out_shape
-    wide = np.empty((n_batch, groups, weights.shape[2], oh * wp), dtype=F32)
-    # the positions p = y*wp + x up to the last output (reads stay inside the padded planes)
-    _conv_wide(np.ascontiguousarray(xg, dtype=F32).reshape(n_batch, groups, cg, hp * wp),
-               np.ascontiguousarray(weights, dtype=F32), (*size, *dilation, wp, (oh - 1) * wp + ow, stride), wide)
-    return wide.reshape(n_batch, groups, -1, oh, wp)[..., :ow]  # a view: the caller's bias copies it
+    hq, wq = -(-hp // stride), -(-wp // stride)
+    xg = np.ascontiguousarray(xg, dtype=F32)
+    if stride > 1:
+        whole = np.zeros((n_batch, groups, cg, hq * stride, wq * stride), dtype=F32)
+        whole[..., :hp, :wp] = xg
+        xg = np.ascontiguousarray(whole.reshape(n_batch, groups, cg, hq, stride, wq, stride)
+                                  .transpose(0, 1, 2, 4, 6, 3, 5))  # [N, G, Cg, s, s, Hq, Wq]
+    wide = np.empty((n_batch, groups, weights.shape[2], oh * wq), dtype=F32)
+    _conv_wide(xg.reshape(n_batch, groups, -1, hq * wq), np.ascontiguousarray(weights, dtype=F32),
+               _wide_taps(cg, *size, *dilation, stride, wq), (oh - 1) * wq + ow, wide)
+    return wide.reshape(n_batch, groups, -1, oh, wq)[..., :ow]  # a view: the caller's bias copies it
+
+
+@functools.lru_cache(maxsize=256)
+def _wide_taps(cg: int, kh: int, kw: int, dy: int, dx: int, stride: int, wq: int) -> np.ndarray:
+    """conv_wide's (plane, offset) of each term k = (c, ky, kx), kept per geometry."""
+    c, ky, kx = np.meshgrid(np.arange(cg), np.arange(kh) * dy, np.arange(kw) * dx, indexing="ij")
+    plane = (c * stride + ky % stride) * stride + kx % stride
+    table = np.stack([plane.reshape(-1), ((ky // stride) * wq + kx // stride).reshape(-1)], axis=1).astype(np.int64)
+    table.setflags(write=False)
+    return table
 
 
 def zero_padded(x: np.ndarray, padding: tuple[tuple[int, int], tuple[int, int]]) -> np.ndarray:

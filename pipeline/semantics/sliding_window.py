@@ -159,18 +159,18 @@ WIDE_POSITIONS = 1024
 
 
 def _wide(win: Window, cg: int, og: int, n_batch: int) -> bool:
-    """Whether compiled.conv_wide computes this 2-D conv (measured on the benchmark models):
-    depthwise (one input channel per group) with the same stride on both axes, or a dense stride-1
-    conv with a filter wider than one tap (a 1 x 1 filter's columns cost little) whose outputs per
-    vector are at least as many as its output channels per group and those at most 64 (else
-    ordered_dot's tiles fit the shape better), for a batch only with WIDE_POSITIONS outputs per vector
-    (ordered_dot's columns then span the whole batch: full tiles)."""
+    """Whether compiled.conv_wide computes this 2-D conv (measured on the benchmark models): the same
+    stride on both axes, and depthwise (one input channel per group), or dense with a filter wider
+    than one tap (a 1 x 1 filter's columns cost little) whose outputs per vector are at least as
+    many as its output channels per group and those at most 64 (else ordered_dot's tiles fit the
+    shape better), for a batch only with WIDE_POSITIONS outputs per vector (ordered_dot's columns
+    then span the whole batch: full tiles)."""
     if win.stride[0] != win.stride[1]:
         return False
     if cg == 1:
         return True
-    positions = win.out_shape[0] * win.padded_shape[1]
-    return (win.stride == (1, 1) and win.volume() > 1 and og <= 64 and positions >= og
+    positions = win.out_shape[0] * -(-win.padded_shape[1] // win.stride[1])
+    return (win.volume() > 1 and og <= 64 and positions >= og
             and (n_batch == 1 or positions >= WIDE_POSITIONS))
 
 
