@@ -139,33 +139,6 @@ def _dot_columns(a, b, skip, out_t):  # pragma: no cover - compiled; run through
                         o[m] = row[m]
 
 
-@njit(types.void(types.Array(types.float32, 5, "C", readonly=True), _IN, types.UniTuple(types.int64, 6),
-                 types.float32[:, :, :, :, ::1]), cache=True, nogil=True)
-def _conv_planes(xg, w, geometry, out):  # pragma: no cover - compiled; run through conv_planes
-    """out[n, g, o, y, x] = +0 + w[(c, ky, kx), g, o] * xg[n, g, c, y*sy + ky*dy, x*sx + kx*dx]
-    summed over (c, ky, kx) in lexicographic order: conv (ordered_dot's sum) read from the padded input."""
-    kh, kw, sy, sx, dy, dx = geometry
-    n_batch, groups, cg = xg.shape[0], xg.shape[1], xg.shape[2]
-    og, oh, ow = out.shape[2], out.shape[3], out.shape[4]
-    for n in range(n_batch):
-        for g in range(groups):
-            for o in range(og):
-                acc = out[n, g, o]                         # one output plane, accumulated in place
-                for y in range(oh):
-                    row = acc[y]
-                    for x in range(ow):
-                        row[x] = F32(0.0)                  # from +0
-                for c in range(cg):                        # (c, ky, kx) increasing: the order of every sum
-                    for ky in range(kh):
-                        for kx in range(kw):
-                            w_k = w[(c * kh + ky) * kw + kx, g, o]
-                            for y in range(oh):
-                                src = xg[n, g, c, y * sy + ky * dy, kx * dx:kx * dx + (ow - 1) * sx + 1:sx]
-                                row = acc[y]
-                                for x in range(ow):
-                                    row[x] = row[x] + w_k * src[x]
-
-
 @njit(types.void(types.Array(types.float32, 4, "C", readonly=True), _IN,
                  types.Array(types.int64, 2, "C", readonly=True), types.int64, types.float32[:, :, :, ::1]),
       cache=True, nogil=True)
@@ -235,23 +208,20 @@ def _row_sums(x, out):  # pragma: no cover - compiled; run through row_sums
         out[i] = acc
 
 
-@njit(types.void(types.Array(types.float32, 4, "C", readonly=True), types.int64, types.int64,
-                 types.float32[:, :, :, ::1]), cache=True, nogil=True)
+@njit(types.void(types.Array(types.float32, 3, "C", readonly=True), types.int64, types.int64,
+                 types.float32[:, :, ::1]), cache=True, nogil=True)
 def _zero_padded(x, top, left, out):  # pragma: no cover - compiled; run through zero_padded
-    """out = x placed at (top, left) of each plane, +0 elsewhere (windows.pad with 'constant' 0)."""
-    h, w = x.shape[2], x.shape[3]
-    for n in range(x.shape[0]):
-        for c in range(x.shape[1]):
-            dst = out[n, c]
-            for y in range(dst.shape[0]):
-                row = dst[y]
-                for i in range(row.shape[0]):
-                    row[i] = F32(0.0)
-            for y in range(h):
-                src = x[n, c, y]
-                row = out[n, c, top + y, left:left + w]
-                for i in range(w):
-                    row[i] = src[i]
+    """out[p] = x[p] placed at (top, left), +0 elsewhere, for each plane p (windows.pad with 'constant' 0)."""
+    h, w = x.shape[1], x.shape[2]
+    for p in range(x.shape[0]):
+        flat = out[p].reshape(-1)
+        for i in range(flat.shape[0]):
+            flat[i] = F32(0.0)
+        for y in range(h):
+            src = x[p, y]
+            row = out[p, top + y, left:left + w]
+            for i in range(w):
+                row[i] = src[i]
 
 
 @njit(types.void(types.Array(types.float32, 4, "A", readonly=True), types.Array(types.float32, 1, "C", readonly=True),
@@ -306,20 +276,6 @@ def ordered_dot(a: np.ndarray, b: np.ndarray, skip: np.ndarray | None = None) ->
     return np.ascontiguousarray(out_t.transpose(0, 2, 1))
 
 
-def conv_planes(xg: np.ndarray, weights: np.ndarray, size: tuple[int, ...], stride: tuple[int, ...],
-                dilation: tuple[int, ...], out_shape: tuple[int, ...]) -> np.ndarray:
-    """conv without bias for two spatial axes, read directly from the padded input (no columns).
-
-    xg [N, G, Cg, Hp, Wp], weights a[(c, ky, kx), g, o] as ordered_dot's -> [N, G, Og, OH, OW]:
-    for each output plane the same sums as ordered_dot(weights, conv_columns(xg)), in the same
-    order. Fast when an output plane has few terms (depthwise: Cg = 1), as nothing is gathered."""
-    n_batch, groups, _ = xg.shape[:3]
-    out = np.empty((n_batch, groups, weights.shape[2]) + tuple(out_shape), dtype=F32)
-    _conv_planes(np.ascontiguousarray(xg, dtype=F32), np.ascontiguousarray(weights, dtype=F32),
-                 (*size, *stride, *dilation), out)
-    return out
-
-
 def conv_wide(xg: np.ndarray, weights: np.ndarray, size: tuple[int, ...], stride: int, dilation: tuple[int, ...],
               out_shape: tuple[int, ...]) -> np.ndarray:
     """conv without bias, two spatial axes, the same stride s on both, read directly from the padded
@@ -361,9 +317,9 @@ def zero_padded(x: np.ndarray, padding: tuple[tuple[int, int], tuple[int, int]])
     """windows.pad(x, [(0, 0), (0, 0), *padding], 'constant', +0) for x [N, C, H, W], padding >= 0."""
     (top, bottom), (left, right) = padding
     n, c, h, w = x.shape
-    out = np.empty((n, c, h + top + bottom, w + left + right), dtype=F32)
-    _zero_padded(np.ascontiguousarray(x, dtype=F32), top, left, out)
-    return out
+    out = np.empty((n * c, h + top + bottom, w + left + right), dtype=F32)
+    _zero_padded(np.ascontiguousarray(x, dtype=F32).reshape(n * c, h, w), top, left, out)
+    return out.reshape(n, c, h + top + bottom, w + left + right)
 
 
 def channel_bias(acc: np.ndarray, bias: np.ndarray) -> np.ndarray:

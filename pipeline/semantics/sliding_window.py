@@ -144,11 +144,6 @@ def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, 
             out = loops.conv_wide(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
                                   win.stride[0], win.dilation, win.out_shape)
             return out.reshape((n_batch, groups * og) + win.out_shape)
-        if cg == 1:
-            # depthwise, unequal strides: each output plane read from its input plane (compiled.conv_planes)
-            planes = loops.conv_planes(xp.reshape((n_batch, groups, cg) + win.padded_shape), weights, win.size,
-                                       win.stride, win.dilation, win.out_shape)
-            return planes.reshape((n_batch, groups * og) + win.out_shape)
     cols = conv_columns(xp.reshape((n_batch, groups, cg) + win.padded_shape), win)
     return _conv_product(weights, cols, win, n_batch, skip_padding)
 

@@ -123,7 +123,7 @@ CONV_CASES = [
     # strided conv_wide: the input split into stride phases (odd padded extents, dilation)
     ("wide_stride2_dilation", (1, 3, 15, 12), (6, 3, 3, 3), [(2, 1), (0, 3)], [2, 2], [2, 1], 1, "constant"),
     ("wide_stride3_replicate", (1, 2, 11, 10), (4, 2, 2, 3), [(1, 1), (1, 0)], [3, 3], [], 1, "replicate"),
-    # depthwise: conv_wide with a stride and dilation (two outputs per group), conv_planes (unequal strides)
+    # depthwise: conv_wide with a stride and dilation (two outputs per group), the columns (unequal strides)
     ("depthwise_wide_dilation", (2, 4, 13, 13), (8, 1, 3, 3), [(2, 2), (2, 1)], [2, 2], [2, 2], 4, "constant"),
     ("depthwise_unequal_stride", (2, 6, 9, 8), (6, 1, 3, 3), [(1, 1), (1, 1)], [1, 2], [], 0, "constant"),
 ]
