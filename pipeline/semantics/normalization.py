@@ -56,24 +56,35 @@ def _parameter(value: Any, x: np.ndarray, what: str) -> np.ndarray:
 def batch_normalization(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarray]:
     """offset + ((scale * (input - mean)) / sqrt(variance + epsilon))."""
     x = scalar(inputs["input"], "input")
+    loops = compiled_loops()
+    if loops is not None and x.ndim >= 2 and x.size and _channel_rows(inputs, x.shape[1]):
+        # the common case (parameters [1, C], as exported: the checks below hold), one compiled pass;
+        # sqrt(variance + epsilon) kept with a read-only variance (derived: once per graph)
+        epsilon = attr_f32(attribs["epsilon"], "epsilon")
+        variance = inputs["variance"]
+        root = derived(variance, f"root+{epsilon!r}", lambda: np.sqrt(variance.reshape(-1) + epsilon))
+        return (loops.batch_normalization(x, *(inputs[k].reshape(-1) for k in ("mean", "scale", "offset")), root),)
     mean = _parameter(inputs["mean"], x, "mean")
     variance = _parameter(inputs["variance"], x, "variance")
     offset = _parameter(inputs["offset"], x, "offset")
     scale = _parameter(inputs["scale"], x, "scale")
     epsilon = attr_f32(attribs["epsilon"], "epsilon")
     params = (mean, scale, offset, variance)
-    loops = compiled_loops()
     if loops is not None and x.ndim >= 2 and x.size and all(_per_channel(p, x) for p in params):
         channels = x.shape[1]
         vectors = [_channel_vector(p, channels) for p in params[:3]]
-        source = inputs["variance"]
-        # sqrt(variance + epsilon) per channel, kept with a read-only variance (derived: once per graph)
-        root = derived(source, f"root+{epsilon!r}:{channels}",
-                       lambda: np.sqrt(_channel_vector(variance, channels) + epsilon)) \
-            if isinstance(source, np.ndarray) else np.sqrt(_channel_vector(variance, channels) + epsilon)
-        return (loops.batch_normalization(x, *vectors, root),)
+        return (loops.batch_normalization(x, *vectors, np.sqrt(_channel_vector(variance, channels) + epsilon)),)
     y = offset + (scale * (x - mean)) / np.sqrt(variance + epsilon)
     return (np.asarray(y, dtype=F32),)
+
+
+def _channel_rows(inputs: Inputs, channels: int) -> bool:
+    """Every parameter is a float32 array [1, C] (one value per channel)."""
+    for key in ("mean", "variance", "offset", "scale"):
+        p = inputs[key]
+        if not isinstance(p, np.ndarray) or p.dtype != F32 or p.shape != (1, channels):
+            return False
+    return True
 
 
 def _channel_vector(p: np.ndarray, channels: int) -> np.ndarray:
