@@ -4,13 +4,16 @@ ordered_dot (conv, linear, 2-D matmul: linear_algebra.ordered_dot's sums)
 
     out[g, m, n] = +0 + a[0, g, m] * b[0, g, n] + a[1, g, m] * b[1, g, n] + ... + a[K-1, g, m] * b[K-1, g, n]
 
-and what the profile showed next: depthwise conv read directly from its padded input
-(conv_planes: the same sums, no gathered columns), relu (a select) and batch_normalization
-with per-channel parameters (one pass instead of five).
+and what the profiles showed next: conv read in place from its padded input or its stride
+phases (conv_wide: ordered_dot's sums, no gathered columns), conv's zero padding and per-channel
+bias, the sums of the reductions (row_sums), relu (a select) and batch_normalization with
+per-channel parameters (one pass instead of five).
 
 Per output, the accumulator starts at +0 and receives its terms in increasing k, each product
 `a * b` and each `+` one float32 rounding. The loops say exactly that: `acc = acc + w * x`
-with float32 operands, k the outer loop of every tile. They are compiled without fastmath and
+with float32 operands, k the outer loop of every tile, or four terms per pass written out
+left to right, `(((acc + w0 * x0) + w1 * x1) + w2 * x2) + w3 * x3` (the same roundings in the
+same order, a quarter of the tile's loads and stores). They are compiled without fastmath and
 without parallel, so LLVM may neither contract `acc + w * x` into a fused multiply-add nor
 reassociate a sum (tests/semantics/test_compiled.py checks the machine code for FMA
 instructions, and the bits against the NumPy code). LLVM may swap the operands of a `+` or
