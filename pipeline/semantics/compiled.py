@@ -241,6 +241,33 @@ def _channel_bias(acc, bias, out):  # pragma: no cover - compiled; run through c
                     dst[x] = src[x] + b
 
 
+@njit(types.void(types.Array(types.float32, 3, "C", readonly=True), types.UniTuple(types.int64, 6),
+                 types.float32[:, :, ::1], types.int64[:, :, ::1]), cache=True, nogil=True)
+def _running_max(xp, geometry, out, index):  # pragma: no cover - compiled; run through running_max
+    """sliding_window.running_max over (ky, kx) windows of each padded plane: m = -inf, j = 0; for each
+    tap t (index ky*kw + kx, row-major): if t > m or (t is NaN and m is not): m = t, j = index.
+    A row of outputs at a time, taps outer: the same taps in the same order for each output."""
+    kh, kw, sy, sx, dy, dx = geometry
+    ow = out.shape[2]
+    for p in range(xp.shape[0]):
+        for y in range(out.shape[1]):
+            m = out[p, y]
+            j = index[p, y]
+            for x in range(ow):
+                m[x] = F32(-np.inf)
+                j[x] = 0
+            for ky in range(kh):
+                row = xp[p, y * sy + ky * dy]
+                for kx in range(kw):
+                    t = row[kx * dx:kx * dx + (ow - 1) * sx + 1:sx]
+                    tap = ky * kw + kx
+                    for x in range(ow):
+                        v = t[x]
+                        u = (v > m[x]) | ((v != v) & (m[x] == m[x]))  # the first maximum, the first NaN
+                        m[x] = v if u else m[x]
+                        j[x] = tap if u else j[x]
+
+
 _VECTOR = types.Array(types.float32, 1, "C", readonly=True)
 
 
@@ -330,6 +357,18 @@ def channel_bias(acc: np.ndarray, bias: np.ndarray) -> np.ndarray:
     out = np.empty(acc.shape, dtype=F32)
     _channel_bias(acc, np.ascontiguousarray(bias, dtype=F32), out)
     return out
+
+
+def running_max(xp: np.ndarray, size: tuple[int, int], stride: tuple[int, int], dilation: tuple[int, int],
+                out_shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """sliding_window.running_max for windows over the last two axes of xp [..., Hp, Wp] (padded):
+    the maximum ([..., OH, OW]) and its tap index, the same rule and order."""
+    lead = xp.shape[:-2]
+    planes = np.ascontiguousarray(xp, dtype=F32).reshape((-1,) + xp.shape[-2:])
+    out = np.empty((planes.shape[0],) + tuple(out_shape), dtype=F32)
+    index = np.empty(out.shape, dtype=np.int64)
+    _running_max(planes, (*size, *stride, *dilation), out, index)
+    return out.reshape(lead + tuple(out_shape)), index.reshape(lead + tuple(out_shape))
 
 
 def row_sums(x: np.ndarray) -> np.ndarray:

@@ -323,7 +323,14 @@ def running_max(xp: np.ndarray, win: Window) -> tuple[np.ndarray, np.ndarray]:
         update = t > m  or  (t is NaN and m is not NaN);  m = update ? t : m;  idx = update ? j : idx
     So the first maximal tap wins (first of +0/-0 ties too) and the first NaN wins.
     C: `u = (t > m) | ((t != t) & (m == m)); m = u ? t : m; idx = u ? j : idx;`
+    Windows over the last two axes only (NNEF pools of images: size [1, 1, kh, kw], stride and
+    dilation 1 elsewhere) run in one compiled pass when numba is importable: the same rule and order.
     """
+    loops = compiled_loops()
+    lead = len(win.size) - 2
+    if (loops is not None and lead >= 0 and xp.size and win.size[:lead] == (1,) * lead
+            and win.stride[:lead] == (1,) * lead and win.out_shape[:lead] == xp.shape[:lead]):
+        return loops.running_max(xp, win.size[lead:], win.stride[lead:], win.dilation[lead:], win.out_shape[lead:])
     m = np.full(win.out_shape, NEG_INF, dtype=F32)
     idx = np.zeros(win.out_shape, dtype=np.int64)
     for j, offset in enumerate(win.offsets()):

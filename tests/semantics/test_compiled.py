@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 import pytest
 
-from tests.semantics.semantics_helpers import one, rand, same_bits, same_bits_any_nan
+from tests.semantics.semantics_helpers import one, rand, run, same_bits, same_bits_any_nan
 
 from pipeline.semantics import interpret, interpret_batch, jit, load_variables
 from pipeline.semantics.linear_algebra import numpy_ordered_dot, ordered_dot
@@ -219,3 +219,31 @@ def test_row_sums_keep_the_order():
     row[0] = 1.0
     assert same_bits(compiled.row_sums(np.tile(row, (3, 1))), np.ones(3, dtype=F32))
     assert same_bits(compiled.row_sums(-np.zeros((2, 5), dtype=F32)), np.zeros(2, dtype=F32))  # +0 + -0 = +0
+
+
+POOL_CASES = [
+    # name, input shape, size, padding, stride, dilation, border
+    ("image_3x3_s2", (2, 3, 9, 8), [1, 1, 3, 3], [(0, 0), (0, 0), (1, 1), (1, 1)], [1, 1, 2, 2], [], "constant"),
+    ("ignore_asymmetric", (1, 4, 7, 6), [1, 1, 2, 3], [(0, 0), (0, 0), (0, 1), (2, 0)], [1, 1, 1, 2], [], "ignore"),
+    ("dilation_replicate", (1, 2, 10, 9), [1, 1, 3, 2], [(0, 0), (0, 0), (2, 2), (1, 1)], [1, 1, 2, 1], [1, 1, 2, 3],
+     "replicate"),
+    ("plane_2d", (7, 8), [2, 2], [(0, 1), (1, 0)], [2, 2], [], "constant"),
+    ("rank3", (3, 6, 5), [1, 3, 3], [(0, 0), (1, 1), (1, 1)], [1, 1, 1], [], "ignore"),
+    ("window_over_channels_numpy", (1, 4, 5, 5), [1, 2, 2, 2], [(0, 0), (0, 0), (0, 0), (0, 0)], [1, 2, 1, 1], [],
+     "constant"),
+]
+
+
+@pytest.mark.parametrize("case", POOL_CASES, ids=[c[0] for c in POOL_CASES])
+def test_max_pools_compiled_equal_numpy(case, monkeypatch):
+    """max_pool, argmax_pool and max_pool_with_index by compiled.running_max: the first maximum
+    (the first of a +0/-0 tie), the first NaN, padded taps per border; every bit and index."""
+    _, shape, size, padding, stride, dilation, border = case
+    x = spiced(rand(RNG, *shape), 0.3)
+    x.flat[:3] = [-0.0, 0.0, np.nan]
+    attrs = {"size": size, "padding": padding, "stride": stride, "dilation": dilation, "border": border}
+    for op in ("max_pool", "argmax_pool"):
+        fast, slow = both(lambda: one(op, {"input": x}, **attrs), monkeypatch)
+        assert same_bits(fast, slow) if op == "max_pool" else np.array_equal(fast, slow)
+    fast, slow = both(lambda: run("max_pool_with_index", {"input": x}, **attrs), monkeypatch)
+    assert same_bits(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
