@@ -134,7 +134,8 @@ def _conv_vectors(x: np.ndarray, weights: np.ndarray, win: Window, border: str, 
     cg, groups, og = weights.shape[0] // win.volume(), weights.shape[1], weights.shape[2]
     n_batch = x.shape[0]
     loops = compiled_loops()
-    if loops is not None and len(win.out_shape) == 2 and border in WINDOW_BORDERS and min(min(win.padding)) >= 0:
+    if (loops is not None and len(win.out_shape) == 2 and border in WINDOW_BORDERS
+            and all(p >= 0 and q >= 0 for p, q in win.padding)):  # (negative padding crops: pad does that)
         xp = loops.zero_padded(x, win.padding)  # pad's +0 border, one compiled pass
     else:
         xp = pad(x, [(0, 0), (0, 0), *win.padding], border, ZERO)

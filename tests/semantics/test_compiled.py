@@ -120,6 +120,8 @@ CONV_CASES = [
     ("wide_groups", (2, 6, 9, 8), (4, 3, 2, 3), [(0, 1), (2, 2)], [], [], 2, "constant"),
     ("wide_reflect", (1, 4, 7, 6), (3, 4, 3, 3), [(2, 2), (1, 1)], [], [], 1, "reflect"),
     ("wide_no_padding", (1, 2, 5, 40), (2, 2, 5, 3), [(0, 0), (0, 0)], [], [], 1, "constant"),
+    # negative padding crops (never the compiled zero padding, which only grows)
+    ("crop", (1, 3, 9, 9), (4, 3, 3, 3), [(1, -1), (-1, 2)], [], [], 1, "constant"),
     # strided conv_wide: the input split into stride phases (odd padded extents, dilation)
     ("wide_stride2_dilation", (1, 3, 15, 12), (6, 3, 3, 3), [(2, 1), (0, 3)], [2, 2], [2, 1], 1, "constant"),
     ("wide_stride3_replicate", (1, 2, 11, 10), (4, 2, 2, 3), [(1, 1), (1, 0)], [3, 3], [], 1, "replicate"),
