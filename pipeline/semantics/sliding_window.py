@@ -116,7 +116,7 @@ def conv(inputs: Inputs, attribs: Attribs, dtype: str | None) -> tuple[np.ndarra
     # vectors in chunks whose columns stay under COLUMNS_LIMIT elements (each vector's outputs
     # depend on that vector only, so the chunking changes no value)
     chunk = max(1, COLUMNS_LIMIT // (w[0].size * groups * math.prod(win.out_shape)))
-    parts = [_conv_vectors(x[n:n + chunk], weights, win, border, skip_padding) for n in range(0, n_batch, chunk)]
+    parts = [_conv_vectors(x[n:n + chunk], weights, win, border, skip_padding) for n in range(0, max(n_batch, 1), chunk)]  # an empty batch: one empty part
     out = parts[0] if len(parts) == 1 else np.concatenate(parts)
     bias = scalar(inputs["bias"], "bias")
     loops = compiled_loops()

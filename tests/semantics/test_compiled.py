@@ -249,3 +249,12 @@ def test_max_pools_compiled_equal_numpy(case, monkeypatch):
         assert same_bits(fast, slow) if op == "max_pool" else np.array_equal(fast, slow)
     fast, slow = both(lambda: run("max_pool_with_index", {"input": x}, **attrs), monkeypatch)
     assert same_bits(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
+
+
+def test_conv_of_an_empty_batch_is_empty(monkeypatch):
+    """A batch of 0 vectors gives 0 output vectors on both paths (the batch is chunked: no chunk
+    used to mean no part to concatenate)."""
+    x, w, b = np.zeros((0, 3, 8, 8), F32), rand(RNG, 4, 3, 3, 3), rand(RNG, 1, 4)
+    attrs = {"border": "constant", "padding": [(1, 1), (1, 1)], "stride": [1, 1], "dilation": [1, 1], "groups": 1}
+    fast, slow = both(lambda: one("conv", {"input": x, "filter": w, "bias": b}, **attrs), monkeypatch)
+    assert fast.shape == slow.shape == (0, 4, 8, 8)
