@@ -13,6 +13,7 @@ does not check) make them `fail`: the step itself never crashes on its inputs.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +27,14 @@ from pipeline.layout import checks_path, model_dir, step_dir
 from pipeline.petri import checks
 from pipeline.petri.dot import dot_version, render_svg, write_dot
 from pipeline.petri.load import load_graphs
+from pipeline.petri.net import Net
 from pipeline.petri.outcome import not_run
 from pipeline.petri.plan import load_plan
 from pipeline.petri.pnml import write_pnml
 from pipeline.petri.schedule import load_schedule
 from pipeline.petri.trace import load_trace
 from pipeline.split.plan import TRACE_FILE as SPLIT_TRACE_FILE
-from pipeline.petri.verify import Verification, verify
+from pipeline.petri.verify import Loader, Verification, verify
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +85,19 @@ def _write_net(verification: Verification, name: str, out: Path, root: Path) -> 
     return files
 
 
-def _verify_split(model: str, deployment: str, base: Path, original_graphs: Any, export: Path
-                  ) -> tuple[Verification, list[str]]:
+def verify_split(model: str, deployment: str, base: Path, original_net: Net | Loader | None
+                 ) -> tuple[Verification, list[str]]:
+    """The split's verification and the files it read; `original_net` is the exported description
+    (its net, or a loader of it; None when it did not translate), unless plan.json names another.
+
+    The items and a plan's own original are handed to `verify` as loaders, which it calls
+    after the schedule and the traces are read: it holds no graph beside the nets.
+    (benchmarks/petri_bench.py measures this function.)
+    """
+    export = step_dir(model, "export", base) / GRAPH_FILE
     split = step_dir(model, "split", base) / deployment
     plan = load_plan(split / "plan.json")
-    graphs, findings = load_graphs(plan.item_files, base)
+    graphs = partial(load_graphs, plan.item_files, base)
     read = [_rel(split / "plan.json", base)] + [_rel(p, base) for p in plan.item_files]
     schedule_path = split / "schedule.json"
     schedule = load_schedule(schedule_path) if schedule_path.is_file() else None
@@ -96,9 +106,9 @@ def _verify_split(model: str, deployment: str, base: Path, original_graphs: Any,
         if schedule.sync != plan.sync:
             raise PipelineError("PETRI-E010", f"schedule.json says sync {schedule.sync!r}, plan.json says {plan.sync!r}",
                                 Location.in_file(_rel(schedule_path, base)))
-    original = original_graphs
+    original: Any = original_net
     if plan.original is not None:
-        original, _ = load_graphs([plan.original], base) if plan.original.is_file() else (None, [])
+        original = partial(load_graphs, [plan.original], base) if plan.original.is_file() else None
         if plan.original.is_file():
             read.append(_rel(plan.original, base))
     elif original is not None:
@@ -108,7 +118,7 @@ def _verify_split(model: str, deployment: str, base: Path, original_graphs: Any,
         traces.append(load_trace(path))
         read.append(_rel(path, base))
     verification = verify(graphs, label=deployment, original=original, schedule=schedule, traces=traces,
-                          depth=plan.pipeline_depth, sync=plan.sync, findings=findings,
+                          depth=plan.pipeline_depth, sync=plan.sync,
                           sources=[_rel(p, base) for p in plan.item_files], net_name=f"{model}.{deployment}")
     if schedule is None:
         verification.analyses["schedule"] = not_run("schedule", f"no {_rel(schedule_path, base)} from the splitter")
@@ -129,7 +139,7 @@ def run_petri_step(model: str, root: Path | str = ".") -> list[CheckResult]:
     inputs: list[Path] = []
     written_nets: set[str] = set()
 
-    original_graphs = None
+    original_net: Net | None = None   # the exported description's net, for the splits' equivalence
     if not export.is_file():
         reason = f"no exported description {_rel(export, base)} (run export:{model})"
         results += checks.unavailable(model, reason, Verdict.NOT_RUN, split=False)
@@ -137,19 +147,20 @@ def run_petri_step(model: str, root: Path | str = ".") -> list[CheckResult]:
     else:
         inputs.append(export)
         try:
-            graphs, findings = load_graphs([export], base)
+            verification = verify(partial(load_graphs, [export], base), label=ORIGINAL, sources=[_rel(export, base)],
+                                  net_name=f"{model}.{ORIGINAL}")
         except PipelineError as exc:
             results += checks.unavailable(model, f"bad input: {exc}", Verdict.FAIL, split=False, read=[_rel(export, base)])
             nets[ORIGINAL] = {"error": {"code": exc.code, "message": exc.message, "location": str(exc.location)}}
         else:
-            original_graphs = graphs
-            verification = verify(graphs, label=ORIGINAL, findings=findings, sources=[_rel(export, base)],
-                                  net_name=f"{model}.{ORIGINAL}")
             files = _write_net(verification, ORIGINAL, out, base)
             written_nets.update(Path(f).name for f in (files["pnml"], files["dot"], files["svg"]) if f)
             nets[ORIGINAL] = {**verification.to_json(), "files": files}
             results += checks.results_for(verification, model, [_rel(export, base)],
                                           [files["pnml"], files["dot"]], split=False)
+            original_net = verification.net
+            original_net.memo.clear()   # what the original's own analyses kept
+            del verification
 
     names, note = deployments(model, base)
     deploy_file = model_dir(model, base) / "deploy.yaml"
@@ -165,7 +176,7 @@ def run_petri_step(model: str, root: Path | str = ".") -> list[CheckResult]:
             continue
         inputs.append(split)
         try:
-            verification, read = _verify_split(model, deployment, base, original_graphs, export)
+            verification, read = verify_split(model, deployment, base, original_net)
         except PipelineError as exc:
             results += checks.unavailable(subject, f"bad input: {exc}", Verdict.FAIL, split=True,
                                           read=[_rel(split, base)])
@@ -176,6 +187,7 @@ def run_petri_step(model: str, root: Path | str = ".") -> list[CheckResult]:
         written_nets.update(Path(f).name for f in (files["pnml"], files["dot"], files["svg"]) if f)
         nets[deployment] = {**verification.to_json(), "files": files}
         results += checks.results_for(verification, subject, read, [files["pnml"], files["dot"]], split=True)
+        del verification   # its nets are written: not held while the next deployment is verified
 
     for stale in out.iterdir():
         if stale.suffix in NET_SUFFIXES and stale.name not in written_nets:

@@ -28,7 +28,7 @@ net) and pipeline.petri.equivalence (a split against its original).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, Union
 
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.nnef.graph import Graph, Operation, Ref, refs_in
@@ -62,10 +62,10 @@ def signature(op: Operation) -> str:
 
 @dataclass
 class _Item:
-    """What one graph (one colour) declares and computes."""
+    """What one graph (one colour) declares and computes: all the places need, without the graph."""
 
-    graph: Graph
     colour: str
+    outputs: list[str]
     declared: dict[str, PlaceKind] = field(default_factory=dict)
     syncvars: set[str] = field(default_factory=set)
     aliases: dict[str, tuple[str, str]] = field(default_factory=dict)   # get result -> (writer, sync var)
@@ -73,9 +73,13 @@ class _Item:
     transitions: list[int] = field(default_factory=list)                # in program order
 
 
-def _check_graphs(graphs: Sequence[Graph], encoding: str) -> None:
+def _check_encoding(encoding: str) -> None:
     if encoding not in ENCODINGS:
         raise PipelineError("PETRI-E003", f"unknown encoding {encoding!r}; encodings are {', '.join(ENCODINGS)}")
+
+
+def _check_graphs(graphs: Sequence[Graph], encoding: str) -> None:
+    _check_encoding(encoding)
     if not graphs:
         raise PipelineError("PETRI-E002", "no graph to translate")
     kinds = {g.item is not None for g in graphs}
@@ -107,7 +111,7 @@ def _collect(net: Net, graphs: Sequence[Graph], prefix: bool) -> tuple[list[_Ite
     shared: dict[str, str] = {}   # one string per distinct signature (a few thousand for 100,000 instructions)
     for graph in graphs:
         colour = graph.item or graph.name
-        item = _Item(graph, colour)
+        item = _Item(colour, list(graph.outputs))
         items.append(item)
         net.colours.append(colour)
         program = net.program.setdefault(colour, [])
@@ -150,16 +154,58 @@ def translate(graphs: Sequence[Graph], encoding: str = "ours", name: str = "") -
     A single graphitem is translated as an item: its gets have no writer among the graphs
     given and become `missing` places. Raises PipelineError (PETRI-E002/E003) on bad input.
     """
-    _check_graphs(graphs, encoding)
-    net = Net(name or (graphs[0].name if len(graphs) == 1 else "+".join(g.item or g.name for g in graphs)), encoding)
+    return translate_each(graphs, (encoding,), name).nets[0]
+
+
+GraphSource = Union[Sequence[Graph], Callable[[], Sequence[Graph]]]
+
+
+@dataclass
+class Translation:
+    """The nets of one description, one per encoding asked for, and whether it was given as graphitems."""
+
+    nets: list[Net]
+    graphitems: bool
+
+
+def translate_each(source: GraphSource, encodings: Sequence[str], name: str = "") -> Translation:
+    """`translate` in each encoding, reading the graphs once: the instructions are collected once.
+
+    `source` is the graphs or a callable returning them (a loader): then the graphs are
+    released as soon as their instructions are collected, before any place is built, so
+    that at most the graphs or the nets are held, not both (100,000 operations: the graphs
+    of a split are about 600 MB). Each net is the one `translate(graphs, encoding, name)`
+    gives, with its own places and arc lists; the transitions (never changed once built)
+    are shared.
+    """
+    for encoding in encodings:
+        _check_encoding(encoding)
+    graphs = source() if callable(source) else source
+    _check_graphs(graphs, encodings[0] if encodings else "ours")
+    net = Net(name or (graphs[0].name if len(graphs) == 1 else "+".join(g.item or g.name for g in graphs)),
+              encodings[0])
     prefix = len(graphs) > 1
+    graphitems = any(g.item is not None for g in graphs)
     items, syncs = _collect(net, graphs, prefix)
-    if encoding == "ours":
-        _places_ours(net, items, syncs, prefix)
-    else:
-        _places_paper(net, items, syncs, prefix)
-    net._ids = None   # the ids are unique; the set (as large as the net's index) is rebuilt if one is added
-    return net
+    del graphs   # the caller's loader kept no reference: the graphs are freed here
+    nets = [net] + [_sharing_transitions(net, encoding) for encoding in encodings[1:]]
+    for each in nets:
+        if each.encoding == "ours":
+            _places_ours(each, items, syncs, prefix)
+        else:
+            _places_paper(each, items, syncs, prefix)
+        each._ids = None   # the ids are unique; the set (as large as the net's index) is rebuilt if one is added
+    return Translation(nets, graphitems)
+
+
+def _sharing_transitions(net: Net, encoding: str) -> Net:
+    """A net with `net`'s transitions (shared), colours, gets and programs, and no place yet."""
+    other = Net(net.name, encoding, transitions=list(net.transitions), colours=list(net.colours), gets=list(net.gets),
+                program={colour: list(steps) for colour, steps in net.program.items()},
+                _ids=set(net._ids) if net._ids is not None else None)
+    other.pre = [[] for _ in net.transitions]
+    other.post = [[] for _ in net.transitions]
+    return other
 
 
 # ---------------------------------------------------------------------- our encoding
@@ -206,7 +252,7 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
                 p = net.add_place(f"p.once.{suffix}", tr.name, item.colour, PlaceKind.ONCE, 1)
                 net.places[p].consumer = t
                 net.arc_in(p, t)
-        for var in item.graph.outputs:
+        for var in item.outputs:
             if var in item.syncvars:
                 continue
             p = feed(item, var, f"p.{head}{var}.output", PlaceKind.OUTPUT)
@@ -237,7 +283,7 @@ def _places_paper(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int
         for t in item.transitions:
             for var in dict.fromkeys(net.transitions[t].inputs):
                 readers.setdefault(var, []).append(t)
-        outputs = [v for v in item.graph.outputs if v not in item.syncvars]
+        outputs = [v for v in item.outputs if v not in item.syncvars]
         demand = {var: len(ts) for var, ts in readers.items()}
         for var in outputs:
             demand[var] = demand.get(var, 0) + 1

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, Union
 
 from pipeline.diagnostics import Finding
 from pipeline.gcpause import gc_paused
@@ -24,7 +24,13 @@ from pipeline.petri.outcome import Outcome, not_run
 from pipeline.petri.pipelining import check_pipeline
 from pipeline.petri.schedule import Schedule, check_schedule, default_schedule
 from pipeline.petri.trace import Trace, replay
-from pipeline.petri.translate import translate
+from pipeline.petri.translate import translate_each
+
+# The graphs of a description, or a loader returning them with the checker's findings
+# (e.g. functools.partial(pipeline.petri.load.load_graphs, paths, root)): `verify` calls it
+# and drops the graphs once translated.
+Loader = Callable[[], tuple[Sequence[Graph], Sequence[Finding]]]
+Description = Union[Sequence[Graph], Loader]
 
 ORDER = ("reachability", "deadlock", "termination", "once", "valid_paths", "equivalence", "schedule", "trace", "pipeline")
 
@@ -40,6 +46,7 @@ class Verification:
     findings: list[Finding] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)   # CPU seconds per phase (as timings)
 
     @property
     def ok(self) -> bool:
@@ -59,21 +66,42 @@ class Verification:
 
 
 class _Clock:
+    """Wall and CPU seconds per phase, each phase ending where the next begins; the loaders'
+    reading is a phase of its own ("load", the NNEF front end: not Petri)."""
+
     def __init__(self) -> None:
         self.timings: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
+        self._wall, self._cpu = time.perf_counter(), time.process_time()
 
-    def phase(self, name: str, start: float) -> float:
-        now = time.perf_counter()
-        self.timings[name] = self.timings.get(name, 0.0) + now - start
-        return now
+    def phase(self, name: str) -> None:
+        """The time since the previous phase ended is `name`'s."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        self.timings[name] = self.timings.get(name, 0.0) + wall - self._wall
+        self.cpu[name] = self.cpu.get(name, 0.0) + cpu - self._cpu
+        self._wall, self._cpu = wall, cpu
+
+    def source(self, description: Description | None, findings: list[Finding] | None, phase: str) -> Any:
+        """`description` for translate_each: a loader is wrapped to time it apart and keep its findings."""
+        if not callable(description):
+            return description
+
+        def load() -> Sequence[Graph]:
+            self.phase(phase)   # what ran before the reading
+            graphs, found = description()
+            if findings is not None:
+                findings.extend(found)
+            self.phase("load")
+            return graphs
+        return load
 
 
 def verify(
-    graphs: Sequence[Graph],
+    graphs: Description,
     *,
     label: str = "",
     encoding: str = "ours",
-    original: Sequence[Graph] | None = None,
+    original: Description | Net | None = None,
     schedule: Schedule | None = None,
     traces: Sequence[Trace] = (),
     depth: int = 1,
@@ -85,7 +113,13 @@ def verify(
 ) -> Verification:
     """Translate and analyse; equivalence needs `original`, traces need a schedule (default: program order).
 
-    `label` names the description in reports, `net_name` the nets (default: from the graphs).
+    `graphs` and `original` may be loaders (see `Loader`): each is called once, and its
+    graphs are released as soon as their instructions are collected, so that the graphs
+    of the items and of the original are never held with each other or with the nets;
+    the loader's findings join `findings`, its time is the "load" phase (not Petri).
+    `original` may also be the original's net in our encoding (translated once for a model
+    with several deployments). `label` names the description in reports, `net_name` the
+    nets (default: from the graphs).
     The cyclic garbage collector is paused meanwhile (pipeline.gcpause): the nets are
     millions of acyclic objects at 100,000 operations, which each collection would scan again.
     """
@@ -94,31 +128,40 @@ def verify(
                        net_name)
 
 
-def _verify(graphs: Sequence[Graph], label: str, encoding: str, original: Sequence[Graph] | None,
+def _verify(graphs: Description, label: str, encoding: str, original: Description | Net | None,
             schedule: Schedule | None, traces: Sequence[Trace], depth: int, sync: str, findings: Sequence[Finding],
             sources: Sequence[str], paper_counts: bool, net_name: str) -> Verification:
     clock = _Clock()
-    start = time.perf_counter()
-    ours = translate(graphs, "ours", net_name)
-    net = ours if encoding == "ours" else translate(graphs, encoding, net_name)
+    found = list(findings)
+    encodings = ["ours"] if encoding == "ours" else ["ours", encoding]
+    other = "paper" if encoding == "ours" else "ours"
+    if paper_counts and other not in encodings:
+        encodings.append(other)
+    translation = translate_each(clock.source(graphs, found, "translate"), encodings, net_name)
+    nets = dict(zip(encodings, translation.nets))
+    ours, net = nets["ours"], nets[encoding]
     counts = {encoding: net.counts()}
     if paper_counts:
-        other = "paper" if encoding == "ours" else "ours"
-        counts[other] = (ours if other == "ours" else translate(graphs, other, net_name)).counts()
-    start = clock.phase("translate", start)
+        counts[other] = nets[other].counts()
+    graphitems = translation.graphitems
+    del nets, translation   # the paper net served its counts only
+    clock.phase("translate")
     analyses = dict(analyse(net))
-    start = clock.phase("analyse", start)
-    multi = len(ours.colours) > 1 or any(g.item is not None for g in graphs)
+    clock.phase("analyse")
+    multi = len(ours.colours) > 1 or graphitems
     if original is not None:
-        analyses["equivalence"] = check_equivalence(ours, translate(original, "ours", "original"))
+        theirs = (original if isinstance(original, Net)
+                  else translate_each(clock.source(original, None, "equivalence"), ["ours"], "original").nets[0])
+        analyses["equivalence"] = check_equivalence(ours, theirs)
+        del theirs
     elif multi:
         analyses["equivalence"] = not_run("equivalence", "no original description given to compare the items with")
-    start = clock.phase("equivalence", start)
+    clock.phase("equivalence")
     effective = schedule if schedule is not None else default_schedule(ours, sync)
     analyses["schedule"] = check_schedule(ours, effective)
     if schedule is None:
         analyses["schedule"].measured["schedule"] = "program order"
-    start = clock.phase("schedule", start)
+    clock.phase("schedule")
     if traces:
         results = [replay(ours, effective, trace) for trace in traces]
         failing = next((r for r in results if r.failed), None)
@@ -127,7 +170,7 @@ def _verify(graphs: Sequence[Graph], label: str, encoding: str, original: Sequen
         analyses["trace"] = outcome
     else:
         analyses["trace"] = not_run("trace", "no execution trace yet (the execute step writes them)")
-    start = clock.phase("trace", start)
+    clock.phase("trace")
     analyses["pipeline"] = check_pipeline(ours, depth, effective if len(ours.colours) > 1 else None)
-    clock.phase("pipeline", start)
-    return Verification(label or net.name, net, counts, analyses, list(findings), clock.timings, list(sources))
+    clock.phase("pipeline")
+    return Verification(label or net.name, net, counts, analyses, found, clock.timings, list(sources), clock.cpu)
