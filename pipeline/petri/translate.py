@@ -162,13 +162,16 @@ GraphSource = Union[Sequence[Graph], Callable[[], Sequence[Graph]]]
 
 @dataclass
 class Translation:
-    """The nets of one description, one per encoding asked for, and whether it was given as graphitems."""
+    """The nets of one description, one per encoding asked for, the counts (`Net.counts`) of the
+    encodings asked for by counts only, and whether the description was given as graphitems."""
 
     nets: list[Net]
     graphitems: bool
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def translate_each(source: GraphSource, encodings: Sequence[str], name: str = "") -> Translation:
+def translate_each(source: GraphSource, encodings: Sequence[str], name: str = "", counts_only: Sequence[str] = ()
+                   ) -> Translation:
     """`translate` in each encoding, reading the graphs once: the instructions are collected once.
 
     `source` is the graphs or a callable returning them (a loader): then the graphs are
@@ -176,9 +179,10 @@ def translate_each(source: GraphSource, encodings: Sequence[str], name: str = ""
     that at most the graphs or the nets are held, not both (100,000 operations: the graphs
     of a split are about 600 MB). Each net is the one `translate(graphs, encoding, name)`
     gives, with its own places and arc lists; the transitions (never changed once built)
-    are shared.
+    are shared. For an encoding in `counts_only`, only the counts of its net are computed
+    (by the same code, on a `_Counter` standing in for the net: no ids, no arc lists).
     """
-    for encoding in encodings:
+    for encoding in [*encodings, *counts_only]:
         _check_encoding(encoding)
     graphs = source() if callable(source) else source
     _check_graphs(graphs, encodings[0] if encodings else "ours")
@@ -195,7 +199,52 @@ def translate_each(source: GraphSource, encodings: Sequence[str], name: str = ""
         else:
             _places_paper(each, items, syncs, prefix)
         each._ids = None   # the ids are unique; the set (as large as the net's index) is rebuilt if one is added
-    return Translation(nets, graphitems)
+    counts = {}
+    for encoding in counts_only:
+        counter = _Counter(net)
+        (_places_ours if encoding == "ours" else _places_paper)(counter, items, syncs, prefix)   # type: ignore[arg-type]
+        counts[encoding] = counter.counts()
+    return Translation(nets, graphitems, counts)
+
+
+@dataclass(slots=True)
+class _Counted:
+    kind: PlaceKind
+    initial: int
+    consumer: int | None = None
+
+
+class _Counter:
+    """What `_places_ours` / `_places_paper` use of a Net, keeping only what `Net.counts` reads:
+    the paper encoding's counts are reported for every description, its net is not needed."""
+
+    def __init__(self, net: Net) -> None:
+        self.transitions = net.transitions
+        self.colours = net.colours
+        self.places: list[_Counted] = []
+        self.final: dict[int, int] = {}
+        self.arcs = 0
+
+    def add_place(self, base_id: str, variable: str, colour: str, kind: PlaceKind, initial: int = 0) -> int:
+        self.places.append(_Counted(kind, initial))
+        return len(self.places) - 1
+
+    def arc_in(self, place: int, transition: int, weight: int = 1) -> None:
+        self.arcs += 1
+
+    def arc_out(self, transition: int, place: int, weight: int = 1) -> None:
+        self.arcs += 1
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "places": len(self.places),
+            "transitions": len(self.transitions),
+            "arcs": self.arcs,
+            "initial_tokens": sum(p.initial for p in self.places),
+            "final_tokens": sum(self.final.values()),
+            "colours": len(self.colours),
+            "sync_transitions": sum(1 for t in self.transitions if t.kind is TransitionKind.SYNC),
+        }
 
 
 def _sharing_transitions(net: Net, encoding: str) -> Net:

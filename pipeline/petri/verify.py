@@ -135,16 +135,15 @@ def _verify(graphs: Description, label: str, encoding: str, original: Descriptio
     found = list(findings)
     encodings = ["ours"] if encoding == "ours" else ["ours", encoding]
     other = "paper" if encoding == "ours" else "ours"
-    if paper_counts and other not in encodings:
-        encodings.append(other)
-    translation = translate_each(clock.source(graphs, found, "translate"), encodings, net_name)
+    counted = [other] if paper_counts and other not in encodings else []
+    translation = translate_each(clock.source(graphs, found, "translate"), encodings, net_name, counted)
     nets = dict(zip(encodings, translation.nets))
     ours, net = nets["ours"], nets[encoding]
     counts = {encoding: net.counts()}
     if paper_counts:
-        counts[other] = nets[other].counts()
+        counts[other] = translation.counts[other] if counted else nets[other].counts()
     graphitems = translation.graphitems
-    del nets, translation   # the paper net served its counts only
+    del nets, translation
     clock.phase("translate")
     analyses = dict(analyse(net))
     clock.phase("analyse")

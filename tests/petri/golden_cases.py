@@ -127,8 +127,11 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def verification_of(case: dict[str, Any]) -> dict[str, Any]:
-    """Everything the step reports on one case, plus the digest of the nets it writes."""
+def verification_of(case: dict[str, Any], loaders: bool = False) -> dict[str, Any]:
+    """Everything the step reports on one case, plus the digest of the nets it writes.
+
+    `loaders`: hand `verify` the graphs as loaders (as the step does), the original as its net
+    when the case has one (as the step does for the exported description)."""
     items: list[Graph] = case["items"]
     net = translate(items)
     schedule = default_schedule(net)
@@ -142,7 +145,13 @@ def verification_of(case: dict[str, Any]) -> dict[str, Any]:
         k = next(k for k in range(1, len(steps)) if steps[k].kind == "compute" and steps[k - 1].result
                  and steps[k - 1].result in reads[steps[k].result])
         events[2 * k - 1], events[2 * k] = events[2 * k], events[2 * k - 1]   # step k starts before k - 1 ended
-    result = verify(items, encoding=case.get("encoding", "ours"), original=case.get("original"), schedule=schedule,
+    source: Any = items
+    original = case.get("original")
+    if loaders:
+        def source() -> tuple[list[Graph], list[Any]]:
+            return items, []
+        original = translate(original, "ours", "original") if original is not None else None
+    result = verify(source, encoding=case.get("encoding", "ours"), original=original, schedule=schedule,
                     traces=[trace] if len(net.colours) > 1 else [], depth=case.get("depth", 2))
     report = json.loads(json.dumps(result.to_json(), sort_keys=True))
     return {"report": report, "pnml": _digest(pnml_document(result.net)), "pnml_ours": _digest(pnml_document(net))}

@@ -1,0 +1,58 @@
+"""`verify` given loaders, as the step calls it: the same verification, and the graphs released once translated.
+
+The step hands `verify` a loader of the item files (and of a plan's own original) and the
+exported description's net, so that no graph is held beside the nets; `translate_each`
+collects the instructions once for both encodings and counts the paper net without building
+it. Everything must be what the graphs themselves give (the golden cases, both encodings).
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import pytest
+
+from tests.petri import golden_cases
+from tests.petri.test_petri_golden import GOLDEN
+
+from pipeline.petri import translate as translate_module
+from pipeline.petri.pnml import pnml_document
+from pipeline.petri.translate import translate, translate_each
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN))
+def test_loaders_give_the_golden_verification(name: str) -> None:
+    case = golden_cases._cases()[name]()
+    assert golden_cases.verification_of(case, loaders=True) == GOLDEN[name]
+
+
+@pytest.mark.parametrize("name", sorted(golden_cases._cases()))
+def test_one_collection_gives_each_encoding_and_its_counts(name: str) -> None:
+    items = golden_cases._cases()[name]()["items"]
+    both = translate_each(items, ["ours", "paper"], "n")
+    counted = translate_each(items, ["paper"], "n", counts_only=["ours"])
+    for encoding, net in zip(("ours", "paper"), both.nets):
+        alone = translate(items, encoding, "n")
+        assert pnml_document(net) == pnml_document(alone), encoding
+        assert net.counts() == alone.counts()
+    assert counted.counts["ours"] == both.nets[0].counts()
+    assert translate_each(items, ["ours"], "n", counts_only=["paper"]).counts["paper"] == both.nets[1].counts()
+
+
+def test_the_graphs_of_a_loader_are_released_before_the_places_are_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    case = golden_cases._cases()["deadlock (cyclic exchange)"]()
+    refs = [weakref.ref(g) for g in case["items"]]
+    holder = [case.pop("items")]
+    alive: list[int] = []
+    build = translate_module._places_ours
+
+    def places(*args: Any) -> None:
+        alive.append(sum(ref() is not None for ref in refs))
+        build(*args)
+
+    monkeypatch.setattr(translate_module, "_places_ours", places)
+    gc.collect()
+    translation = translate_each(holder.pop, ["ours"], "n", counts_only=["ours"])
+    assert translation.nets[0].transitions and alive == [0, 0]
