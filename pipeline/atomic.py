@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from pipeline.diagnostics import Location, PipelineError
 
@@ -43,8 +43,9 @@ def errno_name(number: int | None) -> str:
     return errno.errorcode.get(number, "") if number is not None else ""
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write `data` to `path` atomically, creating parent directories."""
+def write_bytes(path: str | os.PathLike[str], data: bytes | Iterable[bytes]) -> Path:
+    """Write `data` (or its pieces in turn: a document too large to hold at once) to `path`
+    atomically, creating parent directories."""
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -55,7 +56,11 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         raise WriteError(target, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            if isinstance(data, bytes):
+                handle.write(data)
+            else:
+                for piece in data:
+                    handle.write(piece)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o644)
@@ -75,6 +80,11 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
 def write_text(path: str | os.PathLike[str], text: str) -> Path:
     """Write UTF-8 text atomically with Unix newlines."""
     return write_bytes(path, text.encode("utf-8"))
+
+
+def write_text_pieces(path: str | os.PathLike[str], pieces: Iterable[str]) -> Path:
+    """Write UTF-8 text given in pieces atomically: `write_text("".join(pieces))` without the whole text."""
+    return write_bytes(path, (piece.encode("utf-8") for piece in pieces))
 
 
 def canonical_json(value: Any) -> str:

@@ -14,8 +14,9 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Iterator
 
-from pipeline.atomic import write_bytes, write_text
+from pipeline.atomic import write_bytes, write_text_pieces
 from pipeline.petri.net import Net, PlaceKind, TransitionKind
 
 log = logging.getLogger(__name__)
@@ -37,44 +38,64 @@ def _tokens(n: int) -> str:
 
 def dot_document(net: Net) -> str:
     """The DOT text of `net`."""
+    return "".join(dot_pieces(net))
+
+
+def dot_pieces(net: Net, lines_per_piece: int = 4096) -> Iterator[str]:
+    """The DOT text of `net` in pieces of whole lines (a 100,000-operation net has a million lines)."""
+    piece: list[str] = []
+    for line in _dot_lines(net):
+        piece.append(line)
+        if len(piece) == lines_per_piece:
+            yield "\n".join(piece) + "\n"
+            piece = []
+    if piece:
+        yield "\n".join(piece) + "\n"
+
+
+def _dot_lines(net: Net) -> Iterator[str]:
     colour_of = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(net.colours)}
-    lines = [f"digraph {_quote(net.name)} {{",
-             f"  graph [rankdir=LR, fontname=Helvetica, label={_quote(f'{net.name} ({net.encoding} encoding)')}];",
-             "  node [fontname=Helvetica, fontsize=10];",
-             "  edge [arrowsize=0.6];"]
-    members: dict[str, list[str]] = {}
-    for place in net.places:
-        stroke, _ = colour_of.get(place.colour, CONTROL)
-        style = "dashed" if place.kind in (PlaceKind.MISSING, PlaceKind.UNUSED) else "solid"
-        shape = "doublecircle" if place.kind is PlaceKind.OUTPUT else "circle"
-        members.setdefault(place.colour, []).append(
-            f"{_quote(place.id)} [shape={shape}, style={style}, color={_quote(stroke)}, "
-            f"label={_quote(place.variable + _tokens(place.initial))}];")
-    for transition in net.transitions:
-        stroke, fill = colour_of.get(transition.colour, CONTROL)
-        style = "filled,dashed" if transition.kind is TransitionKind.SYNC else "filled"
-        label = f"sync\n{transition.name}" if transition.kind is TransitionKind.SYNC else f"{transition.op}\n{transition.name}"
-        members.setdefault(transition.colour, []).append(
-            f"{_quote(transition.id)} [shape=box, style={_quote(style)}, color={_quote(stroke)}, "
-            f"fillcolor={_quote(fill)}, label={_quote(label)}];")
-    for colour, nodes in members.items():
+    yield f"digraph {_quote(net.name)} {{"
+    yield f"  graph [rankdir=LR, fontname=Helvetica, label={_quote(f'{net.name} ({net.encoding} encoding)')}];"
+    yield "  node [fontname=Helvetica, fontsize=10];"
+    yield "  edge [arrowsize=0.6];"
+    # the nodes of each colour (places, then transitions), the colours in order of first appearance
+    members: dict[str, tuple[list[int], list[int]]] = {}
+    for p, place in enumerate(net.places):
+        members.setdefault(place.colour, ([], []))[0].append(p)
+    for t, transition in enumerate(net.transitions):
+        members.setdefault(transition.colour, ([], []))[1].append(t)
+    for colour, (places, transitions) in members.items():
         stroke, _ = colour_of.get(colour, CONTROL)
         if len(net.colours) > 1 and colour in colour_of:
-            lines.append(f"  subgraph {_quote('cluster_' + colour)} {{")
-            lines.append(f"    label={_quote(colour)}; color={_quote(stroke)}; style=rounded;")
-            lines.extend("    " + n for n in nodes)
-            lines.append("  }")
+            yield f"  subgraph {_quote('cluster_' + colour)} {{"
+            yield f"    label={_quote(colour)}; color={_quote(stroke)}; style=rounded;"
+            indent = "    "
         else:
-            lines.extend("  " + n for n in nodes)
+            indent = "  "
+        for p in places:
+            place = net.places[p]
+            style = "dashed" if place.kind in (PlaceKind.MISSING, PlaceKind.UNUSED) else "solid"
+            shape = "doublecircle" if place.kind is PlaceKind.OUTPUT else "circle"
+            yield (f"{indent}{_quote(place.id)} [shape={shape}, style={style}, color={_quote(stroke)}, "
+                   f"label={_quote(place.variable + _tokens(place.initial))}];")
+        _, fill = colour_of.get(colour, CONTROL)
+        for t in transitions:
+            transition = net.transitions[t]
+            style = "filled,dashed" if transition.kind is TransitionKind.SYNC else "filled"
+            label = f"sync\n{transition.name}" if transition.kind is TransitionKind.SYNC else f"{transition.op}\n{transition.name}"
+            yield (f"{indent}{_quote(transition.id)} [shape=box, style={_quote(style)}, color={_quote(stroke)}, "
+                   f"fillcolor={_quote(fill)}, label={_quote(label)}];")
+        if indent == "    ":
+            yield "  }"
     for source, target, weight in net.arcs():
         label = f" [label={_quote(str(weight))}]" if weight != 1 else ""
-        lines.append(f"  {_quote(source)} -> {_quote(target)}{label};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        yield f"  {_quote(source)} -> {_quote(target)}{label};"
+    yield "}"
 
 
 def write_dot(net: Net, path: str | os.PathLike[str]) -> Path:
-    return write_text(path, dot_document(net))
+    return write_text_pieces(path, dot_pieces(net))
 
 
 def dot_version() -> str | None:

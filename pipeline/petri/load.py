@@ -22,14 +22,18 @@ from pipeline.nnef.graph import Graph
 CROSS_ITEM_CODES = frozenset(f"NNEF-E{n:03d}" for n in range(70, 81)) | {"NNEF-N074"}
 
 
-def _relative_span(span: Span | None, root: Path) -> Span | None:
+def _relative_span(span: Span | None, root: Path, files: dict[str, str | None]) -> Span | None:
+    """`span` with its file relative to `root`; `files` remembers each file's relative name (one
+    resolution per file, not per operation, and one string shared by its operations)."""
     if span is None:
         return None
-    try:
-        rel = Path(span.file).resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return span
-    return span._replace(file=rel)
+    if span.file not in files:
+        try:
+            files[span.file] = Path(span.file).resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            files[span.file] = None
+    rel = files[span.file]
+    return span if rel is None else span._replace(file=rel)
 
 
 def load_graphs(paths: Sequence[str | os.PathLike[str]], root: str | os.PathLike[str] | None = None) -> tuple[list[Graph], list[Finding]]:
@@ -47,8 +51,9 @@ def load_graphs(paths: Sequence[str | os.PathLike[str]], root: str | os.PathLike
                             Location.of_span(first.span))
     if root is not None:
         base = Path(root)
+        files: dict[str, str | None] = {}
         for graph in report.graphs:
-            graph.span = _relative_span(graph.span, base)
+            graph.span = _relative_span(graph.span, base, files)
             for op in graph.operations:
-                op.span = _relative_span(op.span, base)
+                op.span = _relative_span(op.span, base, files)
     return report.graphs, [f for f in report.findings if f.code in CROSS_ITEM_CODES]
