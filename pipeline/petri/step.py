@@ -31,7 +31,7 @@ from pipeline.petri.net import Net
 from pipeline.petri.outcome import not_run
 from pipeline.petri.plan import load_plan
 from pipeline.petri.pnml import write_pnml
-from pipeline.petri.schedule import load_schedule
+from pipeline.petri.schedule import Schedule, load_schedule
 from pipeline.petri.trace import load_trace
 from pipeline.split.plan import TRACE_FILE as SPLIT_TRACE_FILE
 from pipeline.petri.verify import Loader, Verification, verify
@@ -90,8 +90,9 @@ def verify_split(model: str, deployment: str, base: Path, original_net: Net | Lo
     """The split's verification and the files it read; `original_net` is the exported description
     (its net, or a loader of it; None when it did not translate), unless plan.json names another.
 
-    The items and a plan's own original are handed to `verify` as loaders, which it calls
-    after the schedule and the traces are read: it holds no graph beside the nets.
+    The items, the schedule, the traces and a plan's own original are handed to `verify` as
+    loaders: it reads the items first and drops their graphs once translated, then reads the
+    rest into the memory the graphs had (no graph is held beside the nets).
     (benchmarks/petri_bench.py measures this function.)
     """
     export = step_dir(model, "export", base) / GRAPH_FILE
@@ -100,12 +101,8 @@ def verify_split(model: str, deployment: str, base: Path, original_net: Net | Lo
     graphs = partial(load_graphs, plan.item_files, base)
     read = [_rel(split / "plan.json", base)] + [_rel(p, base) for p in plan.item_files]
     schedule_path = split / "schedule.json"
-    schedule = load_schedule(schedule_path) if schedule_path.is_file() else None
-    if schedule is not None:
+    if schedule_path.is_file():
         read.append(_rel(schedule_path, base))
-        if schedule.sync != plan.sync:
-            raise PipelineError("PETRI-E010", f"schedule.json says sync {schedule.sync!r}, plan.json says {plan.sync!r}",
-                                Location.in_file(_rel(schedule_path, base)))
     original: Any = original_net
     if plan.original is not None:
         original = partial(load_graphs, [plan.original], base) if plan.original.is_file() else None
@@ -113,14 +110,22 @@ def verify_split(model: str, deployment: str, base: Path, original_net: Net | Lo
             read.append(_rel(plan.original, base))
     elif original is not None:
         read.append(_rel(export, base))
-    traces = []
-    for path in trace_files(model, deployment, base):
-        traces.append(load_trace(path))
-        read.append(_rel(path, base))
-    verification = verify(graphs, label=deployment, original=original, schedule=schedule, traces=traces,
-                          depth=plan.pipeline_depth, sync=plan.sync,
+    traced = trace_files(model, deployment, base)
+    read.extend(_rel(path, base) for path in traced)
+
+    def schedule_of_plan() -> Schedule | None:
+        if not schedule_path.is_file():
+            return None
+        schedule = load_schedule(schedule_path)
+        if schedule.sync != plan.sync:
+            raise PipelineError("PETRI-E010", f"schedule.json says sync {schedule.sync!r}, plan.json says {plan.sync!r}",
+                                Location.in_file(_rel(schedule_path, base)))
+        return schedule
+
+    verification = verify(graphs, label=deployment, original=original, schedule=schedule_of_plan,
+                          traces=lambda: [load_trace(path) for path in traced], depth=plan.pipeline_depth, sync=plan.sync,
                           sources=[_rel(p, base) for p in plan.item_files], net_name=f"{model}.{deployment}")
-    if schedule is None:
+    if not schedule_path.is_file():
         verification.analyses["schedule"] = not_run("schedule", f"no {_rel(schedule_path, base)} from the splitter")
     if original is None:
         missing = plan.original if plan.original is not None else export

@@ -102,8 +102,8 @@ def verify(
     label: str = "",
     encoding: str = "ours",
     original: Description | Net | None = None,
-    schedule: Schedule | None = None,
-    traces: Sequence[Trace] = (),
+    schedule: Schedule | Callable[[], Schedule | None] | None = None,
+    traces: Sequence[Trace] | Callable[[], Sequence[Trace]] = (),
     depth: int = 1,
     sync: str = "event",
     findings: Sequence[Finding] = (),
@@ -117,6 +117,8 @@ def verify(
     graphs are released as soon as their instructions are collected, so that the graphs
     of the items and of the original are never held with each other or with the nets;
     the loader's findings join `findings`, its time is the "load" phase (not Petri).
+    `schedule` and `traces` may be loaders too, called once the items are translated (their
+    objects then take the memory the graphs had).
     `original` may also be the original's net in our encoding (translated once for a model
     with several deployments). `label` names the description in reports, `net_name` the
     nets (default: from the graphs).
@@ -129,7 +131,7 @@ def verify(
 
 
 def _verify(graphs: Description, label: str, encoding: str, original: Description | Net | None,
-            schedule: Schedule | None, traces: Sequence[Trace], depth: int, sync: str, findings: Sequence[Finding],
+            schedule: Any, traces: Any, depth: int, sync: str, findings: Sequence[Finding],
             sources: Sequence[str], paper_counts: bool, net_name: str) -> Verification:
     clock = _Clock()
     found = list(findings)
@@ -145,6 +147,10 @@ def _verify(graphs: Description, label: str, encoding: str, original: Descriptio
     graphitems = translation.graphitems
     del nets, translation
     clock.phase("translate")
+    if callable(schedule) or callable(traces):
+        schedule = schedule() if callable(schedule) else schedule
+        traces = traces() if callable(traces) else traces
+        clock.phase("load")
     analyses = dict(analyse(net))
     clock.phase("analyse")
     multi = len(ours.colours) > 1 or graphitems
