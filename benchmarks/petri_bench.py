@@ -3,6 +3,7 @@
     python benchmarks/petri_bench.py [--operations 10000] [--items 8] [--seed 7]
                                      [--explore-states 200000] [--explore-seconds 20]
     python benchmarks/petri_bench.py --scale 10000 100000     time ratio and peak memory
+    python benchmarks/petri_bench.py --operations 100000 --step   the whole petri step (JSON)
 
 With --scale, each size runs in its own process (peak memory is per run) without the
 explicit-state exploration, and a table gives the Petri time, the ratio to the first size
@@ -10,19 +11,23 @@ against the ratio of sizes (linear: equal), and the peak resident memory of the 
 The Petri time is given as wall time and as the process's CPU time (time.process_time):
 on a shared machine the CPU ratio is the one that says how the work grows.
 
-The files are generated in a separate process, so that the peak memory is that of the
-verification alone; of it, the front end (the NNEF graphs read and checked, which the
-Petri phases need) is measured apart: `front end MB` is the peak resident memory once the
-8 item files are read, `Petri MB` what the rest adds to it. Each description's graphs are
-released as soon as its net is built (the item graphs before the schedule, the trace and
-the original are read, which reuse their memory), so "the rest" includes reading those.
+The files are generated in a separate process, as a project tree (models/bench/deploy.yaml,
+artifacts/bench/export/graph.nnef, artifacts/bench/split/bench8/), so that the peak memory
+is that of the verification alone. What is measured is the product's own code, in its
+order: the split's verification is `pipeline.petri.step.verify_split` (the item files, the
+schedule, the trace and the exported original handed to `verify` as loaders; `verify`
+drops each description's graphs once translated), its Petri time the phases of `verify`
+without the loading (the NNEF check, timed apart). `front end MB` is the peak resident
+memory once the 8 item files are read, `Petri MB` what the rest adds to it. `--step` runs
+the whole `run_petri_step` (the original and the split verified, PNML and DOT written) and
+gives its time and the peak of its process; `--scale` prints both, one process each.
 
 Generates, as the splitter would write them, the original description, one graphitem file
 per item (a send_var right after each value another item reads, a get_var right before
 its first use there), plan.json and schedule.json (each item's program order), and a
 trace of one execution (per-item clocks). Then verifies it all through the product's
-readers and analyses, printing the time of each phase: NNEF checking of the files, the
-translations, the analyses of the split net (reachability, deadlock, leftover tokens,
+step, printing the time of each phase: NNEF checking of the files, the
+translations (with the paper encoding's counts), the analyses of the split net (reachability, deadlock, leftover tokens,
 fire-once, valid paths), equivalence with the original, the schedules, the trace replay,
 the pipelined net (depth 2). Next to it, an explicit-state exploration of the same split
 net, with a state and time limit: all interleavings, and stubborn sets (which reduce a
