@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from pipeline.codegen.c.kernels.conv import channel_chunk, plane_skew
-from pipeline.codegen.c.kernels.tiling import (MAX_ACCUMULATORS, MAX_CHANNEL_ACCUMULATORS, channels_tile,
-                                               positions_tile, tile_cycles)
+from pipeline.codegen.c.kernels.tiling import (MAX_ACCUMULATORS, MAX_CHANNEL_ACCUMULATORS, PHASE_SPLIT_FACTOR,
+                                               channels_tile, phase_split_factor, positions_tile, tile_cycles)
 from tests.codegen import cghelpers as H
 
 RNG = np.random.default_rng(1313)
@@ -52,8 +52,9 @@ VARIABLES = {
     "f11": _weights(12, 1, 2, 3),                         # depthwise, width stride 2, even left padding, dilation 3
     "f12": _weights(4, 32, 1, 1), "b12": _weights(1, 4),  # 2 groups, width stride 2, no padding, skewed planes
     "f13": _weights(5, 96, 3, 3), "b13": _weights(1, 5),  # 96 channels' rows overflow L1: passes over channels
+    "f14": _weights(8, 64, 1, 1), "b14": _weights(1, 8),  # 1x1 stride 2: across columns on the phase-split copy
 }
-OUTPUTS = [f"c{i}" for i in range(1, 14)]
+OUTPUTS = [f"c{i}" for i in range(1, 15)]
 BODY = """
     x = external<scalar>(shape = [1, 5, 13, 19]);
     u = external<scalar>(shape = [1, 12, 21, 34]);
@@ -79,6 +80,8 @@ BODY = """
     b12 = variable<scalar>(shape = [1, 4], label = 'b12');
     f13 = variable<scalar>(shape = [5, 96, 3, 3], label = 'f13');
     b13 = variable<scalar>(shape = [1, 5], label = 'b13');
+    f14 = variable<scalar>(shape = [8, 64, 1, 1], label = 'f14');
+    b14 = variable<scalar>(shape = [1, 8], label = 'b14');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
@@ -92,6 +95,7 @@ BODY = """
     c11 = conv(u, f11, -0.5, border = 'constant', padding = [(0, 0), (2, 1)], stride = [1, 2], dilation = [1, 3], groups = 0);
     c12 = conv(v, f12, b12, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 2], dilation = [1, 1], groups = 2);
     c13 = conv(z, f13, b13, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
+    c14 = conv(v, f14, b14, border = 'constant', padding = [(0, 0), (0, 0)], stride = [2, 2], dilation = [1, 1], groups = 1);
 """
 
 
@@ -118,9 +122,11 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     # the paths this test means to exercise are the ones generated
     assert "output rows times" in text and "nnef_vload_even(" in text and "output channels in blocks of" in text
     assert re.search(r"1 output channels times [2-9] output rows", text), "no multi-row depthwise tile"
-    assert text.count("1 rows below each channel plane against cache-set aliasing") == 3, "c9, c10, c12 not skewed"
-    # stride-2 columns from the phase-split copy: odd (c4) and even (c11) left padding, none (c12)
-    for name in ("c4", "c11", "c12"):
+    skewed = text.count("1 rows below each channel plane against cache-set aliasing")
+    assert skewed == 4, "c9, c10, c12, c14 not skewed"
+    # stride-2 columns from the phase-split copy: odd (c4) and even (c11) left padding, none (c12); c14, a
+    # 1x1 kernel over 8 output channels, across columns only without the 3x3 kernels' penalty
+    for name in ("c4", "c11", "c12", "c14"):
         start = text.index(f"static void nnef_op_{name}(")
         assert "phase split" in text[start:text.index("\n}\n", start)], name
         assert "each element written once" in text[start:text.index("\n}\n", start)], name
@@ -142,6 +148,7 @@ def test_tiles_portable_build_bit_identical(case, tmp_path):
 @pytest.mark.parametrize("name, loop, planted", [
     ("c1", r"for \(int c = 0; c < 5; \+\+c\)", "for (int c = 4; c >= 0; --c)"),
     ("c11", r"for \(int j = 0; j < 3; \+\+j\)", "for (int j = 2; j >= 0; --j)"),  # phase-split copy
+    ("c14", r"for \(int c = 0; c < 64; \+\+c\)", "for (int c = 63; c >= 0; --c)"),  # 1x1, phase-split copy
 ])
 def test_planted_reordering_is_caught(case, tmp_path, name, loop, planted):
     """One tiled kernel with its input channels (c1) or kernel columns (c11, stride 2 from the
@@ -174,6 +181,8 @@ def test_tile_choice_stays_within_registers_and_covers_remainders():
         assert 1 <= vb * p <= MAX_CHANNEL_ACCUMULATORS and p <= positions
         assert cost >= -(-channels // 8) * positions / 2
     assert tile_cycles(1, 1) == 3 and tile_cycles(4, 2) == 4 and tile_cycles(0, 5) == 0
+    # the empirical phase-split penalty: kernels of 2+ columns only (a 1-column kernel reads one phase)
+    assert phase_split_factor(1) == 1 and phase_split_factor(3) == phase_split_factor(7) == PHASE_SPLIT_FACTOR > 1
 
 
 def test_plane_skew_breaks_power_of_two_plane_distances():

@@ -34,7 +34,7 @@ import numpy as np
 from pipeline.codegen.c.kernels.common import F32, Kernel, Operand, emitter, strides
 from pipeline.codegen.c.kernels.padding import FILL_BORDERS, emit_padded_copy, emit_phase_split_copy
 from pipeline.codegen.c.kernels.geometry import BORDERS, WindowGeometry, kernel_window
-from pipeline.codegen.c.kernels.tiling import (PHASE_SPLIT_FACTOR, channels_tile, positions_tile,
+from pipeline.codegen.c.kernels.tiling import (channels_tile, phase_split_factor, positions_tile,
                                                transposing_store_cycles)
 
 
@@ -133,7 +133,7 @@ def _prefer_positions(k: Kernel, x: Operand, f: Operand, groups: int, border: st
         return False
     cost = positions_tile(og, len(_column_starts(wo, lanes)), ho, _x_loads(win, border))[3]
     if _phase_split(win, border):
-        cost *= PHASE_SPLIT_FACTOR
+        cost *= phase_split_factor(f.shape[3])
     return cost <= channels_tile(og, lanes, ho * wo)[2] + transposing_store_cycles(og, ho * wo, math.prod(f.shape[1:]))
 
 

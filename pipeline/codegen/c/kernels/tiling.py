@@ -25,10 +25,20 @@ from __future__ import annotations
 MAX_ACCUMULATORS = 8  # across output columns (positions_tile)
 # Measured, not derived: across-columns tiles on the phase-split copy of a width-stride-2 input
 # ran at ~25 GMAC/s where across-channels tiles ran at ~34 on the same layers (ResNet-8's
-# stride-2 3x3 convolutions: 49 vs 35 and 44 vs 33 us), so their modelled cost is scaled up.
+# stride-2 3x3 convolutions: 49 vs 35 and 44 vs 33 us), so their modelled cost is scaled up
+# (phase_split_factor). A 1-column kernel reads only the even phase, one contiguous half-row per
+# tap, and pays no such penalty: ResNet-18's 1x1 stride-2 projection ran 17.4 -> 14.9 us across
+# columns while the 3x3 stride-2 layers stayed slower there (201 -> 334 and 61 -> 71 us).
 PHASE_SPLIT_FACTOR = 4 / 3
 MAX_CHANNEL_ACCUMULATORS = 12  # across output channels (channels_tile)
 ADD_LATENCY = 3
+
+
+def phase_split_factor(kernel_width: int) -> float:
+    """The empirical scale of the across-columns cost on the phase-split copy: PHASE_SPLIT_FACTOR
+    for kernels of two columns or more (their taps alternate between the two phases), none for a
+    1-column kernel (it reads the even phase only). Measured on Zen 3, gcc 12; not a model."""
+    return 1.0 if kernel_width == 1 else PHASE_SPLIT_FACTOR
 
 
 def tile_cycles(a: int, b: int, b_loads: int = 1) -> float:
