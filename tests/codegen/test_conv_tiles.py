@@ -5,8 +5,9 @@ output rows not a multiple of its rows, a row whose last vector is shifted back,
 block with empty lanes; depthwise convolutions with several rows per tile, stride-2 windows
 read with two loads and a shuffle (replicate border) or from the phase-split copy (even columns,
 then odd ones: odd, even and no left padding, dilation 3, a row tail that is not a whole vector
-pair), dilation, 1x1, input planes skewed against cache-set aliasing, a reduction cut into
-passes over input channels (partial sums stored and reloaded). A planted reordering of one tiled kernel's
+pair; a 1x1 kernel), dilation, 1x1, input planes skewed against cache-set aliasing, a reduction cut into
+passes over input channels (partial sums stored and reloaded), 12-accumulator tiles (6 channels
+x 2 vectors) over 64 x 3 x 3 terms with a 5-channel and a 1-vector remainder. A planted reordering of one tiled kernel's
 sum (input channels in decreasing order) must be caught by the same comparison: the test can
 fail.
 """
@@ -20,7 +21,8 @@ import pytest
 
 from pipeline.codegen.c.kernels.conv import channel_chunk, plane_skew
 from pipeline.codegen.c.kernels.tiling import (MAX_ACCUMULATORS, MAX_CHANNEL_ACCUMULATORS, PHASE_SPLIT_FACTOR,
-                                               channels_tile, phase_split_factor, positions_tile, tile_cycles)
+                                               WIDE_ACCUMULATORS, channels_tile, phase_split_factor, positions_tile,
+                                               tile_cycles)
 from tests.codegen import cghelpers as H
 
 RNG = np.random.default_rng(1313)
@@ -53,13 +55,15 @@ VARIABLES = {
     "f12": _weights(4, 32, 1, 1), "b12": _weights(1, 4),  # 2 groups, width stride 2, no padding, skewed planes
     "f13": _weights(5, 96, 3, 3), "b13": _weights(1, 5),  # 96 channels' rows overflow L1: passes over channels
     "f14": _weights(8, 64, 1, 1), "b14": _weights(1, 8),  # 1x1 stride 2: across columns on the phase-split copy
+    "f15": _weights(11, 64, 3, 3), "b15": _weights(1, 11),  # 64 x 3 x 3 terms: 6-channel wide tiles, 5 left
 }
-OUTPUTS = [f"c{i}" for i in range(1, 15)]
+OUTPUTS = [f"c{i}" for i in range(1, 16)]
 BODY = """
     x = external<scalar>(shape = [1, 5, 13, 19]);
     u = external<scalar>(shape = [1, 12, 21, 34]);
     v = external<scalar>(shape = [1, 64, 16, 16]);
     z = external<scalar>(shape = [1, 96, 6, 16]);
+    w = external<scalar>(shape = [1, 64, 5, 20]);
     f1 = variable<scalar>(shape = [9, 5, 3, 3], label = 'f1');
     b1 = variable<scalar>(shape = [1, 9], label = 'b1');
     f2 = variable<scalar>(shape = [13, 5, 3, 3], label = 'f2');
@@ -82,6 +86,8 @@ BODY = """
     b13 = variable<scalar>(shape = [1, 5], label = 'b13');
     f14 = variable<scalar>(shape = [8, 64, 1, 1], label = 'f14');
     b14 = variable<scalar>(shape = [1, 8], label = 'b14');
+    f15 = variable<scalar>(shape = [11, 64, 3, 3], label = 'f15');
+    b15 = variable<scalar>(shape = [1, 11], label = 'b15');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
@@ -96,13 +102,15 @@ BODY = """
     c12 = conv(v, f12, b12, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 2], dilation = [1, 1], groups = 2);
     c13 = conv(z, f13, b13, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c14 = conv(v, f14, b14, border = 'constant', padding = [(0, 0), (0, 0)], stride = [2, 2], dilation = [1, 1], groups = 1);
+    c15 = conv(w, f15, b15, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
 """
 
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
-    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v", "z"], outputs=OUTPUTS)
-    inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34)), "v": _data((1, 64, 16, 16)), "z": _data((1, 96, 6, 16))}
+    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v", "z", "w"], outputs=OUTPUTS)
+    inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34)), "v": _data((1, 64, 16, 16)), "z": _data((1, 96, 6, 16)),
+              "w": _data((1, 64, 5, 20))}
     expected = H.reference(folder / "CPU0.nnef", inputs, VARIABLES, OUTPUTS)
     return folder, inputs, expected
 
@@ -133,6 +141,12 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     assert "nnef_vload(xr0 + x0 + 0 + xj)" in text
     start = text.index("static void nnef_op_c13(")
     assert re.search(r"input channels in [2-9] passes of", text[start:text.index("\n}\n", start)]), "c13 in one pass"
+    # wide tiles (12 accumulators) over 64 x 3 x 3 terms: c15's 11 channels as 6 + 5, rows of 2 vectors and
+    # a remainder vector; c13's 5 channels x 2 vectors in passes over input channels
+    start = text.index("static void nnef_op_c15(")
+    assert "6 output channels times 1 output rows times 2 vectors" in text[start:text.index("\n}\n", start)]
+    start = text.index("static void nnef_op_c13(")
+    assert "5 output channels times 1 output rows times 2 vectors" in text[start:text.index("\n}\n", start)]
     actual = H.run(H.build(code, lanes), inputs, tmp_path, OUTPUTS)
     H.assert_bit_identical(actual, expected, f"conv tiles (lanes {lanes})")
 
@@ -149,6 +163,7 @@ def test_tiles_portable_build_bit_identical(case, tmp_path):
     ("c1", r"for \(int c = 0; c < 5; \+\+c\)", "for (int c = 4; c >= 0; --c)"),
     ("c11", r"for \(int j = 0; j < 3; \+\+j\)", "for (int j = 2; j >= 0; --j)"),  # phase-split copy
     ("c14", r"for \(int c = 0; c < 64; \+\+c\)", "for (int c = 63; c >= 0; --c)"),  # 1x1, phase-split copy
+    ("c15", r"for \(int c = 0; c < 64; \+\+c\)", "for (int c = 63; c >= 0; --c)"),  # 12-accumulator tiles
 ])
 def test_planted_reordering_is_caught(case, tmp_path, name, loop, planted):
     """One tiled kernel with its input channels (c1) or kernel columns (c11, stride 2 from the
@@ -180,6 +195,12 @@ def test_tile_choice_stays_within_registers_and_covers_remainders():
         vb, p, cost = channels_tile(channels, 8, positions)
         assert 1 <= vb * p <= MAX_CHANNEL_ACCUMULATORS and p <= positions
         assert cost >= -(-channels // 8) * positions / 2
+    # 12 accumulators only as up to 6 channels x 2 vectors of a row over 64 x 3 x 3 terms or more
+    assert positions_tile(64, 2, 16, 1, 64 * 9)[:3] == (6, 1, 2) and positions_tile(64, 2, 16, 1, 32 * 9)[:3] == (4, 1, 2)
+    r, t, q, _ = positions_tile(128, 1, 8, 1, 128 * 9)
+    assert r * t * q <= MAX_ACCUMULATORS
+    r, t, q, _ = positions_tile(64, 4, 32, 1, 64 * 9)
+    assert r * t * q <= WIDE_ACCUMULATORS and (r * t * q <= MAX_ACCUMULATORS or (t, q) == (1, 2))
     assert tile_cycles(1, 1) == 3 and tile_cycles(4, 2) == 4 and tile_cycles(0, 5) == 0
     # the empirical phase-split penalty: kernels of 2+ columns only (a 1-column kernel reads one phase)
     assert phase_split_factor(1) == 1 and phase_split_factor(3) == phase_split_factor(7) == PHASE_SPLIT_FACTOR > 1

@@ -131,7 +131,7 @@ def _prefer_positions(k: Kernel, x: Operand, f: Operand, groups: int, border: st
         return False
     if s1 == 2 and not _phase_split(win, border) and not _even_loads_fit(k, x, f, win):
         return False
-    cost = positions_tile(og, len(_column_starts(wo, lanes)), ho, _x_loads(win, border))[3]
+    cost = positions_tile(og, len(_column_starts(wo, lanes)), ho, _x_loads(win, border), math.prod(f.shape[1:]))[3]
     if _phase_split(win, border):
         cost *= phase_split_factor(f.shape[3])
     return cost <= channels_tile(og, lanes, ho * wo)[2] + transposing_store_cycles(og, ho * wo, math.prod(f.shape[1:]))
@@ -238,7 +238,7 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
     lanes = k.lanes
     starts = _column_starts(wo, lanes)
     phase = _phase_split(win, border)
-    r_block, t_block, q_block, _ = positions_tile(og, len(starts), ho, _x_loads(win, border))
+    r_block, t_block, q_block, _ = positions_tile(og, len(starts), ho, _x_loads(win, border), cg * kh * kw)
     wname = _packed_weights(k, f, groups, r_block)
     nblocks = -(-og // r_block)
     kind, bname = bias_array(k, bias, outs)

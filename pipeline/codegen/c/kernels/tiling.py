@@ -13,7 +13,8 @@ The cost of a layer is the sum over its tiles, remainders included (a tile cut s
 edge of the output channels or of a row costs its own, smaller, tile's bound), so a shape
 that divides badly picks another tile. At most 8 accumulators across output columns (the
 column vectors, a broadcast weight and a product must stay in the 16 vector registers: 12
-accumulators spilled and were 15-50 % slower) and 12 across output channels (the weight vectors
+accumulators spilled and were 15-50 % slower), 12 only as up to 6 channels x 2 column vectors of
+one row over reductions of 64 x 3 x 3 terms or more (WIDE_ACCUMULATORS), and 12 across output channels (the weight vectors
 are operands of the multiplications straight from memory; 12 beat 8 on the strided
 convolutions of ResNet-8/18 by 15-20 %), measured with gcc 12 on Zen 3. Ties: the larger tile, then the fewer loads per tap, then
 the fewer operand vectors held in registers. The
@@ -31,6 +32,16 @@ MAX_ACCUMULATORS = 8  # across output columns (positions_tile)
 # columns while the 3x3 stride-2 layers stayed slower there (201 -> 334 and 61 -> 71 us).
 PHASE_SPLIT_FACTOR = 4 / 3
 MAX_CHANNEL_ACCUMULATORS = 12  # across output channels (channels_tile)
+# Measured, not derived (Zen 3, gcc 12, single layers, same session): with a long reduction (at
+# least 64 input channels x 3 x 3 taps) a tile of up to 6 output channels x 2 column vectors of one
+# row, 12 accumulators (with the 2 operands, the broadcast weight and a product: exactly the 16
+# vector registers), ran faster than 4 x 2: ResNet-18's 64-channel 16x16 3x3 layer 248 -> 240 us
+# (6 x 2), the plain CNN's 64-channel 32x32 one 1,082 -> 964 us (6 x 2) and its 128-channel 16x16 one
+# 1,009 -> 970 us (5 x 2). Not kept elsewhere: with short reductions it was slower (ResNet-8's
+# 16-channel 32x32 3x3 layer 72 -> 94 us, a 1x1 over 32 channels 59 -> 89 us), and as 2 rows of 1
+# vector on 128 channels at 8x8 (5 x 2 rows: 226 -> 268 us).
+WIDE_ACCUMULATORS = 12
+WIDE_MIN_TAPS = 64 * 3 * 3
 ADD_LATENCY = 3
 
 
@@ -55,15 +66,26 @@ def split_cycles(extent: int, block: int, other: int) -> float:
     return sum(count * tile_cycles(size, other) for size, count in _pieces(extent, block))
 
 
-def positions_tile(channels: int, vectors: int, rows: int, x_loads: int = 1) -> tuple[int, int, int, float]:
+def _tile_allowed(r: int, t: int, q: int, taps: int) -> bool:
+    """At most MAX_ACCUMULATORS accumulators; up to WIDE_ACCUMULATORS for tiles of 2 column
+    vectors of one row over reductions of at least WIDE_MIN_TAPS terms (measured, above)."""
+    return r * t * q <= MAX_ACCUMULATORS or (t == 1 and q == 2 and taps >= WIDE_MIN_TAPS
+                                             and r * q <= WIDE_ACCUMULATORS)
+
+
+def positions_tile(channels: int, vectors: int, rows: int, x_loads: int = 1,
+                   taps: int = 0) -> tuple[int, int, int, float]:
     """(output channels, output rows, column vectors, cycles per tap of the layer): vectors across
     output columns, `channels` output channels of a group, `rows` output rows of `vectors` column
-    vectors each, `x_loads` loads per input vector. A tile of r channels x t rows x q vectors is
-    an r x (t * q) tile."""
+    vectors each, `x_loads` loads per input vector, `taps` terms per output's sum. A tile of r
+    channels x t rows x q vectors is an r x (t * q) tile."""
     best: tuple[float, int, int, int, int, int] | None = None
-    for r in range(1, min(channels, MAX_ACCUMULATORS) + 1):
-        for t in range(1, min(rows, MAX_ACCUMULATORS // r) + 1):
-            for q in range(1, min(vectors, MAX_ACCUMULATORS // (r * t)) + 1):
+    most = max(MAX_ACCUMULATORS, WIDE_ACCUMULATORS)
+    for r in range(1, min(channels, most) + 1):
+        for t in range(1, min(rows, most // r) + 1):
+            for q in range(1, min(vectors, most // (r * t)) + 1):
+                if not _tile_allowed(r, t, q, taps):
+                    continue
                 cost = 0.0
                 for rc, nr in _pieces(channels, r):
                     for tc, nt in _pieces(rows, t):
