@@ -13,8 +13,8 @@ The cost of a layer is the sum over its tiles, remainders included (a tile cut s
 edge of the output channels or of a row costs its own, smaller, tile's bound), so a shape
 that divides badly picks another tile. At most 8 accumulators across output columns (the
 column vectors, a broadcast weight and a product must stay in the 16 vector registers: 12
-accumulators spilled and were 15-50 % slower), 12 only as up to 6 channels x 2 column vectors of
-one row over reductions of 64 x 3 x 3 terms or more (WIDE_ACCUMULATORS), and 12 across output channels (the weight vectors
+accumulators spilled and were 15-50 % slower), 12 only as 6 channels x 2 column vectors of one
+row over reductions of 64 x 3 x 3 terms or more (WIDE_ACCUMULATORS, an empirical rule), and 12 across output channels (the weight vectors
 are operands of the multiplications straight from memory; 12 beat 8 on the strided
 convolutions of ResNet-8/18 by 15-20 %), measured with gcc 12 on Zen 3. Ties: the larger tile, then the fewer loads per tap, then
 the fewer operand vectors held in registers. The
@@ -33,14 +33,19 @@ MAX_ACCUMULATORS = 8  # across output columns (positions_tile)
 PHASE_SPLIT_FACTOR = 4 / 3
 MAX_CHANNEL_ACCUMULATORS = 12  # across output channels (channels_tile)
 # Measured, not derived (Zen 3, gcc 12, single layers, same session): with a long reduction (at
-# least 64 input channels x 3 x 3 taps) a tile of up to 6 output channels x 2 column vectors of one
-# row, 12 accumulators (with the 2 operands, the broadcast weight and a product: exactly the 16
-# vector registers), ran faster than 4 x 2: ResNet-18's 64-channel 16x16 3x3 layer 248 -> 240 us
-# (6 x 2), the plain CNN's 64-channel 32x32 one 1,082 -> 964 us (6 x 2) and its 128-channel 16x16 one
-# 1,009 -> 970 us (5 x 2). Not kept elsewhere: with short reductions it was slower (ResNet-8's
-# 16-channel 32x32 3x3 layer 72 -> 94 us, a 1x1 over 32 channels 59 -> 89 us), and as 2 rows of 1
-# vector on 128 channels at 8x8 (5 x 2 rows: 226 -> 268 us).
+# least 64 input channels x 3 x 3 taps) a tile of 6 output channels x 2 column vectors of one row,
+# 12 accumulators (with the 2 operands, the broadcast weight and a product: exactly the 16 vector
+# registers), ran faster than 4 x 2: ResNet-18's 64-channel 16x16 3x3 layer 248 -> 240 us, the plain
+# CNN's 64-channel 32x32 one 1,082 -> 964 us and its 128-channel 16x16 one 1,043 -> 909 us (64 -> 128
+# channels at 16x16: 510 -> 516 us, no loss). Each input vector serves 6 channels instead of 4: fewer
+# loads and instructions per multiply-accumulate, which the cycle model does not count, so the wide
+# tile's modelled cost is scaled by WIDE_FACTOR (it then wins where 64 or 128 channels leave a
+# remainder). Not kept elsewhere: 5 x 2 was erratic (128 channels: 1,043 -> 990 us; 64 -> 128: 510 ->
+# 572), short reductions slower (ResNet-8's 16-channel 32x32 3x3 layer 72 -> 94 us, a 1x1 over 32
+# channels 59 -> 89 us), 6 channels x 2 rows of 1 vector erratic and 5 x 2 rows slower (128 channels
+# at 8x8: 226 -> 268 us), 7 x 2 (spills) 248 -> 351 us.
 WIDE_ACCUMULATORS = 12
+WIDE_FACTOR = 0.95
 WIDE_MIN_TAPS = 64 * 3 * 3
 ADD_LATENCY = 3
 
@@ -66,11 +71,10 @@ def split_cycles(extent: int, block: int, other: int) -> float:
     return sum(count * tile_cycles(size, other) for size, count in _pieces(extent, block))
 
 
-def _tile_allowed(r: int, t: int, q: int, taps: int) -> bool:
-    """At most MAX_ACCUMULATORS accumulators; up to WIDE_ACCUMULATORS for tiles of 2 column
-    vectors of one row over reductions of at least WIDE_MIN_TAPS terms (measured, above)."""
-    return r * t * q <= MAX_ACCUMULATORS or (t == 1 and q == 2 and taps >= WIDE_MIN_TAPS
-                                             and r * q <= WIDE_ACCUMULATORS)
+def _wide(r: int, t: int, q: int, taps: int) -> bool:
+    """The one tile past MAX_ACCUMULATORS: WIDE_ACCUMULATORS as 6 channels x 2 column vectors of a
+    row, over reductions of at least WIDE_MIN_TAPS terms (measured, above)."""
+    return (r, t, q) == (WIDE_ACCUMULATORS // 2, 1, 2) and taps >= WIDE_MIN_TAPS
 
 
 def positions_tile(channels: int, vectors: int, rows: int, x_loads: int = 1,
@@ -84,13 +88,16 @@ def positions_tile(channels: int, vectors: int, rows: int, x_loads: int = 1,
     for r in range(1, min(channels, most) + 1):
         for t in range(1, min(rows, most // r) + 1):
             for q in range(1, min(vectors, most // (r * t)) + 1):
-                if not _tile_allowed(r, t, q, taps):
+                wide = _wide(r, t, q, taps)
+                if r * t * q > MAX_ACCUMULATORS and not wide:
                     continue
                 cost = 0.0
                 for rc, nr in _pieces(channels, r):
                     for tc, nt in _pieces(rows, t):
                         for qc, nq in _pieces(vectors, q):
                             cost += nr * nt * nq * tile_cycles(rc, tc * qc, x_loads)
+                if wide:
+                    cost *= WIDE_FACTOR
                 key = (cost, -(r * t * q), r + t * q, t * q, t, r)
                 if best is None or key < best:
                     best = key
