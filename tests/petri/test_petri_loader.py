@@ -56,3 +56,17 @@ def test_the_graphs_of_a_loader_are_released_before_the_places_are_built(monkeyp
     gc.collect()
     translation = translate_each(holder.pop, ["ours"], "n", counts_only=["ours"])
     assert translation.nets[0].transitions and alive == [0, 0]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_paper_counts_without_the_net_are_the_nets_counts(seed: int) -> None:
+    """`_paper_counts` counts what `_places_paper` builds, on random splits (dead code, unread
+    sends) and their originals, and on the shipped LeNet-5 and three-branch examples."""
+    from tests.petri.petri_helpers import BRANCH3, BRANCH3_ITEMS, LENET, graphs_of
+    from pipeline.petri.load import load_graphs
+
+    original, items = golden_cases._split(seed, ops=30 + 7 * seed, unused=seed % 2 == 1)
+    extra = [load_graphs([path])[0] for path in (LENET, BRANCH3, BRANCH3_ITEMS)] if seed == 0 else []
+    for graphs in [graphs_of(items), graphs_of(original), *extra]:
+        counted = translate_each(graphs, ["ours"], "n", counts_only=["paper"]).counts["paper"]
+        assert counted == translate(graphs, "paper", "n").counts()
