@@ -296,6 +296,7 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
     for item in items:
         head = f"{item.colour}." if prefix else ""
         colour = item.colour
+        producer_of = item.producer.get
         for t in item.transitions:
             tr = transitions[t]
             tid = tr.id
@@ -304,10 +305,24 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
             arcs_in = pre[t]
             if inputs:
                 for var in (inputs if len(inputs) == 1 else dict.fromkeys(inputs)):
-                    p = feed(item, var, f"p.{var}.{suffix}", value_kind)
-                    places[p].consumer = t
+                    base = f"p.{var}.{suffix}"
+                    made = producer_of(var)
+                    if made is None:
+                        p = feed(item, var, base, value_kind)
+                        places[p].consumer = t
+                        consumers[p].append((t, 1))
+                    else:   # the common case, inline: a value computed in the item (`feed`'s first case)
+                        if base in ids:
+                            base = fresh_id(ids, base)
+                        else:
+                            ids.add(base)
+                        p = len(places)
+                        places.append(Place(base, var, colour, value_kind, 0, t))
+                        producers.append([(made, 1)])
+                        consumers.append([(t, 1)])
+                        post[made].append((p, 1))
+                        consumed.add(made)
                     arcs_in.append((p, 1))
-                    consumers[p].append((t, 1))
             else:
                 p = place(f"p.once.{suffix}", tr.name, colour, PlaceKind.ONCE, 1)
                 places[p].consumer = t
