@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, TextIO
+from functools import partial
+from typing import Any, Callable, Sequence, TextIO
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Finding, PipelineError
 from pipeline.terminal import EXIT_BAD_INPUT, fail_usage, report_error
 from pipeline.registry.checks import Verdict
 from pipeline.nnef.checker import resolve_path
+from pipeline.nnef.graph import Graph
 from pipeline.petri.dot import render_svg, write_dot
 from pipeline.petri.load import load_graphs
 from pipeline.petri.plan import load_plan
@@ -88,6 +90,11 @@ def print_text(verification: Verification, out: TextIO) -> None:
     print(f"{'ok' if not failures else f'{failures} check(s) failed'}", file=out)
 
 
+def _handed(holder: list[Sequence[Graph]], findings: list[Finding]) -> Callable[[], tuple[Sequence[Graph], list[Finding]]]:
+    """A loader of graphs already read: it hands them over once and keeps no reference to them."""
+    return lambda: (holder.pop(), findings)
+
+
 def run(args: argparse.Namespace) -> int:
     paths = list(args.files) + ([args.original] if args.original else [])
     missing = [p for p in paths if not resolve_path(p).exists()]
@@ -96,24 +103,30 @@ def run(args: argparse.Namespace) -> int:
             fail_usage(f"no NNEF description at '{path}'")
         return EXIT_BAD_INPUT
     try:
-        graphs, findings = load_graphs(args.files)
-        original = load_graphs([args.original])[0] if args.original else None
-        plain = [g for g in graphs if g.item is None]
-        items = [g for g in graphs if g.item is not None]
-        if items and len(plain) == 1 and original is None:
-            original, graphs = plain, items
+        # Loaders, as the step hands them (pipeline.petri.step): `verify` drops each description's graphs once
+        # translated, so the original's graphs are read after the items' are gone. Without --original the
+        # files are read first, since whether they hold an original beside the items decides the rest.
+        original: Any = partial(load_graphs, [args.original]) if args.original else None
+        items: Any = partial(load_graphs, args.files)
         plan = load_plan(args.plan) if args.plan else None
-        if original is None and plan is not None and plan.original is not None and plan.original.is_file():
-            original = load_graphs([plan.original])[0]
+        if original is None:
+            graphs, findings = load_graphs(args.files)
+            plain = [g for g in graphs if g.item is None]
+            inside = [g for g in graphs if g.item is not None]
+            if inside and len(plain) == 1:
+                original, graphs = _handed([plain], []), inside
+            elif plan is not None and plan.original is not None and plan.original.is_file():
+                original = partial(load_graphs, [plan.original])
+            items = _handed([graphs], findings)
+            del graphs, plain, inside
         schedule = load_schedule(args.schedule) if args.schedule else None
-        traces = [load_trace(t) for t in args.trace]
         sync = args.sync or (schedule.sync if schedule else None) or (plan.sync if plan else None) or "event"
         depth = args.depth if args.depth is not None else (plan.pipeline_depth if plan else 1)
         if depth < 0:
             raise PipelineError("PETRI-E011", f"--depth must be >= 0, found {depth}")
-        verification = verify(graphs, label=", ".join(args.files), encoding=args.encoding, original=original,
-                              schedule=schedule, traces=traces, depth=depth, sync=sync, findings=findings,
-                              sources=list(args.files))
+        verification = verify(items, label=", ".join(args.files), encoding=args.encoding, original=original,
+                              schedule=schedule, traces=lambda: [load_trace(t) for t in args.trace], depth=depth,
+                              sync=sync, sources=list(args.files))
     except PipelineError as exc:
         return report_error(exc)
     if args.pnml:

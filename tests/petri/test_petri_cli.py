@@ -77,3 +77,28 @@ def test_nets_are_written(tmp_path: Path) -> None:
     assert main(["petri", str(BRANCH3_ITEMS), "--pnml", str(pnml), "--dot", str(dot)]) == 0
     assert pnml.read_text().startswith('<?xml version="1.0" encoding="UTF-8"?>\n<pnml xmlns=')
     assert dot.read_text().startswith('digraph "ITEM1+ITEM2+ITEM3"')
+
+
+@pytest.mark.parametrize("given", ["--original", "among the files"])
+def test_the_command_with_loaders_reports_what_verify_gives_on_the_graphs(given: str,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The command hands `verify` loaders (the graphs dropped once translated): the report is the one
+    `verify` gives the graphs themselves."""
+    from pipeline.petri.load import load_graphs
+    from pipeline.petri.schedule import load_schedule
+    from pipeline.petri.trace import load_trace
+    from pipeline.petri.verify import verify
+
+    files = [str(SPLIT / "CPU0.nnef"), str(SPLIT / "CPU1.nnef")]
+    extra = ["--original", str(LENET)] if given == "--original" else [str(LENET)]
+    argv = ["petri", *files, *extra, "--schedule", str(SPLIT / "schedule.json"), "--trace", str(SPLIT / "trace.json"),
+            "--plan", str(SPLIT / "plan.json"), "--json"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    listed = files if given == "--original" else files + [str(LENET)]
+    items, findings = load_graphs(files)
+    schedule = load_schedule(SPLIT / "schedule.json")
+    expected = verify(items, label=", ".join(listed), original=load_graphs([LENET])[0], schedule=schedule,
+                      traces=[load_trace(SPLIT / "trace.json")], depth=report["analyses"]["pipeline"]["measured"]
+                      ["pipeline_depth"], sync=schedule.sync, findings=findings, sources=listed).to_json()
+    assert report == {"schema_version": report["schema_version"], **json.loads(json.dumps(expected))}
