@@ -44,31 +44,24 @@ def source_index(n: int, before: int, after: int, border: str) -> list[int]:
 
 def _emit_fill(k: Kernel, dst: str, size: int, fill: float) -> None:
     """`dst[0 .. size)` = fill: whole vectors, then the remainder element by element."""
-    lanes = k.lanes
-    end = size - size % lanes
     k.line(f"const nnef_vf fill = nnef_vset1({flit(fill)});")
-    if end:
-        k.open(f"for (int i = 0; i < {end}; i += {lanes})")
-        k.line(f"nnef_vstore({dst} + i, fill);")
-        k.close()
-    if end < size:
-        k.open(f"for (int i = {end}; i < {size}; ++i)")
-        k.line(f"{dst}[i] = {flit(fill)};")
-        k.close()
+    _emit_range(k, dst, "", size, fill)
 
 
 def _emit_range(k: Kernel, dst: str, start: str, size: int, fill: float) -> None:
     """`dst[start .. start + size)` = fill (the vector `fill` declared by the caller where size >= lanes):
-    whole vectors, then the remainder element by element; nothing for an empty range."""
+    whole vectors, then the remainder element by element; nothing for an empty range. An empty
+    `start` is 0."""
     lanes = k.lanes
     end = size - size % lanes
+    at = f"{start} + i" if start else "i"
     if end:
         k.open(f"for (int i = 0; i < {end}; i += {lanes})")
-        k.line(f"nnef_vstore({dst} + {start} + i, fill);")
+        k.line(f"nnef_vstore({dst} + {at}, fill);")
         k.close()
     if end < size:
         k.open(f"for (int i = {end}; i < {size}; ++i)")
-        k.line(f"{dst}[{start} + i] = {flit(fill)};")
+        k.line(f"{dst}[{at}] = {flit(fill)};")
         k.close()
 
 
