@@ -170,8 +170,8 @@ class _Reducer:
     def _drop_transitive(self) -> bool:
         dropped = False
         for u in range(len(self.weight)):
-            if not self.alive[u]:
-                continue
+            if not self.alive[u] or len(self.out[u]) < 2:
+                continue   # one out-edge u->w: no x != w among u's successors, nothing to drop
             for w, (n, _) in list(self.out[u].items()):
                 if n:
                     continue

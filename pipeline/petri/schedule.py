@@ -254,6 +254,8 @@ def local_order(net: Net, schedule: Schedule, placement: Placement,
     for item, per_step in producers.items():
         steps = schedule.items[item]
         for index, producers in enumerate(per_step):
+            if not producers or max(producers)[0] <= index:
+                continue   # the common case: every producer is scheduled earlier (no sort)
             for at, variable in sorted(producers):
                 if at > index:
                     problems.append({"code": "PETRI-E121", "item": item, "step": index,
