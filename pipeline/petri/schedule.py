@@ -145,13 +145,24 @@ def _where(item: str, index: int, step: Step) -> str:
 def place_steps(net: Net, schedule: Schedule) -> tuple[Placement, list[dict[str, Any]]]:
     """Match each step with its transition or get; problems are PETRI-E120 differences."""
     problems: list[dict[str, Any]] = []
-    computes: dict[tuple[str, str], int] = {}
-    sends: dict[tuple[str, str], int] = {}
+    computes: dict[str, dict[str, int]] = {}   # per item: name -> transition
+    sends: dict[str, dict[str, int]] = {}
+    compute, sync = TransitionKind.COMPUTE, TransitionKind.SYNC
+    per_item: dict[str, int] = {}   # compute and sync transitions per item (names may repeat in a bad net)
     for t, tr in enumerate(net.transitions):
-        if tr.kind is TransitionKind.COMPUTE:
-            computes[(tr.colour, tr.name)] = t
-        elif tr.kind is TransitionKind.SYNC:
-            sends[(tr.colour, tr.name)] = t
+        kind = tr.kind
+        if kind is compute or kind is sync:
+            per_item[tr.colour] = per_item.get(tr.colour, 0) + 1
+        if kind is compute:
+            mine = computes.get(tr.colour)
+            if mine is None:
+                mine = computes[tr.colour] = {}
+            mine[tr.name] = t
+        elif kind is sync:
+            mine = sends.get(tr.colour)
+            if mine is None:
+                mine = sends[tr.colour] = {}
+            mine[tr.name] = t
     gets = {(g.item, g.result): g for g in net.gets}
     placement = Placement({}, {})
     transition = placement.transition
@@ -166,9 +177,11 @@ def place_steps(net: Net, schedule: Schedule) -> tuple[Placement, list[dict[str,
         if item not in net.colours:
             problem(item, None, f"the schedule has item {item}, which is not among the descriptions")
             continue
+        item_computes, item_sends = computes.get(item, {}), sends.get(item, {})
         for index, step in enumerate(steps):
-            if step.kind == "compute":
-                t = computes.get((item, step.result))
+            kind = step.kind
+            if kind == "compute":
+                t = item_computes.get(step.result)
                 if t is None:
                     problem(item, index, f"{_where(item, index, step)}: {item} has no instruction computing {step.result}")
                 elif net.transitions[t].op != step.op:
@@ -177,8 +190,8 @@ def place_steps(net: Net, schedule: Schedule) -> tuple[Placement, list[dict[str,
                     problem(item, index, f"{_where(item, index, step)}: already scheduled at step {placement.transition[t][1]}")
                 else:
                     placement.transition[t] = (item, index)
-            elif step.kind == "send":
-                t = sends.get((item, step.var))
+            elif kind == "send":
+                t = item_sends.get(step.var)
                 if t is None:
                     problem(item, index, f"{_where(item, index, step)}: {item} has no send_var of {step.var}")
                 elif net.transitions[t].inputs[0] != step.value or set(net.transitions[t].dest) != set(step.to):
@@ -188,7 +201,7 @@ def place_steps(net: Net, schedule: Schedule) -> tuple[Placement, list[dict[str,
                     problem(item, index, f"{_where(item, index, step)}: already scheduled at step {placement.transition[t][1]}")
                 else:
                     placement.transition[t] = (item, index)
-            elif step.kind == "get":
+            elif kind == "get":
                 get = gets.get((item, step.result))
                 if get is None:
                     problem(item, index, f"{_where(item, index, step)}: {item} has no get_var computing {step.result}")
@@ -198,10 +211,12 @@ def place_steps(net: Net, schedule: Schedule) -> tuple[Placement, list[dict[str,
                     problem(item, index, f"{_where(item, index, step)}: already scheduled at step {placement.get[(item, step.result)]}")
                 else:
                     placement.get[(item, step.result)] = index
-    for t, tr in enumerate(net.transitions):
-        if tr.kind in (TransitionKind.COMPUTE, TransitionKind.SYNC) and t not in placement.transition \
-                and tr.colour in schedule.items:
-            problem(tr.colour, None, f"{net.describe_transition(t)} is not in the schedule of {tr.colour}")
+    scheduled = schedule.items
+    if len(transition) < sum(per_item.get(item, 0) for item in scheduled):
+        for t, tr in enumerate(net.transitions):   # only when one is missing (each placed one is among them)
+            if tr.kind in (TransitionKind.COMPUTE, TransitionKind.SYNC) and t not in placement.transition \
+                    and tr.colour in scheduled:
+                problem(tr.colour, None, f"{net.describe_transition(t)} is not in the schedule of {tr.colour}")
     for g in net.gets:
         if (g.item, g.result) not in placement.get and g.item in schedule.items:
             problem(g.item, None, f"get_var {g.result} = get_var({g.source}, {g.var}) is not in the schedule of {g.item}")
@@ -211,19 +226,22 @@ def place_steps(net: Net, schedule: Schedule) -> tuple[Placement, list[dict[str,
 def local_producers(net: Net, schedule: Schedule, placement: Placement) -> dict[str, list[list[tuple[int, str]]]]:
     """Per item and step: the steps of the same item producing its inputs, with the variable read."""
     result = {item: [[] for _ in steps] for item, steps in schedule.items.items()}
-    for t, (item, index) in placement.transition.items():
-        for p, _ in net.pre[t]:
-            place = net.places[p]
-            for u, _ in net.producers[p]:
-                producer = net.transitions[u]
-                if producer.kind is TransitionKind.SYNC and producer.colour != item:
-                    at = placement.get.get((item, place.variable))
-                elif producer.colour == item:
-                    at = placement.transition.get(u, (item, -1))[1]
+    transitions, places, pre, producers = net.transitions, net.places, net.pre, net.producers
+    where, gets, sync = placement.transition, placement.get, TransitionKind.SYNC
+    for t, (item, index) in where.items():
+        into = result[item][index]
+        for p, _ in pre[t]:
+            for u, _ in producers[p]:
+                producer = transitions[u]
+                if producer.colour == item:
+                    found = where.get(u)
+                    at = found[1] if found is not None else -1
+                elif producer.kind is sync:
+                    at = gets.get((item, places[p].variable))
                 else:
                     continue
                 if at is not None and at >= 0:
-                    result[item][index].append((at, place.variable))
+                    into.append((at, places[p].variable))
     return result
 
 

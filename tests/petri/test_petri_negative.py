@@ -291,3 +291,19 @@ def test_a_shared_clock_trace_must_respect_the_barriers() -> None:
     assert outcome.code == "PETRI-E132"
     assert outcome.reason == ("ITEM2 event 3 (end barrier 2) at t=58 leaves barrier 2 before ITEM1 event 6 (start barrier 2) "
                               "reached it at t=60")
+
+
+def test_per_item_logs_of_schedules_that_wait_for_each_other_form_a_cycle() -> None:
+    """Event sync, per-item clocks, no barrier: the decision without the event graph (trace._explained)
+    says no global order, and the graph built for the description names the cycle of gets and sends."""
+    net = split_net(CYCLIC)
+    schedule = default_schedule(net)
+    logs = Trace({item: [Event(kind, k) for k in range(len(steps)) for kind in ("start", "end")]
+                  for item, steps in schedule.items.items()})
+    outcome = replay(net, schedule, logs)
+    assert outcome.code == "PETRI-E132" and "form a cycle" in outcome.reason
+    cycle = outcome.counterexample["problems"][0]["cycle"]
+    assert sum("a get cannot end before its send started" in step for step in cycle) == 2
+    valid_net = split_net(ITEMS)   # the acyclic case decided by the same walk passes
+    valid, trace = _default_trace(valid_net)
+    assert replay(valid_net, valid, trace).ok
