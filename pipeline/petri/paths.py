@@ -177,8 +177,8 @@ class _Reducer:
             if not self.alive[u] or len(self.out[u]) < 2:
                 continue   # one out-edge u->w: no x != w among u's successors, nothing to drop
             for w, (n, _) in list(self.out[u].items()):
-                if n:
-                    continue
+                if n or len(self.inn[w]) < 2:
+                    continue   # u is w's only predecessor: no u->x->w
                 mids = self.out[u] if len(self.out[u]) < len(self.inn[w]) else self.inn[w]
                 other = self.inn[w] if mids is self.out[u] else self.out[u]
                 if mids.keys().isdisjoint(other.keys()):
@@ -215,7 +215,10 @@ class _Reducer:
 def count_valid_paths(net: Net, hide_sync: bool = True) -> PathCount:
     """Exact count for series-parallel dependency orders, else bounds (see module doc)."""
     visible, keys = dependency_keys(net, hide_sync)
-    index = {t: i for i, t in enumerate(visible)}
+    m = len(net.transitions)
+    index = [-1] * m
+    for i, t in enumerate(visible):
+        index[t] = i
     n = len(visible)
     if n == 0:
         return PathCount("exact", 1)
@@ -224,11 +227,11 @@ def count_valid_paths(net: Net, hide_sync: bool = True) -> PathCount:
     reducer.weight[source] = reducer.weight[sink] = 0
     has_pred = [False] * n
     has_succ = [False] * n
-    m = len(net.transitions)
+    out, inn, plain = reducer.out, reducer.inn, (0, 1)
     for key in sorted(keys):   # the edges (u, v) in order; integers sort several times faster than tuples
         u, v = divmod(key, m)
         a, b = index[u], index[v]
-        reducer.add_edge(a, b, 0, 1)
+        out[a][b] = inn[b][a] = plain   # add_edge of a new edge (the keys are distinct)
         has_succ[a] = has_pred[b] = True
     for i in range(n):
         if not has_pred[i]:
