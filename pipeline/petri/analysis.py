@@ -38,6 +38,7 @@ from pipeline.petri.outcome import Outcome, failed, json_number, listed, not_run
 from pipeline.petri.paths import count_valid_paths
 
 ANALYSES = ("reachability", "deadlock", "termination", "once", "valid_paths")
+FIRING_ORDER = "firing order"   # net.memo key: the order `run` fired the transitions in
 
 
 @dataclass
@@ -254,6 +255,7 @@ def analyse(net: Net, hide_sync: bool = True) -> dict[str, Outcome]:
                       f"{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
             return {name: not_run(name, reason) for name in ANALYSES}
     result = run(net)
+    net.memo[FIRING_ORDER] = result.order   # a topological order when all fire: pipelining's hint (it checks it)
     flaw = double_firing(net, result) if net.encoding == "paper" else None
     blocked = result.blocked
     missing, cycles = explain_blocked(net, result) if blocked else ([], [])

@@ -333,6 +333,8 @@ class MarkedArcs:
     consumers: np.ndarray
     unit: np.ndarray      # the arcs of a place with one producer and one consumer weigh 1
     tokens: np.ndarray
+    # a hint: the transitions in an order that the token-free arcs may follow (checked, never trusted)
+    order: np.ndarray | None = None
 
 
 def arcs_of(net: Net) -> MarkedArcs:
@@ -348,6 +350,38 @@ def arcs_of(net: Net) -> MarkedArcs:
         np.fromiter((len(a) != 1 or a[0][1] == 1 for a in producers), bool, n_p)
         & np.fromiter((len(a) != 1 or a[0][1] == 1 for a in consumers), bool, n_p),
         np.fromiter((p.initial for p in net.places), np.int64, n_p))
+
+
+def _rank(n: int, order: np.ndarray | None) -> np.ndarray | None:
+    """Each transition's position in `order`; None when `order` is not a permutation of the transitions."""
+    if order is None or len(order) != n or (n and (order.min() < 0 or order.max() >= n)):
+        return None
+    rank = np.full(n, -1, np.int64)
+    rank[order] = np.arange(n, dtype=np.int64)
+    return rank if n == 0 or (rank >= 0).all() else None
+
+
+def _ends(n: int, src: np.ndarray, dst: np.ndarray, tokens: np.ndarray) -> tuple[int, int] | None:
+    """(source, sink) when the arcs are strongly connected by a cheap certificate, else None.
+
+    Called when the token-free arcs are known to be acyclic: then every node is reached
+    from a node without token-free arc in (a source) and reaches one without token-free
+    arc out (a sink). With one source s and one sink k, s reaches every node and every
+    node reaches k, all by token-free arcs; an arc k -> s then closes every cycle: one
+    strong component, and searches from s forward or to k backward find 0 tokens
+    everywhere. The periodic net of a live one-shot net has this form (start, end).
+    """
+    if n == 0:
+        return None
+    zero = tokens == 0
+    sources = np.flatnonzero(np.bincount(dst[zero], minlength=n) == 0)
+    sinks = np.flatnonzero(np.bincount(src[zero], minlength=n) == 0)
+    if len(sources) != 1 or len(sinks) != 1:
+        return None
+    s, k = int(sources[0]), int(sinks[0])
+    if s != k and not bool(((src == k) & (dst == s)).any()):
+        return None
+    return s, k
 
 
 def _successors(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[int]]:
@@ -386,12 +420,16 @@ def analyse_arcs(arcs: MarkedArcs, places: Sequence[int] | None = None) -> Marke
     result = MarkedGraphResult(not_marked_graph=np.flatnonzero(not_mg).tolist())
     empty = np.flatnonzero((arcs.producers > 0) & (arcs.consumers > 0) & (tokens == 0))
     src, dst = producer[empty], consumer[empty]
-    result.empty_cycle = _cycle_left(n, _successors(n, src, dst), np.bincount(dst, minlength=n).tolist())
+    rank = _rank(n, arcs.order)
+    acyclic = rank is not None and bool((rank[src] < rank[dst]).all())
+    result.empty_cycle = [] if acyclic else _cycle_left(n, _successors(n, src, dst),
+                                                        np.bincount(dst, minlength=n).tolist())
     result.live = not result.empty_cycle and not bool((arcs.producers[not_mg] == 0).any())
     marked = np.flatnonzero(single)                  # the places of the marked graph's arcs
     a_all, b_all, m_all = producer[marked], consumer[marked], tokens[marked]
     loop = a_all == b_all
-    component = _components(n, a_all[~loop], b_all[~loop])
+    ends = _ends(n, a_all[~loop], b_all[~loop], m_all[~loop]) if acyclic else None
+    component = np.zeros(n, np.int64) if ends is not None else _components(n, a_all[~loop], b_all[~loop])
     bound = np.full(n_places, np.nan)
     if len(marked):
         bound[marked[component[a_all] != component[b_all]]] = INFINITE
@@ -423,13 +461,20 @@ def analyse_arcs(arcs: MarkedArcs, places: Sequence[int] | None = None) -> Marke
     zero = _zero_reach(n, zero_arcs, [h for h in hubs if limit - h[3] - 1 == 0])
     searched = [h for h in hubs if zero is None or limit - h[3] - 1 != 0]
     if searched:
-        forward = _csr(n, a_all, b_all, m_all)
-        backward = _csr(n, b_all, a_all, m_all)
+        graphs: dict[bool, Csr] = {}
+
+        def distances(start: int, forward: bool, cutoff: float) -> np.ndarray:
+            if ends is not None and cutoff >= 0 and start == ends[0 if forward else 1]:
+                return np.zeros(n)   # the only token-free source reaches every node (the sink: is reached) at 0
+            if forward not in graphs:
+                graphs[forward] = _csr(n, a_all, b_all, m_all) if forward else _csr(n, b_all, a_all, m_all)
+            return np.asarray(_dijkstra_csr(start, graphs[forward], cutoff), float)
+
         other = ~own_loop
         ao, bo, mo, qo, bo_best = a[other], b[other], m[other], asked[other], best[other]
         for q, qa, qb, qm in searched:
-            from_q1 = np.asarray(_dijkstra_csr(qb, forward, limit - qm - 1), float)
-            to_q0 = np.asarray(_dijkstra_csr(qa, backward, limit - qm - 1), float)
+            from_q1 = distances(qb, True, limit - qm - 1)
+            to_q0 = distances(qa, False, limit - qm - 1)
             # closed walk: p (a -> b), then b ~> q0, q (its tokens), q1 ~> a; p == q: the cycle p, then b ~> a
             walk = np.where(qo == q, mo + from_q1[ao], mo + to_q0[bo] + qm + from_q1[ao])
             np.minimum(bo_best, walk, out=bo_best)

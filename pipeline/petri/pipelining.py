@@ -28,6 +28,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from pipeline.petri.analysis import FIRING_ORDER
 from pipeline.petri.markedgraph import INFINITE, MarkedArcs, MarkedGraphResult, analyse_arcs
 from pipeline.petri.net import INITIAL_KINDS, Net, fresh_id, Place, PlaceKind, Transition, TransitionKind
 from pipeline.petri.outcome import Outcome, failed, listed, passed
@@ -184,10 +185,12 @@ def periodic_arcs(net: Net, depth: int) -> MarkedArcs:
     consumer, consumers, unit_out = _first_arcs(net.pre, n_p, output, end)
     slots = np.arange(n_t, dtype=np.int64)
     ones = np.ones(n_t + 1, np.int64)
+    fired = net.memo.get(FIRING_ORDER)
+    order = np.concatenate([[start], np.asarray(fired, np.int64), [end]]) if fired is not None else None
     return MarkedArcs(n_t + 2, np.concatenate([producer, slots, [end]]), np.concatenate([consumer, slots, [start]]),
                       np.concatenate([producers, ones]), np.concatenate([consumers, ones]),
                       np.concatenate([unit_in & unit_out, np.ones(n_t + 1, bool)]),
-                      np.concatenate([np.zeros(n_p, np.int64), ones[:-1], [depth]]))
+                      np.concatenate([np.zeros(n_p, np.int64), ones[:-1], [depth]]), order)
 
 
 @dataclass

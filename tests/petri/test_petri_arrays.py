@@ -15,6 +15,8 @@ import pytest
 from tests.petri import golden_cases
 from tests.petri.petri_helpers import graphs_of, items_text, random_network, split_network
 
+from pipeline.petri import markedgraph
+from pipeline.petri.analysis import FIRING_ORDER, run
 from pipeline.petri.markedgraph import MarkedArcs, analyse_arcs, analyse_marked_graph, arcs_of
 from pipeline.petri.net import PlaceKind
 from pipeline.petri.pipelining import periodic_arcs, periodic_net, schedule_arcs, schedule_net
@@ -56,3 +58,30 @@ def test_arrays_equal_the_nets_of_the_golden_cases(name: str) -> None:
         same(periodic_arcs(net, depth), arcs_of(periodic_net(net, depth)))
         loops, code = schedule_arcs(default_schedule(net), depth), schedule_net(default_schedule(net), depth)
         same(loops.arcs, arcs_of(code))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_firing_order_hint_changes_no_result(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one-shot run's firing order lets the periodic analysis skip its graph walks; a wrong,
+    partial or absent order (or a net the certificate does not fit: depth 0) gives the same result."""
+    net = random_split(seed)
+    order = run(net).order
+    assert len(order) == len(net.transitions)
+    for depth in (0, 1, 2):
+        net.memo.clear()
+        plain = periodic_arcs(net, depth)
+        assert plain.order is None
+        expected = analyse_arcs(plain)
+        for hint in (order[::-1], order[1:], order[:1] + order):
+            net.memo[FIRING_ORDER] = hint
+            assert analyse_arcs(periodic_arcs(net, depth)) == expected
+        net.memo[FIRING_ORDER] = order
+        hinted = periodic_arcs(net, depth)
+        if depth > 0 and not expected.not_marked_graph:
+            with monkeypatch.context() as patch:   # the certificate holds: no walk, no search
+                patch.setattr(markedgraph, "_components", None)
+                patch.setattr(markedgraph, "_dijkstra_csr", None)
+                patch.setattr(markedgraph, "_cycle_left", None)
+                assert analyse_arcs(hinted) == expected
+        assert analyse_arcs(hinted) == expected
+        assert np.array_equal(analyse_arcs(hinted).values, expected.values, equal_nan=True)
