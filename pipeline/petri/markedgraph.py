@@ -335,6 +335,8 @@ class MarkedArcs:
     tokens: np.ndarray
     # a hint: the transitions in an order that the token-free arcs may follow (checked, never trusted)
     order: np.ndarray | None = None
+    # a hint: (first, count) when places first, first + 1, ... first + count - 1 form a cycle (checked)
+    cycles: list[tuple[int, int]] | None = None
 
 
 def arcs_of(net: Net) -> MarkedArcs:
@@ -384,6 +386,52 @@ def _ends(n: int, src: np.ndarray, dst: np.ndarray, tokens: np.ndarray) -> tuple
     return s, k
 
 
+def _cycle_groups(n: int, arcs: MarkedArcs, single: np.ndarray) -> np.ndarray | None:
+    """A group per transition such that a group's transitions reach each other, from `arcs.cycles`
+    (transitions on one cycle, or on cycles sharing a transition, form one group; any other
+    transition is a group of its own); None without cycles or when one of them is not a cycle."""
+    cycles = arcs.cycles
+    if not cycles or any(count <= 0 for _, count in cycles):
+        return None
+    firsts = np.fromiter((first for first, _ in cycles), np.int64, len(cycles))
+    counts = np.fromiter((count for _, count in cycles), np.int64, len(cycles))
+    if firsts.min() < 0 or (firsts + counts).max() > len(single):
+        return None
+    starts = np.cumsum(counts) - counts
+    place = np.repeat(firsts - starts, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+    following = place + 1
+    following[starts + counts - 1] = firsts   # the last place of a cycle leads back to its first
+    if not (single[place].all() and (arcs.consumer[place] == arcs.producer[following]).all()):
+        return None
+    node = arcs.producer[place]
+    cycle = np.repeat(np.arange(len(cycles), dtype=np.int64), counts)
+    parent = list(range(len(cycles)))
+
+    def root(c: int) -> int:
+        while parent[c] != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    by_node = np.argsort(node, kind="stable")
+    shared = np.flatnonzero(node[by_node][1:] == node[by_node][:-1])
+    for c, d in zip(cycle[by_node][shared].tolist(), cycle[by_node][shared + 1].tolist()):
+        parent[root(c)] = root(d)
+    roots = np.fromiter((root(c) for c in range(len(cycles))), np.int64, len(cycles))
+    group = np.full(n, -1, np.int64)
+    group[node] = roots[cycle]
+    alone = group < 0
+    group[alone] = len(cycles) + np.arange(int(alone.sum()), dtype=np.int64)
+    return group
+
+
+def _quotient_components(group: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """`_components` of the graph whose nodes are the groups (each group lies in one strong component)."""
+    a, b = group[src], group[dst]
+    across = a != b
+    return _components(int(group.max()) + 1, a[across], b[across])[group]
+
+
 def _successors(n: int, src: np.ndarray, dst: np.ndarray) -> list[list[int]]:
     """Adjacency lists of the arcs src[i] -> dst[i], each list in the order of the arcs."""
     order = np.argsort(src, kind="stable")
@@ -429,7 +477,12 @@ def analyse_arcs(arcs: MarkedArcs, places: Sequence[int] | None = None) -> Marke
     a_all, b_all, m_all = producer[marked], consumer[marked], tokens[marked]
     loop = a_all == b_all
     ends = _ends(n, a_all[~loop], b_all[~loop], m_all[~loop]) if acyclic else None
-    component = np.zeros(n, np.int64) if ends is not None else _components(n, a_all[~loop], b_all[~loop])
+    if ends is not None:
+        component = np.zeros(n, np.int64)
+    else:
+        groups = _cycle_groups(n, arcs, single)
+        component = _components(n, a_all[~loop], b_all[~loop]) if groups is None else \
+            _quotient_components(groups, a_all[~loop], b_all[~loop])
     bound = np.full(n_places, np.nan)
     if len(marked):
         bound[marked[component[a_all] != component[b_all]]] = INFINITE

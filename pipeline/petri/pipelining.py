@@ -227,8 +227,10 @@ def schedule_arcs(schedule: Schedule, depth: int) -> ScheduleArcs:
     src: list[int] = []
     dst: list[int] = []
     tokens: list[int] = []
+    cycles: list[tuple[int, int]] = []   # the program-counter loops, for the analysis (a checked hint)
     for nodes in node.values():
         if nodes:
+            cycles.append((len(src), len(nodes)))
             src += nodes
             dst += nodes[1:] + nodes[:1]
             tokens += [0] * (len(nodes) - 1) + [1]
@@ -249,7 +251,7 @@ def schedule_arcs(schedule: Schedule, depth: int) -> ScheduleArcs:
     n_p = len(src)
     ones = np.ones(n_p, np.int64)
     return ScheduleArcs(MarkedArcs(n_t, np.asarray(src, np.int64), np.asarray(dst, np.int64), ones, ones.copy(),
-                                   np.ones(n_p, bool), np.asarray(tokens, np.int64)), buffers, buffer_ids)
+                                   np.ones(n_p, bool), np.asarray(tokens, np.int64), cycles=cycles), buffers, buffer_ids)
 
 
 def _suspect(arcs: MarkedArcs, result: MarkedGraphResult) -> bool:

@@ -20,7 +20,7 @@ from pipeline.petri.analysis import FIRING_ORDER, run
 from pipeline.petri.markedgraph import MarkedArcs, analyse_arcs, analyse_marked_graph, arcs_of
 from pipeline.petri.net import PlaceKind
 from pipeline.petri.pipelining import periodic_arcs, periodic_net, schedule_arcs, schedule_net
-from pipeline.petri.schedule import default_schedule
+from pipeline.petri.schedule import Schedule, Step, default_schedule
 from pipeline.petri.translate import translate
 
 
@@ -85,3 +85,63 @@ def test_firing_order_hint_changes_no_result(seed: int, monkeypatch: pytest.Monk
                 assert analyse_arcs(hinted) == expected
         assert analyse_arcs(hinted) == expected
         assert np.array_equal(analyse_arcs(hinted).values, expected.values, equal_nan=True)
+
+
+def with_barriers(schedule: Schedule, rng: random.Random) -> Schedule:
+    """The schedule with barriers 1 and 2 at random places of every item (shared transitions)."""
+    items = {}
+    for item, steps in schedule.items.items():
+        cut = sorted(rng.randint(0, len(steps)) for _ in range(2))
+        items[item] = (steps[:cut[0]] + [Step("barrier", barrier=1)] + steps[cut[0]:cut[1]]
+                       + [Step("barrier", barrier=2)] + steps[cut[1]:])
+    return Schedule("barrier", items, "test")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_cycle_hint_changes_no_result(seed: int) -> None:
+    """The schedule net's program-counter loops group its transitions for the strong components;
+    a wrong hint (not a cycle) is refused and gives the same result as none."""
+    net = random_split(seed)
+    rng = random.Random(seed)
+    for schedule in (default_schedule(net), with_barriers(default_schedule(net), rng)):
+        for depth in (0, 1, 2):
+            loops = schedule_arcs(schedule, depth)
+            arcs, cycles = loops.arcs, loops.arcs.cycles
+            assert cycles and markedgraph._cycle_groups(arcs.n_transitions, arcs, arcs.producers == 1) is not None
+            hinted = analyse_arcs(arcs, loops.buffers)
+            arcs.cycles = None
+            expected = analyse_arcs(arcs, loops.buffers)
+            assert hinted == expected
+            assert np.array_equal(hinted.values, expected.values, equal_nan=True)
+            for wrong in ([(1, cycles[0][1])], [(c + 1, n) for c, n in cycles], [(0, len(arcs.tokens) + 1)], [(0, 0)]):
+                arcs.cycles = wrong
+                assert analyse_arcs(arcs, loops.buffers) == expected
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_cycle_hint_on_random_marked_graphs(seed: int) -> None:
+    """Random cycles (some sharing transitions) plus random arcs, often not strongly connected:
+    the grouped strong components give the bounds the plain ones give."""
+    rng = random.Random(seed)
+    n = rng.randint(1, 25)
+    src: list[int] = []
+    dst: list[int] = []
+    cycles = []
+    for _ in range(rng.randint(1, 4)):
+        nodes = [rng.randrange(n) for _ in range(rng.randint(1, 6))]
+        cycles.append((len(src), len(nodes)))
+        src += nodes
+        dst += nodes[1:] + nodes[:1]
+    for _ in range(rng.randint(0, 2 * n)):
+        src.append(rng.randrange(n))
+        dst.append(rng.randrange(n))
+    ones = np.ones(len(src), np.int64)
+    tokens = np.asarray([rng.choice([0, 0, 1, 2]) for _ in src], np.int64)
+    arcs = MarkedArcs(n, np.asarray(src, np.int64), np.asarray(dst, np.int64), ones, ones.copy(),
+                      np.ones(len(src), bool), tokens, cycles=cycles)
+    assert markedgraph._cycle_groups(n, arcs, np.ones(len(src), bool)) is not None
+    hinted = analyse_arcs(arcs)
+    arcs.cycles = None
+    expected = analyse_arcs(arcs)
+    assert hinted == expected
+    assert np.array_equal(hinted.values, expected.values, equal_nan=True)
