@@ -24,6 +24,8 @@ deadlock-freedom; its bounds are the buffers each sync variable needs at depth d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 from typing import Any, Iterator
 
 import numpy as np
@@ -144,11 +146,14 @@ def schedule_net(schedule: Schedule, depth: int) -> Net:
 def _exchanges(schedule: Schedule, node: dict[str, list[int]]) -> Iterator[tuple[str, Any, int, int]]:
     """(item, get step, send's transition, get's transition) of each get whose send is scheduled, in
     schedule order: the buffers of `schedule_net` and `schedule_arcs`, which must list them alike."""
-    sends = {(item, s.var): k for item, steps in schedule.items.items() for k, s in enumerate(steps) if s.kind == "send"}
+    sends = {item: {s.var: k for k, s in enumerate(steps) if s.kind == "send"} for item, steps in schedule.items.items()}
     for item, steps in schedule.items.items():
+        mine = node[item]
         for k, step in enumerate(steps):
-            if step.kind == "get" and (step.source, step.var) in sends:
-                yield item, step, node[step.source][sends[(step.source, step.var)]], node[item][k]
+            if step.kind == "get":
+                at = sends.get(step.source, {}).get(step.var)
+                if at is not None:
+                    yield item, step, node[step.source][at], mine[k]
 
 
 def _first_arcs(per_transition: list[list[tuple[int, int]]], n_places: int, extra: np.ndarray, extra_t: int
@@ -156,8 +161,8 @@ def _first_arcs(per_transition: list[list[tuple[int, int]]], n_places: int, extr
     """Per place: first transition, count and unit weight of the arcs `per_transition` lists (in
     transition order), with a leading arc from `extra_t` where `extra` is set."""
     lengths = np.fromiter(map(len, per_transition), np.int64, len(per_transition))
-    place = np.fromiter((p for arcs in per_transition for p, _ in arcs), np.int64, int(lengths.sum()))
-    weight = np.fromiter((w for arcs in per_transition for _, w in arcs), np.int64, len(place))
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(per_transition)), np.int64, 2 * int(lengths.sum()))
+    place, weight = flat[0::2], flat[1::2]   # (place, weight) pairs, read without a Python loop
     transition = np.repeat(np.arange(len(per_transition), dtype=np.int64), lengths)
     first = np.full(n_places, -1, np.int64)
     first_weight = np.ones(n_places, np.int64)
@@ -170,6 +175,14 @@ def _first_arcs(per_transition: list[list[tuple[int, int]]], n_places: int, extr
     return first, count, (count != 1) | (first_weight == 1)
 
 
+_KIND_CODE = {kind: code for code, kind in enumerate(PlaceKind)}
+
+
+def _kinds(net: Net) -> np.ndarray:
+    """Each place's kind as a small integer (`_KIND_CODE`), read without a Python loop."""
+    return np.fromiter(map(_KIND_CODE.__getitem__, map(attrgetter("kind"), net.places)), np.int8, len(net.places))
+
+
 def periodic_arcs(net: Net, depth: int) -> MarkedArcs:
     """The arrays of `periodic_net(net, depth)` (same place and transition indices), without its places.
 
@@ -179,8 +192,9 @@ def periodic_arcs(net: Net, depth: int) -> MarkedArcs:
     """
     n_p, n_t = len(net.places), len(net.transitions)
     start, end = n_t, n_t + 1
-    initial = np.fromiter((place.kind in INITIAL_KINDS for place in net.places), bool, n_p)
-    output = np.fromiter((place.kind is PlaceKind.OUTPUT for place in net.places), bool, n_p)
+    kinds = _kinds(net)
+    initial = np.isin(kinds, [_KIND_CODE[kind] for kind in INITIAL_KINDS])
+    output = kinds == _KIND_CODE[PlaceKind.OUTPUT]
     producer, producers, unit_in = _first_arcs(net.post, n_p, initial, start)
     consumer, consumers, unit_out = _first_arcs(net.pre, n_p, output, end)
     slots = np.arange(n_t, dtype=np.int64)
@@ -213,6 +227,10 @@ def schedule_arcs(schedule: Schedule, depth: int) -> ScheduleArcs:
     barriers: dict[int, int] = {}
     n_t = 0
     for item, steps in schedule.items.items():
+        if not any(step.kind == "barrier" for step in steps):
+            node[item] = list(range(n_t, n_t + len(steps)))
+            n_t += len(steps)
+            continue
         nodes = node[item] = []
         for step in steps:
             if step.kind == "barrier":
@@ -234,20 +252,19 @@ def schedule_arcs(schedule: Schedule, depth: int) -> ScheduleArcs:
             src += nodes
             dst += nodes[1:] + nodes[:1]
             tokens += [0] * (len(nodes) - 1) + [1]
-    ids: set[str] = set()
-
-    def uid(base: str) -> str:
-        return fresh_id(ids, base)
-
     buffers: list[int] = []
-    buffer_ids: list[str] = []
+    bases: list[str] = []   # buffer and credit, alternately
     for item, step, send, get in _exchanges(schedule, node):
         buffers.append(len(src))
-        buffer_ids.append(uid(f"buffer.{step.var}.{item}"))
-        uid(f"credit.{step.var}.{item}")
+        bases += [f"buffer.{step.var}.{item}", f"credit.{step.var}.{item}"]
         src += [send, get]
         dst += [get, send]
         tokens += [0, depth]
+    if len(set(bases)) == len(bases):
+        buffer_ids = bases[0::2]   # no base repeats: each is its own id
+    else:
+        ids: set[str] = set()
+        buffer_ids = [fresh_id(ids, base) for base in bases][0::2]
     n_p = len(src)
     ones = np.ones(n_p, np.int64)
     return ScheduleArcs(MarkedArcs(n_t, np.asarray(src, np.int64), np.asarray(dst, np.int64), ones, ones.copy(),
@@ -288,8 +305,7 @@ def check_pipeline(net: Net, depth: int, schedule: Schedule | None = None) -> Ou
     what = f"the periodic net at depth {depth}"
     problem = _verdict(periodic_net(net, depth), result, what) if _suspect(arcs, result) else None
     value = np.zeros(len(arcs.tokens), bool)
-    value[:len(net.places)] = np.fromiter((place.kind is not PlaceKind.CONTROL for place in net.places), bool,
-                                          len(net.places))
+    value[:len(net.places)] = _kinds(net) != _KIND_CODE[PlaceKind.CONTROL]
     value_bounds = result.values[value & ~np.isnan(result.values) & ~np.isinf(result.values)]
     measured["value_place_bound"] = int(value_bounds.max()) if len(value_bounds) else 0
     measured["places"] = len(arcs.tokens)
@@ -301,7 +317,7 @@ def check_pipeline(net: Net, depth: int, schedule: Schedule | None = None) -> Ou
             problem = _verdict(schedule_net(schedule, depth), code_result,
                                f"the items' schedules run periodically at depth {depth}")
         bounds = code_result.values
-        buffers = {name: int(bounds[p]) for p, name in zip(loops.buffers, loops.buffer_ids) if bounds[p] != INFINITE}
+        buffers = {name: int(b) for b, name in zip(bounds[loops.buffers].tolist(), loops.buffer_ids) if b != INFINITE}
         measured["sync_buffers"] = dict(sorted(buffers.items()))
         measured["sync_buffer_bound"] = max(buffers.values()) if buffers else 0
     if problem is not None:
