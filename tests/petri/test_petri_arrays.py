@@ -145,3 +145,15 @@ def test_cycle_hint_on_random_marked_graphs(seed: int) -> None:
     expected = analyse_arcs(arcs)
     assert hinted == expected
     assert np.array_equal(hinted.values, expected.values, equal_nan=True)
+
+
+def test_repeated_buffer_ids_as_the_net_gives_them() -> None:
+    """A get listed twice makes the buffer ids repeat: `schedule_arcs` then numbers them as `Net.unique_id` does."""
+    schedule = default_schedule(random_split(3))
+    item, steps = next((item, steps) for item, steps in schedule.items.items() if any(s.kind == "get" for s in steps))
+    get = next(s for s in steps if s.kind == "get")
+    twice = Schedule(schedule.sync, {**schedule.items, item: steps + [get]}, "test")
+    loops, code = schedule_arcs(twice, 2), schedule_net(twice, 2)
+    assert len(set(loops.buffer_ids)) == len(loops.buffer_ids)
+    assert any(name.endswith(".2") for name in loops.buffer_ids)
+    assert loops.buffer_ids == [code.places[p].id for p in loops.buffers]
