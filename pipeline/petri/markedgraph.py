@@ -279,24 +279,26 @@ class _ZeroReach:
         return np.minimum(best, m + cheapest)
 
 
-def _zero_reach(n: int, zero_arcs: tuple[np.ndarray, np.ndarray], hubs: list[tuple[int, int, int, int]]
-                ) -> _ZeroReach | None:
+def _zero_reach(n: int, zero_arcs: tuple[np.ndarray, np.ndarray], hubs: list[tuple[int, int, int, int]],
+                order: list[int] | None = None) -> _ZeroReach | None:
     """Token-free reachability for `hubs` (q, a, b, tokens) in one pass each way, over the arcs
     `zero_arcs` (producers, consumers) of the token-free places; None when those arcs have a
-    cycle (no topological order: the searches run one by one)."""
+    cycle (no topological order: the searches run one by one). `order`: a topological order
+    of those arcs, known already (else Kahn finds one)."""
     if not hubs:
         return None
     src, dst = zero_arcs
     succ = _successors(n, src, dst)
-    indegree = np.bincount(dst, minlength=n).tolist()
-    order = [x for x in range(n) if indegree[x] == 0]
-    for x in order:   # Kahn: the list grows while it is walked
-        for y in succ[x]:
-            indegree[y] -= 1
-            if indegree[y] == 0:
-                order.append(y)
-    if len(order) < n:
-        return None
+    if order is None:
+        indegree = np.bincount(dst, minlength=n).tolist()
+        order = [x for x in range(n) if indegree[x] == 0]
+        for x in order:   # Kahn: the list grows while it is walked
+            for y in succ[x]:
+                indegree[y] -= 1
+                if indegree[y] == 0:
+                    order.append(y)
+        if len(order) < n:
+            return None
     ranked = sorted(hubs, key=lambda h: h[3])
     from_q1 = [0] * n
     to_q0 = [0] * n
@@ -511,7 +513,8 @@ def analyse_arcs(arcs: MarkedArcs, places: Sequence[int] | None = None) -> Marke
     # a run through q only matters below the largest 2-cycle bound: cut the searches there; a run
     # cut at 0 tokens is a reachability, done for all such hubs at once when it can be
     zero_arcs = (a_all[m_all == 0], b_all[m_all == 0])
-    zero = _zero_reach(n, zero_arcs, [h for h in hubs if limit - h[3] - 1 == 0])
+    zero = _zero_reach(n, zero_arcs, [h for h in hubs if limit - h[3] - 1 == 0],
+                       arcs.order.tolist() if acyclic and arcs.order is not None else None)
     searched = [h for h in hubs if zero is None or limit - h[3] - 1 != 0]
     if searched:
         graphs: dict[bool, Csr] = {}

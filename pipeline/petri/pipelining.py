@@ -34,7 +34,7 @@ from pipeline.petri.analysis import FIRING_ORDER
 from pipeline.petri.markedgraph import INFINITE, MarkedArcs, MarkedGraphResult, analyse_arcs
 from pipeline.petri.net import INITIAL_KINDS, Net, fresh_id, Place, PlaceKind, Transition, TransitionKind
 from pipeline.petri.outcome import Outcome, failed, listed, passed
-from pipeline.petri.schedule import Schedule
+from pipeline.petri.schedule import STEP_ORDER, Schedule
 
 ANALYSIS = "pipeline"
 
@@ -216,8 +216,11 @@ class ScheduleArcs:
     buffer_ids: list[str]
 
 
-def schedule_arcs(schedule: Schedule, depth: int) -> ScheduleArcs:
+def schedule_arcs(schedule: Schedule, depth: int, done: np.ndarray | None = None) -> ScheduleArcs:
     """`schedule_net` as arrays (same indices), without transition or place objects.
+
+    `done`: the steps in an order they can complete (`schedule.simulate`'s), handed to the
+    analysis as the order of the transitions (a hint, checked there).
 
     Ids are needed for the buffers only (the report lists each one's bound); `buffer.` and
     `credit.` ids can only collide among themselves, so a set of those gives what
@@ -267,8 +270,12 @@ def schedule_arcs(schedule: Schedule, depth: int) -> ScheduleArcs:
         buffer_ids = [fresh_id(ids, base) for base in bases][0::2]
     n_p = len(src)
     ones = np.ones(n_p, np.int64)
+    order = None
+    steps = sum(map(len, node.values()))
+    if done is not None and len(done) and done.min() >= 0 and done.max() < steps:
+        order = np.fromiter(chain.from_iterable(node.values()), np.int64, steps)[done]
     return ScheduleArcs(MarkedArcs(n_t, np.asarray(src, np.int64), np.asarray(dst, np.int64), ones, ones.copy(),
-                                   np.ones(n_p, bool), np.asarray(tokens, np.int64), cycles=cycles), buffers, buffer_ids)
+                                   np.ones(n_p, bool), np.asarray(tokens, np.int64), order, cycles), buffers, buffer_ids)
 
 
 def _suspect(arcs: MarkedArcs, result: MarkedGraphResult) -> bool:
@@ -311,7 +318,8 @@ def check_pipeline(net: Net, depth: int, schedule: Schedule | None = None) -> Ou
     measured["places"] = len(arcs.tokens)
     del arcs, result   # the schedule net is as large: do not hold both
     if problem is None and schedule is not None:
-        loops = schedule_arcs(schedule, depth)
+        simulated = net.memo.get((STEP_ORDER, id(schedule)))
+        loops = schedule_arcs(schedule, depth, simulated[1] if simulated and simulated[0] is schedule else None)
         code_result = analyse_arcs(loops.arcs, loops.buffers)
         if _suspect(loops.arcs, code_result):
             problem = _verdict(schedule_net(schedule, depth), code_result,

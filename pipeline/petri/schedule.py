@@ -33,6 +33,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import numpy as np
+
 from pipeline.petri.documents import read_json
 from pipeline.petri.net import Net, TransitionKind
 from pipeline.petri.outcome import Outcome, failed, listed, passed
@@ -40,6 +42,7 @@ from pipeline.schema import require
 
 ANALYSIS = "schedule"
 SYNC_MODES = ("event", "barrier")
+STEP_ORDER = "step order"   # net.memo key, with id(schedule): the order `simulate` completed the steps in
 STEP_KINDS = ("compute", "send", "get", "barrier")
 
 
@@ -292,9 +295,20 @@ class Stuck:
     cycle: list[str]
 
 
-def simulate(schedule: Schedule) -> Stuck | None:
-    """Run the items as sequential processes (gets wait for sends, barriers for all); None: all finish."""
+def simulate(schedule: Schedule, done: list[int] | None = None) -> Stuck | None:
+    """Run the items as sequential processes (gets wait for sends, barriers for all); None: all finish.
+
+    `done` receives the steps in the order they complete, each as its position in the items'
+    steps laid end to end (a barrier once, as the step of the item arriving last): an order
+    the periodic schedule net's token-free arcs follow (pipeline.petri.pipelining's hint).
+    """
     items = list(schedule.items)
+    base: dict[str, int] = {}
+    total = 0
+    for item in items:
+        base[item] = total
+        total += len(schedule.items[item])
+    finished: list[int] = [] if done is None else done
     pc = {item: 0 for item in items}
     sent: set[tuple[str, str]] = set()
     waiting_send: dict[tuple[str, str], list[str]] = {}
@@ -303,6 +317,7 @@ def simulate(schedule: Schedule) -> Stuck | None:
     while work:
         item = work.pop()
         steps = schedule.items[item]
+        first = base[item]
         while pc[item] < len(steps):
             step = steps[pc[item]]
             if step.kind == "get":
@@ -321,6 +336,7 @@ def simulate(schedule: Schedule) -> Stuck | None:
                     if other != item:
                         pc[other] += 1
                         work.append(other)
+            finished.append(first + pc[item])
             pc[item] += 1
     unfinished = [item for item in items if pc[item] < len(schedule.items[item])]
     if not unfinished:
@@ -417,7 +433,10 @@ def check_schedule(net: Net, schedule: Schedule) -> Outcome:
         problems = barrier_problems(schedule)
     stuck: Stuck | None = None
     if not problems:
-        stuck = simulate(schedule)
+        done: list[int] = []
+        stuck = simulate(schedule, done)
+        if stuck is None:
+            net.memo[(STEP_ORDER, id(schedule))] = (schedule, np.asarray(done, np.int64))
         if stuck is not None:
             cycle = f"; wait cycle: {' -> '.join(stuck.cycle + stuck.cycle[:1])}" if stuck.cycle else ""
             first = next(iter(stuck.waits))

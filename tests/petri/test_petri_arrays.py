@@ -20,7 +20,7 @@ from pipeline.petri.analysis import FIRING_ORDER, run
 from pipeline.petri.markedgraph import MarkedArcs, analyse_arcs, analyse_marked_graph, arcs_of
 from pipeline.petri.net import PlaceKind
 from pipeline.petri.pipelining import periodic_arcs, periodic_net, schedule_arcs, schedule_net
-from pipeline.petri.schedule import Schedule, Step, default_schedule
+from pipeline.petri.schedule import STEP_ORDER, Schedule, Step, check_schedule, default_schedule
 from pipeline.petri.translate import translate
 
 
@@ -157,3 +157,33 @@ def test_repeated_buffer_ids_as_the_net_gives_them() -> None:
     assert len(set(loops.buffer_ids)) == len(loops.buffer_ids)
     assert any(name.endswith(".2") for name in loops.buffer_ids)
     assert loops.buffer_ids == [code.places[p].id for p in loops.buffers]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_step_order_hint_changes_no_result(seed: int) -> None:
+    """The order in which the schedule check's simulation completes the steps (barriers once)
+    orders the schedule net's token-free arcs; the analysis with it equals the one without."""
+    net = random_split(seed)
+    used = 0
+    plain_order = default_schedule(net)
+    around = Schedule("barrier", {item: [Step("barrier", barrier=1)] + steps + [Step("barrier", barrier=2)]
+                                  for item, steps in plain_order.items.items()}, "test")
+    for schedule in (plain_order, around, with_barriers(default_schedule(net), random.Random(seed))):
+        outcome = check_schedule(net, schedule)
+        memo = net.memo.get((STEP_ORDER, id(schedule)))
+        assert (memo is not None) == (outcome.code != "PETRI-E122")   # stored when the simulation finishes
+        for depth in (0, 1, 2):
+            plain = schedule_arcs(schedule, depth)
+            expected = analyse_arcs(plain.arcs, plain.buffers)
+            if memo is None:
+                continue
+            hinted = schedule_arcs(schedule, depth, memo[1])
+            rank = markedgraph._rank(hinted.arcs.n_transitions, hinted.arcs.order)
+            empty = hinted.arcs.tokens == 0
+            assert rank is not None
+            forward = (rank[hinted.arcs.producer[empty]] < rank[hinted.arcs.consumer[empty]]).all()
+            assert forward == (depth > 0)   # at depth 0 the credits close token-free cycles
+            result = analyse_arcs(hinted.arcs, hinted.buffers)
+            assert result == expected and np.array_equal(result.values, expected.values, equal_nan=True)
+            used += 1
+    assert used == 6   # program order and barriers around it, at depths 0, 1, 2
