@@ -31,7 +31,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter
 from typing import Any
+
+import numpy as np
 
 from pipeline.petri.net import Net, TransitionKind
 from pipeline.petri.outcome import approximate, approximate_log10, digits, json_number, log10_of
@@ -76,11 +80,57 @@ def _short(n: int | None) -> str:
     return str(n) if digits(n) <= 30 else approximate(n)
 
 
-def dependency_keys(net: Net, hide_sync: bool = True) -> tuple[list[int], set[int]]:
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The indices start, start + 1, ..., start + length - 1 of every range, concatenated."""
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - ends + lengths, lengths) + np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
+
+
+def _flat(per: list[list[tuple[int, int]]]) -> tuple[np.ndarray, np.ndarray]:
+    """(owner, other end) of every arc listed in `per` (per place or per transition), in list order,
+    read without a Python loop."""
+    lengths = np.fromiter(map(len, per), np.int64, len(per))
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(per)), np.int64, 2 * int(lengths.sum()))
+    return np.repeat(np.arange(len(per), dtype=np.int64), lengths), flat[0::2]
+
+
+def dependency_keys(net: Net, hide_sync: bool = True) -> tuple[list[int], np.ndarray]:
     """Visible transitions and the edges producer -> consumer between them (sync contracted when hidden),
-    each edge (u, v) as the integer u·T + v (T transitions): no tuple per edge, and sorting the keys
-    sorts the edges."""
-    hidden = [hide_sync and t.kind is TransitionKind.SYNC for t in net.transitions]
+    each edge (u, v) as the integer u·T + v (T transitions), distinct and sorted (sorting the keys sorts
+    the edges).
+
+    Array joins over the arcs (consumer <- place <- producer) when every hidden transition reads
+    visible ones only (a sync forwards what an instruction computed); a walk otherwise.
+    """
+    m = len(net.transitions)
+    sync = TransitionKind.SYNC
+    hidden = np.fromiter((hide_sync and kind is sync for kind in map(attrgetter("kind"), net.transitions)), bool, m)
+    consumer, place = _flat(net.pre)
+    owner, producer = _flat(net.producers)
+    count = np.bincount(owner, minlength=len(net.places))[:len(net.places)]
+    first = np.cumsum(count) - count
+    at = _ranges(first[place], count[place])
+    u, v = producer[at], np.repeat(consumer, count[place])   # every pair producer -> place -> consumer
+    into_hidden = hidden[v]
+    if (hidden[u] & into_hidden).any():
+        visible, keys = _dependency_keys_walk(net, hidden.tolist())
+        return visible, np.asarray(sorted(keys), np.int64)
+    direct = ~hidden[u] & ~into_hidden
+    # u hidden, v visible: an edge from each producer w of u's inputs (w -> u pairs, grouped by u)
+    w_of, h_of = u[into_hidden], v[into_hidden]
+    by_h = np.argsort(h_of, kind="stable")
+    w_of, h_of = w_of[by_h], h_of[by_h]
+    n_w = np.bincount(h_of, minlength=m)[:m]
+    first_w = np.cumsum(n_w) - n_w
+    forwarded = hidden[u] & ~into_hidden
+    h, target = u[forwarded], v[forwarded]
+    w = w_of[_ranges(first_w[h], n_w[h])]
+    keys = np.concatenate([u[direct] * m + v[direct], w * m + np.repeat(target, n_w[h])])
+    return np.flatnonzero(~hidden).tolist(), np.unique(keys)
+
+
+def _dependency_keys_walk(net: Net, hidden: list[bool]) -> tuple[list[int], set[int]]:
+    """`dependency_keys` by walking the net (hidden transitions reading hidden ones: memoised, cycle-safe)."""
     effective: dict[int, set[int]] = {}
 
     def sources(h: int) -> set[int]:
@@ -225,14 +275,13 @@ def count_valid_paths(net: Net, hide_sync: bool = True) -> PathCount:
     source, sink = n, n + 1
     reducer = _Reducer(n + 2)
     reducer.weight[source] = reducer.weight[sink] = 0
-    has_pred = [False] * n
-    has_succ = [False] * n
     out, inn, plain = reducer.out, reducer.inn, (0, 1)
-    for key in sorted(keys):   # the edges (u, v) in order; integers sort several times faster than tuples
-        u, v = divmod(key, m)
-        a, b = index[u], index[v]
+    position = np.asarray(index, np.int64)
+    tail, head = position[keys // m], position[keys % m]   # the edges (u, v) in order, as visible indices
+    for a, b in zip(tail.tolist(), head.tolist()):
         out[a][b] = inn[b][a] = plain   # add_edge of a new edge (the keys are distinct)
-        has_succ[a] = has_pred[b] = True
+    has_succ = (np.bincount(tail, minlength=n) > 0).tolist()
+    has_pred = (np.bincount(head, minlength=n) > 0).tolist()
     for i in range(n):
         if not has_pred[i]:
             reducer.add_edge(source, i, 0, 1)
