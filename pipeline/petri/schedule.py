@@ -314,20 +314,24 @@ def simulate(schedule: Schedule, done: list[int] | None = None) -> Stuck | None:
     waiting_send: dict[tuple[str, str], list[str]] = {}
     at_barrier: dict[int, set[str]] = {}
     work = list(items)
+    record = finished.append
     while work:
         item = work.pop()
         steps = schedule.items[item]
-        first = base[item]
-        while pc[item] < len(steps):
-            step = steps[pc[item]]
-            if step.kind == "get":
+        first, k, end = base[item], pc[item], len(steps)
+        while k < end:   # the item's program counter in a local (a barrier moves the others' only)
+            step = steps[k]
+            kind = step.kind
+            if kind == "get":
                 if (step.source, step.var) not in sent:
                     waiting_send.setdefault((step.source, step.var), []).append(item)
                     break
-            elif step.kind == "send":
+            elif kind == "send":
                 sent.add((item, step.var))
-                work.extend(waiting_send.pop((item, step.var), []))
-            elif step.kind == "barrier":
+                waiting = waiting_send.pop((item, step.var), None)
+                if waiting:
+                    work.extend(waiting)
+            elif kind == "barrier":
                 arrived = at_barrier.setdefault(step.barrier, set())
                 arrived.add(item)
                 if len(arrived) < len(items):
@@ -336,8 +340,9 @@ def simulate(schedule: Schedule, done: list[int] | None = None) -> Stuck | None:
                     if other != item:
                         pc[other] += 1
                         work.append(other)
-            finished.append(first + pc[item])
-            pc[item] += 1
+            record(first + k)
+            k += 1
+        pc[item] = k
     unfinished = [item for item in items if pc[item] < len(schedule.items[item])]
     if not unfinished:
         return None
