@@ -33,6 +33,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from pipeline.petri.net import GetInfo, Net, PlaceKind, TransitionKind
 from pipeline.petri.outcome import Outcome, failed, json_number, listed, not_run, passed
 from pipeline.petri.paths import count_valid_paths
@@ -255,7 +257,7 @@ def analyse(net: Net, hide_sync: bool = True) -> dict[str, Outcome]:
                       f"{problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
             return {name: not_run(name, reason) for name in ANALYSES}
     result = run(net)
-    net.memo[FIRING_ORDER] = result.order   # a topological order when all fire: pipelining's hint (it checks it)
+    net.memo[FIRING_ORDER] = np.asarray(result.order, np.int64)   # topological when all fire: pipelining's hint
     flaw = double_firing(net, result) if net.encoding == "paper" else None
     blocked = result.blocked
     missing, cycles = explain_blocked(net, result) if blocked else ([], [])
