@@ -56,14 +56,19 @@ VARIABLES = {
     "f13": _weights(5, 96, 3, 3), "b13": _weights(1, 5),  # 96 channels' rows overflow L1: passes over channels
     "f14": _weights(8, 64, 1, 1), "b14": _weights(1, 8),  # 1x1 stride 2: across columns on the phase-split copy
     "f15": _weights(11, 64, 3, 3), "b15": _weights(1, 11),  # 64 x 3 x 3 terms: 6-channel wide tiles, 5 left
+    "f16": _weights(20, 24, 3, 3), "b16": _weights(1, 20),  # 2x3 outputs: whole planes, a channel-block remainder
+    "f17": _weights(12, 24, 3, 3),                          # 4x4 -> 2x2 stride 2 (ResNet-18's l4_0_conv1 shape)
+    "f18": _weights(10, 24, 1, 1),                          # 1x1 over 2x3 planes: no tap skipped
 }
-OUTPUTS = [f"c{i}" for i in range(1, 16)]
+OUTPUTS = [f"c{i}" for i in range(1, 20)]
 BODY = """
     x = external<scalar>(shape = [1, 5, 13, 19]);
     u = external<scalar>(shape = [1, 12, 21, 34]);
     v = external<scalar>(shape = [1, 64, 16, 16]);
     z = external<scalar>(shape = [1, 96, 6, 16]);
     w = external<scalar>(shape = [1, 64, 5, 20]);
+    s = external<scalar>(shape = [1, 24, 2, 3]);
+    t = external<scalar>(shape = [1, 24, 4, 4]);
     f1 = variable<scalar>(shape = [9, 5, 3, 3], label = 'f1');
     b1 = variable<scalar>(shape = [1, 9], label = 'b1');
     f2 = variable<scalar>(shape = [13, 5, 3, 3], label = 'f2');
@@ -88,6 +93,10 @@ BODY = """
     b14 = variable<scalar>(shape = [1, 8], label = 'b14');
     f15 = variable<scalar>(shape = [11, 64, 3, 3], label = 'f15');
     b15 = variable<scalar>(shape = [1, 11], label = 'b15');
+    f16 = variable<scalar>(shape = [20, 24, 3, 3], label = 'f16');
+    b16 = variable<scalar>(shape = [1, 20], label = 'b16');
+    f17 = variable<scalar>(shape = [12, 24, 3, 3], label = 'f17');
+    f18 = variable<scalar>(shape = [10, 24, 1, 1], label = 'f18');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
@@ -103,14 +112,19 @@ BODY = """
     c13 = conv(z, f13, b13, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c14 = conv(v, f14, b14, border = 'constant', padding = [(0, 0), (0, 0)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c15 = conv(w, f15, b15, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
+    c16 = conv(s, f16, b16, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
+    c17 = conv(t, f17, 0.0, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
+    c18 = conv(s, f18, 0.5, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 1], dilation = [1, 1], groups = 1);
+    c19 = conv(s, f16, b16, border = 'replicate', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
 """
 
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
-    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v", "z", "w"], outputs=OUTPUTS)
+    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v", "z", "w", "s", "t"],
+                           outputs=OUTPUTS)
     inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34)), "v": _data((1, 64, 16, 16)), "z": _data((1, 96, 6, 16)),
-              "w": _data((1, 64, 5, 20))}
+              "w": _data((1, 64, 5, 20)), "s": _data((1, 24, 2, 3)), "t": _data((1, 24, 4, 4))}
     expected = H.reference(folder / "CPU0.nnef", inputs, VARIABLES, OUTPUTS)
     return folder, inputs, expected
 
@@ -145,6 +159,18 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     # a remainder vector
     start = text.index("static void nnef_op_c15(")
     assert "6 output channels times 1 output rows times 2 vectors" in text[start:text.index("\n}\n", start)]
+    # whole output planes in one tile (c16-c18), the taps written out with the positions they reach, the
+    # weights prefetched ahead; not with a border that reads real values in the padding (c19)
+    for name, total in (("c16", 6), ("c17", 4), ("c18", 6), ("c19", None)):
+        start = text.index(f"static void nnef_op_{name}(")
+        body = text[start:text.index("\n}\n", start)]
+        assert (f"times all {total} output positions" in body) == (total is not None), name
+        assert ("NNEF_PREFETCH(wc + " in body) == (total is not None), name
+    start = text.index("static void nnef_op_c17(")
+    body = text[start:text.index("\n}\n", start)]
+    # the 25 of 36 (tap, position) pairs inside the input, per channel block; no padded copy
+    assert body.count("nnef_vset1(xc[") == 25 * body.count("const float *const wb =") > 0
+    assert "scratch" not in body.split("{", 1)[0], "c17 reads its input without a padded copy"
     actual = H.run(H.build(code, lanes), inputs, tmp_path, OUTPUTS)
     H.assert_bit_identical(actual, expected, f"conv tiles (lanes {lanes})")
 
@@ -162,6 +188,8 @@ def test_tiles_portable_build_bit_identical(case, tmp_path):
     ("c11", r"for \(int j = 0; j < 3; \+\+j\)", "for (int j = 2; j >= 0; --j)"),  # phase-split copy
     ("c14", r"for \(int c = 0; c < 64; \+\+c\)", "for (int c = 63; c >= 0; --c)"),  # 1x1, phase-split copy
     ("c15", r"for \(int c = 0; c < 64; \+\+c\)", "for (int c = 63; c >= 0; --c)"),  # 12-accumulator tiles
+    ("c16", r"for \(int c = 0; c < 24; \+\+c\)", "for (int c = 23; c >= 0; --c)"),  # whole planes, taps written out
+    ("c17", r"for \(int c = 0; c < 24; \+\+c\)", "for (int c = 23; c >= 0; --c)"),  # whole planes, stride 2
 ])
 def test_planted_reordering_is_caught(case, tmp_path, name, loop, planted):
     """One tiled kernel with its input channels (c1) or kernel columns (c11, stride 2 from the

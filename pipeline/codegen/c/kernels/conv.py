@@ -89,6 +89,8 @@ def conv(k: Kernel) -> None:
     if len(x.shape) == 4 and f.is_constant and (finite or border not in FILL_BORDERS):
         if _prefer_positions(k, x, f, groups, border):
             _fast_positions(k, x, f, bias, groups, border)
+        elif _whole_plane(k, x, f, groups, border, finite):
+            _fast_whole_plane(k, x, f, bias, groups, border)
         else:
             _fast(k, x, f, bias, groups, border)
     else:
@@ -423,18 +425,7 @@ def _fast(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border:
     nblocks = -(-og // block)
     taps = cg * kh * kw
     wname = _packed_weights(k, f, groups, block)
-    kind, per_channel = _bias_per_channel(k, bias, outs)
-    bname = None
-    if per_channel is not None:
-        arranged_b = np.zeros((groups, nblocks, block), F32)
-        pb = per_channel.reshape(groups, og)
-        for b in range(nblocks):
-            valid = min(block, og - b * block)
-            arranged_b[:, b, :valid] = pb[:, b * block:b * block + valid]
-        bname = k.const_array(f"B_{bias.label or k.function}_ob{block}", arranged_b, "float",
-                              f"bias of {k.op.name} per output channel block ({block} lanes, zero padded)",
-                              source=bias.label, layout={"kind": "bias_blocks", "groups": groups, "og": og,
-                                                         "block": block} if bias.label else {})
+    kind, bname = _bias_blocks(k, bias, groups, og, block)
     # the padded input
     pads = [(0, 0), (0, 0)] + list(win.padding)
     src, hp, wp = x.c, height, width
@@ -460,19 +451,7 @@ def _fast(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border:
 
     def channel_block(bvar: str, valid: int) -> None:
         k.line(f"const float *const wb = {wname} + ({gvar} * {nblocks} + {bvar}) * {taps * block};")
-        if kind in ("channel", "scalar"):
-            for v in range(vb):
-                k.line(f"const nnef_vf bias{v} = nnef_vload({bname} + ({gvar} * {nblocks} + {bvar}) * {block} + {v * lanes});")
-        elif kind == "tensor_scalar":
-            for v in range(vb):
-                k.line(f"const nnef_vf bias{v} = nnef_vset1({bias.c}[0]);")
-        elif kind == "tensor_channel":
-            k.line(f"float bt[{block}] = {{0}};")
-            k.open(f"for (int q = 0; q < {valid}; ++q)")
-            k.line(f"bt[q] = {bias.c}[{gvar} * {og} + {bvar} * {block} + q];")
-            k.close()
-            for v in range(vb):
-                k.line(f"const nnef_vf bias{v} = nnef_vload(bt + {v * lanes});")
+        _bias_vectors(k, kind, bname, bias, gvar, bvar, og, block, valid)
         k.line(f"const float *const xg = {src} + ({nvar} * {channels} + {gvar} * {cg}) * {hp * wp};")
         k.line(f"float *const og = {k.out.c} + ({nvar} * {outs} + {gvar} * {og} + {bvar} * {block}) * {total};")
         full_positions = (total // positions) * positions
@@ -523,6 +502,154 @@ def _fast(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border:
         k.open("")
         k.line(f"const int b = {full};")
         channel_block("b", remainder)
+        k.close()
+    for _ in loops:
+        k.close()
+
+
+def _bias_blocks(k: Kernel, bias: Operand, groups: int, og: int, block: int) -> tuple[str, str | None]:
+    """(kind, C name or None) of the bias of the across-channels layouts: per-channel values
+    arranged [group][channel block][block lanes], zero lanes past the group's channels (layout
+    bias_blocks)."""
+    nblocks = -(-og // block)
+    kind, per_channel = _bias_per_channel(k, bias, groups * og)
+    if per_channel is None:
+        return kind, None
+    arranged_b = np.zeros((groups, nblocks, block), F32)
+    pb = per_channel.reshape(groups, og)
+    for b in range(nblocks):
+        valid = min(block, og - b * block)
+        arranged_b[:, b, :valid] = pb[:, b * block:b * block + valid]
+    return kind, k.const_array(f"B_{bias.label or k.function}_ob{block}", arranged_b, "float",
+                               f"bias of {k.op.name} per output channel block ({block} lanes, zero padded)",
+                               source=bias.label, layout={"kind": "bias_blocks", "groups": groups, "og": og,
+                                                          "block": block} if bias.label else {})
+
+
+def _bias_vectors(k: Kernel, kind: str, bname: str | None, bias: Operand, gvar: str, bvar: str, og: int,
+                  block: int, valid: int) -> None:
+    """bias0 .. bias{vb-1}: the bias of the channel block `bvar` as vectors (none for a zero bias)."""
+    lanes = k.lanes
+    vb = block // lanes
+    nblocks = -(-og // block)
+    if kind in ("channel", "scalar"):
+        for v in range(vb):
+            k.line(f"const nnef_vf bias{v} = nnef_vload({bname} + ({gvar} * {nblocks} + {bvar}) * {block} + {v * lanes});")
+    elif kind == "tensor_scalar":
+        for v in range(vb):
+            k.line(f"const nnef_vf bias{v} = nnef_vset1({bias.c}[0]);")
+    elif kind == "tensor_channel":
+        k.line(f"float bt[{block}] = {{0}};")
+        k.open(f"for (int q = 0; q < {valid}; ++q)")
+        k.line(f"bt[q] = {bias.c}[{gvar} * {og} + {bvar} * {block} + q];")
+        k.close()
+        for v in range(vb):
+            k.line(f"const nnef_vf bias{v} = nnef_vload(bt + {v * lanes});")
+
+
+# Measured, not derived (Zen 3, gcc 12, ResNet-18's 512-channel stage, variants alternated in one session):
+# a software prefetch of every weight line 1 KiB ahead of the whole-plane kernel's linear stream took the
+# 256 -> 512-channel stride-2 layer 385-403 -> 264-318 us and left the 512-channel ones at 521-654 us
+# against 555-645 without it; 512 B, 2 and 4 KiB ahead were no better. 0: none.
+PREFETCH_BYTES = 1024
+WHOLE_PLANE_TERMS = 64  # at most this many (tap, output position) pairs written out per input channel
+
+
+def _whole_plane(k: Kernel, x: Operand, f: Operand, groups: int, border: str, finite: bool) -> bool:
+    """Across output channels with every output position of a plane in one tile (ResNet-18's 2x2
+    outputs): the taps are then written out per input channel, each with the positions it reaches
+    inside the input known at generation time. Needs finite weights where the window pads (a
+    skipped padded tap would add w * 0 = +-0 to a sum that is never -0, which changes nothing;
+    with an infinite weight it would be NaN) and a fill border (the other borders read real
+    values there)."""
+    win = _window(k, x, f)
+    total = math.prod(win.out_shape)
+    pads = any(p or q for p, q in win.padding)
+    if pads and not (finite and border in FILL_BORDERS):
+        return False
+    return channels_tile(f.shape[0] // groups, k.lanes, total, whole=True)[0] > 0 \
+        and total * f.shape[2] * f.shape[3] <= WHOLE_PLANE_TERMS
+
+
+def _fast_whole_plane(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border: str) -> None:
+    """Vectors across output channels, all ho * wo output positions of a channel block in
+    registers: per input channel c, for each tap (kh, kw) in order, the block's weight vectors are
+    loaded once (the packed weights are read in one linear pass over the whole array, so the
+    hardware prefetcher streams them from memory) and acc[p] = acc[p] + w * x[c, y_p, x_p] for each
+    position p whose tap falls inside the input, read from the input itself (no padded copy). The
+    padded taps are skipped: with finite weights they would add +-0 to a sum that is never -0."""
+    n_batch, channels, height, width = x.shape
+    outs, cg, kh, kw = f.shape
+    og = outs // groups
+    win = _window(k, x, f)
+    (s0, s1), (d0, d1) = win.stride, win.dilation
+    (p0, _), (p1, _) = win.padding
+    ho, wo = win.out_shape
+    total = ho * wo
+    lanes = k.lanes
+    vb, _, _ = channels_tile(og, lanes, total, whole=True)
+    block = vb * lanes
+    nblocks = -(-og // block)
+    wname = _packed_weights(k, f, groups, block)
+    kind, bname = _bias_blocks(k, bias, groups, og, block)
+    k.comment(f"output channels in blocks of {block} ({vb} vectors) times all {total} output positions at a time, "
+              "the taps written out with the positions each reaches inside the input; per output: acc = +0, then "
+              "acc = acc + w * x for (c, kh, kw) in order (padded taps skipped: +-0 changes no sum), then + bias")
+    loops = [(v, e) for v, e in (("n", n_batch), ("g", groups)) if e > 1]
+    for var, extent in loops:
+        k.open(f"for (int {var} = 0; {var} < {extent}; ++{var})")
+    nvar = "n" if n_batch > 1 else "0"
+    gvar = "g" if groups > 1 else "0"
+    positions = [(y, xo) for y in range(ho) for xo in range(wo)]
+
+    def channel_block(bvar: str, valid: int) -> None:
+        k.line(f"const float *const wb = {wname} + ({gvar} * {nblocks} + {bvar}) * {cg * kh * kw * block};")
+        _bias_vectors(k, kind, bname, bias, gvar, bvar, og, block, valid)
+        k.line(f"const float *const xg = {x.c} + ({nvar} * {channels} + {gvar} * {cg}) * {height * width};")
+        k.line(f"float *const og = {k.out.c} + ({nvar} * {outs} + {gvar} * {og} + {bvar} * {block}) * {total};")
+        accs = [[f"a{p}_{v}" for v in range(vb)] for p in range(total)]
+        k.line("nnef_vf " + ", ".join(f"{a} = nnef_vzero()" for row in accs for a in row) + ";")
+        k.open(f"for (int c = 0; c < {cg}; ++c)")
+        k.line(f"const float *const xc = xg + c * {height * width};")
+        k.line(f"const float *const wc = wb + c * {kh * kw * block};")
+        if PREFETCH_BYTES:
+            for line in range(0, kh * kw * block * 4, LINE_BYTES):
+                k.line(f"NNEF_PREFETCH(wc + {(PREFETCH_BYTES + line) // 4});")
+        for i in range(kh):
+            for j in range(kw):
+                reach = [(p, (y * s0 + i * d0 - p0) * width + xo * s1 + j * d1 - p1)
+                         for p, (y, xo) in enumerate(positions)
+                         if 0 <= y * s0 + i * d0 - p0 < height and 0 <= xo * s1 + j * d1 - p1 < width]
+                if not reach:
+                    continue
+                k.open("")
+                for v in range(vb):
+                    k.line(f"const nnef_vf w{v} = nnef_vload(wc + {(i * kw + j) * block + v * lanes});")
+                for p, offset in reach:
+                    k.line(f"const nnef_vf x{p} = nnef_vset1(xc[{offset}]);")
+                    for v in range(vb):
+                        k.line(f"{accs[p][v]} = nnef_vadd({accs[p][v]}, nnef_vmul(w{v}, x{p}));")
+                k.close()
+        k.close()
+        k.line(f"float t[{total}][{block}];")
+        for p in range(total):
+            for v in range(vb):
+                value = accs[p][v] if kind == "zero" else f"nnef_vadd({accs[p][v]}, bias{v})"
+                k.line(f"nnef_vstore(t[{p}] + {v * lanes}, {value});")
+        k.open(f"for (int q = 0; q < {valid}; ++q)")
+        for p in range(total):
+            k.line(f"og[q * {total} + {p}] = t[{p}][q];")
+        k.close()
+
+    full = og // block
+    if full:
+        k.open(f"for (int b = 0; b < {full}; ++b)")
+        channel_block("b", block)
+        k.close()
+    if og % block:
+        k.open("")
+        k.line(f"const int b = {full};")
+        channel_block("b", og % block)
         k.close()
     for _ in loops:
         k.close()

@@ -110,18 +110,21 @@ def _pieces(extent: int, block: int) -> list[tuple[int, int]]:
     return [(size, count) for size, count in ((block, extent // block), (extent % block, 1)) if count and size]
 
 
-def channels_tile(channels: int, lanes: int, positions: int) -> tuple[int, int, float]:
+def channels_tile(channels: int, lanes: int, positions: int, whole: bool = False) -> tuple[int, int, float]:
     """(channel vectors, output positions, cycles per tap of the layer): vectors across output
-    channels (blocks of vb * lanes channels, zero lanes past the last), `positions` outputs per channel."""
+    channels (blocks of vb * lanes channels, zero lanes past the last), `positions` outputs per channel;
+    `whole`: only tiles of all the positions (the weights read once), vb = 0 where none fits."""
     best: tuple[float, int, int, int, int] | None = None
     most = -(-channels // lanes)
     for vb in range(1, min(4, most) + 1):
         blocks = -(-channels // (vb * lanes))
-        for p in range(1, min(positions, MAX_CHANNEL_ACCUMULATORS // vb) + 1):
+        for p in range(positions if whole else 1, min(positions, MAX_CHANNEL_ACCUMULATORS // vb) + 1):
             cost = blocks * split_cycles(positions, p, vb)
             key = (cost, -(vb * p), vb + p, vb, p)
             if best is None or key < best:
                 best = key
+    if best is None:
+        return 0, positions, 0.0
     cost, _, _, vb, p = best
     return vb, p, cost
 
