@@ -33,10 +33,11 @@ def _weights(*shape: int) -> np.ndarray:
     return (RNG.standard_normal(shape) * 0.5).astype(np.float32)
 
 
-def _data(shape: tuple[int, ...], count: int = 2) -> np.ndarray:
+def _data(shape: tuple[int, ...], count: int = 2, rarity: int = 40) -> np.ndarray:
+    """Normal values with one in `rarity` replaced by a special (NaN, +-inf, +-0, subnormal, near overflow)."""
     x = RNG.standard_normal((count, *shape)).astype(np.float32)
     flat = x.reshape(-1)
-    picks = RNG.choice(flat.size, size=flat.size // 40, replace=False)
+    picks = RNG.choice(flat.size, size=max(1, flat.size // rarity), replace=False)
     flat[picks] = RNG.choice(SPECIALS, size=picks.size)
     return x
 
@@ -59,8 +60,9 @@ VARIABLES = {
     "f16": _weights(20, 24, 3, 3), "b16": _weights(1, 20),  # 2x3 outputs: whole planes, a channel-block remainder
     "f17": _weights(12, 24, 3, 3),                          # 4x4 -> 2x2 stride 2 (ResNet-18's l4_0_conv1 shape)
     "f18": _weights(10, 24, 1, 1),                          # 1x1 over 2x3 planes: no tap skipped
+    "f20": _weights(128, 128, 3, 3), "b20": _weights(1, 128),  # 576 KiB of weights over 2x2: prefetched
 }
-OUTPUTS = [f"c{i}" for i in range(1, 20)]
+OUTPUTS = [f"c{i}" for i in range(1, 21)]
 BODY = """
     x = external<scalar>(shape = [1, 5, 13, 19]);
     u = external<scalar>(shape = [1, 12, 21, 34]);
@@ -69,6 +71,7 @@ BODY = """
     w = external<scalar>(shape = [1, 64, 5, 20]);
     s = external<scalar>(shape = [1, 24, 2, 3]);
     t = external<scalar>(shape = [1, 24, 4, 4]);
+    r = external<scalar>(shape = [1, 128, 2, 2]);
     f1 = variable<scalar>(shape = [9, 5, 3, 3], label = 'f1');
     b1 = variable<scalar>(shape = [1, 9], label = 'b1');
     f2 = variable<scalar>(shape = [13, 5, 3, 3], label = 'f2');
@@ -97,6 +100,8 @@ BODY = """
     b16 = variable<scalar>(shape = [1, 20], label = 'b16');
     f17 = variable<scalar>(shape = [12, 24, 3, 3], label = 'f17');
     f18 = variable<scalar>(shape = [10, 24, 1, 1], label = 'f18');
+    f20 = variable<scalar>(shape = [128, 128, 3, 3], label = 'f20');
+    b20 = variable<scalar>(shape = [1, 128], label = 'b20');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
@@ -116,15 +121,17 @@ BODY = """
     c17 = conv(t, f17, 0.0, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c18 = conv(s, f18, 0.5, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c19 = conv(s, f16, b16, border = 'replicate', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
+    c20 = conv(r, f20, b20, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
 """
 
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
-    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v", "z", "w", "s", "t"],
+    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v", "z", "w", "s", "t", "r"],
                            outputs=OUTPUTS)
     inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34)), "v": _data((1, 64, 16, 16)), "z": _data((1, 96, 6, 16)),
-              "w": _data((1, 64, 5, 20)), "s": _data((1, 24, 2, 3)), "t": _data((1, 24, 4, 4))}
+              "w": _data((1, 64, 5, 20)), "s": _data((1, 24, 2, 3)), "t": _data((1, 24, 4, 4), rarity=200),  # most outputs finite: a reordering shows
+              "r": _data((1, 128, 2, 2))}
     expected = H.reference(folder / "CPU0.nnef", inputs, VARIABLES, OUTPUTS)
     return folder, inputs, expected
 
@@ -159,13 +166,13 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     # a remainder vector
     start = text.index("static void nnef_op_c15(")
     assert "6 output channels times 1 output rows times 2 vectors" in text[start:text.index("\n}\n", start)]
-    # whole output planes in one tile (c16-c18), the taps written out with the positions they reach, the
-    # weights prefetched ahead; not with a border that reads real values in the padding (c19)
-    for name, total in (("c16", 6), ("c17", 4), ("c18", 6), ("c19", None)):
+    # whole output planes in one tile (c16-c18, c20), the taps written out with the positions they reach, weights
+    # of 512 KiB or more prefetched ahead (c20); not with a border that reads real values in the padding (c19)
+    for name, total in (("c16", 6), ("c17", 4), ("c18", 6), ("c19", None), ("c20", 4)):
         start = text.index(f"static void nnef_op_{name}(")
         body = text[start:text.index("\n}\n", start)]
         assert (f"times all {total} output positions" in body) == (total is not None), name
-        assert ("NNEF_PREFETCH(wc + " in body) == (total is not None), name
+        assert ("NNEF_PREFETCH(wc + " in body) == (name == "c20"), name
     start = text.index("static void nnef_op_c17(")
     body = text[start:text.index("\n}\n", start)]
     # the 25 of 36 (tap, position) pairs inside the input, per channel block; no padded copy
@@ -228,6 +235,9 @@ def test_tile_choice_stays_within_registers_and_covers_remainders():
         r, t, q, _ = positions_tile(channels, vectors, rows, 1, 96 * 9 if channels != 64 else 63 * 9)
         assert r * t * q <= MAX_ACCUMULATORS
     assert WIDE_ACCUMULATORS == 12
+    # whole planes: every position in the tile (the weights read once), none past 12 accumulators
+    assert channels_tile(512, 8, 4, whole=True)[:2] == (2, 4) and channels_tile(20, 8, 6, whole=True)[:2] == (1, 6)
+    assert channels_tile(20, 8, 6)[:2] == (3, 4) and channels_tile(64, 8, 13, whole=True)[0] == 0
     assert tile_cycles(1, 1) == 3 and tile_cycles(4, 2) == 4 and tile_cycles(0, 5) == 0
     # the empirical phase-split penalty: kernels of 2+ columns only (a 1-column kernel reads one phase)
     assert phase_split_factor(1) == 1 and phase_split_factor(3) == phase_split_factor(7) == PHASE_SPLIT_FACTOR > 1

@@ -550,8 +550,10 @@ def _bias_vectors(k: Kernel, kind: str, bname: str | None, bias: Operand, gvar: 
 # Measured, not derived (Zen 3, gcc 12, ResNet-18's 512-channel stage, variants alternated in one session):
 # a software prefetch of every weight line 1 KiB ahead of the whole-plane kernel's linear stream took the
 # 256 -> 512-channel stride-2 layer 385-403 -> 264-318 us and left the 512-channel ones at 521-654 us
-# against 555-645 without it; 512 B, 2 and 4 KiB ahead were no better. 0: none.
+# against 555-645 without it; 512 B, 2 and 4 KiB ahead were no better. 0: none. Only for weights of at
+# least PREFETCH_MIN_BYTES (the second-level cache of Zen 3: smaller ones stay in the caches between inferences).
 PREFETCH_BYTES = 1024
+PREFETCH_MIN_BYTES = 512 * 1024
 WHOLE_PLANE_TERMS = 64  # at most this many (tap, output position) pairs written out per input channel
 
 
@@ -564,6 +566,8 @@ def _whole_plane(k: Kernel, x: Operand, f: Operand, groups: int, border: str, fi
     values there)."""
     win = _window(k, x, f)
     total = math.prod(win.out_shape)
+    if total < 2:  # one position: the across-channels tile is the same (the SE blocks' 1x1 layers stay as they were)
+        return False
     pads = any(p or q for p, q in win.padding)
     if pads and not (finite and border in FILL_BORDERS):
         return False
@@ -612,7 +616,7 @@ def _fast_whole_plane(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: 
         k.open(f"for (int c = 0; c < {cg}; ++c)")
         k.line(f"const float *const xc = xg + c * {height * width};")
         k.line(f"const float *const wc = wb + c * {kh * kw * block};")
-        if PREFETCH_BYTES:
+        if PREFETCH_BYTES and math.prod(f.shape) * 4 >= PREFETCH_MIN_BYTES:
             for line in range(0, kh * kw * block * 4, LINE_BYTES):
                 k.line(f"NNEF_PREFETCH(wc + {(PREFETCH_BYTES + line) // 4});")
         for i in range(kh):
