@@ -35,14 +35,12 @@
 #define NNEF_ALIGNED(n)
 #define NNEF_INLINE static inline
 #endif
-/* A hint that `p` will be read soon (weights streamed from memory); no effect on any value. */
+/* A hint that `p` will be read soon (weights streamed from memory; prefetcht0 on x86-64, measured a little
+ * faster than the non-temporal hint); no effect on any value. */
 #if defined(__GNUC__)
-#define NNEF_PREFETCH(p) __builtin_prefetch((p), 0, NNEF_PREFETCH_LOCALITY)
+#define NNEF_PREFETCH(p) __builtin_prefetch((p), 0, 3)
 #else
 #define NNEF_PREFETCH(p) ((void)(p))
-#endif
-#ifndef NNEF_PREFETCH_LOCALITY
-#define NNEF_PREFETCH_LOCALITY 0
 #endif
 
 /* ---------------------------------------------------------------- scalar primitives */
