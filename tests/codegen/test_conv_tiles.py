@@ -61,8 +61,9 @@ VARIABLES = {
     "f17": _weights(12, 24, 3, 3),                          # 4x4 -> 2x2 stride 2 (ResNet-18's l4_0_conv1 shape)
     "f18": _weights(10, 24, 1, 1),                          # 1x1 over 2x3 planes: no tap skipped
     "f20": _weights(128, 128, 3, 3), "b20": _weights(1, 128),  # 576 KiB of weights over 2x2: prefetched
+    "f21": _weights(10, 12, 3, 3), "b21": _weights(1, 10),  # 2 groups of 5 over 2x3 planes, dilation 2
 }
-OUTPUTS = [f"c{i}" for i in range(1, 21)]
+OUTPUTS = [f"c{i}" for i in range(1, 22)]
 BODY = """
     x = external<scalar>(shape = [1, 5, 13, 19]);
     u = external<scalar>(shape = [1, 12, 21, 34]);
@@ -102,6 +103,8 @@ BODY = """
     f18 = variable<scalar>(shape = [10, 24, 1, 1], label = 'f18');
     f20 = variable<scalar>(shape = [128, 128, 3, 3], label = 'f20');
     b20 = variable<scalar>(shape = [1, 128], label = 'b20');
+    f21 = variable<scalar>(shape = [10, 12, 3, 3], label = 'f21');
+    b21 = variable<scalar>(shape = [1, 10], label = 'b21');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
@@ -122,6 +125,7 @@ BODY = """
     c18 = conv(s, f18, 0.5, border = 'constant', padding = [(0, 0), (0, 0)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c19 = conv(s, f16, b16, border = 'replicate', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c20 = conv(r, f20, b20, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
+    c21 = conv(s, f21, b21, border = 'constant', padding = [(2, 2), (2, 2)], stride = [1, 1], dilation = [2, 2], groups = 2);
 """
 
 
@@ -168,7 +172,7 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     assert "6 output channels times 1 output rows times 2 vectors" in text[start:text.index("\n}\n", start)]
     # whole output planes in one tile (c16-c18, c20), the taps written out with the positions they reach, weights
     # of 512 KiB or more prefetched ahead (c20); not with a border that reads real values in the padding (c19)
-    for name, total in (("c16", 6), ("c17", 4), ("c18", 6), ("c19", None), ("c20", 4)):
+    for name, total in (("c16", 6), ("c17", 4), ("c18", 6), ("c19", None), ("c20", 4), ("c21", 2 * 3)):
         start = text.index(f"static void nnef_op_{name}(")
         body = text[start:text.index("\n}\n", start)]
         assert (f"times all {total} output positions" in body) == (total is not None), name

@@ -20,6 +20,11 @@ channels times T rows times Q vectors per tile; width stride 2 reads a phase-spl
 reduction whose rows overflow L1 runs in passes over input channels (channel_chunk). Each
 changes addresses or where a partial sum waits, never the order of an output's terms.
 
+Whole planes (_fast_whole_plane): across output channels with all 2-12 output positions of a plane in
+one tile (ResNet-18's 2x2 last stage); the taps written out per input channel with the positions each
+reaches inside the input, padded taps skipped (finite weights: +-0 changes no sum), the input read
+where it is, large weight arrays prefetched ahead of their one linear pass.
+
 General path (any spatial rank, weights computed or non-finite): scalar loops with the valid
 tap range of each output position in index tables, so padded taps are skipped exactly.
 """
@@ -549,8 +554,8 @@ def _bias_vectors(k: Kernel, kind: str, bname: str | None, bias: Operand, gvar: 
 
 # Measured, not derived (Zen 3, gcc 12, ResNet-18's 512-channel stage, variants alternated in one session):
 # a software prefetch of every weight line 1 KiB ahead of the whole-plane kernel's linear stream took the
-# 256 -> 512-channel stride-2 layer 385-403 -> 264-318 us and left the 512-channel ones at 521-654 us
-# against 555-645 without it; 512 B, 2 and 4 KiB ahead were no better. 0: none. Only for weights of at
+# 256 -> 512-channel stride-2 layer 325-489 -> 264-318 us and left the 512-channel ones at 521-707 us
+# against 555-691 without it; 512 B, 2 and 4 KiB ahead were no better. 0: none. Only for weights of at
 # least PREFETCH_MIN_BYTES (the second-level cache of Zen 3: smaller ones stay in the caches between inferences).
 PREFETCH_BYTES = 1024
 PREFETCH_MIN_BYTES = 512 * 1024
