@@ -7,7 +7,9 @@ read with two loads and a shuffle (replicate border) or from the phase-split cop
 then odd ones: odd, even and no left padding, dilation 3, a row tail that is not a whole vector
 pair; a 1x1 kernel), dilation, 1x1, input planes skewed against cache-set aliasing, a reduction cut into
 passes over input channels (partial sums stored and reloaded), 12-accumulator tiles (6 channels
-x 2 vectors) over 64 x 3 x 3 terms with a 5-channel and a 1-vector remainder. A planted reordering of one tiled kernel's
+x 2 vectors) over 64 x 3 x 3 terms with a 5-channel and a 1-vector remainder, whole output planes in one
+tile (2x2, 2x3, 1x1 kernels, stride 2, grouped and dilated: taps written out, padded taps skipped, large
+weights prefetched) and a replicate border that keeps the padded copy. A planted reordering of one tiled kernel's
 sum (input channels in decreasing order) must be caught by the same comparison: the test can
 fail.
 """
