@@ -64,8 +64,10 @@ VARIABLES = {
     "f18": _weights(10, 24, 1, 1),                          # 1x1 over 2x3 planes: no tap skipped
     "f20": _weights(128, 128, 3, 3), "b20": _weights(1, 128),  # 576 KiB of weights over 2x2: prefetched
     "f21": _weights(10, 12, 3, 3), "b21": _weights(1, 10),  # 2 groups of 5 over 2x3 planes, dilation 2
+    "f22": _weights(12, 16, 3, 3), "b22": _weights(1, 12),  # 4x4 outputs: bands of 3 rows and 1 row
+    "f23": _weights(9, 16, 3, 3),                           # 8x8 -> 4x4, stride 2 (ResNet-18's l3_0_conv1 shape)
 }
-OUTPUTS = [f"c{i}" for i in range(1, 22)]
+OUTPUTS = [f"c{i}" for i in range(1, 24)]
 BODY = """
     x = external<scalar>(shape = [1, 5, 13, 19]);
     u = external<scalar>(shape = [1, 12, 21, 34]);
@@ -75,6 +77,8 @@ BODY = """
     s = external<scalar>(shape = [1, 24, 2, 3]);
     t = external<scalar>(shape = [1, 24, 4, 4]);
     r = external<scalar>(shape = [1, 128, 2, 2]);
+    q = external<scalar>(shape = [1, 16, 4, 4]);
+    o = external<scalar>(shape = [1, 16, 8, 8]);
     f1 = variable<scalar>(shape = [9, 5, 3, 3], label = 'f1');
     b1 = variable<scalar>(shape = [1, 9], label = 'b1');
     f2 = variable<scalar>(shape = [13, 5, 3, 3], label = 'f2');
@@ -107,6 +111,9 @@ BODY = """
     b20 = variable<scalar>(shape = [1, 128], label = 'b20');
     f21 = variable<scalar>(shape = [10, 12, 3, 3], label = 'f21');
     b21 = variable<scalar>(shape = [1, 10], label = 'b21');
+    f22 = variable<scalar>(shape = [12, 16, 3, 3], label = 'f22');
+    b22 = variable<scalar>(shape = [1, 12], label = 'b22');
+    f23 = variable<scalar>(shape = [9, 16, 3, 3], label = 'f23');
     c1 = conv(x, f1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c2 = conv(x, f2, b2, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
     c3 = conv(u, f3, b3, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 0);
@@ -128,16 +135,18 @@ BODY = """
     c19 = conv(s, f16, b16, border = 'replicate', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c20 = conv(r, f20, b20, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     c21 = conv(s, f21, b21, border = 'constant', padding = [(2, 2), (2, 2)], stride = [1, 1], dilation = [2, 2], groups = 2);
+    c22 = conv(q, f22, b22, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
+    c23 = conv(o, f23, -1.5, border = 'constant', padding = [(1, 1), (1, 1)], stride = [2, 2], dilation = [1, 1], groups = 1);
 """
 
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
-    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v", "z", "w", "s", "t", "r"],
+    folder = H.single_item(tmp_path_factory.mktemp("tiles"), BODY, VARIABLES, inputs=["x", "u", "v", "z", "w", "s", "t", "r", "q", "o"],
                            outputs=OUTPUTS)
     inputs = {"x": _data((1, 5, 13, 19)), "u": _data((1, 12, 21, 34)), "v": _data((1, 64, 16, 16)), "z": _data((1, 96, 6, 16)),
               "w": _data((1, 64, 5, 20)), "s": _data((1, 24, 2, 3)), "t": _data((1, 24, 4, 4), rarity=200),  # most outputs finite: a reordering shows
-              "r": _data((1, 128, 2, 2))}
+              "r": _data((1, 128, 2, 2)), "q": _data((1, 16, 4, 4), rarity=200), "o": _data((1, 16, 8, 8))}
     expected = H.reference(folder / "CPU0.nnef", inputs, VARIABLES, OUTPUTS)
     return folder, inputs, expected
 
@@ -184,6 +193,13 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     # the 25 of 36 (tap, position) pairs inside the input, per channel block; no padded copy
     assert body.count("nnef_vset1(xc[") == 25 * body.count("const float *const wb =") > 0
     assert "scratch" not in body.split("{", 1)[0], "c17 reads its input without a padded copy"
+    # 4x4 planes in bands of 3 output rows and 1 row, 1 channel vector (with 4 lanes a row is a whole vector:
+    # across output columns)
+    for name in ("c22", "c23") if lanes == 8 else ():
+        start = text.index(f"static void nnef_op_{name}(")
+        body = text[start:text.index("\n}\n", start)]
+        assert f"blocks of {lanes} (1 vectors) times 3 output rows of 4 positions" in body, name
+        assert body.count("float t[12][") == body.count("float t[4][") > 0, name
     actual = H.run(H.build(code, lanes), inputs, tmp_path, OUTPUTS)
     H.assert_bit_identical(actual, expected, f"conv tiles (lanes {lanes})")
 
@@ -203,6 +219,7 @@ def test_tiles_portable_build_bit_identical(case, tmp_path):
     ("c15", r"for \(int c = 0; c < 64; \+\+c\)", "for (int c = 63; c >= 0; --c)"),  # 12-accumulator tiles
     ("c16", r"for \(int c = 0; c < 24; \+\+c\)", "for (int c = 23; c >= 0; --c)"),  # whole planes, taps written out
     ("c17", r"for \(int c = 0; c < 24; \+\+c\)", "for (int c = 23; c >= 0; --c)"),  # whole planes, stride 2
+    ("c22", r"for \(int c = 0; c < 16; \+\+c\)", "for (int c = 15; c >= 0; --c)"),  # bands of rows
 ])
 def test_planted_reordering_is_caught(case, tmp_path, name, loop, planted):
     """One tiled kernel with its input channels (c1) or kernel columns (c11, stride 2 from the
@@ -242,6 +259,7 @@ def test_tile_choice_stays_within_registers_and_covers_remainders():
         assert r * t * q <= MAX_ACCUMULATORS
     assert WIDE_ACCUMULATORS == 12
     # whole planes: every position in the tile (the weights read once), none past 12 accumulators
+    assert MAX_CHANNEL_ACCUMULATORS == 12  # conv's bands of rows: 12 // 4 = 3 rows of a 4x4 plane
     assert channels_tile(512, 8, 4, whole=True)[:2] == (2, 4) and channels_tile(20, 8, 6, whole=True)[:2] == (1, 6)
     assert channels_tile(20, 8, 6)[:2] == (3, 4) and channels_tile(64, 8, 13, whole=True)[0] == 0
     assert tile_cycles(1, 1) == 3 and tile_cycles(4, 2) == 4 and tile_cycles(0, 5) == 0

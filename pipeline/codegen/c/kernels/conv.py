@@ -39,8 +39,8 @@ import numpy as np
 from pipeline.codegen.c.kernels.common import F32, Kernel, Operand, emitter, strides
 from pipeline.codegen.c.kernels.padding import FILL_BORDERS, emit_padded_copy, emit_phase_split_copy
 from pipeline.codegen.c.kernels.geometry import BORDERS, WindowGeometry, kernel_window
-from pipeline.codegen.c.kernels.tiling import (channels_tile, phase_split_factor, positions_tile,
-                                               transposing_store_cycles)
+from pipeline.codegen.c.kernels.tiling import (MAX_CHANNEL_ACCUMULATORS, channels_tile, phase_split_factor,
+                                               positions_tile, transposing_store_cycles)
 
 
 
@@ -94,8 +94,8 @@ def conv(k: Kernel) -> None:
     if len(x.shape) == 4 and f.is_constant and (finite or border not in FILL_BORDERS):
         if _prefer_positions(k, x, f, groups, border):
             _fast_positions(k, x, f, bias, groups, border)
-        elif _whole_plane(k, x, f, groups, border, finite):
-            _fast_whole_plane(k, x, f, bias, groups, border)
+        elif (tile := _whole_plane(k, x, f, groups, border, finite)) is not None:
+            _fast_whole_plane(k, x, f, bias, groups, border, *tile)
         else:
             _fast(k, x, f, bias, groups, border)
     else:
@@ -562,31 +562,49 @@ PREFETCH_MIN_BYTES = 512 * 1024
 WHOLE_PLANE_TERMS = 64  # at most this many (tap, output position) pairs written out per input channel
 
 
-def _whole_plane(k: Kernel, x: Operand, f: Operand, groups: int, border: str, finite: bool) -> bool:
-    """Across output channels with every output position of a plane in one tile (ResNet-18's 2x2
-    outputs): the taps are then written out per input channel, each with the positions it reaches
-    inside the input known at generation time. Needs finite weights where the window pads (a
+def _whole_plane(k: Kernel, x: Operand, f: Operand, groups: int, border: str, finite: bool) -> tuple[int, int] | None:
+    """(channel vectors, output rows per band) where the across-channels tile covers whole output rows
+    (ResNet-18's 2x2 and 4x4 outputs): all positions of the plane when they fit one tile, else bands
+    of rows (BAND_*). The taps are then written out per input channel, each with the positions it
+    reaches inside the input known at generation time. Needs finite weights where the window pads (a
     skipped padded tap would add w * 0 = +-0 to a sum that is never -0, which changes nothing;
     with an infinite weight it would be NaN) and a fill border (the other borders read real
-    values there)."""
+    values there). None where the shape does not qualify."""
     win = _window(k, x, f)
-    total = math.prod(win.out_shape)
+    ho, wo = win.out_shape
+    total = ho * wo
     if total < 2:  # one position: the across-channels tile is the same (the SE blocks' 1x1 layers stay as they were)
-        return False
+        return None
     pads = any(p or q for p, q in win.padding)
     if pads and not (finite and border in FILL_BORDERS):
-        return False
-    return channels_tile(f.shape[0] // groups, k.lanes, total, whole=True)[0] > 0 \
-        and total * f.shape[2] * f.shape[3] <= WHOLE_PLANE_TERMS
+        return None
+    taps = f.shape[2] * f.shape[3]
+    vb = channels_tile(f.shape[0] // groups, k.lanes, total, whole=True)[0]
+    if vb and total * taps <= WHOLE_PLANE_TERMS:
+        return vb, ho
+    rows = MAX_CHANNEL_ACCUMULATORS // wo
+    if total <= BAND_MAX_POSITIONS and rows and rows * wo * taps <= BAND_TERMS:
+        return 1, rows
+    return None
 
 
-def _fast_whole_plane(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border: str) -> None:
-    """Vectors across output channels, all ho * wo output positions of a channel block in
-    registers: per input channel c, for each tap (kh, kw) in order, the block's weight vectors are
-    loaded once (the packed weights are read in one linear pass over the whole array, so the
-    hardware prefetcher streams them from memory) and acc[p] = acc[p] + w * x[c, y_p, x_p] for each
-    position p whose tap falls inside the input, read from the input itself (no padded copy). The
-    padded taps are skipped: with finite weights they would add +-0 to a sum that is never -0."""
+# Measured, not derived (Zen 3, gcc 12, ResNet-18's 256-channel 4x4 3x3 layers, variants alternated three
+# times in one session, load average ~5): bands of 3 output rows (12 positions) x 1 channel vector took
+# them from 359-501 us (the general across-channels tile, every padded tap computed) to 222-259 us; 2 rows
+# x 1 vector 251-272, 1 row x 2 vectors 291-321, 2 rows x 2 vectors 263-324.
+BAND_MAX_POSITIONS = 16  # planes up to 4x4 (larger ones: not measured)
+BAND_TERMS = 108  # (tap, position) pairs written out per input channel in a band: 3 rows x 4 x 3 x 3
+
+
+def _fast_whole_plane(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border: str,
+                      vb: int, band: int) -> None:
+    """Vectors across output channels, `band` whole output rows of a channel block in registers
+    (all ho * wo positions where band = ho): per input channel c, for each tap (kh, kw) in order, the
+    block's weight vectors are loaded once (the packed weights are read in one linear pass over the
+    whole array when band = ho, so the hardware prefetcher streams them from memory) and acc[p] =
+    acc[p] + w * x[c, y_p, x_p] for each position p whose tap falls inside the input, read from the
+    input itself (no padded copy). The padded taps are skipped: with finite weights they would add
+    +-0 to a sum that is never -0."""
     n_batch, channels, height, width = x.shape
     outs, cg, kh, kw = f.shape
     og = outs // groups
@@ -596,12 +614,12 @@ def _fast_whole_plane(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: 
     ho, wo = win.out_shape
     total = ho * wo
     lanes = k.lanes
-    vb, _, _ = channels_tile(og, lanes, total, whole=True)
     block = vb * lanes
     nblocks = -(-og // block)
     wname = _packed_weights(k, f, groups, block)
     kind, bname = _bias_blocks(k, bias, groups, og, block)
-    k.comment(f"output channels in blocks of {block} ({vb} vectors) times all {total} output positions at a time, "
+    tile = f"all {total} output positions" if band == ho else f"{band} output rows of {wo} positions"
+    k.comment(f"output channels in blocks of {block} ({vb} vectors) times {tile} at a time, "
               "the taps written out with the positions each reaches inside the input; per output: acc = +0, then "
               "acc = acc + w * x for (c, kh, kw) in order (padded taps skipped: +-0 changes no sum), then + bias")
     loops = [(v, e) for v, e in (("n", n_batch), ("g", groups)) if e > 1]
@@ -609,19 +627,16 @@ def _fast_whole_plane(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: 
         k.open(f"for (int {var} = 0; {var} < {extent}; ++{var})")
     nvar = "n" if n_batch > 1 else "0"
     gvar = "g" if groups > 1 else "0"
-    positions = [(y, xo) for y in range(ho) for xo in range(wo)]
 
-    def channel_block(bvar: str, valid: int) -> None:
-        k.line(f"const float *const wb = {wname} + ({gvar} * {nblocks} + {bvar}) * {cg * kh * kw * block};")
-        _bias_vectors(k, kind, bname, bias, gvar, bvar, og, block, valid)
-        k.line(f"const float *const xg = {x.c} + ({nvar} * {channels} + {gvar} * {cg}) * {height * width};")
-        k.line(f"float *const og = {k.out.c} + ({nvar} * {outs} + {gvar} * {og} + {bvar} * {block}) * {total};")
-        accs = [[f"a{p}_{v}" for v in range(vb)] for p in range(total)]
+    def band_tile(y0: int, rows: int, valid: int) -> None:
+        positions = [(y, xo) for y in range(y0, y0 + rows) for xo in range(wo)]
+        count = len(positions)
+        accs = [[f"a{p}_{v}" for v in range(vb)] for p in range(count)]
         k.line("nnef_vf " + ", ".join(f"{a} = nnef_vzero()" for row in accs for a in row) + ";")
         k.open(f"for (int c = 0; c < {cg}; ++c)")
         k.line(f"const float *const xc = xg + c * {height * width};")
         k.line(f"const float *const wc = wb + c * {kh * kw * block};")
-        if PREFETCH_BYTES and math.prod(f.shape) * 4 >= PREFETCH_MIN_BYTES:
+        if y0 == 0 and PREFETCH_BYTES and math.prod(f.shape) * 4 >= PREFETCH_MIN_BYTES:
             for line in range(0, kh * kw * block * 4, LINE_BYTES):
                 k.line(f"NNEF_PREFETCH(wc + {(PREFETCH_BYTES + line) // 4});")
         for i in range(kh):
@@ -640,15 +655,28 @@ def _fast_whole_plane(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: 
                         k.line(f"{accs[p][v]} = nnef_vadd({accs[p][v]}, nnef_vmul(w{v}, x{p}));")
                 k.close()
         k.close()
-        k.line(f"float t[{total}][{block}];")
-        for p in range(total):
+        k.line(f"float t[{count}][{block}];")
+        for p in range(count):
             for v in range(vb):
                 value = accs[p][v] if kind == "zero" else f"nnef_vadd({accs[p][v]}, bias{v})"
                 k.line(f"nnef_vstore(t[{p}] + {v * lanes}, {value});")
         k.open(f"for (int q = 0; q < {valid}; ++q)")
-        for p in range(total):
-            k.line(f"og[q * {total} + {p}] = t[{p}][q];")
+        for p in range(count):
+            k.line(f"og[q * {total} + {y0 * wo + p}] = t[{p}][q];")
         k.close()
+
+    def channel_block(bvar: str, valid: int) -> None:
+        k.line(f"const float *const wb = {wname} + ({gvar} * {nblocks} + {bvar}) * {cg * kh * kw * block};")
+        _bias_vectors(k, kind, bname, bias, gvar, bvar, og, block, valid)
+        k.line(f"const float *const xg = {x.c} + ({nvar} * {channels} + {gvar} * {cg}) * {height * width};")
+        k.line(f"float *const og = {k.out.c} + ({nvar} * {outs} + {gvar} * {og} + {bvar} * {block}) * {total};")
+        if band == ho:
+            band_tile(0, ho, valid)
+            return
+        for y0 in range(0, ho, band):
+            k.open("")
+            band_tile(y0, min(band, ho - y0), valid)
+            k.close()
 
     full = og // block
     if full:
