@@ -25,10 +25,12 @@ difference: the instruction, its item and location, and both origins.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from pipeline.petri.net import INITIAL_KINDS, Net, PlaceKind, TransitionKind
 from pipeline.petri.outcome import Outcome, failed, listed, passed
+from pipeline.petri.translate import GraphSource, collect, places_ours
 
 ANALYSIS = "equivalence"
 Origin = tuple[str, ...]
@@ -122,21 +124,73 @@ def _arguments(net: Net, t: int, origins: _Origins) -> list[tuple[Origin, tuple[
     return [origins.of_place(place_of[var]) for var in inputs if var in place_of]
 
 
-def check_equivalence(split: Net, original: Net) -> Outcome:
-    """Pass when the split net, syncs hidden, has the original's labelled dependency graph (module doc)."""
+def _visible(net: Net) -> dict[str, list[int]]:
+    """The compute transitions by instruction name (in the order of their first transition)."""
+    names: dict[str, list[int]] = {}
+    for t, tr in enumerate(net.transitions):
+        if tr.kind is TransitionKind.COMPUTE:
+            names.setdefault(tr.name, []).append(t)
+    return names
+
+
+@dataclass
+class Original:
+    """What the comparison reads of the original: its transitions (`net`, for their names,
+    signatures and descriptions), the origins of each instruction's arguments, and the origins
+    of its outputs in the order of its output places."""
+
+    net: Net
+    arguments: Callable[[int], list[Origin]]
+    outputs: Callable[[], list[Origin]]   # asked after every argument (the memo's order, as before)
+
+    @classmethod
+    def of_net(cls, net: Net) -> "Original":
+        """From the original's net in our encoding (its places' producers, through syncs)."""
+        origins = _Origins(net)
+        return cls(net, lambda u: [origin for origin, _ in _arguments(net, u, origins)],
+                   lambda: [origins.of_place(p)[0] for p, place in enumerate(net.places) if place.kind is PlaceKind.OUTPUT])
+
+
+def original_of(source: GraphSource, name: str = "original") -> Original:
+    """The original's side read from its graphs: without places when it is one graph without
+    sync transitions (the common case: an exported description), else from its net.
+
+    Without syncs, `_places_ours` gives each argument a place whose origin `_Origins` reads
+    as: the value of the variable's (last) producing instruction; else its declaration; else
+    nothing (a get without writer, an undefined name): missing. An output place: the value of
+    its producer; a declared output has no producer (missing); one with neither is a
+    `missing` place, not an output. The same origins are derived here from the instructions,
+    without the places (tests/petri/test_petri_loader.py compares the two)."""
+    collected = collect(source, "ours", name)
+    if collected.syncs or len(collected.items) != 1:
+        return Original.of_net(places_ours(collected))
+    net, item = collected.net, collected.items[0]
+    transitions, colour = net.transitions, item.colour
+    known: dict[str, Origin] = {var: ("declared", var) for var in item.declared}
+    for var, t in item.producer.items():
+        known[var] = ("value", transitions[t].name, var)
+
+    def arguments(u: int) -> list[Origin]:
+        return [known.get(var) or ("missing", colour, var) for var in transitions[u].inputs]
+
+    outputs = [known[var] if var in item.producer else ("missing", colour, var)
+               for var in item.outputs if var not in item.syncvars and (var in item.producer or var in item.declared)]
+    net._ids = None
+    return Original(net, arguments, lambda: outputs)
+
+
+def check_equivalence(split: Net, original: Net | Original) -> Outcome:
+    """Pass when the split net, syncs hidden, has the original's labelled dependency graph (module doc).
+
+    `original` is the original's net in our encoding, or what `original_of` read of it."""
+    reference = original if isinstance(original, Original) else Original.of_net(original)
+    original = reference.net
     differences: list[dict[str, Any]] = []
 
     def differ(code: str, message: str, **where: Any) -> None:
         differences.append({"code": code, "message": message, **where})
 
-    def visible(net: Net) -> dict[str, list[int]]:
-        names: dict[str, list[int]] = {}
-        for t, tr in enumerate(net.transitions):
-            if tr.kind is TransitionKind.COMPUTE:
-                names.setdefault(tr.name, []).append(t)
-        return names
-
-    ours, theirs = visible(split), visible(original)
+    ours, theirs = _visible(split), _visible(original)
     # a dict of `visible` lists names in the order of their first transition: no sort needed
     for name in [n for n in theirs if n not in ours]:
         differ("PETRI-E110", f"instruction {original.describe_transition(theirs[name][0])} of the original is in no item",
@@ -148,7 +202,7 @@ def check_equivalence(split: Net, original: Net) -> Outcome:
         if len(ts) > 1:
             differ("PETRI-E110", f"instruction {name} is computed {len(ts)} times in the split: "
                    + "; ".join(split.describe_transition(t) for t in ts), instruction=name)
-    split_origins, original_origins = _Origins(split), _Origins(original)
+    split_origins, original_arguments = _Origins(split), reference.arguments
     compared = edges = 0
     for name, us in theirs.items():
         mine_ts = ours.get(name)
@@ -161,9 +215,9 @@ def check_equivalence(split: Net, original: Net) -> Outcome:
             differ("PETRI-E111", f"{split.describe_transition(t)} differs from the original's "
                    f"{original.describe_transition(u)}: {mine.signature} vs {ref.signature}", instruction=name)
             continue
-        args, ref_args = _arguments(split, t, split_origins), _arguments(original, u, original_origins)
+        args, ref_args = _arguments(split, t, split_origins), original_arguments(u)
         edges += len(ref_args)
-        for index, ((origin, via), (ref_origin, _)) in enumerate(zip(args, ref_args)):
+        for index, ((origin, via), ref_origin) in enumerate(zip(args, ref_args)):
             if origin != ref_origin:
                 differ("PETRI-E112", f"argument {index + 1} of {split.describe_transition(t)} is "
                        f"{_describe_origin(origin, via)}; in the original it is {_describe_origin(ref_origin, (), True)}",
@@ -172,10 +226,9 @@ def check_equivalence(split: Net, original: Net) -> Outcome:
     if split_origins.cycles:
         differ("PETRI-E114", f"sync transitions forward each other in a cycle: {split_origins.cycles[0]}")
 
-    def sinks(net: Net, origins: _Origins, kind: PlaceKind) -> Counter[Origin]:
-        return Counter(origins.of_place(p)[0] for p, place in enumerate(net.places) if place.kind is kind)
-
-    out_split, out_orig = sinks(split, split_origins, PlaceKind.OUTPUT), sinks(original, original_origins, PlaceKind.OUTPUT)
+    out_split = Counter(split_origins.of_place(p)[0] for p, place in enumerate(split.places)
+                        if place.kind is PlaceKind.OUTPUT)
+    out_orig = Counter(reference.outputs())
     if out_split != out_orig:
         extra, lacking = out_split - out_orig, out_orig - out_split
         parts = [f"the split also outputs {_describe_origin(o, ())}" for o in extra] + \

@@ -202,14 +202,8 @@ def translate_each(source: GraphSource, encodings: Sequence[str], name: str = ""
     """
     for encoding in [*encodings, *counts_only]:
         _check_encoding(encoding)
-    graphs = source() if callable(source) else source
-    _check_graphs(graphs, encodings[0] if encodings else "ours")
-    net = Net(name or (graphs[0].name if len(graphs) == 1 else "+".join(g.item or g.name for g in graphs)),
-              encodings[0])
-    prefix = len(graphs) > 1
-    graphitems = any(g.item is not None for g in graphs)
-    items, syncs = _collect(net, graphs, prefix)
-    del graphs   # the caller's loader kept no reference: the graphs are freed here
+    collected = collect(source, encodings[0] if encodings else "ours", name)
+    net, items, syncs, prefix = collected.net, collected.items, collected.syncs, collected.prefix
     nets = [net] + [_sharing_transitions(net, encoding) for encoding in encodings[1:]]
     for each in nets:
         if each.encoding == "ours":
@@ -225,7 +219,44 @@ def translate_each(source: GraphSource, encodings: Sequence[str], name: str = ""
             counted = _sharing_transitions(net, encoding)
             _places_ours(counted, items, syncs, prefix)
             counts[encoding] = counted.counts()
-    return Translation(nets, graphitems, counts)
+    return Translation(nets, collected.graphitems, counts)
+
+
+@dataclass
+class Collected:
+    """A description's transitions (in `net`, which has no place yet) and what its places need:
+    per item its declarations, gets and producers (`_Item`), the sync transitions by (writer,
+    variable), and whether the ids carry the item's name (`prefix`)."""
+
+    net: Net
+    items: list[_Item]
+    syncs: dict[tuple[str, str], int]
+    prefix: bool
+    graphitems: bool
+
+
+def collect(source: GraphSource, encoding: str = "ours", name: str = "") -> Collected:
+    """The first half of `translate_each`: the graphs read (a loader called, its graphs dropped once
+    collected) and checked, the transitions built; `places_ours` completes the net.
+
+    pipeline.petri.equivalence reads an original's instructions from here without building
+    its places (`original_of`)."""
+    graphs = source() if callable(source) else source
+    _check_graphs(graphs, encoding)
+    net = Net(name or (graphs[0].name if len(graphs) == 1 else "+".join(g.item or g.name for g in graphs)), encoding)
+    prefix = len(graphs) > 1
+    graphitems = any(g.item is not None for g in graphs)
+    items, syncs = _collect(net, graphs, prefix)
+    del graphs   # the caller's loader kept no reference: the graphs are freed here
+    return Collected(net, items, syncs, prefix, graphitems)
+
+
+def places_ours(collected: Collected) -> Net:
+    """`collected`'s net completed in our encoding (as `translate_each(..., ["ours"])` gives it)."""
+    net = collected.net
+    _places_ours(net, collected.items, collected.syncs, collected.prefix)
+    net._ids = None
+    return net
 
 
 def _sharing_transitions(net: Net, encoding: str) -> Net:

@@ -18,7 +18,7 @@ from pipeline.gcpause import gc_paused
 from pipeline.registry.checks import Verdict
 from pipeline.nnef.graph import Graph
 from pipeline.petri.analysis import analyse
-from pipeline.petri.equivalence import check_equivalence
+from pipeline.petri.equivalence import check_equivalence, original_of
 from pipeline.petri.net import Net
 from pipeline.petri.outcome import Outcome, not_run
 from pipeline.petri.pipelining import check_pipeline
@@ -155,8 +155,7 @@ def _verify(graphs: Description, label: str, encoding: str, original: Descriptio
     clock.phase("analyse")
     multi = len(ours.colours) > 1 or graphitems
     if original is not None:
-        theirs = (original if isinstance(original, Net)
-                  else translate_each(clock.source(original, None, "equivalence"), ["ours"], "original").nets[0])
+        theirs = (original if isinstance(original, Net) else original_of(clock.source(original, None, "equivalence")))
         analyses["equivalence"] = check_equivalence(ours, theirs)
         del theirs
     elif multi:
