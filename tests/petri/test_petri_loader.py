@@ -70,3 +70,39 @@ def test_paper_counts_without_the_net_are_the_nets_counts(seed: int) -> None:
     for graphs in [graphs_of(items), graphs_of(original), *extra]:
         counted = translate_each(graphs, ["ours"], "n", counts_only=["paper"]).counts["paper"]
         assert counted == translate(graphs, "paper", "n").counts()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_original_read_without_places_compares_as_its_net(seed: int) -> None:
+    """`original_of` (no places for a plain original) gives `check_equivalence` the outcome its net
+    gives, passing and failing: the matching original, another one (missing and extra instructions,
+    other arguments and outputs), one whose output is a declared parameter, and a split as the
+    "original" (syncs: read from its net)."""
+    from tests.petri.petri_helpers import graphs_of
+    from pipeline.petri.equivalence import check_equivalence, original_of
+
+    original, items = golden_cases._split(seed, ops=30 + 7 * seed, unused=seed % 2 == 1)
+    other, _ = golden_cases._split(seed + 10, ops=25)
+    declared_output = original.replace("-> ( ", "-> ( w0, ", 1)
+    assert declared_output != original
+    split = translate(graphs_of(items))
+    outcomes = set()
+    for text in (original, other, declared_output, items, _wrong_producer_original(original)):
+        graphs = graphs_of(text)
+        lean = check_equivalence(split, original_of(graphs)).to_json()
+        assert lean == check_equivalence(split, translate(graphs, "ours", "original")).to_json()
+        outcomes.add((lean["verdict"], lean.get("code")))
+    assert {verdict for verdict, _ in outcomes} == {"pass", "fail"} and len(outcomes) >= 3
+
+
+def _wrong_producer_original(text: str) -> str:
+    """The original with its last binary instruction's second argument read from the first input."""
+    lines = text.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i]
+        if " = " in line and "(" in line and ", " in line and "external" not in line and "variable" not in line:
+            op, args = line.split(" = ", 1)[1].split("(", 1)
+            first, second = args.rstrip(");").split(", ")[:2]
+            lines[i] = line.replace(f"{op}({first}, {second}", f"{op}({first}, e0", 1)
+            return "\n".join(lines) + "\n"
+    raise AssertionError("no binary instruction")
