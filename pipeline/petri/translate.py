@@ -108,13 +108,18 @@ def _collect(net: Net, graphs: Sequence[Graph], prefix: bool) -> tuple[list[_Ite
     """Create the transitions (instructions and syncs) of every item; remember declarations and gets.
 
     The transitions are appended here rather than through `Net.add_transition` (the same
-    ids, objects and arc lists): one call less per instruction at 100,000 operations."""
+    ids, objects and arc lists), an instruction's names read inline (`_names`), and the
+    signature of an instruction without attributes whose arguments are all tensors taken
+    from the operation, its dtype and its parameter names (`signature` of such an
+    instruction depends on nothing else): per instruction, no call at 100,000 operations."""
     items: list[_Item] = []
     syncs: dict[tuple[str, str], int] = {}
     shared: dict[str, str] = {}   # one string per distinct signature (a few thousand for 100,000 instructions)
-    transitions, pre, post = net.transitions, net.pre, net.post
+    plain: dict[tuple[Any, ...], str] = {}   # (op, dtype, parameter names) -> signature, tensor arguments only
+    transitions = net.transitions
     ids = net._ids
     assert ids is not None   # a fresh net
+    compute = TransitionKind.COMPUTE
 
     def new(base: str, *fields: Any) -> int:
         if base in ids:
@@ -122,8 +127,6 @@ def _collect(net: Net, graphs: Sequence[Graph], prefix: bool) -> tuple[list[_Ite
         else:
             ids.add(base)
         transitions.append(Transition(base, *fields))
-        pre.append([])
-        post.append([])
         return len(transitions) - 1
 
     for graph in graphs:
@@ -135,7 +138,12 @@ def _collect(net: Net, graphs: Sequence[Graph], prefix: bool) -> tuple[list[_Ite
         steps, producer, declared = item.transitions, item.producer, item.declared
         head = f"{colour}." if prefix else ""
         for op in graph.operations:
-            outs = _names(op.outputs.values())
+            outs: list[str] = []
+            for value in op.outputs.values():
+                if type(value) is Ref:
+                    outs.append(value.name)
+                else:
+                    outs.extend(r.name for r in refs_in(value))
             kind = op.name
             if kind in DECLARATIONS:
                 declared[outs[0]] = DECLARATIONS[kind]
@@ -156,13 +164,38 @@ def _collect(net: Net, graphs: Sequence[Graph], prefix: bool) -> tuple[list[_Ite
                 steps.append(t)
                 program.append(("t", t))
             else:
-                t = new(f"t.{head}{outs[0]}", outs[0], kind, colour, TransitionKind.COMPUTE,
-                        tuple(_names(op.inputs.values())), tuple(outs), shared.setdefault(text := signature(op), text),
-                        op.span)
+                arguments = op.inputs
+                inputs: list[str] = []
+                tensors = True
+                for value in arguments.values():
+                    if type(value) is Ref:
+                        inputs.append(value.name)
+                    else:
+                        tensors = False
+                        inputs.extend(r.name for r in refs_in(value))
+                if tensors and not op.attribs:
+                    key = (kind, op.dtype, *arguments)
+                    text = plain.get(key)
+                    if text is None:
+                        text = plain[key] = shared.setdefault(text := signature(op), text)
+                else:
+                    text = shared.setdefault(text := signature(op), text)
+                name = outs[0]
+                base = f"t.{head}{name}"
+                if base in ids:
+                    base = fresh_id(ids, base)
+                else:
+                    ids.add(base)
+                t = len(transitions)
+                transitions.append(Transition(base, name, kind, colour, compute, tuple(inputs), tuple(outs), text,
+                                              op.span))
                 for name in outs:
                     producer[name] = t
                 steps.append(t)
                 program.append(("t", t))
+    missing = len(transitions) - len(net.pre)
+    net.pre.extend([[] for _ in range(missing)])
+    net.post.extend([[] for _ in range(missing)])
     return items, syncs
 
 
@@ -280,8 +313,10 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
 
     Places and arcs are appended here rather than through `Net.add_place`/`arc_in`/`arc_out`
     (the same ids, objects and lists in the same order): about 400,000 places at 100,000
-    operations, where the calls were a third of the translation."""
-    consumed: set[int] = set()                     # producing transitions with at least one reader
+    operations, where the calls were a third of the translation. The arc tuples are shared where
+    equal: one (t, 1) per transition for its places' producer/consumer lists, one (p, 1) for a
+    place's arcs in its producer's post-set and its consumer's pre-set (tuples: nothing can tell)."""
+    consumed = bytearray(len(net.transitions))     # producing transitions with at least one reader
     delivered: set[tuple[int, str]] = set()        # (sync, reader colour) that something reads
     places, producers, consumers, pre, post = net.places, net.producers, net.consumers, net.pre, net.post
     transitions = net.transitions
@@ -308,7 +343,7 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
             p = place(place_base, var, item.colour, kind)
             post[t].append((p, 1))
             producers[p].append((t, 1))
-            consumed.add(t)
+            consumed[t] = 1
             return p
         if var in item.declared:
             initial_kind = item.declared[var]
@@ -324,10 +359,11 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
                 return p
         return place(place_base, var, item.colour, missing_kind)
 
+    one = [(t, 1) for t in range(len(transitions))]
     for item in items:
         head = f"{item.colour}." if prefix else ""
         colour = item.colour
-        producer_of = item.producer.get
+        producer_of, declared_kind = item.producer.get, item.declared.get
         for t in item.transitions:
             tr = transitions[t]
             tid = tr.id
@@ -335,24 +371,38 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
             inputs = tr.inputs
             arcs_in = pre[t]
             if inputs:
+                consumer = one[t]
                 for var in (inputs if len(inputs) == 1 else dict.fromkeys(inputs)):
                     base = f"p.{var}.{suffix}"
                     made = producer_of(var)
-                    if made is None:
-                        p = feed(item, var, base, value_kind)
-                        places[p].consumer = t
-                        consumers[p].append((t, 1))
-                    else:   # the common case, inline: a value computed in the item (`feed`'s first case)
+                    if made is not None:   # the common case, inline: a value computed in the item (`feed`'s first)
                         if base in ids:
                             base = fresh_id(ids, base)
                         else:
                             ids.add(base)
                         p = len(places)
                         places.append(Place(base, var, colour, value_kind, 0, t))
-                        producers.append([(made, 1)])
-                        consumers.append([(t, 1)])
-                        post[made].append((p, 1))
-                        consumed.add(made)
+                        producers.append([one[made]])
+                        consumers.append([consumer])
+                        arc = (p, 1)
+                        post[made].append(arc)
+                        consumed[made] = 1
+                        arcs_in.append(arc)
+                        continue
+                    initial_kind = declared_kind(var)
+                    if initial_kind is not None:   # inline too: a declared variable (`feed`'s second case)
+                        if base in ids:
+                            base = fresh_id(ids, base)
+                        else:
+                            ids.add(base)
+                        p = len(places)
+                        places.append(Place(base, var, colour, initial_kind, 1, t))
+                        producers.append([])
+                        consumers.append([consumer])
+                    else:
+                        p = feed(item, var, base, value_kind)
+                        places[p].consumer = t
+                        consumers[p].append(consumer)
                     arcs_in.append((p, 1))
             else:
                 p = place(f"p.once.{suffix}", tr.name, colour, PlaceKind.ONCE, 1)
@@ -370,7 +420,7 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
         head = f"{item.colour}." if prefix else ""
         for t in item.transitions:
             tr = transitions[t]
-            if tr.kind is TransitionKind.COMPUTE and t not in consumed:
+            if tr.kind is TransitionKind.COMPUTE and not consumed[t]:
                 p = place(f"p.{head}{tr.name}.unused", tr.name, item.colour, PlaceKind.UNUSED)
                 post[t].append((p, 1))
                 producers[p].append((t, 1))
