@@ -34,70 +34,116 @@ from pipeline.petri.translate import GraphSource, collect, places_ours
 
 ANALYSIS = "equivalence"
 Origin = tuple[str, ...]
+# (an enum member read as a class attribute is a lookup each time: bound once for the per-object loops)
+_SYNC, _COMPUTE, _ONCE, _OUTPUT, _UNUSED = (TransitionKind.SYNC, TransitionKind.COMPUTE, PlaceKind.ONCE, PlaceKind.OUTPUT,
+                                            PlaceKind.UNUSED)
 
 
 class _Origins:
-    """Where the value in a place comes from, looking through sync transitions (memoised)."""
+    """Where the value in a place comes from, looking through sync transitions (memoised).
+
+    The syncs passed (`of_place`'s second part, for counterexamples only) are not written
+    while walking: each place on a chain of syncs remembers the next place of the chain, and
+    the names are written when a counterexample asks for them."""
 
     def __init__(self, net: Net) -> None:
         self.net = net
-        self.memo: dict[int, tuple[Origin, tuple[str, ...]]] = {}
+        # place -> (origin, whether a sync produces it, the next place on its chain of syncs)
+        self.memo: dict[int, tuple[Origin, bool, int | None]] = {}
         self.cycles: list[str] = []
 
     def of_place(self, p: int) -> tuple[Origin, tuple[str, ...]]:
         """(origin, syncs passed through) of the value in place p."""
+        origin = self.origin(p)
+        net, memo = self.net, self.memo
+        via: list[str] = []
+        q: int | None = p
+        while q is not None:
+            entry = memo.get(q)
+            if entry is None or not entry[1]:
+                break
+            sync = net.transitions[net.producers[q][0][0]]
+            via.append(f"{sync.name} ({sync.colour} -> {net.places[q].colour})")
+            q = entry[2]
+        return origin, tuple(via)
+
+    def origin(self, p: int) -> Origin:
+        """The origin of the value in place p."""
         net = self.net
         made = net.producers[p]
         if made:   # the common case first: a value computed by an instruction, no sync on the way (not memoised:
             tr = net.transitions[made[0][0]]   # each such place is asked once, by its one consumer)
-            if tr.kind is not TransitionKind.SYNC:
+            if tr.kind is not _SYNC:
                 place = net.places[p]
                 if place.kind not in INITIAL_KINDS:
                     outputs = tr.outputs
-                    produced = outputs[0] if len(outputs) == 1 or place.variable not in outputs else place.variable
-                    return (("value", tr.name, produced), ())
-        known = self.memo.get(p)
+                    return ("value", tr.name, outputs[0] if len(outputs) == 1 or place.variable not in outputs
+                            else place.variable)
+        memo = self.memo
+        known = memo.get(p)
         if known is not None:
-            return known
+            return known[0]
         trail: list[int] = []
         seen: set[int] = set()
         current = p
+        end: int | None = None   # where the last place of the trail continues (a place already known)
         while True:
-            if current in self.memo:
-                origin, via = self.memo[current]
+            if current in memo:
+                origin, end = memo[current][0], current
                 break
             place = net.places[current]
             if place.kind in INITIAL_KINDS:
-                origin, via = (("declared", place.variable) if place.kind is not PlaceKind.ONCE else ("once",)), ()
+                origin = ("declared", place.variable) if place.kind is not _ONCE else ("once",)
                 break
             if not net.producers[current]:
-                origin, via = ("missing", place.colour, place.variable), ()
+                origin = ("missing", place.colour, place.variable)
                 break
             u = net.producers[current][0][0]
             tr = net.transitions[u]
-            if tr.kind is not TransitionKind.SYNC:
-                produced = place.variable if place.variable in tr.outputs else tr.outputs[0]
-                origin, via = ("value", tr.name, produced), ()
+            if tr.kind is not _SYNC:
+                origin = ("value", tr.name, place.variable if place.variable in tr.outputs else tr.outputs[0])
                 break
             if current in seen:
                 self.cycles.append(" -> ".join(net.transitions[net.producers[q][0][0]].id for q in trail))
-                origin, via = ("cycle", tr.id), ()
+                origin = ("cycle", tr.id)
                 break
             seen.add(current)
             trail.append(current)
             if not net.pre[u]:
-                origin, via = ("missing", tr.colour, tr.inputs[0] if tr.inputs else tr.name), ()
+                origin = ("missing", tr.colour, tr.inputs[0] if tr.inputs else tr.name)
                 break
             current = net.pre[u][0][0]
-        # unwind: each place on the trail gets the origin, with the syncs passed from it
-        result = (origin, via)
-        for q in reversed(trail):
-            sync = net.transitions[net.producers[q][0][0]]
-            result = (result[0], (f"{sync.name} ({sync.colour} -> {net.places[q].colour})",) + result[1])
-            self.memo[q] = result
-        if p not in self.memo:
-            self.memo[p] = result
-        return self.memo[p]
+        # each place on the trail gets the origin, and the next place of its chain
+        for q, after in zip(trail, trail[1:] + [end]):
+            memo[q] = (origin, True, after)
+        if p not in memo:
+            memo[p] = (origin, False, None)
+        return origin
+
+
+def _argument_origins(net: Net, t: int, origins: _Origins) -> list[Origin]:
+    """The origins `_arguments` gives (without the syncs passed), read inline for an instruction
+    whose pre-set is one place per argument in argument order (one argument, or two distinct:
+    nearly all), and from a value computed without a sync (`_Origins.of_place`'s first case)."""
+    inputs, pre = net.transitions[t].inputs, net.pre[t]
+    n = len(inputs)
+    if n != len(pre) or not (n == 1 or (n == 2 and inputs[0] != inputs[1])):
+        return [origin for origin, _ in _arguments(net, t, origins)]
+    places, producers, transitions = net.places, net.producers, net.transitions
+    found: list[Origin] = []
+    for (p, _), var in zip(pre, inputs):
+        place = places[p]
+        if place.variable != var:
+            return [origin for origin, _ in _arguments(net, t, origins)]
+        made = producers[p]
+        if made:
+            tr = transitions[made[0][0]]
+            if tr.kind is not _SYNC and place.kind not in INITIAL_KINDS:
+                outputs = tr.outputs
+                found.append(("value", tr.name, outputs[0] if len(outputs) == 1 or var not in outputs else var))
+                continue
+        found.append(origins.origin(p))
+    return found
 
 
 def _describe_origin(origin: Origin, via: tuple[str, ...], original: bool = False) -> str:
@@ -128,8 +174,12 @@ def _visible(net: Net) -> dict[str, list[int]]:
     """The compute transitions by instruction name (in the order of their first transition)."""
     names: dict[str, list[int]] = {}
     for t, tr in enumerate(net.transitions):
-        if tr.kind is TransitionKind.COMPUTE:
-            names.setdefault(tr.name, []).append(t)
+        if tr.kind is _COMPUTE:
+            known = names.get(tr.name)
+            if known is None:
+                names[tr.name] = [t]
+            else:
+                known.append(t)
     return names
 
 
@@ -147,8 +197,8 @@ class Original:
     def of_net(cls, net: Net) -> "Original":
         """From the original's net in our encoding (its places' producers, through syncs)."""
         origins = _Origins(net)
-        return cls(net, lambda u: [origin for origin, _ in _arguments(net, u, origins)],
-                   lambda: [origins.of_place(p)[0] for p, place in enumerate(net.places) if place.kind is PlaceKind.OUTPUT])
+        return cls(net, lambda u: _argument_origins(net, u, origins),
+                   lambda: [origins.origin(p) for p, place in enumerate(net.places) if place.kind is _OUTPUT])
 
 
 def original_of(source: GraphSource, name: str = "original") -> Original:
@@ -215,9 +265,11 @@ def check_equivalence(split: Net, original: Net | Original) -> Outcome:
             differ("PETRI-E111", f"{split.describe_transition(t)} differs from the original's "
                    f"{original.describe_transition(u)}: {mine.signature} vs {ref.signature}", instruction=name)
             continue
-        args, ref_args = _arguments(split, t, split_origins), original_arguments(u)
+        ref_args = original_arguments(u)
         edges += len(ref_args)
-        for index, ((origin, via), ref_origin) in enumerate(zip(args, ref_args)):
+        if _argument_origins(split, t, split_origins) == ref_args:
+            continue
+        for index, ((origin, via), ref_origin) in enumerate(zip(_arguments(split, t, split_origins), ref_args)):
             if origin != ref_origin:
                 differ("PETRI-E112", f"argument {index + 1} of {split.describe_transition(t)} is "
                        f"{_describe_origin(origin, via)}; in the original it is {_describe_origin(ref_origin, (), True)}",
@@ -226,22 +278,22 @@ def check_equivalence(split: Net, original: Net | Original) -> Outcome:
     if split_origins.cycles:
         differ("PETRI-E114", f"sync transitions forward each other in a cycle: {split_origins.cycles[0]}")
 
-    out_split = Counter(split_origins.of_place(p)[0] for p, place in enumerate(split.places)
-                        if place.kind is PlaceKind.OUTPUT)
+    out_split = Counter(split_origins.origin(p) for p, place in enumerate(split.places)
+                        if place.kind is _OUTPUT)
     out_orig = Counter(reference.outputs())
     if out_split != out_orig:
         extra, lacking = out_split - out_orig, out_orig - out_split
         parts = [f"the split also outputs {_describe_origin(o, ())}" for o in extra] + \
                 [f"the split does not output {_describe_origin(o, (), True)}" for o in lacking]
         differ("PETRI-E113", "outputs differ: " + "; ".join(parts))
-    unread = [p for p, place in enumerate(split.places) if place.kind is PlaceKind.UNUSED
-              and split.producers[p] and split.transitions[split.producers[p][0][0]].kind is TransitionKind.SYNC]
+    unread = [p for p, place in enumerate(split.places) if place.kind is _UNUSED
+              and split.producers[p] and split.transitions[split.producers[p][0][0]].kind is _SYNC]
     for p in unread:
         place = split.places[p]
         sync = split.transitions[split.producers[p][0][0]]
         differ("PETRI-E113", f"{sync.colour} sends '{place.variable}' as {sync.name} to {place.colour}, "
                "which never reads it (a value the original does not deliver)")
-    syncs = sum(1 for t in split.transitions if t.kind is TransitionKind.SYNC)
+    syncs = sum(1 for t in split.transitions if t.kind is _SYNC)
     measured = {"instructions_original": sum(len(v) for v in theirs.values()),
                 "instructions_split": sum(len(v) for v in ours.values()),
                 "instructions_compared": compared, "arguments_compared": edges, "sync_transitions_hidden": syncs}
