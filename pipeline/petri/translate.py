@@ -27,6 +27,7 @@ net) and pipeline.petri.equivalence (a split against its original).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence, Union
 
@@ -364,6 +365,12 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
         head = f"{item.colour}." if prefix else ""
         colour = item.colour
         producer_of, declared_kind = item.producer.get, item.declared.get
+        received: dict[str, int] = {}   # a got variable -> the sync that delivers it here (`feed`'s third case)
+        for var, key in item.aliases.items():
+            s = syncs.get(key)
+            if s is not None and colour in transitions[s].dest:
+                received[var] = s
+        received_from = received.get
         for t in item.transitions:
             tr = transitions[t]
             tid = tr.id
@@ -390,6 +397,21 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
                         arcs_in.append(arc)
                         continue
                     initial_kind = declared_kind(var)
+                    s = received_from(var) if initial_kind is None else None
+                    if s is not None:   # inline too: a value delivered by a sync (`feed`'s third case)
+                        if base in ids:
+                            base = fresh_id(ids, base)
+                        else:
+                            ids.add(base)
+                        p = len(places)
+                        places.append(Place(base, var, colour, value_kind, 0, t))
+                        producers.append([one[s]])
+                        consumers.append([consumer])
+                        arc = (p, 1)
+                        post[s].append(arc)
+                        delivered.add((s, colour))
+                        arcs_in.append(arc)
+                        continue
                     if initial_kind is not None:   # inline too: a declared variable (`feed`'s second case)
                         if base in ids:
                             base = fresh_id(ids, base)
@@ -416,15 +438,16 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
             if places[p].kind is not missing_kind:
                 places[p].kind = PlaceKind.OUTPUT
                 net.final[p] = 1
+    compute, sync = TransitionKind.COMPUTE, TransitionKind.SYNC
     for item in items:
         head = f"{item.colour}." if prefix else ""
         for t in item.transitions:
             tr = transitions[t]
-            if tr.kind is TransitionKind.COMPUTE and not consumed[t]:
+            if tr.kind is compute and not consumed[t]:
                 p = place(f"p.{head}{tr.name}.unused", tr.name, item.colour, PlaceKind.UNUSED)
                 post[t].append((p, 1))
                 producers[p].append((t, 1))
-            elif tr.kind is TransitionKind.SYNC:
+            elif tr.kind is sync:
                 for reader in tr.dest:
                     if (t, reader) not in delivered:
                         p = place(f"p.{reader}.{tr.name}.unused", tr.inputs[0], reader, PlaceKind.UNUSED)
@@ -501,14 +524,17 @@ def _paper_counts(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int
     places = arcs = initial = final = 0
     compute = TransitionKind.COMPUTE
     for item in items:
-        readers: dict[str, int] = {}
+        read: list[str] = []   # each instruction's distinct inputs, counted in C by Counter
         once = 0
         for t in item.transitions:
             inputs = transitions[t].inputs
-            if not inputs:
+            if len(inputs) == 1:
+                read.append(inputs[0])
+            elif inputs:
+                read.extend(dict.fromkeys(inputs))
+            else:
                 once += 1
-            for var in (inputs if len(inputs) == 1 else dict.fromkeys(inputs)):
-                readers[var] = readers.get(var, 0) + 1
+        readers = Counter(read)
         demand = dict(readers)
         outputs = [v for v in item.outputs if v not in item.syncvars]
         for var in outputs:
@@ -520,9 +546,16 @@ def _paper_counts(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int
         for t in item.transitions:
             tr = transitions[t]
             if tr.kind is compute:
-                places += len(tr.outputs)
-                defined.update(tr.outputs)
-                arcs += sum(1 for var in tr.outputs if demand.get(var, 0))
+                results = tr.outputs
+                places += len(results)
+                if len(results) == 1:
+                    var = results[0]
+                    defined.add(var)
+                    if demand.get(var, 0):
+                        arcs += 1
+                else:
+                    defined.update(results)
+                    arcs += sum(1 for var in results if demand.get(var, 0))
         defined.update(item.aliases)
         places += sum(1 for var in readers if var not in defined)
         defined.update(readers)
