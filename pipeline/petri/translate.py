@@ -239,16 +239,17 @@ def translate_each(source: GraphSource, encodings: Sequence[str], name: str = ""
     collected = collect(source, encodings[0] if encodings else "ours", name)
     net, items, syncs, prefix = collected.net, collected.items, collected.syncs, collected.prefix
     nets = [net] + [_sharing_transitions(net, encoding) for encoding in encodings[1:]]
+    reads: list[tuple[list[str], int]] = []   # for the paper counts, from our encoding's places
     for each in nets:
         if each.encoding == "ours":
-            _places_ours(each, items, syncs, prefix)
+            _places_ours(each, items, syncs, prefix, reads if each is net else None)
         else:
             _places_paper(each, items, syncs, prefix)
         each._ids = None   # the ids are unique; the set (as large as the net's index) is rebuilt if one is added
     counts = {}
     for encoding in counts_only:
         if encoding == "paper":
-            counts[encoding] = _paper_counts(net, items, syncs)
+            counts[encoding] = _paper_counts(net, items, syncs, reads if reads else None)
         else:
             counted = _sharing_transitions(net, encoding)
             _places_ours(counted, items, syncs, prefix)
@@ -309,14 +310,17 @@ def _suffix(net: Net, t: int) -> str:
     return tid[2:] if tid.startswith("t.") else tid
 
 
-def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int], prefix: bool) -> None:
+def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int], prefix: bool,
+                 reads: list[tuple[list[str], int]] | None = None) -> None:
     """One place per (value, consumer) arc, and the once, output, unused and missing places (module doc).
 
     Places and arcs are appended here rather than through `Net.add_place`/`arc_in`/`arc_out`
     (the same ids, objects and lists in the same order): about 400,000 places at 100,000
     operations, where the calls were a third of the translation. The arc tuples are shared where
     equal: one (t, 1) per transition for its places' producer/consumer lists, one (p, 1) for a
-    place's arcs in its producer's post-set and its consumer's pre-set (tuples: nothing can tell)."""
+    place's arcs in its producer's post-set and its consumer's pre-set (tuples: nothing can tell).
+    `reads` (when given) receives per item what `_paper_counts` reads of its instructions: their
+    distinct inputs in order, and how many have none (walked here already)."""
     consumed = bytearray(len(net.transitions))     # producing transitions with at least one reader
     delivered: set[tuple[int, str]] = set()        # (sync, reader colour) that something reads
     places, producers, consumers, pre, post = net.places, net.producers, net.consumers, net.pre, net.post
@@ -371,6 +375,9 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
             if s is not None and colour in transitions[s].dest:
                 received[var] = s
         received_from = received.get
+        read: list[str] = []
+        read_extend = read.extend
+        once = 0
         for t in item.transitions:
             tr = transitions[t]
             tid = tr.id
@@ -379,7 +386,9 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
             arcs_in = pre[t]
             if inputs:
                 consumer = one[t]
-                for var in (inputs if len(inputs) == 1 else dict.fromkeys(inputs)):
+                distinct = inputs if len(inputs) == 1 else dict.fromkeys(inputs)
+                read_extend(distinct)
+                for var in distinct:
                     base = f"p.{var}.{suffix}"
                     made = producer_of(var)
                     if made is not None:   # the common case, inline: a value computed in the item (`feed`'s first)
@@ -427,10 +436,13 @@ def _places_ours(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]
                         consumers[p].append(consumer)
                     arcs_in.append((p, 1))
             else:
+                once += 1
                 p = place(f"p.once.{suffix}", tr.name, colour, PlaceKind.ONCE, 1)
                 places[p].consumer = t
                 arcs_in.append((p, 1))
                 consumers[p].append((t, 1))
+        if reads is not None:
+            reads.append((read, once))
         for var in item.outputs:
             if var in item.syncvars:
                 continue
@@ -511,9 +523,12 @@ def _places_paper(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int
                 net.arc_out(s, alias_places[(item.colour, writer, syncvar)], _demand_of_alias[var])
 
 
-def _paper_counts(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int]) -> dict[str, int]:
+def _paper_counts(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int],
+                  reads: list[tuple[list[str], int]] | None = None) -> dict[str, int]:
     """`Net.counts` of the net `_places_paper` would build on `net`'s transitions, counted, not built:
     the paper encoding's counts are reported for every description, its net is not needed.
+    `reads`: each item's distinct inputs per instruction and instructions without input, as
+    `_places_ours` collected them (else read here).
 
     Follows `_places_paper` step by step (tests/petri/test_petri_loader.py compares the two):
     a place per declared variable, per computed result, per received value, per variable read
@@ -523,17 +538,19 @@ def _paper_counts(net: Net, items: list[_Item], syncs: dict[tuple[str, str], int
     transitions = net.transitions
     places = arcs = initial = final = 0
     compute = TransitionKind.COMPUTE
-    for item in items:
-        read: list[str] = []   # each instruction's distinct inputs, counted in C by Counter
-        once = 0
-        for t in item.transitions:
-            inputs = transitions[t].inputs
-            if len(inputs) == 1:
-                read.append(inputs[0])
-            elif inputs:
-                read.extend(dict.fromkeys(inputs))
-            else:
-                once += 1
+    for index, item in enumerate(items):
+        if reads is not None:
+            read, once = reads[index]
+        else:
+            read, once = [], 0   # each instruction's distinct inputs, counted in C by Counter
+            for t in item.transitions:
+                inputs = transitions[t].inputs
+                if len(inputs) == 1:
+                    read.append(inputs[0])
+                elif inputs:
+                    read.extend(dict.fromkeys(inputs))
+                else:
+                    once += 1
         readers = Counter(read)
         demand = dict(readers)
         outputs = [v for v in item.outputs if v not in item.syncvars]

@@ -70,6 +70,8 @@ def test_paper_counts_without_the_net_are_the_nets_counts(seed: int) -> None:
     for graphs in [graphs_of(items), graphs_of(original), *extra]:
         counted = translate_each(graphs, ["ours"], "n", counts_only=["paper"]).counts["paper"]
         assert counted == translate(graphs, "paper", "n").counts()
+        # without our encoding's places to read the inputs from (`reads`), counted from the transitions
+        assert translate_each(graphs, ["paper"], "n", counts_only=["paper"]).counts["paper"] == counted
 
 
 @pytest.mark.parametrize("seed", range(4))
