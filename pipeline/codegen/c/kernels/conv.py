@@ -489,15 +489,7 @@ def _fast(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border:
             _end_tap(k, kw)
         k.close()
         k.close()
-        k.line(f"float t[{count}][{block}];")
-        for p in range(count):
-            for v in range(vb):
-                value = accs[p][v] if kind == "zero" else f"nnef_vadd({accs[p][v]}, bias{v})"
-                k.line(f"nnef_vstore(t[{p}] + {v * lanes}, {value});")
-        k.open(f"for (int q = 0; q < {valid}; ++q)")
-        for p in range(count):
-            k.line(f"og[q * {total} + pos + {p}] = t[{p}][q];")
-        k.close()
+        _store_positions(k, accs, kind, block, valid, [f"q * {total} + pos + {p}" for p in range(count)])
 
     if full:
         k.open(f"for (int b = 0; b < {full}; ++b)")
@@ -550,6 +542,22 @@ def _bias_vectors(k: Kernel, kind: str, bname: str | None, bias: Operand, gvar: 
         k.close()
         for v in range(vb):
             k.line(f"const nnef_vf bias{v} = nnef_vload(bt + {v * lanes});")
+
+
+def _store_positions(k: Kernel, accs: list[list[str]], kind: str, block: int, valid: int, where: list[str]) -> None:
+    """Store an across-channels tile: position p's `block` channels (bias added last, unless
+    zero) to og[where[p]], `q` the channel, through a scratch array so that a partial block
+    writes only its `valid` channels."""
+    lanes = k.lanes
+    k.line(f"float t[{len(accs)}][{block}];")
+    for p, row in enumerate(accs):
+        for v, acc in enumerate(row):
+            value = acc if kind == "zero" else f"nnef_vadd({acc}, bias{v})"
+            k.line(f"nnef_vstore(t[{p}] + {v * lanes}, {value});")
+    k.open(f"for (int q = 0; q < {valid}; ++q)")
+    for p, index in enumerate(where):
+        k.line(f"og[{index}] = t[{p}][q];")
+    k.close()
 
 
 # Measured, not derived (Zen 3, gcc 12, ResNet-18's 512-channel stage, variants alternated in one session):
@@ -655,15 +663,7 @@ def _fast_whole_plane(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: 
                         k.line(f"{accs[p][v]} = nnef_vadd({accs[p][v]}, nnef_vmul(w{v}, x{p}));")
                 k.close()
         k.close()
-        k.line(f"float t[{count}][{block}];")
-        for p in range(count):
-            for v in range(vb):
-                value = accs[p][v] if kind == "zero" else f"nnef_vadd({accs[p][v]}, bias{v})"
-                k.line(f"nnef_vstore(t[{p}] + {v * lanes}, {value});")
-        k.open(f"for (int q = 0; q < {valid}; ++q)")
-        for p in range(count):
-            k.line(f"og[q * {total} + {y0 * wo + p}] = t[{p}][q];")
-        k.close()
+        _store_positions(k, accs, kind, block, valid, [f"q * {total} + {y0 * wo + p}" for p in range(count)])
 
     def channel_block(bvar: str, valid: int) -> None:
         k.line(f"const float *const wb = {wname} + ({gvar} * {nblocks} + {bvar}) * {cg * kh * kw * block};")
