@@ -188,17 +188,18 @@ def _primitive_jumps(folder: Path, scratch: Path, lanes: int) -> dict[str, list[
     return static.conditional_jumps(asm.read_text(encoding="utf-8"), names)
 
 
-def transcendental_result(subject: str, scratch: Path) -> CheckResult:
-    """`codegen.transcendental`: the C programs against the NumPy programs (pipeline.codegen.c.mathcheck)."""
+def transcendental_result(subject: str, scratch: Path, lanes: int = 4) -> CheckResult:
+    """`codegen.transcendental`: the C programs, scalar and at the build's `lanes`, against the NumPy
+    programs (pipeline.codegen.c.mathcheck)."""
     from pipeline.codegen.c.mathcheck import MathCheckError, check_programs
 
     read = ["pipeline/semantics/transcendental.py", "pipeline/codegen/c/programs.py"]
     try:
-        mismatches, compared = check_programs(scratch)
+        mismatches, compared = check_programs(scratch, lanes=lanes)
     except MathCheckError as error:
         return CheckResult(TRANSCENDENTAL, subject, Verdict.NOT_RUN if "not installed" in str(error) else Verdict.FAIL,
                            str(error), {}, read, [])
-    measured = {"inputs_compared": compared, "functions": 6, "mismatches": sum(m.count for m in mismatches)}
+    measured = {"inputs_compared": compared, "functions": 6, "lanes": lanes, "mismatches": sum(m.count for m in mismatches)}
     if mismatches:
         m = mismatches[0]
         reason = (f"{m.function}{m.first_input}: C gives {m.c_value!r}, the reference program {m.reference_value!r} "

@@ -233,7 +233,7 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
                 shutil.rmtree(folder)
                 shutil.rmtree(objects, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="nnef-math-") as tmp:
-        results.append(checks.transcendental_result(model, Path(tmp)))
+        results.append(checks.transcendental_result(model, Path(tmp), lanes))
     if not accelerated:
         results.append(checks.no_accelerators(model))
     write_json(out / STATUS_FILE, {"schema_version": 1, "model": model, "deployments": status})

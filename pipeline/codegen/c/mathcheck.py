@@ -32,13 +32,43 @@ DRIVER = r"""
 #include <string.h>
 #include "nnef_math.h"
 #define CAPACITY 700000
-static float in[2 * CAPACITY], out[CAPACITY];
+static float in[2 * CAPACITY], out[CAPACITY + NNEF_VL], xs[CAPACITY + NNEF_VL], ys[CAPACITY + NNEF_VL];
+/* argv[3] "vector": the nnef_v* forms, NNEF_VL inputs at a time (the tail padded with zeros). */
+static int vector_forms(const char *name, long n)
+{
+    for (long i = 0; i < n; i += NNEF_VL) {
+        nnef_vf x = nnef_vload(xs + i), y = nnef_vload(ys + i), r;
+        if (!strcmp(name, "exp")) r = nnef_vexp(x);
+        else if (!strcmp(name, "log")) r = nnef_vlog(x);
+        else if (!strcmp(name, "tanh")) r = nnef_vtanh(x);
+        else if (!strcmp(name, "sigmoid")) r = nnef_vsigmoid(x);
+        else if (!strcmp(name, "softplus")) r = nnef_vsoftplus(x);
+        else if (!strcmp(name, "pow")) r = nnef_vpow(x, y);
+        else if (!strcmp(name, "rint")) r = nnef_vrint(x);
+        else if (!strcmp(name, "floor")) r = nnef_vfloor(x);
+        else if (!strcmp(name, "ceil")) r = nnef_vceil(x);
+        else if (!strcmp(name, "sqrt")) r = nnef_vsqrt(x);
+        else if (!strcmp(name, "sign")) r = nnef_vsign(x);
+        else return 4;
+        nnef_vstore(out + i, r);
+    }
+    return 0;
+}
 int main(int argc, char **argv)
 {
-    if (argc != 3) return 2;
+    if (argc != 3 && argc != 4) return 2;
     long n = atol(argv[2]);
     int two = !strcmp(argv[1], "pow");
     if (n > CAPACITY || fread(in, 4, (size_t)(n * (two ? 2 : 1)), stdin) != (size_t)(n * (two ? 2 : 1))) return 3;
+    if (argc == 4) {
+        for (long i = 0; i < n; ++i) {
+            xs[i] = two ? in[2 * i] : in[i];
+            ys[i] = two ? in[2 * i + 1] : 0.0f;
+        }
+        if (strcmp(argv[3], "vector") || vector_forms(argv[1], n)) return 4;
+        fwrite(out, 4, (size_t)n, stdout);
+        return 0;
+    }
     for (long i = 0; i < n; ++i) {
         float x = two ? in[2 * i] : in[i], y = two ? in[2 * i + 1] : 0.0f;
         if (!strcmp(argv[1], "exp")) out[i] = nnef_exp(x);
@@ -51,6 +81,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[1], "floor")) out[i] = nnef_floor(x);
         else if (!strcmp(argv[1], "ceil")) out[i] = nnef_ceil(x);
         else if (!strcmp(argv[1], "sqrt")) out[i] = nnef_sqrt(x);
+        else if (!strcmp(argv[1], "sign")) out[i] = nnef_sign(x);
         else return 4;
     }
     fwrite(out, 4, (size_t)n, stdout);
@@ -115,8 +146,11 @@ def build_driver(folder: Path, lanes: int = 4) -> Path:
     return binary
 
 
-def run_driver(binary: Path, name: str, data: np.ndarray, count: int) -> np.ndarray:
-    proc = subprocess.run([str(binary), name, str(count)], input=data.tobytes(), capture_output=True, check=True)
+def run_driver(binary: Path, name: str, data: np.ndarray, count: int, vector: bool = False) -> np.ndarray:
+    """`name` on `count` inputs: the scalar function, or with `vector` its nnef_v* form."""
+    mode = ["vector"] if vector else []
+    proc = subprocess.run([str(binary), name, str(count), *mode], input=data.tobytes(), capture_output=True,
+                          check=True)
     return np.frombuffer(proc.stdout, np.float32)
 
 
@@ -124,26 +158,29 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))
 
 
-def compare(binary: Path, name: str, x: np.ndarray, y: np.ndarray | None = None) -> Mismatch | None:
-    """Run one function in C and with the NumPy program; the mismatches, or None."""
+def compare(binary: Path, name: str, x: np.ndarray, y: np.ndarray | None = None,
+            vector: bool = False) -> Mismatch | None:
+    """Run one function in C (its vector form with `vector`) and with the NumPy program; the
+    mismatches, or None."""
     with np.errstate(all="ignore"):
         expected = np.asarray(T.pow(x, y) if name == "pow" else UNARY[name](x), np.float32)
     data = np.stack([x, y], 1) if name == "pow" else x
-    got = run_driver(binary, name, data, x.size)
+    got = run_driver(binary, name, data, x.size, vector)
     wrong = ~same_bits(got, expected)
     if not wrong.any():
         return None
     at = int(np.argmax(wrong))
     first = (float(x[at]),) if y is None else (float(x[at]), float(y[at]))
-    return Mismatch(name, int(wrong.sum()), first, float(got[at]), float(expected[at]))
+    label = f"{name} (NNEF_VL lanes)" if vector else name
+    return Mismatch(label, int(wrong.sum()), first, float(got[at]), float(expected[at]))
 
 
-def check_programs(scratch: Path, random: int = 20_000) -> tuple[list[Mismatch], int]:
-    """Every transcendental program in C against NumPy; (mismatches, inputs compared)."""
-    binary = build_driver(scratch)
+def check_programs(scratch: Path, random: int = 20_000, lanes: int = 4) -> tuple[list[Mismatch], int]:
+    """Every transcendental program in C against NumPy, scalar and vector forms at `lanes` lanes;
+    (mismatches, inputs compared)."""
+    binary = build_driver(scratch, lanes)
     x = sample_inputs(random)
-    mismatches = [m for name in UNARY if (m := compare(binary, name, x)) is not None]
-    powered = compare(binary, "pow", x, pow_exponents(x.size))
-    if powered is not None:
-        mismatches.append(powered)
-    return mismatches, x.size * (len(UNARY) + 1)
+    y = pow_exponents(x.size)
+    mismatches = [m for vector in (False, True) for name in UNARY if (m := compare(binary, name, x, None, vector))]
+    mismatches += [m for vector in (False, True) if (m := compare(binary, "pow", x, y, vector))]
+    return mismatches, 2 * x.size * (len(UNARY) + 1)

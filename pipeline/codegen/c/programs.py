@@ -48,6 +48,36 @@ C_OPS: dict[str, str] = {
     "shr": "((int32_t)((uint32_t){0} >> {1}))",
 }
 
+# The same primitives on NNEF_VL lanes at once (GCC/Clang vector extensions, nnef_runtime.h's
+# NNEF_VECTOR_EXT): booleans are lane masks (all ones or zero), which only and/or/not and the
+# selects consume (transcendental.OPS gives them no other use), so `not` is a bitwise not.
+V_OPS: dict[str, str] = {
+    **{op: C_OPS[op] for op in ("add", "sub", "mul", "div", "and", "or", "iand", "ior")},
+    "neg": "nnef_vneg({0})",
+    "abs": "nnef_vabs({0})",
+    "rint": "nnef_vrint({0})",
+    "floor": "nnef_vfloor({0})",
+    "lt": "nnef_vlt({0}, {1})",
+    "gt": "nnef_vgt({0}, {1})",
+    "le": "nnef_vle({0}, {1})",
+    "ge": "nnef_vge({0}, {1})",
+    "eq": "nnef_veq({0}, {1})",
+    "ne": "nnef_vne({0}, {1})",
+    "signbit": "nnef_vsignbit({0})",
+    "not": "nnef_vnot({0})",
+    "select_f": "nnef_vselect({0}, {1}, {2})",
+    "select_i": "nnef_viselect({0}, {1}, {2})",
+    "f2i": "nnef_vf2i({0})",
+    "i2f": "nnef_vi2f({0})",
+    "bits": "nnef_vbits({0})",
+    "from_bits": "nnef_vfrom_bits({0})",
+    "iadd": "nnef_viadd({0}, {1})",
+    "isub": "nnef_visub({0}, {1})",
+    "shl": "nnef_vshl({0}, {1})",
+    "shr": "nnef_vshr({0}, {1})",
+}
+_V_TYPES = {"f": "nnef_vf", "i": "nnef_vi", "b": "nnef_vi"}
+
 PRELUDE = """/* Generated from pipeline/semantics/transcendental.py (PROGRAMS): one statement per step,
  * in the order of transcendental.flatten; see docs/semantics/transcendental.md. */
 #ifndef NNEF_MATH_H
@@ -91,22 +121,30 @@ def callees_first(programs: list[T.Program]) -> list[T.Program]:
 
 
 def render_function(program: T.Program, ops: dict[str, str] = C_OPS, qualifier: str = "static inline",
-                    notes: bool = True) -> str:
+                    notes: bool = True, vector: bool = False) -> str:
     """One program as a function `nnef_<name>`: one statement per flattened step, each primitive
-    spelled by `ops` (C_OPS here; the CUDA generator passes its own, with `__host__ __device__`)."""
+    spelled by `ops` (C_OPS here; the CUDA generator passes its own, with `__host__ __device__`).
+    With `vector`, the lane-wise form `nnef_v<name>` on nnef_vf, spelled by V_OPS: the same steps
+    in the same order on every lane, so each lane gives the scalar function's bits."""
+    c_types, prefix = (_V_TYPES, "nnef_v") if vector else (_C_TYPES, "nnef_")
+    ops = V_OPS if vector else ops
     types: dict[str, str] = {name: "f" for name in program.params}
     names: dict[str, str] = {name: f"v_{name}" for name in program.params}
-    params = ", ".join(f"float v_{p}" for p in program.params)
-    lines = [f"/* {program.summary} */", f"{qualifier} float nnef_{program.name}({params})", "{"]
+    params = ", ".join(f"{c_types['f']} v_{p}" for p in program.params)
+    summary = f"{program.summary}, NNEF_VL lanes" if vector else program.summary
+    lines = [f"/* {summary} */", f"{qualifier} {c_types['f']} {prefix}{program.name}({params})", "{"]
     for const in program.constants:
         types[const.name] = const.type
         names[const.name] = f"K_{const.name}"
         note = f"  /* {const.note} */" if notes and const.note else ""
-        lines.append(f"    const {_C_TYPES[const.type]} K_{const.name} = {_literal(const)};  /* {const.bits} */{note}")
+        value = _literal(const)
+        if vector:
+            value = f"nnef_viset1({value})" if const.type == "i" else f"nnef_vset1({value})"
+        lines.append(f"    const {c_types[const.type]} K_{const.name} = {value};  /* {const.bits} */{note}")
     for step in T.flatten(program):
         if step.op == T.CALL:
             result_type = "f"
-            expr = f"nnef_{step.args[0]}({', '.join(names[a] for a in step.args[1:])})"
+            expr = f"{prefix}{step.args[0]}({', '.join(names[a] for a in step.args[1:])})"
         else:
             spec = T.OPS[step.op]
             result_type = types[step.args[1]] if spec.result == "T" else spec.result
@@ -117,21 +155,26 @@ def render_function(program: T.Program, ops: dict[str, str] = C_OPS, qualifier: 
         types[step.dest] = result_type
         names[step.dest] = f"v_{step.dest}"
         note = f"  /* {step.note} */" if notes and step.note else ""
-        lines.append(f"    const {_C_TYPES[result_type]} v_{step.dest} = {expr};{note}")
+        lines.append(f"    const {c_types[result_type]} v_{step.dest} = {expr};{note}")
     lines.append(f"    return {names[program.result]};")
     lines.append("}")
     return "\n".join(lines)
 
 
 def math_header() -> str:
-    """nnef_math.h: every program, callees first, plus lane-wise vector forms."""
+    """nnef_math.h: every program, callees first, plus its vector form: the same steps on vectors
+    where the compiler has vector extensions, else the scalar function lane by lane."""
     programs = callees_first([T.PROGRAMS[name] for name in sorted(T.PROGRAMS)])
     parts = [PRELUDE]
     parts += [render_function(p) for p in programs]
     unary = [p.name for p in programs if len(p.params) == 1]
     binary = [p.name for p in programs if len(p.params) == 2]
+    parts.append("#if defined(NNEF_VECTOR_EXT)")
+    parts += [render_function(p, qualifier="NNEF_INLINE", notes=False, vector=True) for p in programs]
+    parts.append("#else")
     parts.append("\n".join([f"NNEF_VMAP1(nnef_v{name}, nnef_{name})" for name in unary]
                            + [f"NNEF_VMAP2(nnef_v{name}, nnef_{name})" for name in binary]))
+    parts.append("#endif")
     parts.append("#endif /* NNEF_MATH_H */")
     return "\n\n".join(parts) + "\n"
 

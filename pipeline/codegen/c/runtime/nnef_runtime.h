@@ -354,10 +354,52 @@ NNEF_INLINE nnef_vf nnef_vmin_update(nnef_vf t, nnef_vf m)
     }
 #endif
 NNEF_VMAP1(nnef_vsqrt, nnef_sqrt)
+#if defined(NNEF_VECTOR_EXT)
+/* The integer side of the vector programs (nnef_math.h): int32 lanes as unsigned for the
+ * wrapping additions and the logical shifts, conversions lane by lane (cvttps2dq/cvtdq2ps:
+ * truncation toward zero, exact int -> float where the programs use it), sign masks. */
+typedef uint32_t nnef_vu __attribute__((vector_size(NNEF_VL * 4)));
+NNEF_INLINE nnef_vi nnef_viset1(int32_t x) { nnef_vi v = {0}; return v + x; }
+NNEF_INLINE nnef_vi nnef_viselect(nnef_vi m, nnef_vi a, nnef_vi b) { return (a & m) | (b & ~m); }
+NNEF_INLINE nnef_vi nnef_vsignbit(nnef_vf x) { return (nnef_vi)x < 0; }
+NNEF_INLINE nnef_vi nnef_vbits(nnef_vf x) { return (nnef_vi)x; }
+NNEF_INLINE nnef_vf nnef_vfrom_bits(nnef_vi x) { return (nnef_vf)x; }
+NNEF_INLINE nnef_vi nnef_viadd(nnef_vi a, nnef_vi b) { return (nnef_vi)((nnef_vu)a + (nnef_vu)b); }
+NNEF_INLINE nnef_vi nnef_visub(nnef_vi a, nnef_vi b) { return (nnef_vi)((nnef_vu)a - (nnef_vu)b); }
+NNEF_INLINE nnef_vi nnef_vshl(nnef_vi a, nnef_vi b) { return (nnef_vi)((nnef_vu)a << (nnef_vu)b); }
+NNEF_INLINE nnef_vi nnef_vshr(nnef_vi a, nnef_vi b) { return (nnef_vi)((nnef_vu)a >> (nnef_vu)b); }
+#if defined(__clang__) || __GNUC__ >= 9
+NNEF_INLINE nnef_vi nnef_vf2i(nnef_vf x) { return __builtin_convertvector(x, nnef_vi); }
+NNEF_INLINE nnef_vf nnef_vi2f(nnef_vi x) { return __builtin_convertvector(x, nnef_vf); }
+#else
+NNEF_INLINE nnef_vi nnef_vf2i(nnef_vf x) { nnef_vi r; for (int i = 0; i < NNEF_VL; ++i) r[i] = (int32_t)x[i]; return r; }
+NNEF_INLINE nnef_vf nnef_vi2f(nnef_vi x) { nnef_vf r; for (int i = 0; i < NNEF_VL; ++i) r[i] = (float)x[i]; return r; }
+#endif
+/* rint, floor, ceil and sign as the scalar forms above, every lane at once (same operations). */
+NNEF_INLINE nnef_vf nnef_vrint(nnef_vf x)
+{
+    nnef_vf a = nnef_vabs(x), big = nnef_vset1(0x1p23f);
+    nnef_vf t = (a + big) - big;
+    nnef_vf r = (nnef_vf)((nnef_vi)t | ((nnef_vi)x & nnef_viset1((int32_t)0x80000000u)));
+    return nnef_vselect(nnef_vlt(a, big), r, x);
+}
+NNEF_INLINE nnef_vf nnef_vfloor(nnef_vf x)
+{
+    nnef_vf r = nnef_vrint(x);
+    return nnef_vselect(nnef_vgt(r, x), r - nnef_vset1(1.0f), r);
+}
+NNEF_INLINE nnef_vf nnef_vceil(nnef_vf x) { return nnef_vneg(nnef_vfloor(nnef_vneg(x))); }
+NNEF_INLINE nnef_vf nnef_vsign(nnef_vf x)
+{
+    nnef_vf z = nnef_vzero();
+    return nnef_vselect(nnef_vgt(x, z), nnef_vset1(1.0f), nnef_vselect(nnef_vlt(x, z), nnef_vset1(-1.0f), x));
+}
+#else
 NNEF_VMAP1(nnef_vrint, nnef_rint)
 NNEF_VMAP1(nnef_vfloor, nnef_floor)
 NNEF_VMAP1(nnef_vceil, nnef_ceil)
 NNEF_VMAP1(nnef_vsign, nnef_sign)
+#endif
 
 /* Sync variables, barriers and step instrumentation: nnef_sync.h (also included by CUDA items). */
 #include "nnef_sync.h"
