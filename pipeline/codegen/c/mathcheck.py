@@ -33,57 +33,44 @@ DRIVER = r"""
 #include "nnef_math.h"
 #define CAPACITY 700000
 static float in[2 * CAPACITY], out[CAPACITY + NNEF_VL], xs[CAPACITY + NNEF_VL], ys[CAPACITY + NNEF_VL];
-/* argv[3] "vector": the nnef_v* forms, NNEF_VL inputs at a time (the tail padded with zeros). */
+/* The functions of one argument; pow (two) apart. */
+#define UNARY_FUNCTIONS(F) F(exp) F(log) F(tanh) F(sigmoid) F(softplus) F(rint) F(floor) F(ceil) F(sqrt) F(sign)
+/* nnef_<name> on each input. */
+static int scalar_forms(const char *name, long n)
+{
+#define SCALAR(f) \
+    if (!strcmp(name, #f)) { for (long i = 0; i < n; ++i) out[i] = nnef_##f(xs[i]); return 0; }
+    UNARY_FUNCTIONS(SCALAR)
+    if (!strcmp(name, "pow")) { for (long i = 0; i < n; ++i) out[i] = nnef_pow(xs[i], ys[i]); return 0; }
+    return 4;
+}
+/* nnef_v<name>, NNEF_VL inputs at a time (the tail padded with zeros). */
 static int vector_forms(const char *name, long n)
 {
-    for (long i = 0; i < n; i += NNEF_VL) {
-        nnef_vf x = nnef_vload(xs + i), y = nnef_vload(ys + i), r;
-        if (!strcmp(name, "exp")) r = nnef_vexp(x);
-        else if (!strcmp(name, "log")) r = nnef_vlog(x);
-        else if (!strcmp(name, "tanh")) r = nnef_vtanh(x);
-        else if (!strcmp(name, "sigmoid")) r = nnef_vsigmoid(x);
-        else if (!strcmp(name, "softplus")) r = nnef_vsoftplus(x);
-        else if (!strcmp(name, "pow")) r = nnef_vpow(x, y);
-        else if (!strcmp(name, "rint")) r = nnef_vrint(x);
-        else if (!strcmp(name, "floor")) r = nnef_vfloor(x);
-        else if (!strcmp(name, "ceil")) r = nnef_vceil(x);
-        else if (!strcmp(name, "sqrt")) r = nnef_vsqrt(x);
-        else if (!strcmp(name, "sign")) r = nnef_vsign(x);
-        else return 4;
-        nnef_vstore(out + i, r);
+#define VECTOR(f) \
+    if (!strcmp(name, #f)) { \
+        for (long i = 0; i < n; i += NNEF_VL) nnef_vstore(out + i, nnef_v##f(nnef_vload(xs + i))); \
+        return 0; \
     }
-    return 0;
+    UNARY_FUNCTIONS(VECTOR)
+    if (!strcmp(name, "pow")) {
+        for (long i = 0; i < n; i += NNEF_VL) nnef_vstore(out + i, nnef_vpow(nnef_vload(xs + i), nnef_vload(ys + i)));
+        return 0;
+    }
+    return 4;
 }
+/* driver NAME COUNT [vector]: COUNT float32 inputs (pairs x, y for pow) on stdin, results on stdout. */
 int main(int argc, char **argv)
 {
     if (argc != 3 && argc != 4) return 2;
     long n = atol(argv[2]);
     int two = !strcmp(argv[1], "pow");
     if (n > CAPACITY || fread(in, 4, (size_t)(n * (two ? 2 : 1)), stdin) != (size_t)(n * (two ? 2 : 1))) return 3;
-    if (argc == 4) {
-        for (long i = 0; i < n; ++i) {
-            xs[i] = two ? in[2 * i] : in[i];
-            ys[i] = two ? in[2 * i + 1] : 0.0f;
-        }
-        if (strcmp(argv[3], "vector") || vector_forms(argv[1], n)) return 4;
-        fwrite(out, 4, (size_t)n, stdout);
-        return 0;
-    }
     for (long i = 0; i < n; ++i) {
-        float x = two ? in[2 * i] : in[i], y = two ? in[2 * i + 1] : 0.0f;
-        if (!strcmp(argv[1], "exp")) out[i] = nnef_exp(x);
-        else if (!strcmp(argv[1], "log")) out[i] = nnef_log(x);
-        else if (!strcmp(argv[1], "tanh")) out[i] = nnef_tanh(x);
-        else if (!strcmp(argv[1], "sigmoid")) out[i] = nnef_sigmoid(x);
-        else if (!strcmp(argv[1], "softplus")) out[i] = nnef_softplus(x);
-        else if (!strcmp(argv[1], "pow")) out[i] = nnef_pow(x, y);
-        else if (!strcmp(argv[1], "rint")) out[i] = nnef_rint(x);
-        else if (!strcmp(argv[1], "floor")) out[i] = nnef_floor(x);
-        else if (!strcmp(argv[1], "ceil")) out[i] = nnef_ceil(x);
-        else if (!strcmp(argv[1], "sqrt")) out[i] = nnef_sqrt(x);
-        else if (!strcmp(argv[1], "sign")) out[i] = nnef_sign(x);
-        else return 4;
+        xs[i] = two ? in[2 * i] : in[i];
+        ys[i] = two ? in[2 * i + 1] : 0.0f;
     }
+    if (argc == 4 ? strcmp(argv[3], "vector") || vector_forms(argv[1], n) : scalar_forms(argv[1], n)) return 4;
     fwrite(out, 4, (size_t)n, stdout);
     return 0;
 }
