@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.codegen.c.generate import RUNTIME_DIR  # noqa: E402
+from pipeline.codegen.c.mathcheck import write_headers  # noqa: E402
 from pipeline.codegen.c.programs import math_header  # noqa: E402
 from pipeline.toolchain.cc import build_flags, compiler_version  # noqa: E402
 
@@ -80,10 +80,7 @@ def headers(folder: Path, lanes: int, written_out: bool) -> None:
     if not written_out:
         assert header.count(VECTOR_BRANCH) == 1
         header = header.replace(VECTOR_BRANCH, "#if 0  /* benchmark peer: the lane maps */\n")
-    (folder / "nnef_math.h").write_text(header, encoding="utf-8")
-    for name in ("nnef_runtime.h", "nnef_sync.h"):
-        shutil.copy(RUNTIME_DIR / name, folder)
-    (folder / "nnef_config.h").write_text(f"#define NNEF_VL {lanes}\n", encoding="utf-8")
+    write_headers(folder, lanes, header)
 
 
 def build(folder: Path, function: str, lanes: int, elements: int, vectorize: bool) -> Path:

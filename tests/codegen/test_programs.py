@@ -5,7 +5,6 @@ NumPy programs of pipeline.semantics.transcendental bit for bit."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -15,7 +14,20 @@ from pipeline.codegen.c.mathcheck import (build_driver, check_programs, compare,
 from pipeline.codegen.c.programs import V_OPS, math_header, unknown_primitives
 from pipeline.semantics import transcendental as T
 from pipeline.semantics.elementwise import sign
-from pipeline.toolchain.cc import build_flags, host_isa
+from pipeline.toolchain.cc import host_isa
+
+# The NumPy definitions each C function must match bit for bit (sign: the reference's select form).
+REFERENCE = {"exp": T.exp, "log": T.log, "tanh": T.tanh, "sigmoid": T.sigmoid, "softplus": T.softplus,
+             "rint": np.rint, "floor": np.floor, "ceil": np.ceil, "sqrt": np.sqrt, "sign": sign}
+
+
+def assert_bit_identical(binary, name: str, x: np.ndarray, vector: bool) -> None:
+    with np.errstate(all="ignore"):
+        expected = np.asarray(REFERENCE[name](x), np.float32)
+    got = run_driver(binary, name, x, x.size, vector)
+    mismatch = ~same_bits(got, expected)
+    assert not mismatch.any(), f"{name}: {int(mismatch.sum())} mismatches, first x = {x[np.argmax(mismatch)]!r}"
+
 
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
@@ -41,20 +53,11 @@ def vector_driver(request, tmp_path_factory):
     return build_driver(tmp_path_factory.mktemp(f"math{request.param}"), request.param)
 
 
-REFERENCE = {"exp": T.exp, "log": T.log, "tanh": T.tanh, "sigmoid": T.sigmoid, "softplus": T.softplus,
-             "rint": np.rint, "floor": np.floor, "ceil": np.ceil, "sqrt": np.sqrt, "sign": sign}
-
-
 @pytest.mark.parametrize("name", sorted(REFERENCE))
 def test_vector_forms_bit_identical(vector_driver, name):
     """nnef_v<name> (the programs' steps on whole vectors) gives the NumPy program's bits on every
     lane, including the padded tail and NaN, infinities, subnormals and -0 among the inputs."""
-    x = sample_inputs(40_000)[:-3]     # a count that is not a multiple of the lanes
-    with np.errstate(all="ignore"):
-        expected = np.asarray(REFERENCE[name](x), np.float32)
-    got = run_driver(vector_driver, name, x, x.size, vector=True)
-    mismatch = ~same_bits(got, expected)
-    assert not mismatch.any(), f"{name}: {int(mismatch.sum())} mismatches, first x = {x[np.argmax(mismatch)]!r}"
+    assert_bit_identical(vector_driver, name, sample_inputs(40_000)[:-3], vector=True)   # not a multiple of the lanes
 
 
 def test_vector_pow_bit_identical(vector_driver):
@@ -75,28 +78,19 @@ def test_vector_forms_are_vector_code_where_the_compiler_has_vectors():
 @pytest.mark.skipif(host_isa() != "avx2", reason="the vector form is checked in AVX2 code on an AVX2 host")
 def test_planted_lane_error_is_caught(tmp_path):
     """The comparison sees one wrong step in the vector form (a polynomial coefficient off by one ulp)."""
-    binary = build_driver(tmp_path, 8)
-    header = (tmp_path / "nnef_math.h").read_text()
+    header = math_header()
     start = header.index("NNEF_INLINE nnef_vf nnef_vexp(")
     planted = header[:start] + header[start:].replace("nnef_vset1(0x1.fffffcp-2f)", "nnef_vset1(0x1.fffff8p-2f)", 1)
     assert planted != header
-    (tmp_path / "nnef_math.h").write_text(planted)
-    subprocess.run(["gcc", *build_flags(8)[0], "-I.", "driver.c", "-o", str(binary)], cwd=tmp_path, check=True)
+    binary = build_driver(tmp_path, 8, math=planted)
     x = sample_inputs(2_000)
     assert compare(binary, "exp", x, vector=True) is not None
     assert compare(binary, "exp", x) is None      # the scalar form is untouched
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "softplus", "rint", "floor", "ceil", "sqrt"])
+@pytest.mark.parametrize("name", sorted(REFERENCE))
 def test_unary_bit_identical(driver, name):
-    x = inputs()
-    reference = {"exp": T.exp, "log": T.log, "tanh": T.tanh, "sigmoid": T.sigmoid, "softplus": T.softplus,
-                 "rint": np.rint, "floor": np.floor, "ceil": np.ceil, "sqrt": np.sqrt}[name]
-    with np.errstate(all="ignore"):
-        expected = np.asarray(reference(x), np.float32)
-    got = run_driver(driver, name, x, x.size)
-    mismatch = ~same_bits(got, expected)
-    assert not mismatch.any(), f"{name}: {int(mismatch.sum())} mismatches, first x = {x[np.argmax(mismatch)]!r}"
+    assert_bit_identical(driver, name, inputs(), vector=False)
 
 
 def test_pow_bit_identical(driver):

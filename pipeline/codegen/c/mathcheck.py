@@ -110,15 +110,21 @@ def pow_exponents(count: int, seed: int = 12) -> np.ndarray:
     return y
 
 
-def build_driver(folder: Path, lanes: int = 4) -> Path:
-    """Write and compile the driver in `folder` with the build flags, without -lm."""
-    if shutil.which("gcc") is None:
-        raise MathCheckError("gcc is not installed")
+def write_headers(folder: Path, lanes: int, math: str | None = None) -> None:
+    """nnef_math.h (`math`, else as generated), the runtime headers and nnef_config.h in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "nnef_math.h").write_text(math_header(), encoding="utf-8")
+    (folder / "nnef_math.h").write_text(math_header() if math is None else math, encoding="utf-8")
     for header in ("nnef_runtime.h", "nnef_sync.h"):
         shutil.copy(RUNTIME_DIR / header, folder)
     (folder / "nnef_config.h").write_text(f"#define NNEF_VL {lanes}\n", encoding="utf-8")
+
+
+def build_driver(folder: Path, lanes: int = 4, math: str | None = None) -> Path:
+    """Write and compile the driver in `folder` with the build flags, without -lm (`math`: another
+    nnef_math.h than the generated one, for tests that plant a defect)."""
+    if shutil.which("gcc") is None:
+        raise MathCheckError("gcc is not installed")
+    write_headers(folder, lanes, math)
     (folder / "driver.c").write_text(DRIVER, encoding="utf-8")
     flags, _ = build_flags(lanes)
     binary = folder / "driver"
