@@ -18,13 +18,12 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, MutableMapping, Sequence
+from typing import Iterable, Sequence
 
 from pipeline.diagnostics import Finding, Severity, Span, has_errors, sorted_findings
 from pipeline.gcpause import gc_paused
 from pipeline.nnef import ast
 from pipeline.nnef.catalogue import standard_catalogue
-from pipeline.nnef.flatcheck import check_flat
 from pipeline.nnef.codes import PROFILE_DEPENDENT
 from pipeline.nnef.fragments import user_catalogue
 from pipeline.nnef.graph import Graph
@@ -40,50 +39,13 @@ KNOWN_EXTENSIONS = ("KHR_enable_fragment_definitions", "KHR_enable_operator_expr
 GRAPH_FILE = "graph.nnef"
 
 
-class Documents(MutableMapping[str, ast.Document]):
-    """File -> document AST. A flat document checked without an AST (flatcheck.py) is
-    parsed here the first time it is asked for: large graphs are checked without ever
-    holding their AST, and the few callers that read it (the exporter) still get it."""
-
-    def __init__(self) -> None:
-        self._documents: dict[str, ast.Document | None] = {}
-        self._texts: dict[str, str] = {}
-
-    def defer(self, file: str, text: str) -> None:
-        """`file`'s document is the parse of `text`, built when first read."""
-        self._documents[file] = None
-        self._texts[file] = text
-
-    def __getitem__(self, file: str) -> ast.Document:
-        document = self._documents[file]
-        if document is None:
-            document = parse_text(self._texts.pop(file), file).document
-            assert document is not None, "a deferred document is one the flat path parsed"
-            self._documents[file] = document
-        return document
-
-    def __setitem__(self, file: str, document: ast.Document) -> None:
-        self._texts.pop(file, None)
-        self._documents[file] = document
-
-    def __delitem__(self, file: str) -> None:
-        self._texts.pop(file, None)
-        del self._documents[file]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._documents)
-
-    def __len__(self) -> int:
-        return len(self._documents)
-
-
 @dataclass
 class CheckReport:
     """Everything the checker found: findings, the graphs built, the source texts."""
 
     findings: list[Finding] = field(default_factory=list)
     graphs: list[Graph] = field(default_factory=list)
-    documents: Documents = field(default_factory=Documents)
+    documents: dict[str, ast.Document] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -199,20 +161,9 @@ def _check_text(text: str, file: str, profile: str) -> CheckReport:
 
 
 def _check_one(report: CheckReport, text: str, file: str, profile: str) -> list[Graph] | None:
-    """Parse and check one document into `report`; its graphs, or None when it does not parse.
-
-    A flat document is checked as it is parsed (flatcheck.py, no AST kept); any other,
-    and every text with a syntax error, takes the parser and check_document.
-    """
+    """Parse and check one document into `report`; its graphs, or None when it does not parse."""
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; profiles are {', '.join(PROFILES)}")
-    flat = check_flat(text, file, profile)
-    if flat is not None:
-        graphs, findings, header = flat
-        report.documents.defer(file, text)
-        report.graphs += graphs
-        report.findings += _document_findings(header) + findings
-        return graphs
     parsed = parse_text(text, file)
     report.findings += parsed.findings
     if parsed.document is None:

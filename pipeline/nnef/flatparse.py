@@ -10,14 +10,13 @@ the lark parser builds, spans included.
 
 It gives up (returns None) on anything outside that subset, including every syntax
 error, and the caller then runs the lark parser, which reports the error or handles the
-compound construct. tests/nnef/test_flatparse.py checks that both parsers build equal
+compound construct. tests/nnef/test_nnef_flatparse.py checks that both parsers build equal
 ASTs (spans compared) on the whole corpus and on randomly mutated documents.
 """
 
 from __future__ import annotations
 
 import re
-from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -112,7 +111,7 @@ def _float32(text: str) -> float:
         return float(np.float32(float(text)))
 
 
-def _tokenise(text: str, kinds_of: _Kinds) -> tuple[list[str], list[str | None], np.ndarray, str | None]:
+def _tokenise(text: str) -> tuple[list[str], list[str | None], np.ndarray, str | None]:
     """(token texts, kinds, offsets, the blanks and comments after the last token) of
     `text`; kinds are None for a character no token starts with. The last is None when
     the text ends in a comment that holds more than blanks: `split` then searches on
@@ -123,16 +122,11 @@ def _tokenise(text: str, kinds_of: _Kinds) -> tuple[list[str], list[str | None],
     texts = pieces[2::3]
     rest = pieces[-1]
     number = len(texts)
-    if number < 512:  # a piece of a document (flatstatements.py): numpy's fixed costs outweigh its speed
-        ends = list(accumulate(map(len, pieces)))  # the pieces, skipped text included, make up the text
-        skipped = any(pieces[0:-1:3])
-        kinds = list(map(kinds_of.__getitem__, texts))
-        return texts, kinds, np.array(ends[1:-1:3], dtype=np.int32), None if skipped else rest
     starts = np.fromiter(map(len, pieces[1::3]), dtype=np.int32, count=number)  # gap lengths first
     del pieces
     # kinds looked up by text in C; the distinct texts (a few per statement) are
     # classified once, by _Kinds.__missing__
-    kinds = list(map(kinds_of.__getitem__, texts))
+    kinds = list(map(_Kinds().__getitem__, texts))
     size = np.fromiter(map(len, texts), dtype=np.int32, count=number)
     starts += size
     np.cumsum(starts, out=starts)
@@ -145,24 +139,17 @@ def _tokenise(text: str, kinds_of: _Kinds) -> tuple[list[str], list[str | None],
 class _FlatParser:
     def __init__(self, text: str, file: str) -> None:
         self.file = file
-        texts, kinds, starts = self._tokens(text)
+        texts, kinds, starts, rest = _tokenise(text)
+        if rest is None or _TRAILING.fullmatch(rest) is None:  # contiguous matches: only blanks are left
+            raise _GiveUp
+        if None in kinds:
+            raise _GiveUp  # a character no token starts with
         kinds.append("eof")
         texts.append("")
         lines, cols = _lines_and_columns(text, np.append(starts, len(text)))
         self.kinds, self.texts = kinds, texts
         self.lines, self.cols = lines.tolist(), cols.tolist()
-        self.extensions: list[ast.Extension] = []
         self.i = 0
-
-    def _tokens(self, text: str) -> tuple[list[str], list[Any], np.ndarray]:
-        """Texts, kinds and offsets of every token of the document (a subclass may read
-        some statements whole, flatcheck.py)."""
-        texts, kinds, starts, rest = _tokenise(text, _Kinds())
-        if rest is None or _TRAILING.fullmatch(rest) is None:  # contiguous matches: only blanks are left
-            raise _GiveUp
-        if None in kinds:
-            raise _GiveUp  # a character no token starts with
-        return texts, kinds, starts
 
     # ------------------------------------------------------------------ tokens
 
@@ -173,7 +160,7 @@ class _FlatParser:
 
     def _expect(self, text: str) -> int:
         i = self.i
-        if self.texts[i] != text or self.kinds[i] in ("str", "id", "stmt"):
+        if self.texts[i] != text or self.kinds[i] in ("str", "id"):
             raise _GiveUp
         self.i = i + 1
         return i
@@ -211,7 +198,6 @@ class _FlatParser:
                 names.append(self._name())
             last = self._expect(";")
             extensions.append(ast.Extension(tuple(names), self._span(first, last)))
-        self.extensions = extensions  # for a subclass's _graph (flatcheck.py)
         graphs = []
         if self.texts[self.i] == "graph" and self.kinds[self.i] == "kw":
             graphs.append(self._graph(item=False))
@@ -224,9 +210,8 @@ class _FlatParser:
             raise _GiveUp
         return ast.Document(version, tuple(extensions), (), tuple(graphs), file=self.file, flat=True)
 
-    def _graph_header(self, item: bool) -> tuple[int, Any, Any, Any, Any]:
-        """`graph[item] [ITEM] NAME ( params ) -> ( results ) {`: (first token, item name, name,
-        params, results); the body follows."""
+    def _graph(self, item: bool) -> ast.GraphDef:
+        """`graph[item] [ITEM] NAME ( params ) -> ( results ) { assignments }`."""
         first = self.i
         self.i += 1
         item_name = self._name() if item else None
@@ -235,10 +220,6 @@ class _FlatParser:
         self._expect("->")
         results = self._identifiers(item)
         self._expect("{")
-        return first, item_name, name, params, results
-
-    def _graph(self, item: bool) -> ast.GraphDef:
-        first, item_name, name, params, results = self._graph_header(item)
         body = []
         while self.texts[self.i] != "}" or self.kinds[self.i] != "punct":
             body.append(self._assignment())

@@ -1,19 +1,20 @@
-"""The fast path and the lark parser lead to the same checked result.
+"""The fast parser and the lark parser lead to the same checked result.
 
-A flat document is checked as it is parsed (pipeline/nnef/flatcheck.py: clean statements
-lowered from the tokens, the others by the general lowering), or parsed by
-pipeline/nnef/flatparse.py into an AST; the lowering skips what a flat body cannot need
-and remembers shape inferences. Whatever is skipped or remembered, the flat graphs and
-every finding (code, severity, message, file, line, column, related spans) must be
-exactly those of the lark parser followed by a lowering that remembers nothing. Compared on every shipped model's NNEF (exported in
-memory), on the benchmark's generated graph, on hand-made variants of it that break one
-statement after the same statement kind was already checked (a remembered inference must
-not hide a finding), and on randomly mutated texts.
+A flat document is parsed by pipeline/nnef/flatparse.py into an AST, then checked by the
+one checker (check_document); the lowering skips what a flat body cannot need and
+remembers shape inferences. Whatever is skipped or remembered, the flat graphs and every
+finding (code, severity, message, file, line, column, related spans) must be exactly those
+of the lark parser followed by a lowering that remembers nothing. Compared on every
+shipped model's NNEF (exported in memory), on the benchmark's generated graph, on
+hand-made variants of it that break one statement after the same statement kind was
+already checked (a remembered inference must not hide a finding), on the forms around the
+common statement (comments, blanks, line breaks, strings, argument orders), and on
+randomly mutated texts.
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from typing import Any
 from unittest import mock
 
@@ -24,10 +25,9 @@ from hypothesis import strategies as st
 from benchmarks.nnef_bench import generate
 from pipeline.diagnostics import sorted_findings
 from pipeline.layout import model_names
-from pipeline.nnef import flatcheck, flatstatements
+from pipeline.nnef import flatparse
 from pipeline.nnef import parser as lark_front
 from pipeline.nnef.checker import CheckReport, _apply_profile, check_document, check_text
-from pipeline.nnef.flatcheck import check_flat
 from pipeline.nnef.flatparse import parse_flat
 from pipeline.nnef.multiitem import check_items
 from pipeline.nnef.lowering import GraphBuilder
@@ -69,23 +69,20 @@ def outcome(report: Any) -> tuple[str, str]:
 
 
 def reference(text: str, profile: str) -> tuple[str, str]:
-    """The checker with neither fast path: lark, then a lowering that remembers nothing."""
-    with mock.patch("pipeline.nnef.checker.check_flat", return_value=None), \
-            mock.patch("pipeline.nnef.parser.parse_flat", return_value=None), _forgetful_post_init():
+    """The checker without the fast parser: lark, then a lowering that remembers nothing."""
+    with mock.patch("pipeline.nnef.parser.parse_flat", return_value=None), _forgetful_post_init():
         return outcome(check_text(text, FILE, profile))
 
 
 def assert_same(text: str, profile: str = "certification") -> tuple[str, str] | None:
-    """Every path agrees on `text`: the streaming check (flatcheck.py), the flat AST
-    (flatparse.py) through check_document, and the reference. The result, or None when
-    the text is not flat."""
+    """Both paths agree on `text`: the checker (the flat AST of flatparse.py, when the text
+    is flat, through check_document) and the reference. The result, or None when the text
+    is not flat."""
     expected = reference(text, profile)
     assert outcome(check_text(text, FILE, profile)) == expected
     flat = parse_flat(text, FILE)
     if flat is None:
-        assert check_flat(text, FILE, profile) is None
         return None
-    assert check_flat(text, FILE, profile) is not None
     assert lark_document(text) is not None, "the fast path accepted a text the grammar rejects"
     report = CheckReport(texts={FILE: text})
     graphs, findings = check_document(flat, profile)
@@ -101,7 +98,7 @@ def test_shipped_model_nnef(model: str) -> None:
     text = convert(f"models/{model}/model.onnx").text
     assert assert_same(text) is not None, "an exported model must take the fast path"
     report = check_text(text, FILE)
-    assert report.documents[FILE] == lark_document(text)  # the AST, parsed when asked for
+    assert report.documents[FILE] == lark_document(text)
 
 
 def test_benchmark_graph() -> None:
@@ -144,10 +141,9 @@ def test_mutated_texts_check_alike(case: Any, position: float, cut: int, insert:
     assert_same(case.text[:at] + insert + case.text[at + cut:])
 
 
-# Arguments the streaming checker reads inline (numbers, tensor names, strings, arrays of
-# numbers and of number pairs) written in the forms next to them that it must hand to
-# _value_at or the general path: each must check exactly as the reference does, finding
-# or not.
+# The commonest arguments (numbers, tensor names, strings, arrays of numbers and of number
+# pairs) written in the forms next to them: each must check exactly as the reference does,
+# finding or not.
 ARGUMENT_FORMS = [
     ("size = [1, 1, 3, 3]", "size = [1, 1, -3, 3]"),
     ("size = [1, 1, 3, 3]", "size = [1, 1, 3, 3.0]"),
@@ -188,14 +184,14 @@ def test_benchmark_graph_argument_forms(profile: str) -> None:
         at = base.index("w56 = variable") if old.startswith("label") else at
         changed = base[:at] + base[at:].replace(old, new, 1)
         assert changed != base, old
-        assert assert_same(changed, profile) is not None, new  # flat text: the streaming checker read it
+        assert assert_same(changed, profile) is not None, new  # flat text: the fast parser read it
 
 
 def test_unterminated_string_is_not_an_empty_one() -> None:
     """A lone quote is the tokeniser's catch-all token, not a string: the fast paths must
     hand the text to lark (syntax error), never read it as ''."""
     text = generate(8).replace("label = 'w4'", "label = '")
-    assert parse_flat(text, FILE) is None and check_flat(text, FILE, "certification") is None
+    assert parse_flat(text, FILE) is None
     assert "NNEF-E001" in assert_same_rejected(text)
 
 
@@ -205,10 +201,9 @@ def assert_same_rejected(text: str) -> str:
     return expected[1]
 
 
-# Statements read whole by one regular expression (pipeline/nnef/flatstatements.py): the
-# forms around the one it reads (comments, blanks, line breaks, strings holding ';' '(' '='
-# '#', keywords, negative numbers, argument orders) must check exactly as the reference
-# does, whether the expression takes them or leaves them to the tokens.
+# The forms around the common one-line statement (comments, blanks, line breaks, strings
+# holding ';' '(' '=' '#', keywords, negative numbers, argument orders) must check exactly as
+# the reference does, whether the fast parser takes them or leaves them to lark.
 STATEMENT_FORMS = [
     ("    r9 = relu(c8);", "    r9 = relu(c8); # trailing; r99 = relu(c8);"),
     ("    r9 = relu(c8);", "    # r9 = relu(r9);\n    r9 = relu(c8);"),
@@ -281,16 +276,6 @@ def test_statement_forms(profile: str) -> None:
         assert_same(changed, profile)
 
 
-def test_benchmark_statements_are_read_whole() -> None:
-    """Every statement of the benchmark's graph is one entry of the regex path and is
-    lowered from its match (no statement goes back to the tokens)."""
-    text = generate(60)
-    checker = flatcheck._StreamingChecker(text, FILE)
-    assert checker.kinds.count("stmt") == text.count(";") - 1  # all but `version 1.0;`
-    with mock.patch.object(flatcheck._StreamingChecker, "_tokenised", side_effect=AssertionError):
-        assert check_flat(text, FILE, "certification") is not None
-
-
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(position=st.floats(0, 1), cut=st.integers(0, 3),
        insert=st.sampled_from(["#", "# c\n", "\n", "\t", "\r", "'", ";", "(", "=", "'a;b(c=d'", "-", "[", "]", "(1, 1)",
@@ -301,30 +286,40 @@ def test_mutated_statements_check_alike(position: float, cut: int, insert: str) 
     assert_same(text[:at] + insert + text[at + cut:])
 
 
-# Defects planted in the regex path: the comparison above must catch each of them.
-COMMENTED = generate(12).replace("    a10 = add(r9, r9);", "    a10 = add(r9,\n r9); # r99 = relu(r9);\n    m11x = relu(a10\n);")
+# Defects planted in the fast parser: the comparison above must catch each of them.
+def _integer_scalars(original: Any) -> Any:
+    def number(self: Any, i: int) -> Any:
+        literal = original(self, i)
+        if literal.kind != "scalar":
+            return literal
+        return dataclasses.replace(literal, value=int(literal.value), kind="integer")
+    return number
 
 
-def _wrong_close_column(original: Any) -> Any:
-    def lower(self: Any, builder: Any, target: str, plain: Any, type_arg: Any, values: Any, refs: Any, at: Any,
-              op_at: Any, close_at: Any, attributes: Any = None) -> None:
-        original(self, builder, target, plain, type_arg, values, refs, at, op_at, (close_at[0], close_at[1] + 1),
-                 attributes)
-    return lower
+def _wide_spans(original: Any) -> Any:
+    def span(self: Any, first: int, last: int) -> Any:
+        found = original(self, first, last)
+        return found._replace(end_column=found.end_column + 1)
+    return span
+
+
+def _untouched_rest(original: Any) -> Any:
+    def tokenise(text: str) -> Any:
+        texts, kinds, starts, rest = original(text)
+        return texts, kinds, starts, rest or ""
+    return tokenise
 
 
 PLANTED = {
-    "a statement inside a comment": (lambda: mock.patch.object(flatstatements, "_open_comment", lambda rest: False),
-                                     COMMENTED),
-    "line breaks inside a statement": (
-        lambda: mock.patch.object(flatstatements, "STATEMENT",
-                                  re.compile(flatstatements.STATEMENT.pattern.replace("[ \\t]*+", "[ \\t\\n]*+"))),
-        generate(12).replace("    r9 = relu(c8);", "    r9 = relu(\nc8);")),
-    "a negative number read as positive": (lambda: mock.patch.object(flatcheck, "_number", lambda text: 1),
-                                           generate(12).replace("groups = 1", "groups = -1")),
-    "a column off by one": (lambda: mock.patch.object(flatcheck._StreamingChecker, "_lower",
-                                                      _wrong_close_column(flatcheck._StreamingChecker._lower)),
-                            generate(12)),
+    "a scalar literal read as an integer": (
+        lambda: mock.patch.object(flatparse._FlatParser, "_number", _integer_scalars(flatparse._FlatParser._number)),
+        generate(12)),
+    "a column off by one": (
+        lambda: mock.patch.object(flatparse._FlatParser, "_span", _wide_spans(flatparse._FlatParser._span)),
+        generate(12)),
+    "a commented-out brace read as a token": (
+        lambda: mock.patch.object(flatparse, "_tokenise", _untouched_rest(flatparse._tokenise)),
+        generate(4).replace("copy(m3);\n}", "copy(m3);\n# }")),
 }
 
 
@@ -340,5 +335,5 @@ def test_trailing_comment_is_no_token() -> None:
     """`split` searches: after a last comment that no token follows it would start again
     inside the comment and read the brace commented out there as the graph's end."""
     text = generate(4).replace("copy(m3);\n}", "copy(m3);\n# }")
-    assert parse_flat(text, FILE) is None and check_flat(text, FILE, "certification") is None
+    assert parse_flat(text, FILE) is None
     assert "NNEF-E001" in assert_same_rejected(text)

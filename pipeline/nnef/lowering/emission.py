@@ -128,18 +128,15 @@ class Emission:
         self.graph.tensors[name] = TensorInfo(name, dtype, shape)
         self.dtypes[name] = dtype
 
-    def _infer(self, sig: FragmentSig, inputs: dict[str, Any], attribs: dict[str, Any], span: Span | None,
-               quiet: bool = False) -> list[Any] | None:
+    def _infer(self, sig: FragmentSig, inputs: dict[str, Any], attribs: dict[str, Any],
+               span: Span | None) -> list[Any] | None:
         """The output shapes by the operation's shape rule, remembered per graph; None (with a
         finding at `span`) when there is no rule, an input shape is unknown, the rule refuses
-        the arguments or a shape breaks the limits. `quiet`: nothing reported, for a caller that
-        only proves the clean case (pipeline/nnef/flatcheck.py)."""
-        report = None if quiet else self.report
+        the arguments or a shape breaks the limits."""
         rule = SHAPE_RULES.get(sig.name)
         if rule is None:
-            if report:
-                report("NNEF-W051", f"operation '{sig.name}' has no shape rule (a custom primitive fragment): "
-                       "its output shapes are unknown and it cannot be executed", span)
+            self.report("NNEF-W051", f"operation '{sig.name}' has no shape rule (a custom primitive fragment): "
+                        "its output shapes are unknown and it cannot be executed", span)
             return None
         shapes = self._input_shapes(inputs)
         if shapes is None:
@@ -154,23 +151,16 @@ class Emission:
                 for one in (shape if shape and isinstance(shape[0], list) else [shape]):
                     problem = limits.shape_problem(one) if isinstance(one, list) else None
                     if problem:
-                        if report:
-                            report(limits.CODE, f"{sig.name}: {problem} (docs/nnef.md, Limits)", span)
+                        self.report(limits.CODE, f"{sig.name}: {problem} (docs/nnef.md, Limits)", span)
                         return None
             if key is not None:
                 self._shape_memo[key] = _copied(inferred)
             return inferred
         except ShapeError as error:
-            if report:
-                report("NNEF-E020", f"{sig.name}: {error}", span)
+            self.report("NNEF-E020", f"{sig.name}: {error}", span)
         except (TypeError, ValueError, IndexError, KeyError, ZeroDivisionError) as error:
-            if report:
-                report("NNEF-E020", f"{sig.name}: invalid arguments ({error})", span)
+            self.report("NNEF-E020", f"{sig.name}: invalid arguments ({error})", span)
         return None
-
-    def _quiet_infer(self, sig: FragmentSig, inputs: dict[str, Any], attribs: dict[str, Any]) -> list[Any] | None:
-        """`_infer` reporting nothing (pipeline/nnef/flatcheck.py proves the clean case with it)."""
-        return self._infer(sig, inputs, attribs, None, quiet=True)
 
     def _input_shapes(self, inputs: dict[str, Any]) -> dict[str, Any] | None:
         """The shape of every input by parameter name; None when one is unknown (poisoned)."""
