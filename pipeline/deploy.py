@@ -8,6 +8,8 @@ items, synchronisation) and its execution-time budget (met). Schema version 1:
     schema_version: 1                      # required, integer 1
     model: lenet5                          # required, string (the folder name)
     description: ...                       # optional, string
+    excluded: "needs 16 GiB; not in the nightly matrix"   # optional: the reason a run without this
+                                           # model passes (docs/evidence.md, "Runs that cannot pass on nothing")
     inputs:                                # required, non-empty mapping by ONNX input name
       input:
         shape: [1, 1, 32, 32]              # required, non-empty list of positive integers
@@ -202,6 +204,7 @@ class DeploySpec:
     met: MetSpec
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     positions: dict[str, tuple[int, int]] = field(repr=False, default_factory=dict)  # key path -> (line, column)
+    excluded: str | None = None   # why a run may leave this model out (pipeline/evidence/completeness.py)
 
     def location(self, key_path: str) -> Location:
         """Where `key_path` (or its nearest written ancestor) is in the spec file."""
@@ -387,7 +390,7 @@ def _build(top: dict[str, Any], file: str, positions: dict[str, tuple[int, int]]
         ValidationSpec(validation.get("vectors", DEFAULT_VECTORS), validation["seed"],
                        Tolerance(float(tolerance["max_abs_error"]), None if max_rel is None else float(max_rel))),
         deployments, MetSpec(top["met"]["runs"], float(top["met"]["budget_us"]), top["met"].get("platform")), top,
-        positions)
+        positions, excluded=top.get("excluded"))
 
 
 # ---------------------------------------------------------------------- entry points
