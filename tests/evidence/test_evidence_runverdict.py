@@ -7,24 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import cli
 from pipeline.evidence.build import build_reports
 from pipeline.evidence.regression import read_baseline
 from pipeline.diagnostics import PipelineError
 from tests.evidence.evidence_fakeproject import MINIMAL_CHECKS, REPO, FakeProject, isolated_registry, load
+from tests.evidence.test_evidence_cli import run  # noqa: F401 (the fixture that calls the evidence CLI)
 from tests.evidence.test_evidence_tasks import DODO, FAKECHECKS, doit, registrations
-
-
-@pytest.fixture
-def run(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(cli, "COMMAND_MODULES", ("pipeline.evidence.command",))
-
-    def invoke(*argv: str) -> tuple[int, str, str]:
-        code = cli.main(list(argv))
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return invoke
 
 
 @pytest.fixture
@@ -205,3 +193,16 @@ def test_build_reports_without_rules_arguments_still_applies_completeness(minima
     with isolated_registry(MINIMAL_CHECKS):
         matrix = build_reports(minimal.root)
     assert any(f.code == "EVID-E081" and f.message.startswith("alpha:") for f in matrix.findings)
+
+
+@pytest.mark.parametrize("written, code", [("needs the board", None), ('""', "DEPLOY-E"), ("[1, 2]", "DEPLOY-E")])
+def test_deploy_yaml_excluded_is_a_reason(written: str, code: str | None) -> None:
+    from pipeline.deploy import DeployError, parse_deploy_text
+
+    spec = (REPO / "models/branch3/deploy.yaml").read_text(encoding="utf-8") + f"excluded: {written}\n"
+    if code is None:
+        assert parse_deploy_text(spec).excluded == written
+        return
+    with pytest.raises(DeployError) as caught:
+        parse_deploy_text(spec)
+    assert code in str(caught.value) and "excluded" in str(caught.value)
