@@ -204,12 +204,17 @@ class DeploySpec:
     met: MetSpec
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     positions: dict[str, tuple[int, int]] = field(repr=False, default_factory=dict)  # key path -> (line, column)
-    excluded: str | None = None   # why a run may leave this model out (pipeline/evidence/completeness.py)
 
     def location(self, key_path: str) -> Location:
         """Where `key_path` (or its nearest written ancestor) is in the spec file."""
         line, column = _schema.position(self.positions, key_path)
         return Location(self.path, line, column, key_path=key_path)
+
+    @property
+    def excluded(self) -> str | None:
+        """Why a run may leave this model out (`excluded:`, pipeline/evidence/completeness.py); None: it may not."""
+        value = self.raw.get("excluded")
+        return value if isinstance(value, str) else None
 
 
 # ---------------------------------------------------------------------- YAML with positions
@@ -390,7 +395,7 @@ def _build(top: dict[str, Any], file: str, positions: dict[str, tuple[int, int]]
         ValidationSpec(validation.get("vectors", DEFAULT_VECTORS), validation["seed"],
                        Tolerance(float(tolerance["max_abs_error"]), None if max_rel is None else float(max_rel))),
         deployments, MetSpec(top["met"]["runs"], float(top["met"]["budget_us"]), top["met"].get("platform")), top,
-        positions, excluded=top.get("excluded"))
+        positions)
 
 
 # ---------------------------------------------------------------------- entry points
