@@ -8,6 +8,8 @@ items, synchronisation) and its execution-time budget (met). Schema version 1:
     schema_version: 1                      # required, integer 1
     model: lenet5                          # required, string (the folder name)
     description: ...                       # optional, string
+    excluded: "needs 16 GiB; not in the nightly matrix"   # optional: the reason a run without this
+                                           # model passes (docs/evidence.md, "Runs that cannot pass on nothing")
     inputs:                                # required, non-empty mapping by ONNX input name
       input:
         shape: [1, 1, 32, 32]              # required, non-empty list of positive integers
@@ -207,6 +209,12 @@ class DeploySpec:
         """Where `key_path` (or its nearest written ancestor) is in the spec file."""
         line, column = _schema.position(self.positions, key_path)
         return Location(self.path, line, column, key_path=key_path)
+
+    @property
+    def excluded(self) -> str | None:
+        """Why a run may leave this model out (`excluded:`, pipeline/evidence/completeness.py); None: it may not."""
+        value = self.raw.get("excluded")
+        return value if isinstance(value, str) else None
 
 
 # ---------------------------------------------------------------------- YAML with positions

@@ -12,8 +12,13 @@ import hashlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from pipeline.atomic import canonical_json, write_json, write_text
+from pipeline.diagnostics import sorted_findings
+from pipeline.evidence.completeness import excluded_models
+from pipeline.evidence.regression import Snapshot
+from pipeline.evidence.runverdict import run_findings
 from pipeline.evidence import selfchecks
 from pipeline.registry.checks import CheckResult, Verdict, results_document
 from pipeline.evidence.collect import package_check_path
@@ -68,10 +73,16 @@ def build_model_package(model: str, root: str | Path = ".", git: GitState | None
 
 
 def build_reports(root: str | Path = ".", models: list[str] | None = None, git: GitState | None = None,
-                  mode: str = DEVELOPMENT) -> TraceMatrix:
-    """Write reports/trace-matrix.{html,csv,md}, reports/trace.json and reports/junit.xml."""
+                  mode: str = DEVELOPMENT, *, exclude: Iterable[str] = (), baseline: Snapshot | None = None) -> TraceMatrix:
+    """Write reports/trace-matrix.{html,csv,md}, reports/trace.json and reports/junit.xml.
+
+    The run-level rules (pipeline/evidence/runverdict.py) add their findings first: models
+    excluded by their deploy.yaml or by `exclude`, and the comparison with `baseline`.
+    """
     base = Path(root)
     matrix = build_matrix(base, models, package_results="read", git=git, mode=mode)
+    excluded = excluded_models(base, matrix.models, exclude)
+    matrix.findings = sorted_findings(matrix.findings + run_findings(matrix, excluded, baseline))
     paths = report_paths(base)
     write_text(paths["html"], render_html(matrix))
     write_text(paths["csv"], render_csv(matrix))
@@ -81,14 +92,14 @@ def build_reports(root: str | Path = ".", models: list[str] | None = None, git: 
     return matrix
 
 
-def build_all(root: str | Path = ".", models: list[str] | None = None,
-              mode: str = DEVELOPMENT) -> tuple[list[PackageOutcome], TraceMatrix]:
+def build_all(root: str | Path = ".", models: list[str] | None = None, mode: str = DEVELOPMENT, *,
+              exclude: Iterable[str] = (), baseline: Snapshot | None = None) -> tuple[list[PackageOutcome], TraceMatrix]:
     """Every package, then the reports (which read the packages' verdicts)."""
     base = Path(root)
     git = git_state(base)
     chosen = model_names(base) if models is None else models
     packages = [build_model_package(m, base, git, mode) for m in chosen]
-    return packages, build_reports(base, chosen, git, mode)
+    return packages, build_reports(base, chosen, git, mode, exclude=exclude, baseline=baseline)
 
 
 __all__ = ["build_all", "build_model_package", "build_reports", "package_path", "report_paths"]

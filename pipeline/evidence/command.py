@@ -1,8 +1,11 @@
 """`python -m pipeline evidence ...`: build, verify and inspect evidence outside doit.
 
     evidence verify PACKAGE        re-hash a package against its manifest (0 ok, 1 mismatch, 2 unreadable)
-    evidence build [--model M] [--strict]   packages + trace matrix + JUnit XML; 1 if any requirement fails
-    evidence merge SHARD... [--strict]      copy the shards' artifacts in, then build (one CI job per model)
+    evidence build [--model M] [--strict] [--exclude M] [--baseline PREVIOUS]
+                                   packages + trace matrix + JUnit XML; 1 if any requirement fails, a
+                                   model's chain did not run, or anything got worse than PREVIOUS
+    evidence merge SHARD... [--strict] [--exclude M] [--baseline PREVIOUS]
+                                   copy the shards' artifacts in, then build (one CI job per model)
     evidence summary               the summary of reports/trace.json; 1 if any requirement fails
     evidence requirements          lint the requirement set like a compiler; 1 on errors
     evidence baseline              accept the current links as reviewed (requirements/links.lock.json)
@@ -46,6 +49,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     from pipeline.evidence.build import build_all
+    from pipeline.evidence.regression import read_baseline
     from pipeline.evidence.summary import error_count, summary_text
 
     root = Path(args.root)
@@ -54,7 +58,13 @@ def _build(args: argparse.Namespace) -> int:
     if unknown:
         return report_error(PipelineError("EVID-E060", f"unknown model(s) {', '.join(unknown)}; "
                                           f"models: {', '.join(known) or 'none'}"))
-    packages, matrix = build_all(root, args.model or None, mode=STRICT if args.strict else DEVELOPMENT)
+    unknown = [m for m in args.exclude or [] if m not in known]
+    if unknown:
+        return report_error(PipelineError("EVID-E060", f"--exclude: unknown model(s) {', '.join(unknown)}; "
+                                          f"models: {', '.join(known) or 'none'}"))
+    baseline = read_baseline(args.baseline) if args.baseline else None
+    packages, matrix = build_all(root, args.model or None, mode=STRICT if args.strict else DEVELOPMENT,
+                                 exclude=args.exclude or (), baseline=baseline)
     for package in packages:
         state = "verified" if package.verify.ok else "DOES NOT VERIFY"
         print(f"{package.path}: {state}; {package.reproducibility['reason']}")
@@ -65,14 +75,20 @@ def _build(args: argparse.Namespace) -> int:
 
 def _merge(args: argparse.Namespace) -> int:
     from pipeline.evidence.build import build_all
+    from pipeline.evidence.regression import read_baseline
     from pipeline.evidence.merge import merge_shards
     from pipeline.evidence.summary import error_count, summary_text
 
     root = Path(args.root)
+    unknown = [m for m in args.exclude or [] if m not in model_names(root)]
+    if unknown:
+        return report_error(PipelineError("EVID-E060", f"--exclude: unknown model(s) {', '.join(unknown)}"))
+    baseline = read_baseline(args.baseline) if args.baseline else None
     origin = merge_shards(args.shards, root)
     for model, shard in sorted(origin.items()):
         print(f"merged {model} from {shard}")
-    packages, matrix = build_all(root, mode=STRICT if args.strict else DEVELOPMENT)
+    packages, matrix = build_all(root, mode=STRICT if args.strict else DEVELOPMENT, exclude=args.exclude or (),
+                                 baseline=baseline)
     for package in packages:
         print(f"{package.path}: {'verified' if package.verify.ok else 'DOES NOT VERIFY'}")
     document = matrix.to_json()
@@ -143,6 +159,14 @@ def _guard(func):  # type: ignore[no-untyped-def]
     return run
 
 
+def _run_rule_options(parser: argparse.ArgumentParser) -> None:
+    """--exclude and --baseline (docs/evidence.md, "Runs that cannot pass on nothing")."""
+    parser.add_argument("--exclude", action="append", metavar="MODEL",
+                        help="a model this run may leave out: its chain not running does not fail the run (repeatable)")
+    parser.add_argument("--baseline", metavar="PREVIOUS",
+                        help="a previous run's reports/trace.json or junit.xml: fail if anything got worse, list what improved")
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Add `evidence` and its sub-commands to `python -m pipeline`."""
     parser = subparsers.add_parser("evidence", help="evidence packages, trace matrix, JUnit XML, requirement checks")
@@ -158,12 +182,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     build.add_argument("--root", default=".", help="project root (default: .)")
     build.add_argument("--strict", action="store_true",
                        help="fail unless every requirement is verified on its platform (the certification run)")
+    _run_rule_options(build)
     build.set_defaults(func=_guard(_build))
 
     merge = sub.add_parser("merge", help="merge the artifacts of shards (one per model) and build the whole evidence")
     merge.add_argument("shards", nargs="+", metavar="SHARD", help="a project folder where some models ran")
     merge.add_argument("--root", default=".", help="the merge project (default: .; a clean checkout)")
     merge.add_argument("--strict", action="store_true", help="as for build")
+    _run_rule_options(merge)
     merge.set_defaults(func=_guard(_merge))
 
     summary = sub.add_parser("summary", help="print the summary of reports/trace.json")

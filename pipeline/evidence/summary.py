@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from pipeline.layout import STEPS
+from pipeline.evidence.runsummary import summary_lines as run_rule_lines
 
 COLUMNS: tuple[str, ...] = STEPS + ("evidence",)
 ORDER = ("fail", "not run", "emulated", "pass")
@@ -76,6 +77,7 @@ def summary_text(document: Mapping[str, Any], max_findings: int = 20) -> str:
         lines += ["", f"Open for the target ({len(open_notes)} requirements verified on the target platform, "
                       "not here; `doit verify strict=1` on the target fails until they pass there):"]
         lines += [f"  {f['message']}" for f in open_notes]
+    lines += run_rule_lines(document)   # models that did not run, excluded models, the baseline (runverdict.py)
     errors = [f for f in findings if f["severity"] == "error"]
     warnings = sum(1 for f in findings if f["severity"] == "warning")
     lines += ["", f"Findings: {len(errors)} errors, {warnings} warnings (details: reports/trace-matrix.html)"]

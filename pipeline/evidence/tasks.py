@@ -6,6 +6,8 @@
     doit verify strict=1          the certification run on the target: fails unless every
                                   requirement is verified on its platform (the evidence
                                   packages record the mode)
+    doit verify exclude=m1,m2     models this run may leave out (a model whose chain did not
+                                  run fails the run otherwise; pipeline/evidence/completeness.py)
     doit --always-execute verify  certification baseline: every task re-runs, so doit's skip
                                   logic is no part of the evidence chain
 
@@ -165,6 +167,14 @@ def evidence_mode() -> str:
     return STRICT if value not in ("", "0", "false", "no", "off") else DEVELOPMENT
 
 
+def excluded_on_command_line() -> list[str]:
+    """The models named by `exclude=m1,m2` on the doit command line (a doit variable), sorted."""
+    from doit import get_var
+
+    value = str(get_var("exclude", "") or "")
+    return sorted({name.strip() for name in value.split(",") if name.strip()})
+
+
 def _package_action(model: str, mode: str = DEVELOPMENT) -> bool:
     from pipeline.evidence.build import build_model_package
 
@@ -173,10 +183,10 @@ def _package_action(model: str, mode: str = DEVELOPMENT) -> bool:
     return True  # the verdict goes to package-check.json; `verify` decides pass/fail
 
 
-def _reports_action(mode: str = DEVELOPMENT) -> bool:
+def _reports_action(mode: str = DEVELOPMENT, exclude: Sequence[str] = ()) -> bool:
     from pipeline.evidence.build import build_reports
 
-    matrix = build_reports(".", mode=mode)
+    matrix = build_reports(".", mode=mode, exclude=exclude)
     errors = len(matrix.errors)
     print(f"{_relative(report_paths('.')['html'])}: {len(matrix.requirements)} requirements, {len(matrix.models)} models, {errors} error findings")
     return True
@@ -208,6 +218,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
         models = model_names(".")
         common = _common_file_deps()
         mode = evidence_mode()
+        exclude = excluded_on_command_line()
         for model in models:
             inputs = sorted(p.as_posix() for p in (Path(MODELS_DIR) / model).rglob("*") if p.is_file())
             yield {
@@ -224,11 +235,12 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
         yield {
             "name": "reports",
             "doc": "trace matrix and JUnit XML under reports/",
-            "actions": [(coded_action(_reports_action, "evidence"), [mode])],
+            "actions": [(coded_action(_reports_action, "evidence"), [mode, exclude])],
             "file_dep": common + [package_check_path(m).as_posix() for m in models],
             "task_dep": list(after),
             "targets": [p.as_posix() for p in report_paths(".").values()],
-            "uptodate": [TreeStamp(lambda: [Path(ARTIFACTS_DIR), Path(MODELS_DIR)]), config_changed({"mode": mode})],
+            "uptodate": [TreeStamp(lambda: [Path(ARTIFACTS_DIR), Path(MODELS_DIR)]),
+                         config_changed({"mode": mode} | ({"exclude": exclude} if exclude else {}))],
             "clean": True,
         }
 
