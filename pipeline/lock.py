@@ -16,12 +16,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.tasklog import PROGRESS
+
+log = logging.getLogger(__name__)
 
 LOCK_FILE = ".doit.lock"
 E_LOCKED = "PIPE-E010"
@@ -75,13 +80,42 @@ class _Slot:
     measure: IO[str]
     depth: int = 0   # nested `working` calls in this process share one shared lock
 
-    def through_gate(self, mode: int) -> None:
-        """Take the measurement lock in `mode` behind the gate, which a waiting measurement holds."""
-        fcntl.flock(self.gate.fileno(), fcntl.LOCK_EX)
+    def through_gate(self, mode: int, announce: bool = False) -> None:
+        """Take the measurement lock in `mode` behind the gate, which a waiting measurement holds.
+
+        `announce`: say on the console (pipeline.tasklog) when the lock is not free at once and
+        how long the wait took: a timing campaign waits here for the tasks at work.
+        """
+        waited = None
+        if announce and not _try_flock(self.gate.fileno(), fcntl.LOCK_EX):
+            waited = time.monotonic()
+            log.info("waiting at the measuring gate for another timing campaign", extra=PROGRESS)
+            fcntl.flock(self.gate.fileno(), fcntl.LOCK_EX)
+        elif not announce:
+            fcntl.flock(self.gate.fileno(), fcntl.LOCK_EX)
         try:
-            fcntl.flock(self.measure.fileno(), mode)
+            if announce and not _try_flock(self.measure.fileno(), mode):
+                waited = waited or time.monotonic()
+                log.info("waiting at the measuring gate until the other tasks at work finish, to time alone",
+                         extra=PROGRESS)
+                fcntl.flock(self.measure.fileno(), mode)
+            elif not announce:
+                fcntl.flock(self.measure.fileno(), mode)
         finally:
             fcntl.flock(self.gate.fileno(), fcntl.LOCK_UN)
+        if waited is not None:
+            log.info("through the measuring gate after %.1f s: timing alone", time.monotonic() - waited, extra=PROGRESS)
+
+
+def _try_flock(fd: int, mode: int) -> bool:
+    """Take `mode` on `fd` if it is free now; False when another process holds it."""
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
 
 
 _SLOTS: dict[tuple[int, str], _Slot] = {}
@@ -135,7 +169,7 @@ def measuring(root: str | os.PathLike[str] = ".") -> Iterator[None]:
     held = slot.depth > 0
     if held:
         fcntl.flock(measure, fcntl.LOCK_UN)
-    slot.through_gate(fcntl.LOCK_EX)
+    slot.through_gate(fcntl.LOCK_EX, announce=True)
     try:
         yield
     finally:

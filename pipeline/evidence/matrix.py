@@ -44,7 +44,8 @@ from pipeline.registry.records import RecordCheck, check_records
 from pipeline.evidence.registry import load_checks, registry_findings
 from pipeline.registry.requirements import RequirementSet, read_requirements
 from pipeline.registry.tools import GitState, git_state
-from pipeline.layout import model_names
+from pipeline.layout import RECORD_FILE, STEPS, model_names, step_dir
+from pipeline.registry.freshness import FAILED_FILE
 from pipeline.evidence.modes import DEVELOPMENT, MODES, STRICT  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = 1
@@ -135,6 +136,8 @@ class TraceMatrix:
     findings: list[Finding]
     git: GitState
     mode: str = DEVELOPMENT
+    step_states: dict[str, dict[str, str]] = field(default_factory=dict)   # model -> step -> ran | failed
+    refused: dict[str, Finding] = field(default_factory=dict)              # model folder -> why doit did not run it
 
     @property
     def errors(self) -> list[Finding]:
@@ -199,6 +202,8 @@ class TraceMatrix:
             "artifacts": [self.artifacts[p].to_json(self.specs) for p in sorted(self.artifacts)],
             "code_traces": [t.to_json() for t in self.code_traces],
             "findings": [f.to_json() for f in self.findings],
+            "step_states": {m: dict(states) for m, states in sorted(self.step_states.items())},
+            "refused": [{"model": m, "code": f.code, "message": f.message} for m, f in sorted(self.refused.items())],
         }
 
 
@@ -427,6 +432,26 @@ def _index_artifacts(
                 getattr(known, attr).add(outcome.check_id)
 
 
+def step_states(model: str, root: Path) -> dict[str, str]:
+    """step -> `failed` (its last run failed: failed.json) or `ran` (it left a record), for the steps present."""
+    states = {}
+    for step in STEPS:
+        folder = step_dir(model, step, root)
+        if (folder / FAILED_FILE).is_file():
+            states[step] = "failed"
+        elif (folder / RECORD_FILE).is_file():
+            states[step] = "ran"
+    return states
+
+
+def _refusal_findings(root: Path) -> dict[str, Finding]:
+    """One error per model folder that `doit` refuses to run (pipeline.tasking.refusals_by_model)."""
+    from pipeline.tasking import refusal_line, refusals_by_model
+
+    return {model: Finding(error.code, Severity.ERROR, f"model {model} not run: {refusal_line(error, with_code=False)}")
+            for model, error in refusals_by_model(root).items()}
+
+
 def _package_result(model: str, root: Path, mode: str) -> StoredResult:
     if mode == "placeholder":
         return selfchecks.package_placeholder(model)
@@ -458,8 +483,13 @@ def build_matrix(
     if mode not in MODES:
         raise ValueError(f"unknown evidence mode {mode!r}; modes are {', '.join(MODES)}")
     base = Path(root)
-    models = model_names(base) if models is None else list(models)
+    refused: dict[str, Finding] = {}
+    if models is None:   # every shipped model: those doit refuses to run are named as errors, not judged
+        refused = _refusal_findings(base)
+        models = [m for m in model_names(base) if m not in refused]
+    models = list(models)
     requirements, findings = read_requirements(base)
+    findings = findings + list(refused.values())
     specs, load_findings = load_checks(check_modules)
     findings = findings + load_findings + registry_findings(specs, requirements)
     links = current_links(specs, requirements)
@@ -472,7 +502,9 @@ def build_matrix(
     unregistered: dict[tuple[str, str], Outcome] = {}
     artifacts: dict[str, ArtifactInfo] = {}
     code_traces: list[CodeTrace] = []
+    states: dict[str, dict[str, str]] = {}
     for model in models:
+        states[model] = step_states(model, base)
         records = check_records(model, base)
         traces, trace_findings = read_code_traces(model, base)
         code_traces.extend(traces)
@@ -504,4 +536,6 @@ def build_matrix(
         findings=sorted_findings(findings),
         git=git if git is not None else git_state(base),
         mode=mode,
+        step_states=states,
+        refused=refused,
     )

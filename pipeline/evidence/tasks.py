@@ -30,8 +30,9 @@ from doit.tools import config_changed
 from pipeline.registry import checks
 from pipeline.evidence.modes import DEVELOPMENT, STRICT
 from pipeline.evidence.paths import baseline_path, package_check_path, package_path, report_paths
-from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, model_names, requirement_files
+from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, requirement_files
 from pipeline.registry.freshness import coded_action
+from pipeline.tasking import task_models
 
 EVIDENCE_SOURCES = (Path(__file__).parent, Path(__file__).parents[1] / "registry")
 STAMP_KEY = "evidence_stamp"
@@ -168,17 +169,14 @@ def evidence_mode() -> str:
 def _package_action(model: str, mode: str = DEVELOPMENT) -> bool:
     from pipeline.evidence.build import build_model_package
 
-    outcome = build_model_package(model, ".", mode=mode)
-    print(f"{outcome.path}: {'verified' if outcome.verify.ok else 'DOES NOT VERIFY'}; {outcome.reproducibility['reason']}")
+    build_model_package(model, ".", mode=mode)   # the verdict: package-check.json, which the console reads
     return True  # the verdict goes to package-check.json; `verify` decides pass/fail
 
 
 def _reports_action(mode: str = DEVELOPMENT) -> bool:
     from pipeline.evidence.build import build_reports
 
-    matrix = build_reports(".", mode=mode)
-    errors = len(matrix.errors)
-    print(f"{_relative(report_paths('.')['html'])}: {len(matrix.requirements)} requirements, {len(matrix.models)} models, {errors} error findings")
+    build_reports(".", mode=mode)
     return True
 
 
@@ -205,7 +203,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
 
     def task_evidence() -> Iterator[dict[str, Any]]:
         """Evidence package per model, then trace matrix (HTML, CSV, Markdown, JSON) and JUnit XML."""
-        models = model_names(".")
+        models = task_models(".")
         common = _common_file_deps()
         mode = evidence_mode()
         for model in models:
@@ -213,7 +211,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
             yield {
                 "name": model,
                 "doc": f"evidence package reports/{model}/evidence.zip",
-                "actions": [(coded_action(_package_action, "evidence"), [model, mode])],
+                "actions": [(coded_action(_package_action, f"evidence:{model}"), [model, mode])],
                 "file_dep": common + inputs,
                 # its own model's steps only: a package starts while other models' steps still run
                 "task_dep": [f"{step}:{model}" for step in after],
@@ -224,7 +222,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
         yield {
             "name": "reports",
             "doc": "trace matrix and JUnit XML under reports/",
-            "actions": [(coded_action(_reports_action, "evidence"), [mode])],
+            "actions": [(coded_action(_reports_action, "evidence:reports"), [mode])],
             "file_dep": common + [package_check_path(m).as_posix() for m in models],
             "task_dep": list(after),
             "targets": [p.as_posix() for p in report_paths(".").values()],
@@ -234,7 +232,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
 
     def task_verify() -> dict[str, Any]:
         """Everything, then the summary (model x step verdicts, coverage); fails if any requirement fails."""
-        models = model_names(".")
+        models = task_models(".")
         return {
             "actions": [coded_action(_verify_action, "verify")],
             "file_dep": [p.as_posix() for p in report_paths(".").values()] + [package_path(m).as_posix() for m in models],
