@@ -21,6 +21,7 @@ every requirement is verified on its platform.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -39,7 +40,7 @@ from pipeline.evidence.collect import (
     package_check_path,
     read_results_file,
 )
-from pipeline.registry.hashing import FileDigest, file_digest, relative_posix
+from pipeline.registry.hashing import FileDigest, file_digest, iter_files, relative_posix
 from pipeline.registry.records import RecordCheck, check_records
 from pipeline.evidence.registry import load_checks, registry_findings
 from pipeline.registry.requirements import RequirementSet, read_requirements
@@ -95,7 +96,11 @@ class RequirementStatus:
 
 @dataclass
 class ArtifactInfo:
-    """One artifact: digest (None when missing), producer, and the checks that used it."""
+    """One artifact: digest (None when missing), producer, and the checks that used it.
+
+    A folder a check names (`kind` "folder") is listed by its files (`files`, each indexed as
+    an artifact of its own) and identified by the digest of its listing (`listing_digest`).
+    """
 
     path: str
     model: str
@@ -104,6 +109,8 @@ class ArtifactInfo:
     size: int | None = None
     read_by: set[str] = field(default_factory=set)
     written_by: set[str] = field(default_factory=set)
+    kind: str = "file"
+    files: list[str] = field(default_factory=list)
 
     def to_json(self, specs: Mapping[str, CheckSpec]) -> dict[str, Any]:
         checks = sorted(self.read_by | self.written_by)
@@ -117,7 +124,20 @@ class ArtifactInfo:
             "read_by": sorted(self.read_by),
             "written_by": sorted(self.written_by),
             "requirements": reqs,
+            "kind": self.kind,
+            "files": list(self.files),
         }
+
+
+def listing_digest(folder: str, files: Iterable[FileDigest]) -> str:
+    """SHA-256 of a folder's listing: one `<sha256>  <path inside the folder>` line per file, sorted by path.
+
+    The text `sha256sum` prints for the folder's files, so an auditor can recompute it:
+    `(cd F && find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum) | sha256sum`.
+    """
+    prefix = folder.rstrip("/") + "/"
+    lines = sorted((d.path[len(prefix):], d.sha256) for d in files if d.path.startswith(prefix))
+    return hashlib.sha256("".join(f"{sha}  {name}\n" for name, sha in lines).encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -429,7 +449,28 @@ def _index_artifacts(
                     if not Path(rel).is_absolute() and full.is_file():
                         now: FileDigest = records.current.get(rel) or file_digest(full, root)
                         known.sha256, known.size = now.sha256, now.size
+                    elif not Path(rel).is_absolute() and full.is_dir() and not full.is_symlink():
+                        _index_folder(known, model, records, root, artifacts)
                 getattr(known, attr).add(outcome.check_id)
+                for member in known.files:
+                    getattr(artifacts[member], attr).add(outcome.check_id)
+
+
+def _index_folder(folder: ArtifactInfo, model: str, records: RecordCheck, root: Path,
+                  artifacts: dict[str, ArtifactInfo]) -> None:
+    """A folder named by a check: listed by its files (each indexed too), identified by its listing digest."""
+    digests = []
+    for member in iter_files(root / folder.path):
+        rel = relative_posix(member, root)
+        digest = records.current.get(rel) or file_digest(member, root)
+        digests.append(digest)
+        info = artifacts.setdefault(rel, ArtifactInfo(rel, model))
+        if info.sha256 is None:
+            info.sha256, info.size = digest.sha256, digest.size
+    folder.kind = "folder"
+    folder.files = [d.path for d in digests]
+    folder.sha256 = listing_digest(folder.path, digests)
+    folder.size = sum(d.size for d in digests)
 
 
 def step_states(model: str, root: Path) -> dict[str, str]:

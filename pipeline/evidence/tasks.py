@@ -29,7 +29,7 @@ from doit.tools import config_changed
 
 from pipeline.registry import checks
 from pipeline.evidence.modes import DEVELOPMENT, STRICT
-from pipeline.evidence.paths import baseline_path, package_check_path, package_path, report_paths
+from pipeline.evidence.paths import baseline_path, model_report_path, package_check_path, package_path, report_paths
 from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, requirement_files
 from pipeline.registry.freshness import coded_action
 from pipeline.tasking import task_models
@@ -225,7 +225,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
             "actions": [(coded_action(_reports_action, "evidence:reports"), [mode])],
             "file_dep": common + [package_check_path(m).as_posix() for m in models],
             "task_dep": list(after),
-            "targets": [p.as_posix() for p in report_paths(".").values()],
+            "targets": [p.as_posix() for p in report_paths(".").values()] + [model_report_path(m).as_posix() for m in models],
             "uptodate": [TreeStamp(lambda: [Path(ARTIFACTS_DIR), Path(MODELS_DIR)]), config_changed({"mode": mode})],
             "clean": True,
         }
