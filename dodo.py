@@ -15,7 +15,7 @@ from pipeline import tasklog
 from pipeline.diagnostics import PipelineError
 from pipeline.lock import hold_project_lock
 from pipeline.progress import ProgressReporter
-from pipeline.tasking import ContentChecker, refusal_line, refusals_by_model
+from pipeline.tasking import ContentChecker, announce_refusals
 
 try:  # one doit run per project folder (pipeline/lock.py)
     hold_project_lock(".")
@@ -31,8 +31,7 @@ tasklog.configure(".", tasklog.console_level(get_var("log", "")))
 
 # A model folder doit cannot run (no deploy.yaml, an invalid one, a name outside the grammar) is
 # refused here, one line each; the other models run and `doit verify` fails naming it.
-for _model, _error in refusals_by_model(".").items():
-    sys.stderr.write(f"refused: {refusal_line(_error)}\n")
+announce_refusals(".")
 
 DOIT_CONFIG = {
     "default_tasks": ["verify"],

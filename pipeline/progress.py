@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, TextIO
 
 from pipeline.layout import CHECKS_FILE, REPORTS_DIR, STEPS, step_dir
-from pipeline.tasklog import LOG_FILE, start_log
+from pipeline.tasklog import LOG_FILE, keep_log, start_log
 
 NOTICE_EVERY = 30.0          # seconds without a line before the running tasks are listed
 VERDICT_ORDER = ("fail", "not run", "emulated", "pass")
@@ -116,21 +116,22 @@ class ProgressReporter:
     def initialize(self, tasks: dict[str, Any], selected_tasks: list[str]) -> None:
         names = [n for n, t in tasks.items() if t.actions and not n.startswith("_")]
         self.width = min(max((len(n) for n in names), default=20), 40)
+        start_log(self.root)   # before any worker starts: the run's step log
         self.started = self.last_line = time.monotonic()
         self.watch = threading.Thread(target=self._watch, name="doit-progress", daemon=True)
         self.watch.start()
 
     def get_status(self, task: Any) -> None:
-        pass
+        # doit selects `verify` in this process once every task it depends on has ended, before a
+        # worker runs it (and prints the summary): the profile goes right before the summary
+        if task.name == FINAL_TASK:
+            self.show_profile()
 
     def execute_task(self, task: Any) -> None:
         if not task.actions or task.name.startswith("_"):
             return
         if task.name == FINAL_TASK:
-            self.show_profile()
             return
-        if not self.times and not self.running:
-            start_log(self.root)   # the first task of this run that works: the log is this run's
         with self.lock:
             self.running[task.name] = time.monotonic()
 
@@ -179,6 +180,7 @@ class ProgressReporter:
     def complete_run(self) -> None:
         self.stop.set()
         self.show_profile()
+        keep_log(self.root, worked=bool(self.times))
         if self.runtime_errors:
             self.write("Execution aborted.\n" + "\n".join(self.runtime_errors) + "\n")
 
@@ -212,9 +214,8 @@ class ProgressReporter:
                              f"longest {longest[0]} {duration(longest[1])}")
         if self.up_to_date:
             lines.append(f"Up to date, not run: {len(self.up_to_date)} tasks")
-        log = self.root / LOG_FILE
-        if names and log.is_file() and log.stat().st_size:
-            lines.append(f"Step log (INFO): {LOG_FILE}; `doit verify log=info` shows it here")
+        if names:
+            lines.append(f"Step log (INFO records, by task): {LOG_FILE}; `doit verify log=info` shows them here")
         return lines
 
     def show_profile(self) -> None:

@@ -182,7 +182,7 @@ def deploy_outline(model: str, root: Path | str = ".") -> dict[str, DeploymentOu
     """The outline of models/<m>/deploy.yaml (None if the spec is missing, unreadable or invalid).
 
     An invalid spec yields no sub-targets; `model_refusals` names the problem and the model
-    gets no tasks (`task_models`).
+    gets no tasks (`runnable_models`).
     """
     outline = _cached_outline(model, root)
     return None if isinstance(outline, PipelineError) else outline
@@ -266,7 +266,7 @@ def refusals_by_model(root: Path | str = ".") -> dict[str, PipelineError]:
     return dict(sorted(refused.items()))
 
 
-def task_models(root: Path | str = ".") -> list[str]:
+def runnable_models(root: Path | str = ".") -> list[str]:
     """The models `doit` runs: every shipped model (layout.model_names) that is not refused (above)."""
     refused = refusals_by_model(root)
     return [model for model in model_names(root) if model not in refused]
@@ -276,3 +276,14 @@ def refusal_line(error: PipelineError, with_code: bool = True) -> str:
     """A refusal on one line: `models/x/deploy.yaml:3:5: deployments.a.sync: DEPLOY-E004: ...`."""
     where = f"{error.location}: " if error.location else ""
     return f"{where}{error.code}: {error.message}" if with_code else f"{where}{error.message}"
+
+
+def announce_refusals(root: Path | str = ".", stream: Any = None) -> list[str]:
+    """Write one `refused: ...` line per refused model folder (dodo.py calls this when tasks are listed)."""
+    import sys
+
+    lines = [f"refused: {refusal_line(error)}" for error in refusals_by_model(root).values()]
+    out = stream if stream is not None else sys.stderr
+    for line in lines:
+        out.write(line + "\n")
+    return lines

@@ -6,8 +6,9 @@ records the steps write. `configure` (called by dodo.py before the workers fork)
 * to the console (stderr): warnings and errors always, INFO with `doit verify log=info`,
   and the few progress notices that matter while waiting (a timing campaign waiting for the
   measuring gate: records logged with `extra=PROGRESS`), each prefixed by its task;
-* to `LOG_FILE` in the project folder: every INFO record, prefixed by its task, for reading
-  afterwards (the progress reporter truncates it when a run starts and names it at the end).
+* to `RUN_LOG` in the project folder while doit runs: every INFO record, prefixed by its
+  task; when the run ends, the progress reporter keeps it as `LOG_FILE` if any task ran (a
+  run with nothing to do keeps the previous run's log) and names it at the end.
 
 `in_task` names the task for the records logged inside it (the step and evidence actions
 use it: pipeline.registry.freshness).
@@ -21,7 +22,8 @@ import sys
 from pathlib import Path
 from typing import Iterator, TextIO
 
-LOG_FILE = ".doit.log"
+LOG_FILE = ".doit.log"         # the step log of the last run that did work
+RUN_LOG = ".doit-run.log"      # the step log of the run in progress
 PROGRESS = {"progress": True}   # `log.info(..., extra=PROGRESS)`: shown on the console at any level
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
@@ -68,18 +70,26 @@ def console_level(value: str | None) -> int:
     return LEVELS.get(str(value or "").strip().lower(), logging.WARNING)
 
 
-def configure(root: str | Path = ".", level: int = logging.WARNING, stream: TextIO | None = None) -> None:
-    """Route the `pipeline` loggers to the console (at `level`) and to `LOG_FILE` (at INFO); idempotent."""
+def reset() -> None:
+    """Undo `configure`: the `pipeline` loggers propagate to the root logger again."""
     logger = logging.getLogger("pipeline")
     for handler in _HANDLERS:
         logger.removeHandler(handler)
         handler.close()
     _HANDLERS.clear()
+    logger.setLevel(logging.NOTSET)
+    logger.propagate = True
+
+
+def configure(root: str | Path = ".", level: int = logging.WARNING, stream: TextIO | None = None) -> None:
+    """Route the `pipeline` loggers to the console (at `level`) and to `LOG_FILE` (at INFO); idempotent."""
+    reset()
+    logger = logging.getLogger("pipeline")
     console = logging.StreamHandler(stream if stream is not None else sys.stderr)
     console.setFormatter(_TaskPrefix())
     console.addFilter(_ConsoleFilter(level))
     console.setLevel(logging.DEBUG)
-    logfile = logging.FileHandler(Path(root) / LOG_FILE, mode="a", encoding="utf-8", delay=True)
+    logfile = logging.FileHandler(Path(root) / RUN_LOG, mode="a", encoding="utf-8", delay=True)
     logfile.setFormatter(_TaskPrefix())
     logfile.setLevel(min(level, logging.INFO))
     for handler in (console, logfile):
@@ -89,11 +99,22 @@ def configure(root: str | Path = ".", level: int = logging.WARNING, stream: Text
     logger.propagate = False
 
 
-def start_log(root: str | Path = ".") -> Path:
-    """Empty `LOG_FILE` for a new run (best effort: a log that cannot be written costs nothing else)."""
-    path = Path(root) / LOG_FILE
+def start_log(root: str | Path = ".") -> None:
+    """Empty `RUN_LOG` before a run's first task (best effort: a log that cannot be written costs nothing else)."""
     try:
-        path.write_text("", encoding="utf-8")
+        (Path(root) / RUN_LOG).write_text("", encoding="utf-8")
     except OSError:
         pass
-    return path
+
+
+def keep_log(root: str | Path = ".", worked: bool = True) -> Path | None:
+    """At the end of a run: `RUN_LOG` becomes `LOG_FILE` when tasks ran, else it goes; the log kept."""
+    run, kept = Path(root) / RUN_LOG, Path(root) / LOG_FILE
+    try:
+        if worked and run.is_file():
+            run.replace(kept)
+        else:
+            run.unlink(missing_ok=True)
+    except OSError:
+        return None
+    return kept if kept.is_file() else None

@@ -24,7 +24,7 @@ from pipeline.evidence.render_html import render_html
 from pipeline.evidence.render_model import render_model_page
 from pipeline.evidence.render_text import render_csv, render_markdown
 from pipeline.registry.tools import GitState, git_state
-from pipeline.tasking import task_models
+from pipeline.tasking import runnable_models
 from pipeline.evidence.paths import REPORT_FILES, model_report_path, report_paths  # noqa: F401 (re-exported)
 
 LOG = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ def build_all(root: str | Path = ".", models: list[str] | None = None,
     """Every package, then the reports (which read the packages' verdicts)."""
     base = Path(root)
     git = git_state(base)
-    chosen = task_models(base) if models is None else models
+    chosen = runnable_models(base) if models is None else models
     packages = [build_model_package(m, base, git, mode) for m in chosen]
     return packages, build_reports(base, chosen, git, mode)
 

@@ -68,9 +68,10 @@ def deployment_places(document: Mapping[str, Any]) -> dict[str, dict[str, str]]:
             obtained = result.get("obtained") or {}
             where = obtained.get("where") or ("emulation" if result.get("verdict") == "emulated" else "host")
             places.setdefault(outcome["model"], {}).setdefault(result.get("subject", ""), set()).add(where)
-    return {model: {subject: next(w for w in ("emulation", "target", "host") if w in found or w == "host")
-                    for subject, found in subjects.items()}
-            for model, subjects in places.items()}
+    def place(found: set[str]) -> str:
+        return "emulation" if "emulation" in found else "target" if "target" in found else "host"
+
+    return {model: {subject: place(found) for subject, found in subjects.items()} for model, subjects in places.items()}
 
 
 def step_table(document: Mapping[str, Any]) -> list[list[str]]:

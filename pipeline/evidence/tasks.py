@@ -32,7 +32,7 @@ from pipeline.evidence.modes import DEVELOPMENT, STRICT
 from pipeline.evidence.paths import baseline_path, model_report_path, package_check_path, package_path, report_paths
 from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, requirement_files
 from pipeline.registry.freshness import coded_action
-from pipeline.tasking import task_models
+from pipeline.tasking import runnable_models
 
 EVIDENCE_SOURCES = (Path(__file__).parent, Path(__file__).parents[1] / "registry")
 STAMP_KEY = "evidence_stamp"
@@ -203,7 +203,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
 
     def task_evidence() -> Iterator[dict[str, Any]]:
         """Evidence package per model, then trace matrix (HTML, CSV, Markdown, JSON) and JUnit XML."""
-        models = task_models(".")
+        models = runnable_models(".")
         common = _common_file_deps()
         mode = evidence_mode()
         for model in models:
@@ -232,7 +232,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
 
     def task_verify() -> dict[str, Any]:
         """Everything, then the summary (model x step verdicts, coverage); fails if any requirement fails."""
-        models = task_models(".")
+        models = runnable_models(".")
         return {
             "actions": [coded_action(_verify_action, "verify")],
             "file_dep": [p.as_posix() for p in report_paths(".").values()] + [package_path(m).as_posix() for m in models],

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from pipeline.registry.freshness import step_action
-from pipeline.tasking import package_sources, task_models
+from pipeline.tasking import package_sources, runnable_models
 from pipeline.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
                              step_dir)
 
@@ -30,7 +30,7 @@ def _export(model: str) -> None:
 def task_export() -> Iterator[dict[str, Any]]:
     """Export each model to NNEF, validate it against onnxruntime, record the checks."""
     sources = package_sources(SOURCE_GLOBS)
-    for model in task_models("."):
+    for model in runnable_models("."):
         out = step_dir(model, "export")
         yield {
             "name": model,
