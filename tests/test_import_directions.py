@@ -25,7 +25,7 @@ FOUNDATION = {
     "pipeline.registry",
 }
 # The data path: format, semantics, then the steps in chain order, then the evidence step and the CLI.
-DATA_PATH = ["nnef", "semantics", "export", "check", "split", "petri", "codegen", "execute", "compare", "evidence",
+DATA_PATH = ["nnef", "semantics", "export", "check", "split", "petri", "codegen", "execute", "compare", "evidence", "operations",
              "cli", "__main__"]
 # Deliberate sharing between a generator and the reference (docs/codegen.md names each and its check).
 SHARED_WITH_REFERENCE = {
