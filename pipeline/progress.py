@@ -27,6 +27,7 @@ from typing import Any, Iterable, TextIO
 
 from pipeline.layout import CHECKS_FILE, REPORTS_DIR, STEPS, step_dir
 from pipeline.tasklog import LOG_FILE, keep_log, start_log
+from pipeline.oneline import shorten
 
 NOTICE_EVERY = 30.0          # seconds without a line before the running tasks are listed
 VERDICT_ORDER = ("fail", "not run", "emulated", "pass")
@@ -110,7 +111,7 @@ class ProgressReporter:
 
     def _line(self, status: str, name: str, seconds: float | None, detail: str = "") -> None:
         took = duration(seconds).rjust(9) if seconds is not None else " " * 9
-        self.write(f"{status:<5} {name:<{self.width}} {took}{'  ' + detail if detail else ''}".rstrip() + "\n")
+        self.write(shorten(f"{status:<5} {name:<{self.width}} {took}{'  ' + detail if detail else ''}".rstrip()) + "\n")
 
     # --- doit's reporter interface -------------------------------------------------------------
     def initialize(self, tasks: dict[str, Any], selected_tasks: list[str]) -> None:
@@ -159,7 +160,7 @@ class ProgressReporter:
         self._line("FAIL", task.name, seconds, task_outcome(task.name, self.root))
         message = fail.get_msg() if hasattr(fail, "get_msg") else str(fail)
         lines = [line for line in message.splitlines() if line.strip()]
-        self.write("".join(f"      {line}\n" for line in lines[:20]))
+        self.write("".join(shorten(f"      {line}") + "\n" for line in lines[:20]))
 
     def skip_uptodate(self, task: Any) -> None:
         if not task.name.startswith("_") and task.actions:
@@ -193,7 +194,7 @@ class ProgressReporter:
                 running = sorted(self.running.items(), key=lambda kv: kv[1])
             if running and quiet >= NOTICE_EVERY:
                 listed = ", ".join(f"{name} {duration(now - began)}" for name, began in running)
-                self.write(f"...   still running: {listed}\n")
+                self.write(shorten(f"...   still running: {listed}") + "\n")
 
     def profile_lines(self) -> list[str]:
         """Time per step (task group), in chain order, from the tasks that ran in this invocation."""

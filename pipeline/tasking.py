@@ -282,7 +282,9 @@ def announce_refusals(root: Path | str = ".", stream: Any = None) -> list[str]:
     """Write one `refused: ...` line per refused model folder (dodo.py calls this when tasks are listed)."""
     import sys
 
-    lines = [f"refused: {refusal_line(error)}" for error in refusals_by_model(root).values()]
+    from pipeline.oneline import shorten
+
+    lines = [shorten(f"refused: {refusal_line(error)}") for error in refusals_by_model(root).values()]
     out = stream if stream is not None else sys.stderr
     for line in lines:
         out.write(line + "\n")

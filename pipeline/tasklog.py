@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Iterator, TextIO
 
+from pipeline.oneline import shorten
+
 LOG_FILE = ".doit.log"         # the step log of the last run that did work
 RUN_LOG = ".doit-run.log"      # the step log of the run in progress
 PROGRESS = {"progress": True}   # `log.info(..., extra=PROGRESS)`: shown on the console at any level
@@ -46,11 +48,18 @@ def in_task(label: str) -> Iterator[None]:
 
 
 class _TaskPrefix(logging.Formatter):
+    """`  <task>: [level: ]message`; on the console, one line of at most MAX_LINE characters."""
+
+    def __init__(self, one_line: bool = False) -> None:
+        super().__init__()
+        self.one_line = one_line
+
     def format(self, record: logging.LogRecord) -> str:
         task = current_task()
         level = "" if record.levelno == logging.INFO else f"{record.levelname.lower()}: "
         text = f"{level}{record.getMessage()}"
-        return f"  {task}: {text}" if task else f"  {text}"
+        line = f"  {task}: {text}" if task else f"  {text}"
+        return shorten(line) if self.one_line else line
 
 
 class _ConsoleFilter(logging.Filter):
@@ -86,7 +95,7 @@ def configure(root: str | Path = ".", level: int = logging.WARNING, stream: Text
     reset()
     logger = logging.getLogger("pipeline")
     console = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    console.setFormatter(_TaskPrefix())
+    console.setFormatter(_TaskPrefix(one_line=True))
     console.addFilter(_ConsoleFilter(level))
     console.setLevel(logging.DEBUG)
     logfile = logging.FileHandler(Path(root) / RUN_LOG, mode="a", encoding="utf-8", delay=True)

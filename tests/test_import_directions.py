@@ -21,7 +21,7 @@ FOUNDATION = {
     "pipeline", "pipeline.atomic", "pipeline.diagnostics", "pipeline.layout", "pipeline.gcpause",
     "pipeline.vectors", "pipeline.deploy", "pipeline.schema", "pipeline.schema_accept", "pipeline.targets", "pipeline.metrics", "pipeline.onnx_runner", "pipeline.tasking", "pipeline.lock",
     "pipeline.terminal", "pipeline.toolchain", "pipeline.names", "pipeline.yamlguard",
-    "pipeline.yardstick", "pipeline.errorbound", "pipeline.tolerance", "pipeline.tasklog", "pipeline.progress",
+    "pipeline.yardstick", "pipeline.errorbound", "pipeline.tolerance", "pipeline.tasklog", "pipeline.progress", "pipeline.oneline",
     "pipeline.registry",
 }
 # The data path: format, semantics, then the steps in chain order, then the evidence step and the CLI.

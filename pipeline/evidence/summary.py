@@ -19,11 +19,11 @@ from collections import Counter
 from typing import Any, Iterable, Mapping
 
 from pipeline.layout import STEPS
+from pipeline.oneline import MAX_LINE, shorten  # noqa: F401 (re-exported)
 
 COLUMNS: tuple[str, ...] = STEPS + ("evidence",)
 ORDER = ("fail", "not run", "emulated", "pass")
 WHERE_ORDER = ("target", "host", "emulation")
-MAX_LINE = 240
 REPORT = "reports/trace-matrix.html"
 # The step whose deployments run (no checks of its own: compare judges what it produced).
 RUN_STEP = "execute"
@@ -33,15 +33,6 @@ LEGEND = (
     "not run (could not run here, the report says why); fail. execute: the deployments run, by where they",
     "ran (host, emulation, target), judged under compare. step failed: see the errors. -: no results.",
 )
-
-
-def shorten(text: str, width: int = MAX_LINE) -> str:
-    """`text` on one line of at most `width` characters, cut between words (`...` marks a cut)."""
-    text = " ".join(str(text).splitlines()).replace("\t", " ")
-    if len(text) <= width:
-        return text
-    cut = text.rfind(" ", 0, width - 3)
-    return (text[:cut] if cut > 0 else text[: width - 3]).rstrip(" ,;:") + "..."
 
 
 def _counts(values: Iterable[str], order: tuple[str, ...]) -> str:
