@@ -18,6 +18,7 @@ import errno
 import fcntl
 import logging
 import os
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,39 +84,45 @@ class _Slot:
     def through_gate(self, mode: int, announce: bool = False) -> None:
         """Take the measurement lock in `mode` behind the gate, which a waiting measurement holds.
 
-        `announce`: say on the console (pipeline.tasklog) when the lock is not free at once and
-        how long the wait took: a timing campaign waits here for the tasks at work.
+        `announce`: a timing campaign that waits longer than GATE_NOTICE_AFTER seconds says so
+        on the console (pipeline.tasklog), and how long it waited once through.
         """
-        waited = None
-        if announce and not _try_flock(self.gate.fileno(), fcntl.LOCK_EX):
-            waited = time.monotonic()
-            log.info("waiting at the measuring gate for another timing campaign", extra=PROGRESS)
-            fcntl.flock(self.gate.fileno(), fcntl.LOCK_EX)
-        elif not announce:
-            fcntl.flock(self.gate.fileno(), fcntl.LOCK_EX)
+        notice = _GateNotice() if announce else None
         try:
-            if announce and not _try_flock(self.measure.fileno(), mode):
-                waited = waited or time.monotonic()
-                log.info("waiting at the measuring gate until the other tasks at work finish, to time alone",
-                         extra=PROGRESS)
+            fcntl.flock(self.gate.fileno(), fcntl.LOCK_EX)
+            try:
                 fcntl.flock(self.measure.fileno(), mode)
-            elif not announce:
-                fcntl.flock(self.measure.fileno(), mode)
+            finally:
+                fcntl.flock(self.gate.fileno(), fcntl.LOCK_UN)
         finally:
-            fcntl.flock(self.gate.fileno(), fcntl.LOCK_UN)
-        if waited is not None:
-            log.info("through the measuring gate after %.1f s: timing alone", time.monotonic() - waited, extra=PROGRESS)
+            if notice is not None:
+                notice.done()
 
 
-def _try_flock(fd: int, mode: int) -> bool:
-    """Take `mode` on `fd` if it is free now; False when another process holds it."""
-    try:
-        fcntl.flock(fd, mode | fcntl.LOCK_NB)
-    except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return False
-        raise
-    return True
+GATE_NOTICE_AFTER = 10.0   # seconds a timing campaign waits at the gate before it says so
+
+
+class _GateNotice:
+    """Says "waiting at the measuring gate" once the wait exceeds GATE_NOTICE_AFTER, and how long it took."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.said = threading.Event()
+        self.timer = threading.Timer(GATE_NOTICE_AFTER, self._say)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _say(self) -> None:
+        self.said.set()
+        log.info("waiting at the measuring gate for %.0f s: the other tasks at work finish first, so that the "
+                 "timing campaign runs alone", GATE_NOTICE_AFTER, extra=PROGRESS)
+
+    def done(self) -> None:
+        self.timer.cancel()
+        self.timer.join()   # a notice being written is finished before its sequel
+        if self.said.is_set():
+            log.info("through the measuring gate after %.1f s: timing alone", time.monotonic() - self.started,
+                     extra=PROGRESS)
 
 
 _SLOTS: dict[tuple[int, str], _Slot] = {}

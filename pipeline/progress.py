@@ -33,6 +33,10 @@ NOTICE_EVERY = 30.0          # seconds without a line before the running tasks a
 VERDICT_ORDER = ("fail", "not run", "emulated", "pass")
 MAX_READ = 64 << 20          # a results file larger than this is not read for the console
 FINAL_TASK = "verify"
+# The execute step has no checks of its own (compare judges its runs): its line counts the
+# deployments it ran, one result file each (pipeline/execute/outputs.py RUN_FILE; this module
+# sits below the steps and cannot import it; tests/test_progress.py keeps the two equal).
+RUN_STEP, RUN_FILE = "execute", "run.json"
 
 
 def verdict_counts(verdicts: Iterable[str]) -> str:
@@ -67,6 +71,9 @@ def task_outcome(name: str, root: str | Path = ".") -> str:
     """What a finished task's checks said, from the files it wrote ("" when it wrote none)."""
     group, _, model = name.partition(":")
     base = Path(root)
+    if group == RUN_STEP and model:
+        ran = len(list(step_dir(model, group, base).glob(f"*/{RUN_FILE}")))
+        return f"ran {ran} deployment{'s' if ran != 1 else ''}, judged by compare" if ran else ""
     if group in STEPS and model:
         return verdict_counts(_verdicts(_read_json(step_dir(model, group, base) / CHECKS_FILE)))
     if group == "evidence" and model == "reports":

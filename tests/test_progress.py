@@ -83,6 +83,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_units() -> None:
+    from pipeline.execute.outputs import RUN_FILE, STEP
+
+    assert (progress.RUN_STEP, progress.RUN_FILE) == (STEP, RUN_FILE)
     assert progress.verdict_counts(["pass", "fail", "pass", "not run"]) == "fail 1 not run 1 pass 2"
     assert progress.duration(6.24) == "6.2 s" and progress.duration(163) == "2 min 43 s"
     assert tasklog.console_level("info") == logging.INFO and tasklog.console_level("bogus") == logging.WARNING
@@ -166,7 +169,10 @@ def test_refusals_one_line_each(tmp_path: Path) -> None:
     assert tasking.refusals_by_model(tmp_path).keys() == refused.keys()   # the second time from the cache
 
 
-def test_a_timing_campaign_says_it_waits_at_the_measuring_gate(tmp_path: Path) -> None:
+def test_a_timing_campaign_says_it_waits_at_the_measuring_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline import lock
+
+    monkeypatch.setattr(lock, "GATE_NOTICE_AFTER", 0.3)
     worker = ("import sys, time\nfrom pipeline.lock import working\n"
               "with working(sys.argv[1]):\n    print('in', flush=True)\n    time.sleep(1.0)\n")
     holder = subprocess.Popen([sys.executable, "-c", worker, str(tmp_path)], stdout=subprocess.PIPE, text=True,
@@ -179,9 +185,13 @@ def test_a_timing_campaign_says_it_waits_at_the_measuring_gate(tmp_path: Path) -
 
         with tasklog.in_task("compare:lenet5"), measuring(tmp_path):
             pass
+        holder.wait(timeout=30)
+        waited = stream.getvalue()
+        with tasklog.in_task("compare:lenet5"), measuring(tmp_path):   # nobody at work: no notice
+            pass
+        assert stream.getvalue() == waited
     finally:
         tasklog.reset()
-    holder.wait(timeout=30)
     text = stream.getvalue()
-    assert "  compare:lenet5: waiting at the measuring gate until the other tasks at work finish" in text, text
+    assert "  compare:lenet5: waiting at the measuring gate for 0 s: the other tasks at work finish first" in text, text
     assert re.search(r"compare:lenet5: through the measuring gate after \d\.\d s: timing alone", text), text
