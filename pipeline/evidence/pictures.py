@@ -61,7 +61,7 @@ def _rows_of(check_id: str, subject: str, measured: Mapping[str, Any], emulated:
         error = _number(measured.get("max_abs_error_to_float64", measured.get("max_abs_error")))
         if measured.get("tolerance_basis") == "computed bound" and ratio is not None:
             yield ErrorRow(f"{where}: NVDLA vs float64" + (" (emulated)" if emulated else ""), ratio, False,
-                           f"max error/bound {_g(ratio)} (computed FP16 bound)")
+                           f"error/bound {_g(ratio)} (FP16 bound)")
         elif error is not None and tolerance:
             yield _ratio_row(f"{where}: NVDLA vs float64", error, tolerance, "absolute tolerance", emulated)
     elif check_id == "compare.onnxruntime":
