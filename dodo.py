@@ -9,9 +9,13 @@ the certification run on the target (docs/evidence.md, "Modes").
 import os
 import sys
 
+from doit import get_var
+
+from pipeline import tasklog
 from pipeline.diagnostics import PipelineError
 from pipeline.lock import hold_project_lock
-from pipeline.tasking import ContentChecker
+from pipeline.progress import ProgressReporter
+from pipeline.tasking import ContentChecker, announce_refusals
 
 try:  # one doit run per project folder (pipeline/lock.py)
     hold_project_lock(".")
@@ -21,11 +25,22 @@ except PipelineError as _error:
     sys.stderr.write(render_error(_error) + "\n")
     sys.exit(2)
 
+# The steps' log records: warnings on the console, INFO there with `doit verify log=info`, every
+# INFO record in .doit.log (pipeline/tasklog.py).
+tasklog.configure(".", tasklog.console_level(get_var("log", "")))
+
+# A model folder doit cannot run (no deploy.yaml, an invalid one, a name outside the grammar) is
+# refused here, one line each; the other models run and `doit verify` fails naming it.
+announce_refusals(".")
+
 DOIT_CONFIG = {
     "default_tasks": ["verify"],
     "backend": "json",
     "dep_file": ".doit.db",
     "verbosity": 2,
+    # one line per finished task with its time and verdicts, notices while tasks run long, the
+    # time per step at the end (pipeline/progress.py); `doit --reporter=console` for doit's own
+    "reporter": ProgressReporter,
     "check_file_uptodate": ContentChecker,  # catches same-size edits that restore the mtime
     # Tasks run on every core (forked worker processes; `doit -n 1 verify` runs them one by one);
     # timing campaigns wait until no other task is at work (pipeline/lock.py `measuring`).

@@ -16,12 +16,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.tasklog import PROGRESS
+
+log = logging.getLogger(__name__)
 
 LOCK_FILE = ".doit.lock"
 E_LOCKED = "PIPE-E010"
@@ -75,13 +81,48 @@ class _Slot:
     measure: IO[str]
     depth: int = 0   # nested `working` calls in this process share one shared lock
 
-    def through_gate(self, mode: int) -> None:
-        """Take the measurement lock in `mode` behind the gate, which a waiting measurement holds."""
-        fcntl.flock(self.gate.fileno(), fcntl.LOCK_EX)
+    def through_gate(self, mode: int, announce: bool = False) -> None:
+        """Take the measurement lock in `mode` behind the gate, which a waiting measurement holds.
+
+        `announce`: a timing campaign that waits longer than GATE_NOTICE_AFTER seconds says so
+        on the console (pipeline.tasklog), and how long it waited once through.
+        """
+        notice = _GateNotice() if announce else None
         try:
-            fcntl.flock(self.measure.fileno(), mode)
+            fcntl.flock(self.gate.fileno(), fcntl.LOCK_EX)
+            try:
+                fcntl.flock(self.measure.fileno(), mode)
+            finally:
+                fcntl.flock(self.gate.fileno(), fcntl.LOCK_UN)
         finally:
-            fcntl.flock(self.gate.fileno(), fcntl.LOCK_UN)
+            if notice is not None:
+                notice.done()
+
+
+GATE_NOTICE_AFTER = 10.0   # seconds a timing campaign waits at the gate before it says so
+
+
+class _GateNotice:
+    """Says "waiting at the measuring gate" once the wait exceeds GATE_NOTICE_AFTER, and how long it took."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.said = threading.Event()
+        self.timer = threading.Timer(GATE_NOTICE_AFTER, self._say)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _say(self) -> None:
+        self.said.set()
+        log.info("waiting at the measuring gate for %.0f s: the other tasks at work finish first, so that the "
+                 "timing campaign runs alone", GATE_NOTICE_AFTER, extra=PROGRESS)
+
+    def done(self) -> None:
+        self.timer.cancel()
+        self.timer.join()   # a notice being written is finished before its sequel
+        if self.said.is_set():
+            log.info("through the measuring gate after %.1f s: timing alone", time.monotonic() - self.started,
+                     extra=PROGRESS)
 
 
 _SLOTS: dict[tuple[int, str], _Slot] = {}
@@ -135,7 +176,7 @@ def measuring(root: str | os.PathLike[str] = ".") -> Iterator[None]:
     held = slot.depth > 0
     if held:
         fcntl.flock(measure, fcntl.LOCK_UN)
-    slot.through_gate(fcntl.LOCK_EX)
+    slot.through_gate(fcntl.LOCK_EX, announce=True)
     try:
         yield
     finally:

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
-from pipeline.layout import model_dir, refused_models
+from pipeline.diagnostics import Location, PipelineError
+from pipeline.layout import MODELS_DIR, model_dir, model_names, refused_models
 
 PACKAGE = Path(__file__).resolve().parent
 SOURCE_SUFFIXES = (".py", ".lark", ".nnef", ".c", ".h", ".cu", ".fbs", ".json", ".yaml")
@@ -59,7 +60,7 @@ def package_sources(globs: tuple[str, ...]) -> list[str]:
 # What loads a spec: when any of these changes, every cached outline is computed again.
 OUTLINE_LOADER = ("deploy.py", "schema.py", "schemas", "names.py", "tasking.py")
 OUTLINE_CACHE = ".doit-outline.json"
-OUTLINE_VERSION = 2
+OUTLINE_VERSION = 3
 _MAX_SPEC_READ = 16 << 20   # above any spec the loader accepts (pipeline.deploy.MAX_SPEC_BYTES, configurable)
 
 
@@ -72,13 +73,14 @@ class DeploymentOutline:
     rewritten: bool               # whether the deployment has rewrites (split writes rewritten.nnef)
 
 
-def _outline_of_spec(path: Path) -> dict[str, DeploymentOutline] | None:
+def _outline_of_spec(path: Path) -> dict[str, DeploymentOutline] | PipelineError:
+    """The outline of the spec at `path`, or the first problem that makes it invalid."""
     from pipeline.deploy import DeployError, load_deploy
 
     try:
         spec = load_deploy(path)
-    except DeployError:
-        return None
+    except DeployError as error:
+        return PipelineError(error.code, error.message, error.location)
     outline = {}
     for name, deployment in spec.deployments.items():
         items = {deployment.default_item, *deployment.allocation}
@@ -127,34 +129,63 @@ def _write_cache(path: Path, document: dict[str, Any]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def deploy_outline(model: str, root: Path | str = ".") -> dict[str, DeploymentOutline] | None:
-    """The outline of models/<m>/deploy.yaml (None if the spec is unreadable or invalid).
-
-    An invalid spec yields no sub-targets; the step itself then reports the spec's errors.
-    """
+def _spec_problem(model: str, root: Path | str) -> tuple[Path, str | PipelineError]:
+    """models/<m>/deploy.yaml and the SHA-256 of its bytes, or the problem that keeps it from being read."""
     spec_path = model_dir(model, root) / "deploy.yaml"
+    where = Location.in_file(spec_path.as_posix())
     try:
-        if not spec_path.is_file() or spec_path.stat().st_size > _MAX_SPEC_READ:
-            return None   # a FIFO, a device or a huge file: never read here; the steps refuse it (DEPLOY-E012)
-        key = _sha256(spec_path.read_bytes())
-    except OSError:
-        return None
+        if not spec_path.exists():
+            return spec_path, PipelineError("DEPLOY-E001", "no deploy.yaml", where)
+        if not spec_path.is_file():
+            return spec_path, PipelineError("DEPLOY-E012", "not a regular file", where)
+        if spec_path.stat().st_size > _MAX_SPEC_READ:
+            # a FIFO, a device or a huge file is never read here
+            return spec_path, PipelineError("DEPLOY-E012", "larger than the size limit", where)
+        return spec_path, _sha256(spec_path.read_bytes())
+    except OSError as exc:
+        return spec_path, PipelineError("DEPLOY-E001", f"cannot read the file: {exc.strerror or exc}", where)
+
+
+def _cached_outline(model: str, root: Path | str) -> dict[str, DeploymentOutline] | PipelineError:
+    """The outline of models/<m>/deploy.yaml, or the problem that makes it unusable (from the cache when current)."""
+    spec_path, key = _spec_problem(model, root)
+    if isinstance(key, PipelineError):
+        return key
     cache_path = Path(root) / OUTLINE_CACHE
     cache = _read_cache(cache_path)
     entry = cache.get("models", {}).get(model)
     if isinstance(entry, dict) and entry.get("spec") == key:
         outline = entry.get("outline")
         if outline is None:
-            return None
+            problem = entry.get("problem") or {}
+            return PipelineError(str(problem.get("code", "DEPLOY-E001")), str(problem.get("message", "invalid spec")),
+                                 Location(str(problem.get("file", spec_path.as_posix())), int(problem.get("line", 0)),
+                                          int(problem.get("column", 0)), key_path=str(problem.get("key_path", ""))))
         return {d["name"]: DeploymentOutline(tuple(d["targets"]), tuple(d["item_files"]), bool(d["rewritten"]))
                 for d in outline}
     computed = _outline_of_spec(spec_path)
     models = dict(cache.get("models", {}))
-    models[model] = {"spec": key, "outline": None if computed is None else [  # a list: the spec's order
-        {"name": name, "targets": list(d.targets), "item_files": list(d.item_files), "rewritten": d.rewritten}
-        for name, d in computed.items()]}
+    if isinstance(computed, PipelineError):
+        where = computed.location
+        models[model] = {"spec": key, "outline": None, "problem": {
+            "code": computed.code, "message": computed.message, "file": where.file or spec_path.as_posix(),
+            "line": where.line, "column": where.column, "key_path": where.key_path}}
+    else:
+        models[model] = {"spec": key, "outline": [  # a list: the spec's order
+            {"name": name, "targets": list(d.targets), "item_files": list(d.item_files), "rewritten": d.rewritten}
+            for name, d in computed.items()]}
     _write_cache(cache_path, {"loader": _loader_digest(), "models": models})
     return computed
+
+
+def deploy_outline(model: str, root: Path | str = ".") -> dict[str, DeploymentOutline] | None:
+    """The outline of models/<m>/deploy.yaml (None if the spec is missing, unreadable or invalid).
+
+    An invalid spec yields no sub-targets; `model_refusals` names the problem and the model
+    gets no tasks (`runnable_models`).
+    """
+    outline = _cached_outline(model, root)
+    return None if isinstance(outline, PipelineError) else outline
 
 
 def spec_deployments(model: str, root: Path | str = ".") -> dict[str, tuple[str, ...]]:
@@ -209,20 +240,52 @@ def _file_md5(path: str) -> str:
     return digest.hexdigest()
 
 
-def _refuse(rendered: str) -> Any:
-    from doit.exceptions import TaskFailed
-
-    return TaskFailed(rendered)
+SPEC_HINT = "docs/deploy.md; for an example, see models/lenet5/deploy.yaml"
 
 
-def refused_model_tasks(root: Path | str = ".") -> Iterator[dict[str, Any]]:
-    """One failing sub-task per model folder whose name is outside the name grammar (NAME-E001).
+def refusals_by_model(root: Path | str = ".") -> dict[str, PipelineError]:
+    """Every model folder `doit` will not run, by folder name, each with one line saying what to do.
 
-    `layout.model_names` leaves such a folder out of every step; this task makes `doit
-    verify` fail on it with the coded message rather than skip it silently.
+    A folder under models/ holding model.onnx is refused when its name is outside the name
+    grammar (NAME-E001), when it has no deploy.yaml (DEPLOY-E001) or when its deploy.yaml does
+    not validate (the spec's own first problem). The other models run; `doit verify` lists the
+    refusals in its summary and fails (docs/evidence.md, "doit").
     """
-    from pipeline.terminal import render_error
+    refused = {Path(error.location.file).name: error for error in refused_models(root)}
+    for model in model_names(root):
+        outline = _cached_outline(model, root)
+        if not isinstance(outline, PipelineError):
+            continue
+        folder = (Path(MODELS_DIR) / model).as_posix()
+        if outline.code == "DEPLOY-E001" and outline.message == "no deploy.yaml":
+            message = f"has model.onnx but no deploy.yaml; write one ({SPEC_HINT})"
+            refused[model] = PipelineError(outline.code, message, Location.in_file(folder))
+        else:
+            refused[model] = PipelineError(outline.code, f"{outline.message}; fix the spec ({SPEC_HINT})",
+                                           outline.location)
+    return dict(sorted(refused.items()))
 
-    for index, error in enumerate(refused_models(root)):
-        yield {"name": f"refused_model_{index}", "doc": f"refuse {error.location.file}: {error.message}",
-               "actions": [(_refuse, [render_error(error)])], "uptodate": [False]}
+
+def runnable_models(root: Path | str = ".") -> list[str]:
+    """The models `doit` runs: every shipped model (layout.model_names) that is not refused (above)."""
+    refused = refusals_by_model(root)
+    return [model for model in model_names(root) if model not in refused]
+
+
+def refusal_line(error: PipelineError, with_code: bool = True) -> str:
+    """A refusal on one line: `models/x/deploy.yaml:3:5: deployments.a.sync: DEPLOY-E004: ...`."""
+    where = f"{error.location}: " if error.location else ""
+    return f"{where}{error.code}: {error.message}" if with_code else f"{where}{error.message}"
+
+
+def announce_refusals(root: Path | str = ".", stream: Any = None) -> list[str]:
+    """Write one `refused: ...` line per refused model folder (dodo.py calls this when tasks are listed)."""
+    import sys
+
+    from pipeline.oneline import shorten
+
+    lines = [shorten(f"refused: {refusal_line(error)}") for error in refusals_by_model(root).values()]
+    out = stream if stream is not None else sys.stderr
+    for line in lines:
+        out.write(line + "\n")
+    return lines

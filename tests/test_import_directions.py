@@ -21,11 +21,11 @@ FOUNDATION = {
     "pipeline", "pipeline.atomic", "pipeline.diagnostics", "pipeline.layout", "pipeline.gcpause",
     "pipeline.vectors", "pipeline.deploy", "pipeline.schema", "pipeline.schema_accept", "pipeline.targets", "pipeline.metrics", "pipeline.onnx_runner", "pipeline.tasking", "pipeline.lock",
     "pipeline.terminal", "pipeline.toolchain", "pipeline.names", "pipeline.yamlguard",
-    "pipeline.yardstick", "pipeline.errorbound", "pipeline.tolerance",
+    "pipeline.yardstick", "pipeline.errorbound", "pipeline.tolerance", "pipeline.tasklog", "pipeline.progress", "pipeline.oneline",
     "pipeline.registry",
 }
 # The data path: format, semantics, then the steps in chain order, then the evidence step and the CLI.
-DATA_PATH = ["nnef", "semantics", "export", "check", "split", "petri", "codegen", "execute", "compare", "evidence",
+DATA_PATH = ["nnef", "semantics", "export", "check", "split", "petri", "codegen", "execute", "compare", "evidence", "operations",
              "cli", "__main__"]
 # Deliberate sharing between a generator and the reference (docs/codegen.md names each and its check).
 SHARED_WITH_REFERENCE = {

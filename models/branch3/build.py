@@ -5,7 +5,7 @@ Needs only numpy and onnx (the project's environment); run from the repository r
     .venv/bin/python models/branch3/build.py                 # writes models/branch3/model.onnx
     .venv/bin/python models/branch3/build.py --out /tmp/b3.onnx
 
-The network of ../../../shared/NNEF-EXTENSION.md (worked example), tensor names as there:
+The network of the paper's worked example (docs/design.md, "The multi-item extension"), its tensor names:
 
     e1 = input [1, 1, 16, 16]
     o1 = conv(e1, v1, v2)        1 -> 4 channels

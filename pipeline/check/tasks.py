@@ -9,8 +9,8 @@ from typing import Any, Iterator
 from doit.exceptions import TaskFailed
 
 from pipeline.registry.freshness import coded_action, step_action
-from pipeline.tasking import package_sources
-from pipeline.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, model_names, step_dir
+from pipeline.tasking import package_sources, runnable_models
+from pipeline.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, step_dir
 
 SOURCE_GLOBS = ("check", "nnef", "semantics", "registry", "layout.py", "atomic.py", "diagnostics.py", "deploy.py",
                 "vectors.py")
@@ -43,7 +43,7 @@ def _check_examples(paths: list[str]) -> TaskFailed | None:
 def task_check() -> Iterator[dict[str, Any]]:
     """Check each model's exported NNEF description (syntax, semantics, explicitness, tensor files)."""
     sources = package_sources(SOURCE_GLOBS)
-    for model in model_names():
+    for model in runnable_models("."):
         export = step_dir(model, "export")
         out = step_dir(model, "check")
         yield {

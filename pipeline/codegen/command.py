@@ -17,10 +17,14 @@ from pipeline.terminal import EXIT_OK, fail_usage, model_and_root, print_results
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "codegen", help="generate C code for the CPU items of a model's deployments and check it",
-        description="Generate C99 code (one file per item, static memory, one function per NNEF instruction) "
-                    "for every deployment whose items are all cpu, then check it: static properties, trace to the "
-                    "NNEF instructions and weights, compilation under the qualified flags.")
+        "codegen", help="generate the code of a model's deployments (C, CUDA, NVDLA loadables) and check it",
+        description="Generate the code of every deployment of MODEL: C99 for cpu items (one file per item, static "
+                    "memory, one function per NNEF instruction), with a mixed deployment's cuda items as .cu items "
+                    "and its nvdla items as C proxies; CUDA for a deployment of one cuda item; an NVDLA loadable "
+                    "for each nvdla item. Then check it: static properties, trace to the NNEF instructions and "
+                    "weights, compilation under the qualified flags, the CUDA PTX/SASS gate, the loadable "
+                    "validator (docs/codegen.md, codegen-cuda.md, codegen-nvdla.md). With --split: the C code of "
+                    "one split deployment folder, written to --out, without the checks.")
     parser.add_argument("model", nargs="?", metavar="MODEL", help="model name or models/<m> folder")
     parser.add_argument("--lanes", type=int, choices=(4, 8), default=None,
                         help="float32 lanes of the generated vectors (default 8: AVX2 hosts; 4: SSE2/NEON)")

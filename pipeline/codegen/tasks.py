@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.layout import RECORD_FILE, checks_path, model_dir, model_names, step_dir
+from pipeline.layout import RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.split.tasks import split_targets
 from pipeline.registry.freshness import step_action
-from pipeline.tasking import package_sources
+from pipeline.tasking import package_sources, runnable_models
 
 SOURCE_GLOBS = ("codegen", "semantics/transcendental.py", "toolchain", "nnef", "split/plan.py", "deploy.py", "layout.py",
                 "atomic.py", "registry")
@@ -32,7 +32,7 @@ def _generate(model: str) -> bool:
 def task_codegen() -> Iterator[dict[str, Any]]:
     """Generate and check the code of every deployment of each model that has a generator."""
     deps = package_sources(SOURCE_GLOBS)
-    for model in model_names("."):
+    for model in runnable_models("."):
         export = step_dir(model, "export")
         file_dep = [(model_dir(model) / "deploy.yaml").as_posix(), (export / "graph.nnef").as_posix(),
                     (export / "provenance.json").as_posix()]

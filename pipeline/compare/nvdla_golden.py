@@ -1,7 +1,7 @@
 """NVDLA golden cases: export -> legalize -> map -> loadable -> validator -> emulator, against hardware-model dumps.
 
-A case is a triple `<id>_<Op>.onnx/.pgm/.dimg` (layout of ../shared/nvdla-golden/<Op>/, from
-ONNC's single_layer_test). The .pgm input is mapped to FP16 as nvdla/sw's runtime does
+A case is a triple `<id>_<Op>.onnx/.pgm/.dimg` (the layout of tests/data/nvdla-golden/<Op>/,
+from ONNC's single_layer_test). The .pgm input is mapped to FP16 as nvdla/sw's runtime does
 ((p - mean) / normalize, defaults 0 and 1: the identity); the .dimg is the runtime's
 `--rawdump`: values printed through float in channel, row, column order, with its stable-hash
 quirks (a half equal to 32768 prints 0, a NaN prints 31744), which `dump_view` applies to

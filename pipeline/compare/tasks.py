@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.layout import MET_BASELINE_FILE, RECORD_FILE, checks_path, model_dir, model_names, step_dir
+from pipeline.layout import MET_BASELINE_FILE, RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.registry.freshness import step_action
-from pipeline.tasking import package_sources, spec_deployments
+from pipeline.tasking import package_sources, spec_deployments, runnable_models
 
 SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
                 "petri/load.py", "petri/net.py", "onnx_runner.py", "metrics.py", "nnef", "deploy.py", "tolerance.py",
@@ -31,7 +31,7 @@ def _compare(model: str) -> bool:
 def task_compare() -> Iterator[dict[str, Any]]:
     """Numeric, trace and MET verdicts of each model's executed code."""
     deps = package_sources(SOURCE_GLOBS) + ["requirements/hlr.yaml"]
-    for model in model_names("."):
+    for model in runnable_models("."):
         run = step_dir(model, "execute")
         export = step_dir(model, "export")
         file_dep = [(model_dir(model) / "deploy.yaml").as_posix(), (model_dir(model) / "model.onnx").as_posix(),

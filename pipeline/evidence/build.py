@@ -26,10 +26,11 @@ from pipeline.evidence.junit import junit_xml
 from pipeline.evidence.matrix import DEVELOPMENT, TraceMatrix, build_matrix
 from pipeline.evidence.package import VerifyReport, build_package, package_path, write_package
 from pipeline.evidence.render_html import render_html
+from pipeline.evidence.render_model import render_model_page
 from pipeline.evidence.render_text import render_csv, render_markdown
 from pipeline.registry.tools import GitState, git_state
-from pipeline.layout import model_names
-from pipeline.evidence.paths import REPORT_FILES, report_paths  # noqa: F401 (re-exported)
+from pipeline.tasking import runnable_models
+from pipeline.evidence.paths import REPORT_FILES, model_report_path, report_paths  # noqa: F401 (re-exported)
 
 LOG = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ def build_model_package(model: str, root: str | Path = ".", git: GitState | None
 
 def build_reports(root: str | Path = ".", models: list[str] | None = None, git: GitState | None = None,
                   mode: str = DEVELOPMENT, *, exclude: Iterable[str] = (), baseline: Snapshot | None = None) -> TraceMatrix:
-    """Write reports/trace-matrix.{html,csv,md}, reports/trace.json and reports/junit.xml.
+    """Write reports/trace-matrix.{html,csv,md}, reports/<model>/report.html, reports/trace.json and reports/junit.xml.
 
     The run-level rules (pipeline/evidence/runverdict.py) add their findings first: models
     excluded by their deploy.yaml or by `exclude`, and the comparison with `baseline`.
@@ -85,6 +86,8 @@ def build_reports(root: str | Path = ".", models: list[str] | None = None, git: 
     matrix.findings = sorted_findings(matrix.findings + run_findings(matrix, excluded, baseline))
     paths = report_paths(base)
     write_text(paths["html"], render_html(matrix))
+    for model in matrix.models:
+        write_text(model_report_path(model, base), render_model_page(matrix, model, base))
     write_text(paths["csv"], render_csv(matrix))
     write_text(paths["md"], render_markdown(matrix))
     write_text(paths["json"], canonical_json(matrix.to_json()))
@@ -97,7 +100,7 @@ def build_all(root: str | Path = ".", models: list[str] | None = None, mode: str
     """Every package, then the reports (which read the packages' verdicts)."""
     base = Path(root)
     git = git_state(base)
-    chosen = model_names(base) if models is None else models
+    chosen = runnable_models(base) if models is None else models
     packages = [build_model_package(m, base, git, mode) for m in chosen]
     return packages, build_reports(base, chosen, git, mode, exclude=exclude, baseline=baseline)
 

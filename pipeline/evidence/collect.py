@@ -75,6 +75,7 @@ class Outcome:
                     "read": sorted(r.result.read),
                     "written": sorted(r.result.written),
                     "recorded_requirements": list(r.recorded_requirements),
+                    "obtained": r.result.obtained.to_json() if r.result.obtained else None,
                 }
                 for r in self.results
             ],

@@ -21,6 +21,7 @@ every requirement is verified on its platform.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -39,12 +40,13 @@ from pipeline.evidence.collect import (
     package_check_path,
     read_results_file,
 )
-from pipeline.registry.hashing import FileDigest, file_digest, relative_posix
+from pipeline.registry.hashing import FileDigest, file_digest, iter_files, relative_posix
 from pipeline.registry.records import RecordCheck, check_records
 from pipeline.evidence.registry import load_checks, registry_findings
 from pipeline.registry.requirements import RequirementSet, read_requirements
 from pipeline.registry.tools import GitState, git_state
-from pipeline.layout import model_names
+from pipeline.layout import RECORD_FILE, STEPS, model_names, step_dir
+from pipeline.registry.freshness import FAILED_FILE
 from pipeline.evidence.modes import DEVELOPMENT, MODES, STRICT  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = 1
@@ -94,7 +96,11 @@ class RequirementStatus:
 
 @dataclass
 class ArtifactInfo:
-    """One artifact: digest (None when missing), producer, and the checks that used it."""
+    """One artifact: digest (None when missing), producer, and the checks that used it.
+
+    A folder a check names (`kind` "folder") is listed by its files (`files`, each indexed as
+    an artifact of its own) and identified by the digest of its listing (`listing_digest`).
+    """
 
     path: str
     model: str
@@ -103,6 +109,8 @@ class ArtifactInfo:
     size: int | None = None
     read_by: set[str] = field(default_factory=set)
     written_by: set[str] = field(default_factory=set)
+    kind: str = "file"
+    files: list[str] = field(default_factory=list)
 
     def to_json(self, specs: Mapping[str, CheckSpec]) -> dict[str, Any]:
         checks = sorted(self.read_by | self.written_by)
@@ -116,7 +124,20 @@ class ArtifactInfo:
             "read_by": sorted(self.read_by),
             "written_by": sorted(self.written_by),
             "requirements": reqs,
+            "kind": self.kind,
+            "files": list(self.files),
         }
+
+
+def listing_digest(folder: str, files: Iterable[FileDigest]) -> str:
+    """SHA-256 of a folder's listing: one `<sha256>  <path inside the folder>` line per file, sorted by path.
+
+    The text `sha256sum` prints for the folder's files, so an auditor can recompute it:
+    `(cd F && find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum) | sha256sum`.
+    """
+    prefix = folder.rstrip("/") + "/"
+    lines = sorted((d.path[len(prefix):], d.sha256) for d in files if d.path.startswith(prefix))
+    return hashlib.sha256("".join(f"{sha}  {name}\n" for name, sha in lines).encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -135,6 +156,8 @@ class TraceMatrix:
     findings: list[Finding]
     git: GitState
     mode: str = DEVELOPMENT
+    step_states: dict[str, dict[str, str]] = field(default_factory=dict)   # model -> step -> ran | failed
+    refused: dict[str, Finding] = field(default_factory=dict)              # model folder -> why doit did not run it
 
     @property
     def errors(self) -> list[Finding]:
@@ -199,6 +222,8 @@ class TraceMatrix:
             "artifacts": [self.artifacts[p].to_json(self.specs) for p in sorted(self.artifacts)],
             "code_traces": [t.to_json() for t in self.code_traces],
             "findings": [f.to_json() for f in self.findings],
+            "step_states": {m: dict(states) for m, states in sorted(self.step_states.items())},
+            "refused": [{"model": m, "code": f.code, "message": f.message} for m, f in sorted(self.refused.items())],
         }
 
 
@@ -424,7 +449,48 @@ def _index_artifacts(
                     if not Path(rel).is_absolute() and full.is_file():
                         now: FileDigest = records.current.get(rel) or file_digest(full, root)
                         known.sha256, known.size = now.sha256, now.size
+                    elif not Path(rel).is_absolute() and full.is_dir() and not full.is_symlink():
+                        _index_folder(known, model, records, root, artifacts)
                 getattr(known, attr).add(outcome.check_id)
+                for member in known.files:
+                    getattr(artifacts[member], attr).add(outcome.check_id)
+
+
+def _index_folder(folder: ArtifactInfo, model: str, records: RecordCheck, root: Path,
+                  artifacts: dict[str, ArtifactInfo]) -> None:
+    """A folder named by a check: listed by its files (each indexed too), identified by its listing digest."""
+    digests = []
+    for member in iter_files(root / folder.path):
+        rel = relative_posix(member, root)
+        digest = records.current.get(rel) or file_digest(member, root)
+        digests.append(digest)
+        info = artifacts.setdefault(rel, ArtifactInfo(rel, model))
+        if info.sha256 is None:
+            info.sha256, info.size = digest.sha256, digest.size
+    folder.kind = "folder"
+    folder.files = [d.path for d in digests]
+    folder.sha256 = listing_digest(folder.path, digests)
+    folder.size = sum(d.size for d in digests)
+
+
+def step_states(model: str, root: Path) -> dict[str, str]:
+    """step -> `failed` (its last run failed: failed.json) or `ran` (it left a record), for the steps present."""
+    states = {}
+    for step in STEPS:
+        folder = step_dir(model, step, root)
+        if (folder / FAILED_FILE).is_file():
+            states[step] = "failed"
+        elif (folder / RECORD_FILE).is_file():
+            states[step] = "ran"
+    return states
+
+
+def _refusal_findings(root: Path) -> dict[str, Finding]:
+    """One error per model folder that `doit` refuses to run (pipeline.tasking.refusals_by_model)."""
+    from pipeline.tasking import refusal_line, refusals_by_model
+
+    return {model: Finding(error.code, Severity.ERROR, f"model {model} not run: {refusal_line(error, with_code=False)}")
+            for model, error in refusals_by_model(root).items()}
 
 
 def _package_result(model: str, root: Path, mode: str) -> StoredResult:
@@ -458,8 +524,13 @@ def build_matrix(
     if mode not in MODES:
         raise ValueError(f"unknown evidence mode {mode!r}; modes are {', '.join(MODES)}")
     base = Path(root)
-    models = model_names(base) if models is None else list(models)
+    refused: dict[str, Finding] = {}
+    if models is None:   # every shipped model: those doit refuses to run are named as errors, not judged
+        refused = _refusal_findings(base)
+        models = [m for m in model_names(base) if m not in refused]
+    models = list(models)
     requirements, findings = read_requirements(base)
+    findings = findings + list(refused.values())
     specs, load_findings = load_checks(check_modules)
     findings = findings + load_findings + registry_findings(specs, requirements)
     links = current_links(specs, requirements)
@@ -472,7 +543,9 @@ def build_matrix(
     unregistered: dict[tuple[str, str], Outcome] = {}
     artifacts: dict[str, ArtifactInfo] = {}
     code_traces: list[CodeTrace] = []
+    states: dict[str, dict[str, str]] = {}
     for model in models:
+        states[model] = step_states(model, base)
         records = check_records(model, base)
         traces, trace_findings = read_code_traces(model, base)
         code_traces.extend(traces)
@@ -504,4 +577,6 @@ def build_matrix(
         findings=sorted_findings(findings),
         git=git if git is not None else git_state(base),
         mode=mode,
+        step_states=states,
+        refused=refused,
     )

@@ -9,6 +9,7 @@ Layout inside `reports/<model>/evidence.zip`:
     requirements/*.yaml, links.lock.json
     evidence/verdicts.json           in-toto Statement v1, predicate test-result v0.1
     evidence/trace.json, trace-matrix.{html,csv,md}, junit.xml   this model's trace matrix
+    evidence/<model>/report.html     the model's report page (its artifact links resolve inside the package)
 
 Determinism: entries sorted by name, timestamps 1980-01-01 00:00:00, mode 0644, creator Unix,
 DEFLATE level 6, no comment, no extra fields, JSON with sorted keys and no time anywhere.
@@ -37,11 +38,12 @@ from pipeline.registry.hashing import CHUNK, iter_files, relative_posix, sha256_
 from pipeline.evidence.junit import junit_xml, testcase_name
 from pipeline.evidence.matrix import TraceMatrix
 from pipeline.evidence.render_html import render_html
+from pipeline.evidence.render_model import render_model_page
 from pipeline.evidence.render_text import render_csv, render_markdown
 from pipeline.registry.requirements import requirement_files
 from pipeline.registry.tools import GitState, environment, tool_versions
 from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR
-from pipeline.evidence.paths import PACKAGE_FILE, package_path  # noqa: F401 (re-exported)
+from pipeline.evidence.paths import MODEL_REPORT_FILE, PACKAGE_FILE, package_path  # noqa: F401 (re-exported)
 
 LOG = logging.getLogger(__name__)
 
@@ -221,6 +223,7 @@ def build_package(model: str, matrix: TraceMatrix, root: str | Path = ".") -> Bu
     generated = [
         _data_entry("evidence/trace.json", canonical_json(matrix.to_json()).encode("utf-8")),
         _data_entry("evidence/trace-matrix.html", render_html(matrix, f"Trace matrix: {model}").encode("utf-8")),
+        _data_entry(f"evidence/{model}/{MODEL_REPORT_FILE}", render_model_page(matrix, model, base).encode("utf-8")),
         _data_entry("evidence/trace-matrix.csv", render_csv(matrix).encode("utf-8")),
         _data_entry("evidence/trace-matrix.md", render_markdown(matrix, f"Trace matrix: {model}").encode("utf-8")),
         _data_entry("evidence/junit.xml", junit_xml(matrix).encode("utf-8")),

@@ -11,6 +11,7 @@ from pathlib import Path
 from pipeline.layout import REPORT_FILES, REPORTS_DIR, REQUIREMENTS_DIR  # noqa: F401 (REPORT_FILES re-exported)
 PACKAGE_FILE = "evidence.zip"
 PACKAGE_CHECK_FILE = "package-check.json"
+MODEL_REPORT_FILE = "report.html"   # reports/<model>/report.html: the model's page of the trace matrix
 BASELINE_FILE = "links.lock.json"
 
 
@@ -20,6 +21,11 @@ def report_paths(root: str | Path = ".") -> dict[str, Path]:
 
 def package_path(model: str, root: str | Path = ".") -> Path:
     return Path(root) / REPORTS_DIR / model / PACKAGE_FILE
+
+
+def model_report_path(model: str, root: str | Path = ".") -> Path:
+    """The model's report page, beside the index (reports/trace-matrix.html links to it)."""
+    return Path(root) / REPORTS_DIR / model / MODEL_REPORT_FILE
 
 
 def package_check_path(model: str, root: str | Path = ".") -> Path:

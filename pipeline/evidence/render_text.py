@@ -1,8 +1,11 @@
 """The trace matrix as CSV (for spreadsheets and scripts) and Markdown (for review diffs).
 
 CSV: one row per (requirement, check, model); a requirement without checks gets one row with
-empty check columns, so every requirement appears. Markdown: the same sections as the HTML.
-Neither holds a timestamp.
+empty check columns, so every requirement appears. Each row says where its verdict was
+obtained (`obtained`: host, emulation, target; `obtained_detail`: the machine or emulator)
+and lists its artifacts as `path@sha256:<digest>`, a folder as `path/@listing-sha256:<digest>`
+(pipeline.evidence.matrix.listing_digest). Markdown: the index's sections, then the verdicts
+with where they were obtained. Neither holds a timestamp.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import csv
 import io
 from typing import Sequence
 
+from pipeline.evidence.collect import Outcome
 from pipeline.evidence.matrix import TraceMatrix
 
 CSV_COLUMNS = (
@@ -24,10 +28,27 @@ CSV_COLUMNS = (
     "step",
     "model",
     "verdict",
+    "obtained",
+    "obtained_detail",
     "reason",
     "stale_link",
     "artifacts",
 )
+
+
+def artifact_entry(path: str, matrix: TraceMatrix) -> str:
+    """`path@sha256:<digest>`; a folder `path/@listing-sha256:<digest>`; `missing` only for what does not exist."""
+    info = matrix.artifacts.get(path)
+    if info is not None and info.kind == "folder":
+        return f"{path.rstrip('/')}/@listing-sha256:{info.sha256}"
+    return f"{path}@sha256:{info.sha256 if info and info.sha256 else 'missing'}"
+
+
+def obtained(outcome: Outcome) -> tuple[str, str]:
+    """Where the results behind `outcome` were obtained: (host/emulation/target, the labels), each distinct and sorted."""
+    places = sorted({r.result.obtained.where.value for r in outcome.results if r.result.obtained})
+    labels = sorted({r.result.obtained.label() for r in outcome.results if r.result.obtained})
+    return " ".join(places), "; ".join(labels)
 
 
 def render_csv(matrix: TraceMatrix) -> str:
@@ -42,18 +63,25 @@ def render_csv(matrix: TraceMatrix) -> str:
             stale = any(l.source == f"check:{check_id}" and l.target == req.id for l in matrix.stale_links)
             for model in matrix.models:
                 outcome = matrix.outcomes[(model, check_id)]
-                arts = []
-                for path in sorted(set(outcome.artifacts_read) | set(outcome.artifacts_written)):
-                    info = matrix.artifacts.get(path)
-                    arts.append(f"{path}@sha256:{info.sha256 if info and info.sha256 else 'missing'}")
-                writer.writerow(base + [check_id, matrix.specs[check_id].step, model, outcome.verdict.value, outcome.reason, "yes" if stale else "no", " ".join(arts)])
+                arts = [artifact_entry(path, matrix) for path in sorted(set(outcome.artifacts_read) | set(outcome.artifacts_written))]
+                where, detail = obtained(outcome)
+                writer.writerow(base + [check_id, matrix.specs[check_id].step, model, outcome.verdict.value, where, detail,
+                                        outcome.reason, "yes" if stale else "no", " ".join(arts)])
                 rows += 1
             if not matrix.models:
-                writer.writerow(base + [check_id, matrix.specs[check_id].step, "", "", "no model results", "yes" if stale else "no", ""])
+                writer.writerow(base + [check_id, matrix.specs[check_id].step, "", "", "", "", "no model results",
+                                        "yes" if stale else "no", ""])
                 rows += 1
         if rows == 0:
-            writer.writerow(base + ["", "", "", "", st.detail, "", ""])
+            writer.writerow(base + ["", "", "", "", "", "", st.detail, "", ""])
     return out.getvalue()
+
+
+def _short_entry(entry: str) -> str:
+    """`path (digest prefix)` from an artifact entry (`path@sha256:...`)."""
+    path, _, digest = entry.rpartition("@")
+    kind, _, value = digest.partition(":")
+    return f"{path} ({'listing ' if kind.startswith('listing') else ''}{value[:16]})"
 
 
 def _md(text: object) -> str:
@@ -92,12 +120,13 @@ def render_markdown(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
     lines += ["## Verdicts -> reasons -> artifacts", ""]
     rows = []
     for (model, check_id), outcome in sorted(matrix.outcomes.items()):
-        arts = [f"{p} ({(matrix.artifacts[p].sha256 or 'missing')[:16] if p in matrix.artifacts else 'missing'})"
-                for p in sorted(set(outcome.artifacts_read) | set(outcome.artifacts_written))]
-        rows.append([model, check_id, ", ".join(matrix.specs[check_id].requirements), outcome.verdict.value, outcome.reason, "; ".join(arts)])
+        arts = [_short_entry(artifact_entry(p, matrix)) for p in sorted(set(outcome.artifacts_read) | set(outcome.artifacts_written))]
+        rows.append([model, check_id, ", ".join(matrix.specs[check_id].requirements), outcome.verdict.value,
+                     obtained(outcome)[0], outcome.reason, "; ".join(arts)])
     for (model, check_id), outcome in sorted(matrix.unregistered.items()):
-        rows.append([model, check_id, "UNREGISTERED", outcome.verdict.value, outcome.reason, ""])
-    lines += _table(["Model", "Check", "Requirements", "Verdict", "Reason", "Artifacts (SHA-256 prefix)"], rows) if rows else ["No models.", ""]
+        rows.append([model, check_id, "UNREGISTERED", outcome.verdict.value, obtained(outcome)[0], outcome.reason, ""])
+    lines += _table(["Model", "Check", "Requirements", "Verdict", "Obtained on", "Reason", "Artifacts (SHA-256 prefix)"],
+                    rows) if rows else ["No models.", ""]
     lines += ["## Checks -> requirements", ""]
     lines += _table(["Check", "Step", "Title", "Requirements"] + matrix.models, [
         [s.id, s.step, s.title, ", ".join(s.requirements) or "NONE"] + [matrix.outcomes[(m, s.id)].verdict.value for m in matrix.models]
@@ -107,7 +136,8 @@ def render_markdown(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
     rows = []
     for path in sorted(matrix.artifacts):
         data = matrix.artifacts[path].to_json(matrix.specs)
-        rows.append([path, data["model"], data["step"], data["sha256"] or "missing", data["size"] if data["size"] is not None else "",
+        rows.append([path + ("/ (folder, listing digest)" if data["kind"] == "folder" else ""), data["model"], data["step"],
+                     data["sha256"] or "missing", data["size"] if data["size"] is not None else "",
                      ", ".join(data["read_by"] + data["written_by"]), ", ".join(data["requirements"])])
     lines += _table(["Artifact", "Model", "Step", "SHA-256", "Bytes", "Checks", "Requirements"], rows) if rows else ["No recorded artifacts.", ""]
     lines += ["## Code trace", ""]

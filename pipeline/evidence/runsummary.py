@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from pipeline.oneline import shorten
+
 E_MODEL_NOT_RUN = "EVID-E080"      # a model's chain did not run (error)
 E_CHAIN_INCOMPLETE = "EVID-E081"   # a model's chain stopped part way (error)
 E_MODEL_EXCLUDED = "EVID-E082"     # a model excluded from the run (note)
@@ -24,7 +26,7 @@ def _section(title: str, messages: list[str]) -> list[str]:
     if not messages:
         return []
     lines = ["", title]
-    lines += [f"  {m}" for m in messages[:MAX_LINES]]
+    lines += [shorten(f"  {m}") for m in messages[:MAX_LINES]]
     if len(messages) > MAX_LINES:
         lines.append(f"  ... and {len(messages) - MAX_LINES} more (reports/trace.json, findings)")
     return lines

@@ -31,9 +31,10 @@ from doit.tools import config_changed
 
 from pipeline.registry import checks
 from pipeline.evidence.modes import DEVELOPMENT, STRICT
-from pipeline.evidence.paths import baseline_path, package_check_path, package_path, report_paths
-from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, model_names, requirement_files
+from pipeline.evidence.paths import baseline_path, model_report_path, package_check_path, package_path, report_paths
+from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, requirement_files
 from pipeline.registry.freshness import coded_action
+from pipeline.tasking import runnable_models
 
 EVIDENCE_SOURCES = (Path(__file__).parent, Path(__file__).parents[1] / "registry")
 STAMP_KEY = "evidence_stamp"
@@ -178,17 +179,14 @@ def excluded_on_command_line() -> list[str]:
 def _package_action(model: str, mode: str = DEVELOPMENT) -> bool:
     from pipeline.evidence.build import build_model_package
 
-    outcome = build_model_package(model, ".", mode=mode)
-    print(f"{outcome.path}: {'verified' if outcome.verify.ok else 'DOES NOT VERIFY'}; {outcome.reproducibility['reason']}")
+    build_model_package(model, ".", mode=mode)   # the verdict: package-check.json, which the console reads
     return True  # the verdict goes to package-check.json; `verify` decides pass/fail
 
 
 def _reports_action(mode: str = DEVELOPMENT, exclude: Sequence[str] = ()) -> bool:
     from pipeline.evidence.build import build_reports
 
-    matrix = build_reports(".", mode=mode, exclude=exclude)
-    errors = len(matrix.errors)
-    print(f"{_relative(report_paths('.')['html'])}: {len(matrix.requirements)} requirements, {len(matrix.models)} models, {errors} error findings")
+    build_reports(".", mode=mode, exclude=exclude)
     return True
 
 
@@ -215,7 +213,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
 
     def task_evidence() -> Iterator[dict[str, Any]]:
         """Evidence package per model, then trace matrix (HTML, CSV, Markdown, JSON) and JUnit XML."""
-        models = model_names(".")
+        models = runnable_models(".")
         common = _common_file_deps()
         mode = evidence_mode()
         exclude = excluded_on_command_line()
@@ -224,7 +222,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
             yield {
                 "name": model,
                 "doc": f"evidence package reports/{model}/evidence.zip",
-                "actions": [(coded_action(_package_action, "evidence"), [model, mode])],
+                "actions": [(coded_action(_package_action, f"evidence:{model}"), [model, mode])],
                 "file_dep": common + inputs,
                 # its own model's steps only: a package starts while other models' steps still run
                 "task_dep": [f"{step}:{model}" for step in after],
@@ -235,10 +233,10 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
         yield {
             "name": "reports",
             "doc": "trace matrix and JUnit XML under reports/",
-            "actions": [(coded_action(_reports_action, "evidence"), [mode, exclude])],
+            "actions": [(coded_action(_reports_action, "evidence:reports"), [mode, exclude])],
             "file_dep": common + [package_check_path(m).as_posix() for m in models],
             "task_dep": list(after),
-            "targets": [p.as_posix() for p in report_paths(".").values()],
+            "targets": [p.as_posix() for p in report_paths(".").values()] + [model_report_path(m).as_posix() for m in models],
             "uptodate": [TreeStamp(lambda: [Path(ARTIFACTS_DIR), Path(MODELS_DIR)]),
                          config_changed({"mode": mode} | ({"exclude": exclude} if exclude else {}))],
             "clean": True,
@@ -246,7 +244,7 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
 
     def task_verify() -> dict[str, Any]:
         """Everything, then the summary (model x step verdicts, coverage); fails if any requirement fails."""
-        models = model_names(".")
+        models = runnable_models(".")
         return {
             "actions": [coded_action(_verify_action, "verify")],
             "file_dep": [p.as_posix() for p in report_paths(".").values()] + [package_path(m).as_posix() for m in models],

@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from pipeline.targets import code_kind
-from pipeline.layout import RECORD_FILE, checks_path, model_dir, model_names, step_dir
+from pipeline.layout import RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP
 from pipeline.registry.freshness import step_action
-from pipeline.tasking import package_sources, spec_deployments
+from pipeline.tasking import package_sources, spec_deployments, runnable_models
 
 SOURCE_GLOBS = ("execute", "toolchain", "codegen/c/runtime/*", "codegen/nvdla/proxy.py", "codegen/nvdla/reader.py", "vectors.py", "deploy.py", "nnef/tensorfile.py", "atomic.py")
 
@@ -33,7 +33,7 @@ def _run(model: str) -> bool:
 def task_execute() -> Iterator[dict[str, Any]]:
     """Build, run, trace (with and without noise), time and count instructions of each deployment."""
     deps = package_sources(SOURCE_GLOBS)
-    for model in model_names("."):
+    for model in runnable_models("."):
         out = step_dir(model, STEP)
         targets = [checks_path(model, STEP).as_posix(), (out / RECORD_FILE).as_posix()]
         for name, targets_of_items in spec_deployments(model).items():

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from pipeline.registry.freshness import step_action
-from pipeline.tasking import package_sources, refused_model_tasks
+from pipeline.tasking import package_sources, runnable_models
 from pipeline.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
-                             model_names, step_dir)
+                             step_dir)
 
 SOURCE_GLOBS = ("export", "semantics", "nnef", "vectors.py", "deploy.py", "atomic.py", "diagnostics.py",
                 "layout.py", "metrics.py", "onnx_runner.py", "yardstick.py", "errorbound.py", "tolerance.py")
@@ -30,7 +30,7 @@ def _export(model: str) -> None:
 def task_export() -> Iterator[dict[str, Any]]:
     """Export each model to NNEF, validate it against onnxruntime, record the checks."""
     sources = package_sources(SOURCE_GLOBS)
-    for model in model_names("."):
+    for model in runnable_models("."):
         out = step_dir(model, "export")
         yield {
             "name": model,
@@ -42,4 +42,3 @@ def task_export() -> Iterator[dict[str, Any]]:
             + [checks_path(model, "export").as_posix(), (out / "record.json").as_posix()],
             "clean": True,
         }
-    yield from refused_model_tasks(".")   # a models/<m> folder outside the name grammar fails the run

@@ -2,7 +2,7 @@
 
 - the 119 standard fragments of NNEF 1.0.5 (73 primitive, 46 compound), read from
   stdlib.nnef with our own parser: typed signature, defaults, compound definition;
-- the multi-item extension (../shared/NNEF-EXTENSION.md): `variablesync`, `send_var`,
+- the multi-item extension (docs/design.md, "The multi-item extension"): `variablesync`, `send_var`,
   `get_var`, and the `graphitem` declaration form;
 - per operation: the spec section it belongs to, whether the reference semantics
   executes it, and the allowed values of its enumerated string attributes.
@@ -178,7 +178,7 @@ def _sections(text: str) -> dict[str, str]:
 
 
 def _extension_fragments() -> dict[str, FragmentSig]:
-    """The three fragments of the multi-item extension (NNEF-EXTENSION.md, "Syntax")."""
+    """The three fragments of the multi-item extension (docs/design.md, "The multi-item extension")."""
     generic_tensor = T.tensor("?")
     section = "multi-item extension"
     return {

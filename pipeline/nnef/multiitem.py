@@ -1,4 +1,4 @@
-"""Cross-item rules of the multi-item extension (../shared/NNEF-EXTENSION.md).
+"""Cross-item rules of the multi-item extension (docs/design.md, "The multi-item extension").
 
 Given every `graphitem` of a multi-item description (from one or several files):
 item ids are unique; each `get_var(W, v)` in reader R has a matching

@@ -1,4 +1,4 @@
-"""Petri-net semantics of NNEF descriptions and their splits (../shared/NNEF-EXTENSION.md).
+"""Petri-net semantics of NNEF descriptions and their splits (docs/design.md, "The execution model"; docs/petri.md).
 
 translate (Translations 1 and 2, our encoding and the paper's) -> net -> analysis
 (reachability, deadlock, leftover tokens, fire-once), paths (valid paths), equivalence

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.layout import EXPORT_GRAPH_FILE, checks_path, model_dir, model_names, step_dir
+from pipeline.layout import EXPORT_GRAPH_FILE, checks_path, model_dir, step_dir
 from pipeline.split.tasks import split_targets
 from pipeline.registry.freshness import step_action
-from pipeline.tasking import spec_deployments
+from pipeline.tasking import spec_deployments, runnable_models
 
 # The step's file names (pipeline.petri.step), spelled here so that listing tasks imports no step code.
 ORIGINAL = "original"
@@ -28,7 +28,7 @@ def _run(model: str) -> bool:
 
 def task_petri() -> Iterator[dict[str, Any]]:
     """Translate each model's description and splits to Petri nets and verify the execution model."""
-    for model in model_names():
+    for model in runnable_models("."):
         export = step_dir(model, "export")
         out = step_dir(model, "petri")
         file_dep = [str(export / EXPORT_GRAPH_FILE), str(model_dir(model) / "deploy.yaml")]

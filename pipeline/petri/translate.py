@@ -1,4 +1,4 @@
-"""Translations 1 and 2: NNEF flat graphs -> Petri nets (../shared/NNEF-EXTENSION.md).
+"""Translations 1 and 2: NNEF flat graphs -> Petri nets (docs/design.md, "The execution model"; docs/petri.md).
 
 Translation 1 (one description): transitions are the instructions that compute something
 (declarations of inputs, parameters and constants create none; their places hold the

@@ -38,6 +38,7 @@ from pipeline.atomic import write_json
 from pipeline.diagnostics import INTERNAL_ERROR, IO_ERROR, Location, PipelineError, debug_requested, describe_unexpected
 from pipeline.layout import REPORT_FILES, REPORTS_DIR, STEPS, step_dir
 from pipeline.lock import working
+from pipeline.tasklog import in_task
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +190,7 @@ class coded_action:  # noqa: N801 - used like a function in task dicts
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            with working("."):
+            with in_task(self.label), working("."):
                 return self.function(*args, **kwargs)
         except Exception as error:  # noqa: BLE001 - no traceback reaches the user
             return _task_failed(f"{self.label} failed", error)
@@ -207,7 +208,7 @@ class step_action:  # noqa: N801 - used like a function in task dicts
         from doit.exceptions import TaskFailed
 
         try:
-            with working("."), fresh_run(model, self.step, "."):
+            with in_task(f"{self.step}:{model}"), working("."), fresh_run(model, self.step, "."):
                 result = self.function(model)
                 if result is False or isinstance(result, TaskFailed):
                     message = result.message if isinstance(result, TaskFailed) else "the action returned False"

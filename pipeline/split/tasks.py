@@ -14,8 +14,8 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, Iterator
 
-from pipeline.tasking import deploy_outline, package_sources
-from pipeline.layout import RECORD_FILE, checks_path, model_dir, model_names, step_dir
+from pipeline.tasking import deploy_outline, package_sources, runnable_models
+from pipeline.layout import RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.split.outputs import PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE
 from pipeline.registry.freshness import step_action
 
@@ -61,7 +61,7 @@ def _split(model: str) -> None:
 def task_split() -> Iterator[dict[str, Any]]:
     """Split each model over the items of its deployments and verify the split."""
     sources = package_sources(SOURCE_GLOBS)
-    for model in model_names("."):
+    for model in runnable_models("."):
         export = step_dir(model, "export")
         file_dep = [(model_dir(model) / "deploy.yaml").as_posix()] + sources
         if _export_available(model):

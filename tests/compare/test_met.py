@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -39,7 +40,14 @@ def test_histogram_is_svg_and_deterministic():
     svg = histogram_svg(samples, "t <&>", marks=[("median", 11.0), ("budget", 1000.0)])
     root = ET.fromstring(svg)
     assert root.tag.endswith("svg") and svg == histogram_svg(samples, "t <&>", marks=[("median", 11.0), ("budget", 1000.0)])
-    assert "median 11" in svg and "budget" not in svg.split("</text>")[-2]  # budget outside the range: no mark
+    # the budget far above every run is still drawn (the axis reaches it), with the runs above it counted
+    assert "median 11" in svg and "budget 1000" in svg and 'class="mark-budget"' in svg
+    assert "0 of 200 runs above the budget" in svg
+    tail = histogram_svg(samples + [5000.0], "tail", marks=[("budget", 1000.0)])
+    assert "1 of 201 runs above the budget" in tail and "log scale" in tail
+    # a run of 1 in a bin is drawn with a visible height next to bins of 100
+    heights = [float(h) for h in re.findall(r'<rect x="[^"]+" y="[^"]+" width="[^"]+" height="([^"]+)" fill="#4a7ab5"', tail)]
+    assert min(heights) > 0.1 * max(heights)
 
 
 def test_baseline_accept_and_load(tmp_path):

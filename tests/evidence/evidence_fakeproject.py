@@ -75,6 +75,19 @@ def write_requirements(root: Path, ids: set[str] | None = None) -> None:
             write_text(target / path.name, yaml.safe_dump(data, sort_keys=False, width=100))
 
 
+# A valid deployment spec (doit refuses a model folder whose spec does not validate).
+FAKE_SPEC = """\
+schema_version: 1
+model: {model}
+inputs:
+  input: {{shape: [1, 10], distribution: {{kind: uniform, low: 0.0, high: 1.0}}}}
+validation: {{vectors: 4, seed: 1, tolerance: {{max_abs_error: 1.0e-5, max_rel_error: null}}}}
+deployments:
+  single: {{items: [{{name: ITEM1, target: cpu}}], default_item: ITEM1, sync: event}}
+met: {{runs: 10, budget_us: 1000}}
+"""
+
+
 class FakeProject:
     """Writes models and step outputs under `root` as the real steps would."""
 
@@ -90,13 +103,16 @@ class FakeProject:
         steps: tuple[str, ...] = ("export", "check", "petri", "codegen"),
         weight_bytes: int = 4096,
         seed: int = 0,
+        measured: Mapping[str, dict] | None = None,
     ) -> None:
-        """`verdicts`: check id -> (verdict, reason); default every fake check passes."""
+        """`verdicts`: check id -> (verdict, reason); default every fake check passes.
+        `measured`: check id -> the figures its result records (default a zero error)."""
         verdicts = dict(verdicts or {})
+        self.measured = dict(measured or {})
         rng = random.Random(f"{model}:{seed}")
         mdir = self.root / "models" / model
         write_bytes(mdir / "model.onnx", rng.randbytes(2048))
-        write_text(mdir / "deploy.yaml", f"model: {model}\nitems: [ITEM1]\n")
+        write_text(mdir / "deploy.yaml", FAKE_SPEC.format(model=model))
         onnx = f"models/{model}/model.onnx"
         nnef = f"artifacts/{model}/export/graph.nnef"
         if "export" in steps:
@@ -139,7 +155,8 @@ class FakeProject:
             verdict, reason = verdicts.get(check_id, ("pass", ""))
             if verdict == "absent":
                 continue
-            results.append(CheckResult(check_id, model, Verdict(verdict), reason, measured={"max_abs_error": 0.0}, read=read, written=written or []))
+            figures = getattr(self, "measured", {}).get(check_id, {"max_abs_error": 0.0})
+            results.append(CheckResult(check_id, model, Verdict(verdict), reason, measured=figures, read=read, written=written or []))
         write_json(checks_path(model, step, self.root), results_document(results))
 
     def write_checks_json(self, model: str, step: str, document: object) -> None:

@@ -74,7 +74,9 @@ def test_a_target_requirement_passed_on_a_host_is_open_and_does_not_fail(tmp_pat
         assert status.open_for_target
         assert _codes(matrix).get("EVID-E026") == "note" and not matrix.errors
         text = summary_text(matrix.to_json())
-        assert "Open for the target" in text and TARGET_REQ in text and "VERIFY PASSED" in text
+        owed = next(line for line in text.splitlines() if line.strip().startswith(TARGET_REQ))
+        assert "a pass on the target" in owed and "pass off target 1 of 1" in owed and f"#req-{TARGET_REQ}" in owed
+        assert "1 of them open for the target" in text and "VERIFY PASSED" in text
         junit = junit_xml(matrix)
         assert f"{TARGET_REQ} is open for the target" in junit and 'name="obtained"' in junit
         strict = build_matrix(tmp_path, mode=STRICT)

@@ -71,7 +71,7 @@ def test_verify_passes_when_every_requirement_is_verified_and_reruns_are_cheap(c
     assert first.returncode == 0, first.stdout + first.stderr
     out = first.stdout
     assert out.index(".  export:alpha") < out.index(".  evidence:alpha") < out.index(".  evidence:reports") < out.index(".  verify")
-    assert "VERIFY PASSED" in out and "Requirements: 14 total; 14 verified" in out
+    assert "VERIFY PASSED" in out and "Requirements: 14 total: 14 verified" in out
     assert "alpha  pass 1" in out  # the model x step table
     for name in ("trace-matrix.html", "trace-matrix.csv", "trace-matrix.md", "trace.json", "junit.xml", "alpha/evidence.zip"):
         assert (covered / "reports" / name).is_file()

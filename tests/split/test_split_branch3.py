@@ -1,7 +1,7 @@
 """The paper's three-item example, split by the splitter from the whole network.
 
 The splitter's output for the `paper3` deployment is the paper's Listing 3 as corrected
-in NNEF-EXTENSION.md (examples/nnef/branch3_items.nnef, written by hand), up to the local
+in docs/design.md (examples/nnef/branch3_items.nnef, written by hand), up to the local
 graph names; the step's checks all pass on it; execution is bit-identical in both sync
 modes; splitting twice gives byte-identical files.
 """

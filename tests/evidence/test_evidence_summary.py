@@ -1,0 +1,71 @@
+"""The console summary of `doit verify`: fits a terminal, says what is owed, counts as the HTML does."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pipeline.evidence.build import build_reports
+from pipeline.evidence.summary import LEGEND, MAX_LINE, shorten, summary_text
+from tests.evidence.evidence_fakeproject import FakeProject
+
+LONG = ("host emulation: g++ -x c++ -std=c++17 -O2 -Wall -Wextra -Werror -ffp-contract=off -fno-math-errno "
+        "-DNNEF_CUDA_EMULATE with nnef_cuda_emulate.h (launch = loop over every block and thread) ") * 8
+
+
+def test_shorten_cuts_between_words() -> None:
+    text = shorten("alpha beta gamma delta", 14)
+    assert text == "alpha beta..." and len(text) <= 14
+    assert shorten("one\nline  with  spaces") == "one line  with  spaces"
+    cut = shorten(LONG, MAX_LINE)
+    assert len(cut) <= MAX_LINE and cut.endswith("...") and LONG.startswith(cut[:-3])
+    assert LONG[len(cut) - 3] == " " or cut[-4] in ")"   # the cut falls between two words
+
+
+def test_summary_fits_a_terminal_and_names_what_is_owed(tmp_path: Path, registry: None) -> None:
+    fake = FakeProject(tmp_path)
+    fake.add_model("alpha", verdicts={"export.numeric": ("fail", LONG)})
+    fake.add_model("beta", verdicts={"petri.final_marking": ("not run", LONG)})
+    (tmp_path / "models/gamma").mkdir()
+    (tmp_path / "models/gamma/model.onnx").write_bytes(b"")
+    matrix = build_reports(tmp_path)
+    document = matrix.to_json()
+    text = summary_text(document)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= MAX_LINE
+    assert all(line in lines for line in LEGEND)
+    assert "Models: alpha, beta; refused: gamma" in text
+    assert any(line.startswith("  DEPLOY-E001: model gamma not run: models/gamma: has model.onnx but no deploy.yaml")
+               for line in lines)
+    # one line per requirement not verified: its ID, what it owes, on how many models, where to read more
+    failed = next(line for line in lines if line.strip().startswith("HLR-EXP-001"))
+    assert re.search(r"HLR-EXP-001 +a fix: it fails +fail 1 of 2 +export.numeric +#req-HLR-EXP-001$", failed), failed
+    not_run = next(line for line in lines if line.strip().startswith("HLR-EXE-001"))
+    assert "a passing result" in not_run or "a pass on every model" in not_run
+    assert "not run 1" in not_run and "#req-HLR-EXE-001" in not_run
+    assert "VERIFY FAILED" in text
+    # the same three counts as the HTML page
+    counts = re.search(r"Findings: (\d+ errors, \d+ warnings, \d+ notes)", text)
+    assert counts is not None
+    html = (tmp_path / "reports/trace-matrix.html").read_text(encoding="utf-8")
+    assert f"Findings: {counts.group(1)}" in html
+
+
+def test_the_execute_column_says_where_the_deployments_ran() -> None:
+    document = {
+        "coverage": {"total": 0, "by_status": {"verified": 0, "partially verified": 0, "failed": 0, "not verified": 0,
+                                               "no check": 0}, "by_level": {}},
+        "models": ["m"],
+        "step_states": {"m": {"execute": "ran", "compare": "ran", "codegen": "failed"}},
+        "outcomes": [
+            {"model": "m", "step": "compare", "check_id": "compare.reference", "verdict": "pass", "results": [
+                {"subject": "m/single", "verdict": "pass", "obtained": {"where": "host", "detail": "x86_64 Linux"}},
+                {"subject": "m/gpu", "verdict": "emulated", "obtained": {"where": "emulation", "detail": "g++"}},
+                {"subject": "m/board", "verdict": "pass", "obtained": {"where": "target", "detail": "orin"}}]},
+            {"model": "m", "step": "compare", "check_id": "compare.onnxruntime", "verdict": "pass", "results": [
+                {"subject": "m/gpu", "verdict": "pass", "obtained": {"where": "host", "detail": "x86_64 Linux"}}]},
+        ],
+    }
+    text = summary_text(document)
+    row = next(line for line in text.splitlines() if line.startswith("m "))
+    assert "target 1 host 1 emulation 1" in row and "step failed" in row

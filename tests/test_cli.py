@@ -1,0 +1,46 @@
+"""`python -m pipeline` (and `nncert`): the command list, the main job named, "did you mean"."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline import cli
+
+
+def test_commands_in_chain_order_and_doit_verify_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
+    text = capsys.readouterr().err
+    assert "doit verify" in text and "nncert" in text
+    order = ["export", "check", "interpret", "split", "petri", "codegen", "execute", "compare", "evidence"]
+    positions = [text.index(f"\n    {name} ") for name in order]
+    assert positions == sorted(positions), positions
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["expor"], "did you mean 'export'?"),
+    (["evidence", "verfy", "x"], "did you mean 'verify'?"),
+    (["check", "--jsn", "x.nnef"], "did you mean '--json' for '--jsn'?"),
+])
+def test_typos_get_a_suggestion(argv: list[str], hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(argv) == 2
+    assert hint in capsys.readouterr().err
+
+
+def test_nonsense_gets_no_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["zzzzqqq"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
+def test_codegen_help_says_what_it_generates(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["codegen", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "CUDA" in text and "NVDLA loadable" in text and "all cpu" not in text
+
+
+def test_console_script_is_declared() -> None:
+    import tomllib
+
+    from tests.projects import ROOT
+
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    assert scripts["nncert"] == "pipeline.cli:main"
