@@ -263,3 +263,32 @@ def test_the_graph_wired_the_old_way_is_found_and_the_emulator_reports_the_deadl
     with pytest.raises(EmulationError) as caught:
         emulate(planted, {"x": _ints(1, 1, 28, 28)})
     assert caught.value.code == "NVDLA-E001" and "stalls after 0 of 10 operations" in caught.value.message
+
+
+def test_a_dependency_graph_the_runtime_does_not_reload_is_found():
+    """NVIDIA's runtime reloads memories whose content name holds "dep_graph" before each submission; the firmware
+    writes the decremented counts back, so any other name stalls the second submission (seen on the harness)."""
+    data, content = two_pair()
+    renamed = dict(content, blobs=[dict(b) for b in content["blobs"]], memory_list=[dict(m) for m in content["memory_list"]])
+    for blob in renamed["blobs"]:
+        if blob["name"] == "task-0-dep_graph":
+            blob["name"] = "task-0-deps"
+    for memory in renamed["memory_list"]:
+        memory["contents"] = ["task-0-deps" if n == "task-0-dep_graph" else n for n in memory["contents"]]
+    found = _findings(serialize(renamed))
+    assert {f.code for f in found} == {"NVDLA-V012"} and "submitInternal" in found[0].message
+
+
+def test_an_operation_running_before_what_it_reads_is_written_is_found_by_both():
+    """PDP 2 reads SDP 1's output; without SDP 1's OP_COMPLETED entry nothing orders them (PDP 2 waits only for
+    CONV 0 being programmed here): the validator finds the missing edge, the emulator runs PDP 2 too early."""
+    data, content = lenet()
+    table = [list(row) for row in NVIDIA_LENET]
+    table[1] = ({SDP: (4, PROGRAMMED)}, (0, ENABLED), 1)
+    table[0] = ({CONV: (3, PROGRAMMED), SDP: (1, PROGRAMMED), PDP: (2, PROGRAMMED)}, None, 1)
+    planted = _with_graph(content, table)
+    found = _findings(planted, "NVDLA-V012")
+    assert any(f.where == "task 0 op 2" and "nothing orders it after op 1 completes" in f.message for f in found)
+    with pytest.raises(EmulationError) as caught:
+        emulate(planted, {"x": _ints(1, 1, 28, 28)})
+    assert caught.value.code == "NVDLA-E002" and "PDP op 2 runs before SDP op 1 wrote" in caught.value.message

@@ -191,6 +191,11 @@ def _dla_task(l: dict[str, Any], alist: list[int], blob_of: Any, where: str, add
             add("NVDLA-V007", where, f"{name} blob at offset {l['address_list'][alist[index]]['offset']} of its "
                 "memory: the firmware reads it at offset 0 (dla_data_read ignores the address entry's offset, "
                 "kmd/port/linux/nvdla_core_callbacks.c)")
+    graph_memory = l["memory_list"][l["address_list"][alist[net.dependency_graph_index]]["mem_id"]]
+    if not any("dep_graph" in name for name in graph_memory["contents"] or []):
+        add("NVDLA-V012", where, f"the dependency graph's content {graph_memory['contents']} has no 'dep_graph' in its "
+            "name: NVIDIA's runtime reloads only those before a submission (umd/core/src/runtime/Runtime.cpp "
+            "submitInternal), and the firmware wrote the counts back decremented: a second submission stalls")
     if net.num_addresses != len(alist):
         add("NVDLA-V007", where, f"num_addresses {net.num_addresses}, the task's address list has {len(alist)}")
     deps, ops = blob_of(net.dependency_graph_index), blob_of(net.operation_desc_index)

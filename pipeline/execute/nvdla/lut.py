@@ -67,7 +67,8 @@ def _exponential(x: np.ndarray, start: np.float32, offset: int, last: int) -> tu
     index = (exp - 1) - offset
     under = under | (index < 0)
     over = ~under & (index >= last)
-    return under, over, np.clip(index, 0, last).astype(np.int64), np.where(under | over, 0.0, 2.0 * mant - 1.0)
+    index = np.where(under, 0, np.clip(index, 0, last)).astype(np.int64)
+    return under, over, index, np.where(under | over, 0.0, 2.0 * mant - 1.0)
 
 
 def lookup(lut: Any, x: np.ndarray, arithmetic: str = "ideal") -> np.ndarray:
@@ -91,16 +92,15 @@ def lookup(lut: Any, x: np.ndarray, arithmetic: str = "ideal") -> np.ndarray:
                       np.where(le_over & lo_over, LO if lut.overflow_priority else LE,
                                np.where(le_hit & ~lo_hit, LE, np.where(lo_hit & ~le_hit, LO, hybrid))))
     use_lo = choice == LO
-    table_index = np.where(use_lo, lo_index, le_index)
     frac = np.where(use_lo, lo_frac, le_frac)
     under = np.where(use_lo, lo_under, le_under)
     over = np.where(use_lo, lo_over, le_over)
     y0 = np.where(use_lo, lo[np.minimum(lo_index, len(lo) - 1)], le[np.minimum(le_index, len(le) - 1)])
     y1 = np.where(use_lo, lo[np.minimum(lo_index + 1, len(lo) - 1)], le[np.minimum(le_index + 1, len(le) - 1)])
     offset = np.where(under, np.where(use_lo, lo_start, le_flow_start), np.where(use_lo, lo_end, le_end))
-    slope = np.where(use_lo, np.where(under, _f16(lut.linear_only_underflow_slope), _f16(lut.linear_only_overflow_slope)),
-                     np.where(under, _f16(lut.linear_exp_underflow_slope), _f16(lut.linear_exp_overflow_slope)))
-    del table_index
+    lo_slope = np.where(under, _f16(lut.linear_only_underflow_slope), _f16(lut.linear_only_overflow_slope))
+    le_slope = np.where(under, _f16(lut.linear_exp_underflow_slope), _f16(lut.linear_exp_overflow_slope))
+    slope = np.where(use_lo, lo_slope, le_slope)
     flow = under | over
     if arithmetic == "ideal":
         hit_value = y0 + (y1 - y0) * frac

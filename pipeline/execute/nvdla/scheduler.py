@@ -12,7 +12,8 @@ It follows nvdla/sw kmd/firmware/scheduler.c, reading only the task's blobs:
   enabled one signals OP_ENABLED;
 - the hardware runs each unit's programmed operations in order (the groups' consumer pointer); an
   enabled operation at the head completes, except that a CONV completes only while the SDP at the head
-  of the SDP unit is enabled and reads its pipe (the fused SDP), and then both complete;
+  of the SDP unit is enabled and reads its pipe (the fused SDP), and then both complete; operations
+  runnable in the same round run concurrently, so each must find what it reads written before the round;
 - `dla_op_completion`: OP_COMPLETED is signalled, a pending group is programmed, the next operation of
   the unit is dequeued.
 
@@ -178,8 +179,8 @@ class Scheduler:
             ready.append(op)
         return ready
 
-    def _complete(self, op: Op) -> None:
-        missing = [m for m in op.reads if m in self.producer and m not in self.written]
+    def _complete(self, op: Op, written: set[str]) -> None:
+        missing = [m for m in op.reads if m in self.producer and m not in written]
         if missing:
             producers = ", ".join(_name(self.ops[self.producer[m]]) for m in missing)
             raise EmulationError(f"{_name(op)} runs before {producers} wrote what it reads ({', '.join(missing)}): "
@@ -208,9 +209,10 @@ class Scheduler:
             ready = self._runnable()
             if not ready:
                 raise EmulationError(self._stall(), "NVDLA-E001", "DLA task")
+            written = set(self.written)  # runnable together: each must find its data written before the round
             for op in ready:
                 if not op.done:
-                    self._complete(op)
+                    self._complete(op, written)
         return self.order
 
     def _stall(self) -> str:
