@@ -269,7 +269,8 @@ def test_a_dependency_graph_the_runtime_does_not_reload_is_found():
     """NVIDIA's runtime reloads memories whose content name holds "dep_graph" before each submission; the firmware
     writes the decremented counts back, so any other name stalls the second submission (seen on the harness)."""
     data, content = two_pair()
-    renamed = dict(content, blobs=[dict(b) for b in content["blobs"]], memory_list=[dict(m) for m in content["memory_list"]])
+    renamed = dict(content, blobs=[dict(b) for b in content["blobs"]],
+                   memory_list=[dict(m) for m in content["memory_list"]])
     for blob in renamed["blobs"]:
         if blob["name"] == "task-0-dep_graph":
             blob["name"] = "task-0-deps"

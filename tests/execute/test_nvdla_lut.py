@@ -57,7 +57,8 @@ def test_the_linear_table_indexes_by_the_distance_from_its_start_in_steps_of_2_t
 def test_underflow_and_overflow_give_the_end_samples_plus_the_slope_times_the_distance():
     lut = _linear_only(slopes=(0.5, 2.0))
     x = np.array([-20.0, 16.0, 18.0, 1e4])
-    # below: sample 0 + (x - start) * 0.5; the last sample (256) is an overflow, from the end register: 256 + (x - 16) * 2
+    # below: sample 0 + (x - start) * 0.5; the last sample (256) is an overflow, from the end register:
+    # 256 + (x - 16) * 2
     assert lookup(lut, x).tolist() == [-2.0, 256.0, 260.0, 256.0 + (1e4 - 16) * 2]
 
 

@@ -50,6 +50,7 @@ ATOM = 32
 BANKS, ENTRIES_PER_BANK, ENTRY_BYTES, KERNEL_GROUP = 16, 256, 128, 16  # nv_full (compiler TargetConfig.cpp)
 CUBE_MAX = 8192
 SCHEDULER = "kmd/firmware/scheduler.c"
+MAX_ORDERED = 8192  # operations of one task whose data order is checked (bounded time and memory)
 
 Add = Callable[[str, str, str], None]
 
@@ -83,8 +84,12 @@ def check_graph(commons: list[Any], surfaces: list[Any], reads: list[list[int]],
         parent = c.fused_parent.index
         if parent >= 0 and 0 <= parent < n:
             counts[parent] += 1
+    fused_of = [0] * n
+    for c in commons:
+        if 0 <= c.fused_parent.index < n:
+            fused_of[c.fused_parent.index] += 1
     for i, c in enumerate(commons):
-        fused = sum(1 for j, other in enumerate(commons) if other.fused_parent.index == i)
+        fused = fused_of[i]
         if c.dependency_count != counts[i]:
             add("NVDLA-V012", f"{where} op {i}", f"dependency_count {c.dependency_count}, but {counts[i] - fused} "
                 f"consumer entr{'y' if counts[i] - fused == 1 else 'ies'} and {fused} fused-parent entr"
@@ -106,8 +111,8 @@ def _check_queues(units: list[int], commons: list[Any], heads: list[int], where:
         if chain != ops:
             missing = [i for i in ops if i not in chain]
             add("NVDLA-V012", f"{where} {UNITS[unit]} queue",
-                f"op_head[{unit}] = {heads[unit]} and consumers[{UNITS[unit]}] reach {chain}, the unit's operations are "
-                f"{ops}" + (f": {missing} never dequeued, never programmed" if missing else " (not in index order)")
+                f"op_head[{unit}] = {heads[unit]} and consumers[{UNITS[unit]}] reach {chain}, the unit's "
+                f"operations are {ops}" + (f": {missing} never dequeued, never programmed" if missing else " (not in index order)")
                 + f" ({SCHEDULER} dla_dequeue_operation)")
 
 
@@ -145,28 +150,31 @@ def _check_pipe(commons: list[Any], surfaces: list[Any], where: str, add: Add) -
 def _check_data_order(commons: list[Any], units: list[int], reads: list[list[int]], writes: list[int], where: str,
                       add: Add) -> None:
     n = len(commons)
-
-    def after_completion(i: int) -> set[int]:
-        """Operations that start only after operation i completed: its OP_COMPLETED consumers and the later
-        operations of their units and of its own, transitively."""
-        found: set[int] = set()
-        todo = [i]
-        while todo:
-            k = todo.pop()
-            nexts = [e.index for e in commons[k].consumers if e.event == OP_COMPLETED and k < e.index < n]
-            nexts += [j for j in range(k + 1, n) if units[j] == units[k]][:1]
-            for j in nexts:
-                if j not in found:
-                    found.add(j)
-                    todo.append(j)
-        return found
-
+    if n > MAX_ORDERED:
+        add("NVDLA-V012", where, f"{n} operations: the data-order check is bounded at {MAX_ORDERED} operations "
+            "(not done)")
+        return
+    # after[k]: the operations that start only after operation k completed (bit j set): its OP_COMPLETED consumers
+    # and the next operation of its unit, transitively (all edges point forward: one pass from the end)
+    following: dict[int, int] = {}
+    next_same = [-1] * n
+    for k in range(n - 1, -1, -1):
+        next_same[k] = following.get(units[k], -1)
+        following[units[k]] = k
+    after = [0] * n
+    for k in range(n - 1, -1, -1):
+        bits = 0
+        successors = [e.index for e in commons[k].consumers if e.event == OP_COMPLETED and k < e.index < n]
+        successors += [next_same[k]] if next_same[k] >= 0 else []
+        for j in successors:
+            bits |= (1 << j) | after[j]
+        after[k] = bits
     producer: dict[int, int] = {}
     for j in range(n):
         for memory in reads[j]:
             i = producer.get(memory)
-            if i is not None and j not in after_completion(i):
-                add("NVDLA-V012", f"{where} op {j}", f"reads address {memory}, written by op {i}, but nothing orders it "
+            if i is not None and not after[i] >> j & 1:
+                add("NVDLA-V012", f"{where} op {j}", f"reads memory {memory}, written by op {i}, but nothing orders it "
                     f"after op {i} completes (no OP_COMPLETED entry from op {i} or from an operation it waits for) "
                     f"({SCHEDULER} dla_update_consumers)")
         if writes[j] >= 0:
@@ -287,8 +295,8 @@ def check_program(unit: int, op: Any, surf: Any, where: str, add: Add) -> None:
         if not (1 <= op.stride_x <= 8 and 1 <= op.stride_y <= 8):
             add("NVDLA-V016", where, f"PDP stride {op.stride_x} x {op.stride_y} outside 1-8 ({src} validate_strides)")
         if op.split_num > 8192 or op.pool_width >= 8 or op.pool_height >= 8 or op.pool_mode >= 3 or op.precision >= 3:
-            add("NVDLA-V016", where, f"PDP split_num {op.split_num}, pool {op.pool_width + 1} x {op.pool_height + 1}, mode "
-                f"{op.pool_mode}, precision {op.precision}: beyond the firmware's maps ({src})")
+            add("NVDLA-V016", where, f"PDP split_num {op.split_num}, pool {op.pool_width + 1} x {op.pool_height + 1}, "
+                f"mode {op.pool_mode}, precision {op.precision}: beyond the firmware's maps ({src})")
         if op.precision == 2 and any(v != 0 for v in op.padding_value):
             add("NVDLA-V016", where, f"PDP FP16 padding values {list(op.padding_value)}: asserted 0 ({src})")
         if surf.src_data.type == MEM_HW and op.split_num != 1:
@@ -336,8 +344,8 @@ def check_emu(blob_of: Callable[[int], bytes], alist: list[int], memory_size: Ca
         common = R.decode(R.EmuCommon, ops, i * R.EMU_OP_CONTAINER)
         buffers = R.decode(R.EmuBuffers, bufs, i * R.C.sizeof(R.EmuBuffers))
         if common.op_type not in (0, 1):
-            add("NVDLA-V015", w, f"operation type {common.op_type}: NVIDIA's emulator has power (0) and softmax (1) only "
-                f"({src}; emu_interface.h)")
+            add("NVDLA-V015", w, f"operation type {common.op_type}: NVIDIA's emulator has power (0) and softmax (1) "
+                f"only ({src}; emu_interface.h)")
         for name in ("src_data", "dst_data"):
             buf = getattr(buffers, name)
             if buf.format != 3:

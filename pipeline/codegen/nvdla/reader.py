@@ -115,6 +115,20 @@ assert max(C.sizeof(op) for op, _ in OP_TYPES.values()) == OP_CONTAINER
 assert max(C.sizeof(s) for _, s in OP_TYPES.values()) < SURFACE_CONTAINER == C.sizeof(BdmaSurface)
 
 
+def operand_cubes(unit: int, op: Any, surf: Any) -> tuple[list[Any], Any]:
+    """(cubes an operation reads from memory, the cube it writes or None) by its descriptors: the source, a CONV's
+    weights, an SDP stage's operand when the stage is enabled, has an operation and is not per layer; a CONV writes
+    only its pipe. Pipe ends (type HW) are left out: the validator and the emulator order data by these."""
+    reads = [surf.src_data] + ([surf.weight_data] if unit == 1 else [])
+    if unit == 2:
+        for name in ("x1", "x2", "y"):
+            sub = getattr(op, f"{name}_op")
+            if sub.enable and sub.type != 0 and sub.mode != 0:
+                reads.append(getattr(surf, f"{name}_data"))
+    written = None if unit == 1 else surf.dst_data
+    return [c for c in reads if c.type != 2], (written if written is not None and written.type != 2 else None)
+
+
 def decode(cls: type, data: bytes, offset: int = 0) -> Any:
     if offset + C.sizeof(cls) > len(data):
         raise ValueError(f"{cls.__name__} at {offset} runs past the blob ({len(data)} bytes)")

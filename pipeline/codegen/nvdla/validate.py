@@ -116,17 +116,25 @@ def validate_loadable(data: bytes) -> list[Finding]:
     return out
 
 
+BLOB_WINDOW = 64 << 20  # bytes of a context blob read at most: 65535 operations of 644-byte surfaces fit
+
+
 def _blob(l: dict[str, Any], alist: list[int], index: int) -> bytes:
+    """The bytes the firmware reads at task address `index`: the memory's content blobs over zeros, the window
+    bounded (a declared size is hostile input, never allocated as such)."""
     if not 0 <= index < len(alist):
         return b""
     a = l["address_list"][alist[index]]
     m = l["memory_list"][a["mem_id"]]
     blobs = {b["name"]: b["data"] for b in l["blobs"]}
-    raw = bytearray(m["size"])
+    start, size = a["offset"], min(a["size"], BLOB_WINDOW)
+    raw = bytearray(size)
     for name, offset in zip(m["contents"] or [], m["offsets"] or []):
-        data = blobs.get(name, b"")
-        raw[offset:offset + len(data)] = data
-    return bytes(raw[a["offset"]:a["offset"] + a["size"]])
+        data = blobs.get(name) or b""
+        lo, hi = max(offset, start), min(offset + len(data), start + size)
+        if lo < hi:
+            raw[lo - start:hi - start] = data[lo - offset:hi - offset]
+    return bytes(raw)
 
 
 def _cube(l: dict[str, Any], alist: list[int], cube: Any, where: str, add: Any, per_kernel: bool = False) -> None:
@@ -157,19 +165,12 @@ def _cube(l: dict[str, Any], alist: list[int], cube: Any, where: str, add: Any, 
 def _task_memories(l: dict[str, Any], alist: list[int], unit: int, op: Any, surf: Any) -> tuple[list[int], int]:
     """Memories (global memory ids) an operation reads and writes, by its surface descriptor."""
     def mem(cube: Any) -> int:
-        if cube.type == 2 or not 0 <= cube.address < len(alist):
+        if cube is None or not 0 <= cube.address < len(alist):
             return -1
         return l["address_list"][alist[cube.address]]["mem_id"]
 
-    reads = [mem(surf.src_data)]
-    if unit == 1:
-        reads.append(mem(surf.weight_data))
-    if unit == 2:
-        for name in ("x1", "x2", "y"):
-            sub = getattr(op, f"{name}_op")
-            if sub.enable and sub.type != 0 and sub.mode != 0:
-                reads.append(mem(getattr(surf, f"{name}_data")))
-    return [r for r in reads if r >= 0], (-1 if unit == 1 else mem(surf.dst_data))
+    reads, written = R.operand_cubes(unit, op, surf)
+    return [m for m in map(mem, reads) if m >= 0], mem(written)
 
 
 def _dla_task(l: dict[str, Any], alist: list[int], blob_of: Any, where: str, add: Any) -> None:

@@ -34,6 +34,7 @@ from pipeline.execute.nvdla import lut as L
 from pipeline.execute.nvdla.scheduler import EmulationError, Op, Scheduler
 
 MODES = ("ideal", "hw-approx")
+MEMORY_LIMIT = 1 << 30  # bytes of memory a loadable may ask the emulator for
 ATOM, LANES = 32, 16
 MEM_HW = 2
 FLAG_INPUT, FLAG_OUTPUT = 4, 8
@@ -44,11 +45,17 @@ class Machine:
         self.l = loadable
         self.hw = mode == "hw-approx"
         blobs = {b["name"]: b["data"] for b in loadable["blobs"]}
+        total = sum(m["size"] for m in loadable["memory_list"])
+        if total > MEMORY_LIMIT:
+            raise EmulationError(f"the loadable's memories add up to {total} bytes, beyond the emulator's "
+                                 f"{MEMORY_LIMIT >> 20} MiB")
         self.mem: list[bytearray] = []
         for m in loadable["memory_list"]:
             buf = bytearray(m["size"])
             for name, offset in zip(m["contents"] or [], m["offsets"] or []):
-                data = blobs[name]
+                data = blobs.get(name)
+                if data is None or offset + len(data) > m["size"]:
+                    raise EmulationError(f"memory {m['id']}: content '{name}' missing or beyond its size")
                 buf[offset:offset + len(data)] = data
             self.mem.append(buf)
         self.addresses = loadable["address_list"]
@@ -83,9 +90,14 @@ class Machine:
     def run(self) -> None:
         tasks = {t["id"]: t for t in self.l["task_list"]}
         for submit in self.l["submit_list"]:
-            for tid in submit["task_id"]:
-                task = tasks[tid]
-                (self._dla if task["interface"] == 1 else self._emu)(task["address_list"])
+            for tid in submit["task_id"] or []:
+                task = tasks.get(tid)
+                if task is None or task["interface"] not in (1, 2):
+                    raise EmulationError(f"submitted task {tid} missing or of an unknown interface")
+                try:
+                    (self._dla if task["interface"] == 1 else self._emu)(task["address_list"] or [])
+                except (ValueError, IndexError, KeyError) as error:  # a malformed loadable: a finding, no traceback
+                    raise EmulationError(f"task {tid}: malformed descriptors ({error})") from None
 
     def _blob(self, addr_list: list[int], index: int) -> bytes:
         entry = self.addresses[addr_list[index]]
@@ -114,7 +126,8 @@ class Machine:
                             [(c.index, c.event) for c in common.consumers],
                             (common.fused_parent.index, common.fused_parent.event),
                             lut=op.lut_index if common.op_type in (2, 4) else -1,
-                            reads_pipe=common.op_type == 2 and surf.src_data.type == MEM_HW, reads=reads, writes=writes))
+                            reads_pipe=common.op_type == 2 and surf.src_data.type == MEM_HW, reads=reads,
+                            writes=writes))
         units = {1: self._conv, 2: self._sdp, 3: self._pdp, 4: self._cdp}
 
         def execute(i: int) -> None:
@@ -270,26 +283,22 @@ def _emu_cube(buf: Any) -> Any:
 
 
 def _memories(unit: int, op: Any, surf: Any, addr_list: list[int]) -> tuple[list[str], str]:
-    """The memories (task address-list index) an operation reads and writes, from its surface descriptor: the
-    data edges the dependency graph must order."""
+    """The memories (task address-list index) an operation reads and writes: the data the scheduler orders."""
     def key(cube: Any) -> str:
-        return str(cube.address) if cube.type != MEM_HW and 0 <= cube.address < len(addr_list) else ""
+        return str(cube.address) if cube is not None and 0 <= cube.address < len(addr_list) else ""
 
-    reads = [key(surf.src_data)]
-    if unit == 1:
-        reads.append(key(surf.weight_data))
-    if unit == 2:
-        for name in ("x1", "x2", "y"):
-            sub = getattr(op, f"{name}_op")
-            if sub.enable and sub.type != 0 and sub.mode != 0:
-                reads.append(key(getattr(surf, f"{name}_data")))
-    return [r for r in reads if r], ("" if unit == 1 else key(surf.dst_data))
+    reads, written = R.operand_cubes(unit, op, surf)
+    return [r for r in map(key, reads) if r], key(written)
 
 
 def emulate(data: bytes, inputs: dict[str, np.ndarray], mode: str = "ideal") -> dict[str, np.ndarray]:
     """Run the loadable `data` on `inputs` (by tensor name, NCHW); outputs by tensor name as (C, H, W) FP16."""
     _check_mode(mode)          # before decoding: an unknown mode is refused whatever the bytes
-    return emulate_read(R.read_loadable(data), inputs, mode)
+    try:
+        decoded = R.read_loadable(data)
+    except Exception as error:  # noqa: BLE001 - undecodable bytes are a finding, not a traceback
+        raise EmulationError(f"the loadable does not decode: {type(error).__name__}: {error}") from None
+    return emulate_read(decoded, inputs, mode)
 
 
 def _check_mode(mode: str) -> None:

@@ -80,7 +80,7 @@ class Scheduler:
                  written_before: set[str]) -> None:
         self.ops, self.heads, self.execute = ops, heads, execute
         self.units = [Unit() for _ in UNIT_NAMES]
-        self.written = set(written_before)  # memories whose content is valid (inputs, constants, earlier tasks)
+        self.written = {m: -1 for m in written_before}  # memory -> the round it was written in
         self.producer = {op.writes: op.index for op in ops if op.writes}
         self.order: list[int] = []  # completion order
         self.delivered: set[tuple[int, int, int]] = set()  # (source, target, event) decrements done
@@ -179,15 +179,15 @@ class Scheduler:
             ready.append(op)
         return ready
 
-    def _complete(self, op: Op, written: set[str]) -> None:
-        missing = [m for m in op.reads if m in self.producer and m not in written]
+    def _complete(self, op: Op, round_no: int) -> None:
+        missing = [m for m in op.reads if m in self.producer and self.written.get(m, round_no) >= round_no]
         if missing:
             producers = ", ".join(_name(self.ops[self.producer[m]]) for m in missing)
             raise EmulationError(f"{_name(op)} runs before {producers} wrote what it reads ({', '.join(missing)}): "
                                  "no event orders them", "NVDLA-E002", _name(op))
         self.execute(op.index)
         if op.writes:
-            self.written.add(op.writes)
+            self.written[op.writes] = round_no
         op.done = True
         self.order.append(op.index)
         unit = self.units[op.unit]
@@ -205,14 +205,15 @@ class Scheduler:
             if head >= 0:
                 self._submit(self._op(head, unit_index, f"op_head[{unit_index}]"))
                 self._dequeue(unit_index)
-        while not all(op.done for op in self.ops):
+        round_no = 0
+        while len(self.order) < len(self.ops):
             ready = self._runnable()
             if not ready:
                 raise EmulationError(self._stall(), "NVDLA-E001", "DLA task")
-            written = set(self.written)  # runnable together: each must find its data written before the round
-            for op in ready:
+            for op in ready:  # runnable together: each must find its data written in an earlier round
                 if not op.done:
-                    self._complete(op, written)
+                    self._complete(op, round_no)
+            round_no += 1
         return self.order
 
     def _stall(self) -> str:
