@@ -1,4 +1,5 @@
-"""The convolution buffer (CBUF) of nv_full: how many banks a convolution's input data and weights need.
+"""The on-chip buffers of nv_full: the convolution buffer (CBUF) banks a convolution's input data and weights need,
+and the PDP's line buffer (how wide a pooling output can be without a width split).
 
 The formulas are NVIDIA's compiler's (nvdla/sw umd/core/src/compiler/engine-ast/ConvCoreNode.cpp:
 `calculateEPS`, `calculateTotalBanksForData`, `calculateTotalBanksForWeight`,
@@ -79,3 +80,15 @@ def allocate(channels: int, height: int, width: int, kernels: int, kh: int, kw: 
     if d + one <= BANKS:
         return Allocation(d, one, "one kernel group")
     return None
+
+
+PDP_BUFFER_BITS = 7 * 1024 * 8  # the PDP's line buffer (engine-ast/PDPNode.cpp calculateMaxWidth: PDP_BUF_SIZE)
+PDP_OVERLAP_LINES = (1, 1, 2, 4, 4, 8, 8, 8, 8)  # rtlOverlapLines, by ceil(window height / stride)
+PDP_FP16_ELEMENT_BITS = 28
+
+
+def pdp_max_width(window_height: int, stride_y: int) -> int:
+    """The widest pooling output one PDP pass holds (calculateMaxWidth, FP16: 16 kernels per group, 28 bits per
+    element); a wider output needs the compiler's width split (`pdpHWSplitWidth`), which is not built here."""
+    overlap = PDP_OVERLAP_LINES[_ceil(window_height, stride_y)]
+    return PDP_BUFFER_BITS // (overlap * KERNELS_PER_GROUP * PDP_FP16_ELEMENT_BITS)

@@ -18,6 +18,7 @@ import numpy as np
 
 from pipeline.diagnostics import Location
 from pipeline.nnef.graph import Graph, Operation, Ref
+from pipeline.split import nvdla_cbuf
 from pipeline.split import nvdla_rewrites as passes
 from pipeline.split.codes import SplitError
 from pipeline.split.nvdla_ops import (CONFIGURATIONS, NV_FULL, Legalized, LegalOp, Limits, Refusal, Refused, Rewrite,
@@ -334,6 +335,11 @@ def _pool(graph: Graph, op: Operation, limits: Limits, out: str, shape: list[int
     _check_range(graph, op, limits, "pooling kernel", kernel, limits.pool_kernel)
     _check_range(graph, op, limits, "pooling padding", [p for pair in pads for p in pair], limits.pool_pad)
     _check_range(graph, op, limits, "pooling stride", stride, limits.pool_stride)
+    widest = nvdla_cbuf.pdp_max_width(kernel[0], stride[0])
+    if shape and shape[-1] > widest:
+        raise _refuse(graph, op, limits.name, f"a pooling output {shape[-1]} wide beyond the {widest} the PDP's line "
+                      f"buffer holds for a {kernel[0]}-high window at stride {stride[0]} (NVIDIA's compiler splits the "
+                      "width, engine-ast/PDPNode.cpp pdpHWSplitWidth; not built here)")
     return [LegalOp("pool", [x], out, shape, {"mode": mode, "kernel": kernel, "stride": stride, "padding": pads},
                     {}, line, text, rules)]
 
@@ -460,7 +466,8 @@ def evaluate(op: LegalOp, args: list[np.ndarray]) -> np.ndarray:
         w, b = op.consts["weight"], op.consts["bias"]
         c, h, wd = cube(list(x.shape))
         c0, c1 = op.attrs.get("in_channels", (0, c))
-        x = x.reshape(1, c, h, wd)[:, c0:c1]
+        _, _, i0, i1 = op.attrs.get("rows", (0, 0, 0, h))
+        x = x.reshape(1, c, h, wd)[:, c0:c1, i0:i1]
         (t, bo), (le, ri) = op.attrs["padding"]
         x = np.pad(x, ((0, 0), (0, 0), (t, bo), (le, ri)))
         (sy, sx), (dy, dx) = op.attrs["stride"], op.attrs["dilation"]
@@ -471,6 +478,8 @@ def evaluate(op: LegalOp, args: list[np.ndarray]) -> np.ndarray:
             for j in range(w.shape[3]):
                 win = x[:, :, i * dy:i * dy + sy * (oh - 1) + 1:sy, j * dx:j * dx + sx * (ow - 1) + 1:sx]
                 out += np.einsum("kc,nchw->nkhw", w[:, :, i, j].astype(np.float64), win)
+        if "rows" in op.attrs:  # a band of output rows (nvdla_rewrites._split_rows)
+            return out + b.reshape(1, -1, 1, 1)
         return (out + b.reshape(1, -1, 1, 1)).reshape(op.shape)
     if op.kind == "eltwise":
         y = op.consts["operand"] if "operand" in op.consts else np.asarray(args[1], dtype=np.float32)
@@ -526,6 +535,9 @@ def check_legalized(legal: Legalized, env: dict[str, np.ndarray], rtol: float = 
             computed[op.output] = got  # an intermediate of a rewrite: checked through its consumers
             continue
         want = np.asarray(env[op.output], dtype=np.float64)
+        if "rows" in op.attrs:  # a band of rows of the output
+            first, last = op.attrs["rows"][:2]
+            want = want.reshape(got.shape[0], got.shape[1], -1, got.shape[3])[:, :, first:last]
         scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-30)
         err = float(np.max(np.abs(got.reshape(want.shape) - want))) if want.size else 0.0
         if not err <= rtol * scale:

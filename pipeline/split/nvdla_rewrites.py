@@ -12,7 +12,8 @@ operation is rewritten here or refused:
 - a concatenation along channels is one 1x1 selection convolution per input (weights 0 and 1,
   exact) whose outputs, disjoint in their channels, are added by the SDP (exact);
 - a convolution whose input data and one kernel group of weights exceed the convolution buffer is
-  split along its input channels (pipeline/split/nvdla_cbuf.py), or refused.
+  split into bands of output rows (the input's rows read in place) or along its input channels
+  (pipeline/split/nvdla_cbuf.py), or refused.
 
 Each pass records its rewrites (rule, before, after, NNEF line); `check_legalized` evaluates every
 resulting operation against the reference.
@@ -182,16 +183,60 @@ def fit_convolution_buffer(ops: list[LegalOp], shapes: dict[str, list[int]], rew
         if nvdla_cbuf.allocate(c, h, w, k, kh, kw) is not None:
             out.append(op)
             continue
+        rows = _rows_per_part(op, c, h, w, k, kh, kw)
+        if rows:
+            out += _split_rows(op, rows, h, shapes, rewrites)
+            continue
         step = max((s for s in range(16, c, 16) if nvdla_cbuf.allocate(s, h, w, k, kh, kw)), default=0)
         if not step:
             d = nvdla_cbuf.data_banks(min(c, 16), h, w)
             g = nvdla_cbuf.min_weight_banks(min(c, 16), kh, kw)
             refused.append(_refusal(op, f"its input data ({d} banks for 16 channels of {h} x {w}) and one group of 16 "
                                         f"kernels ({g} banks) exceed the {nvdla_cbuf.BANKS} banks of the convolution "
-                                        "buffer; splitting the input along its height is not implemented"))
+                                        "buffer, and neither its rows nor its input channels split into parts that fit"))
             continue
         out += _split_input_channels(op, step, shapes, rewrites)
     return out
+
+
+def _window(op: LegalOp) -> tuple[int, int, int, int]:
+    """(stride, padding top, padding bottom, dilated kernel height) of a convolution along H."""
+    (top, bottom), _ = op.attrs["padding"]
+    kh = op.consts["weight"].shape[2]
+    return op.attrs["stride"][0], top, bottom, (kh - 1) * op.attrs["dilation"][0] + 1
+
+
+def _rows_per_part(op: LegalOp, c: int, h: int, w: int, k: int, kh: int, kw: int) -> int:
+    """The most output rows per part whose input rows fit the buffer with the weights (0: not even one row)."""
+    if len(op.shape) != 4 or op.shape[2] < 2:
+        return 0
+    stride, _, _, span = _window(op)
+    for rows in range(op.shape[2] - 1, 0, -1):
+        if nvdla_cbuf.allocate(c, min(h, (rows - 1) * stride + span), w, k, kh, kw) is not None:
+            return rows
+    return 0
+
+
+def _split_rows(conv: LegalOp, rows: int, height: int, shapes: dict[str, list[int]], rewrites: list[Rewrite]
+                ) -> list[LegalOp]:
+    """A convolution whose input exceeds the buffer -> convolutions over bands of output rows, each reading the input
+    rows its band needs in place (the padding only at the ends) and writing its rows of the same output: NVIDIA's
+    compiler's software partial-H split (engine-ast/ConvCoreNode.cpp splitData)."""
+    stride, top, bottom, span = _window(conv)
+    (_, _), (left, right) = conv.attrs["padding"]
+    rule = "conv-split-rows"
+    parts = []
+    for o0 in range(0, conv.shape[2], rows):
+        o1 = min(conv.shape[2], o0 + rows)
+        start, end = o0 * stride - top, (o1 - 1) * stride - top + span
+        i0, i1 = max(0, start), min(height, end)
+        parts.append(LegalOp("conv", list(conv.inputs), conv.output, conv.shape,
+                             dict(conv.attrs, rows=(o0, o1, i0, i1), padding=[(i0 - start, end - i1), (left, right)]),
+                             dict(conv.consts), conv.line, conv.text, conv.rules + [rule]))
+    rewrites.append(Rewrite(rule, conv.text, f"{len(parts)} convolutions over bands of {rows} output rows (the input "
+                            "data with the weights exceed the convolution buffer), each reading its input rows in "
+                            "place and writing its rows of the output", conv.line))
+    return parts
 
 
 def _split_input_channels(conv: LegalOp, step: int, shapes: dict[str, list[int]], rewrites: list[Rewrite]

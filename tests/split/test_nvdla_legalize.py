@@ -163,12 +163,37 @@ def test_a_convolution_beyond_the_convolution_buffer_is_split_along_input_channe
     assert np.array_equal(out.reshape(-1), env["y"].reshape(-1))
 
 
-def test_a_convolution_whose_input_alone_exceeds_the_buffer_is_refused():
-    model = _model([helper.make_node("Conv", ["x", "w"], ["y"])], {"w": np.ones((4, 16, 1, 1))}, [1, 16, 2048, 1024],
-                   [1, 4, 2048, 1024])
+def test_a_convolution_whose_input_exceeds_the_buffer_is_split_into_bands_of_rows_and_still_emulates():
+    from pipeline.codegen.nvdla.mapping import map_program
+    from pipeline.codegen.nvdla.validate import validate_loadable
+    from pipeline.codegen.nvdla.writer import write_loadable
+    from pipeline.execute.nvdla.emulator import emulate
+
+    rng = np.random.default_rng(7)
+    weight = rng.integers(-2, 3, size=(8, 3, 3, 3)).astype(np.float32) / 4
+    model = _model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], strides=[2, 1])],
+                   {"w": weight, "b": rng.integers(-3, 3, 8).astype(np.float32)}, [1, 3, 300, 200], [1, 8, 150, 200])
+    exported, legal = _legal(model)
+    # 3 channels of width 200: 50 entries a row, 300 rows = 59 banks; 37 output rows (74 input rows) fit 15 banks
+    assert [op.attrs["rows"] for op in legal.ops] == [(0, 37, 0, 74), (37, 74, 73, 148), (74, 111, 147, 222),
+                                                      (111, 148, 221, 296), (148, 150, 295, 300)]
+    assert [op.attrs["padding"][0] for op in legal.ops] == [(1, 0), (0, 0), (0, 0), (0, 0), (0, 0)]
+    assert [r.rule for r in legal.rewrites] == ["conv-split-rows"]
+    x = rng.integers(0, 4, size=(1, 3, 300, 200)).astype(np.float32)
+    env = interpret(exported.graph, {"x": x}, exported.variables, keep=True)
+    check_legalized(legal, env)
+    data, _, _ = write_loadable(map_program(legal))
+    assert validate_loadable(data) == []
+    assert np.array_equal(emulate(data, {"x": x})["y"].astype(np.float32).reshape(-1), env["y"].reshape(-1))
+
+
+def test_a_convolution_neither_rows_nor_channels_make_fit_is_refused():
+    model = _model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], {"w": np.ones((4, 64, 3, 3))},
+                   [1, 64, 64, 4096], [1, 4, 64, 4096])
     with pytest.raises(SplitError) as caught:
         _legal(model)
-    assert "exceed the 16 banks of the convolution buffer" in caught.value.message
+    assert "exceed the 16 banks of the convolution buffer, and neither its rows nor its input channels split" in \
+        caught.value.message
 
 
 def test_every_operation_the_item_cannot_run_is_named_with_its_limit_and_the_supported_set():
@@ -181,3 +206,13 @@ def test_every_operation_the_item_cannot_run_is_named_with_its_limit_and_the_sup
     assert "pooling kernel 9 outside the limit 1-8" in message and "'exp' at NNEF line" in message
     assert "max_reduce over axes [1] (PDP pools over H and W only)" in message
     assert "An nvdla item runs: conv" in message and caught.value.location.line > 0
+
+
+def test_a_pooling_output_wider_than_the_pdp_line_buffer_is_refused():
+    """A 3-high window at stride 1 keeps 4 lines: the PDP holds 32 FP16 columns in one pass (engine-ast/PDPNode.cpp
+    calculateMaxWidth); NVIDIA's compiler would split the width, which is not built."""
+    model = _model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])], {},
+                   [1, 1, 4, 40], [1, 1, 4, 40])
+    with pytest.raises(SplitError) as caught:
+        _legal(model)
+    assert "a pooling output 40 wide beyond the 32 the PDP's line buffer holds" in caught.value.message

@@ -301,6 +301,12 @@ def check_program(unit: int, op: Any, surf: Any, where: str, add: Add) -> None:
             add("NVDLA-V016", where, f"PDP FP16 padding values {list(op.padding_value)}: asserted 0 ({src})")
         if surf.src_data.type == MEM_HW and op.split_num != 1:
             add("NVDLA-V016", where, f"PDP on the fly with split_num {op.split_num}: asserted 1 ({src})")
+        if op.split_num == 1 and op.stride_y:
+            overlap = (1, 1, 2, 4, 4, 8, 8, 8, 8)[min(8, _ceil(op.pool_height + 1, op.stride_y))]
+            widest = 7 * 1024 * 8 // (overlap * KERNEL_GROUP * 28)
+            if surf.dst_data.width > widest:
+                add("NVDLA-V016", where, f"PDP output {surf.dst_data.width} wide in one pass: the line buffer holds "
+                    f"{widest} for this window and stride (engine-ast/PDPNode.cpp calculateMaxWidth, splitNodes)")
     elif unit == CDP:
         src = "kmd/firmware/cdp.c processor_cdp_program"
         if surf.src_data.type == MEM_HW or surf.dst_data.type == MEM_HW:

@@ -241,32 +241,42 @@ def _conv(m: Mapper, task: Task, op: LegalOp, tag: str) -> None:
                    "channel": c}
     (top, bottom), (left, right) = op.attrs["padding"]
     src_cube = m.cube(op.inputs[0])
+    out_cube = m.cube(op.output)
     c0, c1 = op.attrs.get("in_channels", (0, src.c))
+    o0, o1, i0, i1 = op.attrs.get("rows", (0, dst.h, 0, src.h))
+    if (i0, i1) != (0, src.h):  # a band of rows (nvdla_rewrites._split_rows): the input rows read in place
+        src_cube = dict(src_cube, offset=i0 * src.line_stride, height=i1 - i0,
+                        size=_extent(src.c, i1 - i0, src.line_stride, src.surf_stride))
+    if (o0, o1) != (0, dst.h):  # ... its output rows written in place
+        out_cube = dict(out_cube, offset=o0 * dst.line_stride, height=o1 - o0,
+                        size=_extent(dst.c, o1 - o0, dst.line_stride, dst.surf_stride))
     if (c0, c1) != (0, src.c):  # a slice of the input channels, read in place: whole 16-channel surfaces
         if c0 % CHANNELS_PER_ATOM:
             raise ValueError(f"line {op.line}: input-channel slice starting at {c0}, not a surface boundary")
         src_cube = dict(src_cube, offset=c0 // CHANNELS_PER_ATOM * src.surf_stride, channel=c1 - c0,
                         size=-(-(c1 - c0) // CHANNELS_PER_ATOM) * src.surf_stride)
-    banks = nvdla_cbuf.allocate(c1 - c0, src.h, src.w, k, r, s)
+    banks = nvdla_cbuf.allocate(c1 - c0, src_cube["height"], src.w, k, r, s)
     if banks is None:
         raise ValueError(f"line {op.line}: the convolution does not fit the convolution buffer (legalization "
                          "should have split it)")
-    desc = {"data_format": fw.FORMAT_FEATURE, "batch": 1, "input_width_csc": src.w, "input_height_csc": src.h,
-            "input_channel_csc": c1 - c0, "kernel_width_csc": s, "kernel_height_csc": r, "kernel_channel_csc": c,
-            "input_width_cmac": dst.w, "input_height_cmac": dst.h, "bytes_per_kernel": c * r * s * 2,
+    desc = {"data_format": fw.FORMAT_FEATURE, "batch": 1, "input_width_csc": src.w,
+            "input_height_csc": src_cube["height"], "input_channel_csc": c1 - c0, "kernel_width_csc": s,
+            "kernel_height_csc": r, "kernel_channel_csc": c, "input_width_cmac": dst.w, "input_height_cmac": o1 - o0,
+            "bytes_per_kernel": c * r * s * 2,
             "conv_stride_x": op.attrs["stride"][1], "conv_stride_y": op.attrs["stride"][0], "pad_x_left": left,
             "pad_x_right": right, "pad_y_top": top, "pad_y_bottom": bottom,
             "dilation_x": op.attrs["dilation"][1], "dilation_y": op.attrs["dilation"][0],
             "in_precision": fw.PRECISION_FP16, "out_precision": fw.PRECISION_FP16,
             "entry_per_slice": nvdla_cbuf.entry_per_slice(c1 - c0, src.w), "data_bank": banks.data_banks,
-            "weight_bank": banks.weight_banks, "fetch_grain": 1, "release": src.h,
+            "weight_bank": banks.weight_banks, "fetch_grain": 1, "release": src_cube["height"],
             "in_cvt": {"scale": 1}, "out_cvt": CONV_OUT_CVT}
-    pipe = dict(m.cube(op.output), type=fw.MEM_HW, address=-1)  # the on-the-fly pipe to the fused SDP
+    pipe = dict(out_cube, type=fw.MEM_HW, address=-1, offset=0, line_stride=dst.w * ATOM,  # the on-the-fly pipe
+                surf_stride=(o1 - o0) * dst.w * ATOM, size=-(-k // CHANNELS_PER_ATOM) * (o1 - o0) * dst.w * ATOM)
     task.ops.append(UnitOp(fw.OP_CONV, desc, {"weight_data": weight_cube, "src_data": src_cube, "dst_data": pipe}, op,
                            reads=[m.memory_of(op.inputs[0]), f"{tag}-weight"]))
     bias = op.consts["bias"]
     x1: dict[str, Any] = {"enable": 0}
-    surface = {"src_data": pipe, "dst_data": m.cube(op.output)}
+    surface = {"src_data": pipe, "dst_data": out_cube}
     reads = []
     if np.any(bias != 0):
         x1 = {"enable": 1, "alu_type": fw.SDP_ALU_SUM, "type": fw.SDP_OP_ADD, "mode": fw.SDP_PER_KERNEL,
@@ -275,6 +285,11 @@ def _conv(m: Mapper, task: Task, op: LegalOp, tag: str) -> None:
         reads.append(f"{tag}-bias")
     task.ops.append(UnitOp(fw.OP_SDP, _sdp_desc(x1), surface, op, fused_parent=len(task.ops) - 1, reads=reads,
                            writes=m.memory_of(op.output)))
+
+
+def _extent(channels: int, rows: int, line_stride: int, surf_stride: int) -> int:
+    """Bytes from a cube's first atom to the end of its last row, in a surface of these strides."""
+    return (-(-channels // CHANNELS_PER_ATOM) - 1) * surf_stride + rows * line_stride
 
 
 def _sdp_desc(x1: dict[str, Any], x2: dict[str, Any] | None = None, y: dict[str, Any] | None = None,

@@ -157,9 +157,9 @@ def _cube(l: dict[str, Any], alist: list[int], cube: Any, where: str, add: Any, 
             add("NVDLA-V008", where, f"strides {cube.line_stride}/{cube.surf_stride} not multiples of {ATOM}")
         if cube.line_stride < cube.width * ATOM or cube.surf_stride < cube.height * cube.line_stride:
             add("NVDLA-V008", where, "strides smaller than the cube")
-        need = -(-cube.channel // 16) * cube.surf_stride
+        need = (-(-cube.channel // 16) - 1) * cube.surf_stride + cube.height * cube.line_stride
         if cube.size < need:
-            add("NVDLA-V008", where, f"size {cube.size} below the {need} bytes of the surface")
+            add("NVDLA-V008", where, f"size {cube.size} below the {need} bytes its surfaces and rows span")
 
 
 def _task_memories(l: dict[str, Any], alist: list[int], unit: int, op: Any, surf: Any) -> tuple[list[int], int]:
