@@ -31,6 +31,10 @@ items, synchronisation) and its execution-time budget (met). Schema version 1:
         architectures: [sm_87, sm_90]      # optional: GPU architectures the cuda items are built for
                                            # (default sm_87 and sm_90; nvcc 13 cannot target sm_72)
         rewrites: [...]                    # optional, list of mappings (read and checked by the split step)
+        fp16:                              # optional, deployments with an nvdla item: the FP16 requirement
+          max_abs_error: 1.0e-2            #   each optional, number or null; judged against the float64 value
+          max_rel_error: null              #   and justified by an independent FP16 evaluation
+          top1_agreement: 1.0              #   (pipeline/compare/nvdla_fp16.py); top1_agreement in [0, 1]
     met:                                   # required
       runs: 1000                           # required, positive integer
       budget_us: 5000                      # required, positive number
@@ -175,6 +179,7 @@ class Deployment:
     pipeline_depth: int = 1
     rewrites: tuple[dict[str, Any], ...] = ()  # their contents are checked by the split step
     architectures: tuple[str, ...] = ()        # GPU architectures of cuda items (empty: sm_87 and sm_90)
+    fp16: dict[str, float | None] | None = None  # the stated FP16 requirement of nvdla items (compare/nvdla_fp16.py)
 
     def item_of(self, name: str) -> str:
         """The item a tensor (ONNX name) is allocated to: its allocation, else the default item."""
@@ -345,6 +350,10 @@ class _Checks:
                 else:
                     self.same_but_case(entry["name"], folded, "item", f"{path}.items[{index}].name")
                 names.add(entry["name"])
+        if "fp16" in body and isinstance(entries, list) and not any(
+                isinstance(e, dict) and e.get("target") == "nvdla" for e in entries):
+            self.report("DEPLOY-E004", f"{path}.fp16", "an FP16 requirement on a deployment without an nvdla item "
+                        "(it applies to the FP16 outputs of NVDLA items)")
         default = body.get("default_item")
         if names is not None and isinstance(default, str) and default and default not in names:
             self.report("DEPLOY-E007", f"{path}.default_item",
@@ -389,7 +398,8 @@ def _build(top: dict[str, Any], file: str, positions: dict[str, tuple[int, int]]
             str(name), tuple(Item(i["name"], i["target"]) for i in body["items"]), body["default_item"],
             {str(item): tuple(names) for item, names in body.get("allocation", {}).items()}, body["sync"],
             body.get("pipeline_depth", 1), tuple(dict(r) for r in body.get("rewrites", ())),
-            tuple(str(a) for a in body.get("architectures", ())))
+            tuple(str(a) for a in body.get("architectures", ())),
+            {k: None if v is None else float(v) for k, v in body["fp16"].items()} if "fp16" in body else None)
     return DeploySpec(
         file, top["model"], top.get("description", ""), inputs,
         ValidationSpec(validation.get("vectors", DEFAULT_VECTORS), validation["seed"],

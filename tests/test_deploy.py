@@ -176,3 +176,15 @@ def test_gpu_architectures_of_a_deployment() -> None:
     with pytest.raises(DeployError):
         parse_deploy_text(VALID.replace("    sync: barrier\n", "    sync: barrier\n    architectures: [volta]\n"),
                           "tiny.yaml")
+
+
+def test_an_fp16_requirement_belongs_to_a_deployment_with_an_nvdla_item() -> None:
+    dla = VALID.replace("GPU0", "DLA0").replace("target: cuda", "target: nvdla").replace(
+        "    sync: barrier\n", "    sync: barrier\n    fp16: {max_abs_error: 1.0e-2, top1_agreement: 1.0}\n")
+    spec = parse_deploy_text(dla, "tiny.yaml")
+    assert spec.deployments["two"].fp16 == {"max_abs_error": 0.01, "top1_agreement": 1.0}
+    assert spec.deployments["single"].fp16 is None
+    with pytest.raises(DeployError) as caught:
+        parse_deploy_text(VALID.replace("    sync: barrier\n", "    sync: barrier\n    fp16: {max_abs_error: 1.0e-2}\n"),
+                          "tiny.yaml")
+    assert caught.value.code == "DEPLOY-E004" and "without an nvdla item" in caught.value.message

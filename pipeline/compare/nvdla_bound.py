@@ -20,6 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 import onnx
 
+from pipeline.compare import nvdla_fp16
 from pipeline.compare.reference import onnx_names, read_inputs
 from pipeline.errorbound import NVDLA_FP16, Arithmetic, BoundUnavailable, ErrorBound
 from pipeline.layout import model_dir
@@ -44,10 +45,13 @@ class BoundJudgement:
     first_beyond: dict[str, Any] | None = None
     arithmetic: dict[str, object] = field(default_factory=dict)
     outputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    requirement: dict[str, Any] | None = None  # the deployment's stated FP16 requirement (nvdla_fp16), judged
+    requirement_ok: bool = True
+    requirement_clause: str = ""
 
     @property
     def passed(self) -> bool:
-        return self.beyond == 0 and self.vectors > 0
+        return self.beyond == 0 and self.vectors > 0 and self.requirement_ok
 
     def to_json(self) -> dict[str, Any]:
         bounded = any(o["basis"] == BOUND for o in self.outputs.values()) or (not self.outputs and self.basis == BOUND)
@@ -56,7 +60,8 @@ class BoundJudgement:
                 "max_bound": self.max_bound if bounded else None,
                 "max_error_to_bound": self.max_ratio if bounded else None,
                 "elements_beyond": self.beyond, "first_beyond": self.first_beyond,
-                "outputs": {name: dict(sorted(o.items())) for name, o in sorted(self.outputs.items())}}
+                "outputs": {name: dict(sorted(o.items())) for name, o in sorted(self.outputs.items())},
+                "deployment_requirement": self.requirement}
 
 
 def _bases(names: list[str], exact: list[dict[str, np.ndarray]], bounds: list[dict[str, np.ndarray]] | None,
@@ -82,8 +87,11 @@ def _bases(names: list[str], exact: list[dict[str, np.ndarray]], bounds: list[di
 
 
 def judge(onnx_model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray],
-          absolute: float, arithmetic: Arithmetic = NVDLA_FP16) -> BoundJudgement:
-    """`inputs`/`outputs`: ONNX names -> [N, ...]; every vector judged against bound (or `absolute`)."""
+          absolute: float, arithmetic: Arithmetic = NVDLA_FP16,
+          requirement: Mapping[str, float | None] | None = None) -> BoundJudgement:
+    """`inputs`/`outputs`: ONNX names -> [N, ...]; every vector judged against bound (or `absolute`), and against
+    the deployment's stated FP16 `requirement` when there is one (pipeline.compare.nvdla_fp16: justified by an
+    independent FP16 evaluation on the same vectors)."""
     try:
         bound: ErrorBound | None = ErrorBound(onnx_model, arithmetic)
         why = ""
@@ -128,16 +136,24 @@ def judge(onnx_model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], outputs
                 result.first_beyond = {"output": name, "vector": v, "index": list(index), "value": float(got[index]),
                                        "float64": float(y[index]), "error": float(err[index]),
                                        "bound" if by_bound else "tolerance": float(limit[index])}
+    if requirement:
+        independent = nvdla_fp16.independent_fp16(onnx_model, inputs)
+        mine = nvdla_fp16.measure(outputs, exact)
+        theirs = nvdla_fp16.measure({name: independent[name] for name in outputs}, exact)
+        result.requirement_ok, result.requirement_clause, result.requirement = nvdla_fp16.judge(requirement, mine,
+                                                                                              theirs)
     return result
 
 
-def judge_run(model: str, root: Path, outputs: Mapping[str, np.ndarray], absolute: float) -> BoundJudgement:
+def judge_run(model: str, root: Path, outputs: Mapping[str, np.ndarray], absolute: float,
+              requirement: Mapping[str, float | None] | None = None) -> BoundJudgement:
     """`judge` on a model's execute-step input vectors; `outputs` by NNEF name, the judgement's by ONNX name."""
     to_onnx, to_nnef = onnx_names(model, root)
     from_nnef = {nnef: name for name, nnef in to_nnef.items()}
     inputs = {to_onnx.get(name, name): array for name, array in read_inputs(model, root).items()}
     renamed = {from_nnef.get(name, name): array for name, array in outputs.items()}
-    result = judge(onnx.load(str(model_dir(model, root) / "model.onnx")), inputs, renamed, absolute)
+    result = judge(onnx.load(str(model_dir(model, root) / "model.onnx")), inputs, renamed, absolute,
+                   requirement=requirement)
     if result.first_beyond is not None:
         result.first_beyond["output"] = to_nnef.get(result.first_beyond["output"], result.first_beyond["output"])
     result.outputs = {to_nnef.get(name, name): o for name, o in result.outputs.items()}
@@ -156,6 +172,8 @@ def describe(result: BoundJudgement) -> str:
     if result.basis != ABSOLUTE or result.max_bound:
         text += f", max bound {result.max_bound:.3g}, tightest error/bound {result.max_ratio:.3g}"
     text += ")"
+    if result.requirement_clause:
+        text += f"; {result.requirement_clause}"
     if result.first_beyond is not None:
         f = result.first_beyond
         limit = f.get("bound", f.get("tolerance"))

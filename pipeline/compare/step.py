@@ -156,7 +156,7 @@ def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str,
 
 
 def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.ndarray], folder: Path,
-                     root: Path) -> CheckResult:
+                     root: Path, requirement: dict[str, float | None] | None = None) -> CheckResult:
     """compare.nvdla_reference on an emulated NVDLA run: HLR-NUM-004, every output within the network's
     FP16 error bound of its float64 value (pipeline.compare.nvdla_bound), or within the absolute
     parameter where the bound is unavailable or does not discriminate; the distance to the float32
@@ -172,7 +172,7 @@ def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.
     judged, why = None, f"no {precision} bound rule"
     if precision == "fp16":
         try:
-            judged = nvdla_bound.judge_run(model, root, outputs, tolerance)
+            judged = nvdla_bound.judge_run(model, root, outputs, tolerance, requirement)
         except Exception as error:  # onnx.reference refusing the model: the absolute parameter, and why
             log.warning("compare %s: no float64 yardstick: %s", subject, error)
             why = f"no float64 yardstick ({type(error).__name__}: {error})"
@@ -193,6 +193,9 @@ def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.
         measured.update({"max_abs_error_to_float64": judged.max_abs_error, "max_bound": judged.max_bound,
                          "max_error_to_bound": judged.max_ratio, "elements_beyond": judged.beyond,
                          **{f"{n}.tolerance_basis": o["basis"] for n, o in sorted(judged.outputs.items())}})
+        for limit, entry in sorted(((judged.requirement or {}).get("limits") or {}).items()):
+            measured.update({f"fp16_requirement.{limit}": entry["limit"], f"fp16_requirement.{limit}.dla": entry["dla"],
+                             f"fp16_requirement.{limit}.independent_fp16": entry["independent_fp16"]})
     written = [project_relative(path, root)]
     applied = f"precision {precision.upper()}, emulator mode {doc['mode']}, {doc['vectors']} vectors"
     if judged is None:
@@ -414,11 +417,12 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
         inputs_read.append(run / name)
         if doc.get("status") == "emulated":
             assert reference is not None
+            fp16 = spec.deployments[name].fp16  # the deployment's stated FP16 requirement, if any
             if doc.get("target") == "nvdla":
-                results.append(_nvdla_reference(subject, doc, reference, folder, base))
+                results.append(_nvdla_reference(subject, doc, reference, folder, base, fp16))
                 continue
             if doc.get("nvdla_items"):   # FP16 on the DLA: HLR-NUM-004's tolerance, never 0 ULP (HLR-NUM-001)
-                results.append(_nvdla_reference(subject, doc, reference, folder, base))
+                results.append(_nvdla_reference(subject, doc, reference, folder, base, fp16))
                 results += _mixed(model, name, subject, spec, doc, params, folder, base)
                 continue
             results.append(_cuda_reference(subject, doc, reference, folder, base))

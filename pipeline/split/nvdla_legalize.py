@@ -12,67 +12,20 @@ docs/codegen-nvdla.md lists the rules.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from pipeline.diagnostics import Location
 from pipeline.nnef.graph import Graph, Operation, Ref
+from pipeline.split import nvdla_cbuf
+from pipeline.split import nvdla_rewrites as passes
 from pipeline.split.codes import SplitError
+from pipeline.split.nvdla_ops import (CONFIGURATIONS, NV_FULL, Legalized, LegalOp, Limits, Refusal, Refused, Rewrite,
+                                      cube, refusal_error)
 
-
-@dataclass(frozen=True)
-class Limits:
-    """Unit limits of one NVDLA configuration (nv_full hardware manual / nvdla/sw compiler)."""
-
-    name: str
-    conv_kernel: tuple[int, int] = (1, 32)
-    conv_pad: tuple[int, int] = (0, 31)
-    conv_stride: tuple[int, int] = (1, 8)
-    pool_kernel: tuple[int, int] = (1, 8)
-    pool_pad: tuple[int, int] = (0, 7)
-    pool_stride: tuple[int, int] = (1, 8)
-    cbuf_bytes: int = 512 * 1024  # 16 banks x 32 KiB
-    lrn_sizes: tuple[int, ...] = (3, 5, 7, 9)
-    precisions: tuple[str, ...] = ("fp16",)
-
-
-NV_FULL = Limits("nv_full")
-CONFIGURATIONS = {"nv_full": NV_FULL}
-
-
-@dataclass
-class LegalOp:
-    """One operation the NVDLA units can run; tensors are NCHW (rank <= 4 for unit ops)."""
-
-    kind: str  # conv, eltwise, relu, scale_bias, pool, lrn, softmax, reshape, transpose, concat
-    inputs: list[str]
-    output: str
-    shape: list[int]
-    attrs: dict[str, Any] = field(default_factory=dict)
-    consts: dict[str, np.ndarray] = field(default_factory=dict)
-    line: int = 0
-    text: str = ""
-    rules: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Rewrite:
-    rule: str
-    before: str
-    after: str
-    line: int
-
-
-@dataclass
-class Legalized:
-    config: str
-    inputs: dict[str, list[int]]
-    outputs: list[str]
-    ops: list[LegalOp]
-    rewrites: list[Rewrite]
-    shapes: dict[str, list[int]]
+__all__ = ["CONFIGURATIONS", "NV_FULL", "Legalized", "LegalOp", "Limits", "Rewrite", "check_legalized", "evaluate",
+           "legalize"]
 
 
 def _line(op: Operation) -> int:
@@ -86,11 +39,8 @@ def _text(lines: list[str], op: Operation) -> str:
     return f"{outs} = {op.name}(...)"
 
 
-def _refuse(graph: Graph, op: Operation, config: str, why: str) -> SplitError:
-    return SplitError("SPLIT-E101", f"operation '{op.name}' at NNEF line {_line(op)} cannot run on NVDLA "
-                         f"({config}): {why}", Location(file="graph.nnef", line=_line(op),
-                                                        element=f"{op.name} -> "
-                                                        + ", ".join(r.name for r in op.output_refs())))
+def _refuse(graph: Graph, op: Operation, config: str, why: str) -> Refused:
+    return Refused(Refusal(op.name, _line(op), why, f"{op.name} -> " + ", ".join(r.name for r in op.output_refs())))
 
 
 def _check_range(graph: Graph, op: Operation, config: Limits, what: str, values: list[int],
@@ -107,7 +57,9 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
 
     `text`: the NNEF text the graph was read from (the debug table quotes its instructions).
     `only`: ids of the operations of one nvdla item (the others are computed elsewhere: their
-    results are the item's inputs); constants are folded whoever computes them.
+    results are the item's inputs); constants are folded whoever computes them. Every operation
+    the item cannot run is collected and named in one SPLIT-E101, with its limit and the set the
+    item supports.
     """
     if config not in CONFIGURATIONS:
         raise SplitError("SPLIT-E102", f"unknown NVDLA configuration '{config}' (known: nv_full)")
@@ -117,21 +69,10 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
     inputs: dict[str, list[int]] = {}
     ops: list[LegalOp] = []
     rewrites: list[Rewrite] = []
-    producer: dict[str, LegalOp] = {}
+    refused: list[Refusal] = []
+    produced: set[str] = set()
     syncs: set[str] = set()
     sent: list[str] = []
-
-    def const(value: Any) -> np.ndarray | None:
-        if isinstance(value, Ref):
-            return consts.get(value.name)
-        if isinstance(value, (int, float)):
-            return np.asarray(value, dtype=np.float32)
-        return None
-
-    def emit(op: LegalOp) -> None:
-        ops.append(op)
-        producer[op.output] = op
-
     source_lines = text.splitlines()
     for op in graph.operations:
         line, text = _line(op), _text(source_lines, op)
@@ -156,104 +97,154 @@ def legalize(graph: Graph, variables: dict[str, np.ndarray], config: str = "nv_f
             consts[outs[0]] = _fold(graph, op, consts)
             rewrites.append(Rewrite("fold-constant", text, f"constant {outs[0]} {list(consts[outs[0]].shape)}", line))
             continue
-        out = outs[0]
-        shape = shapes.get(out, [])
         if only is not None and id(op) not in only:
             continue
         for ref in refs:
-            if ref.name not in consts and ref.name not in producer and ref.name not in inputs:
+            if ref.name not in consts and ref.name not in produced and ref.name not in inputs:
                 inputs[ref.name] = shapes.get(ref.name, [])  # computed by another item
-        if op.name == "conv":
-            for part in _conv(graph, op, limits, consts, out, shape, line, text, rewrites):
-                emit(part)
-                shapes.setdefault(part.output, part.shape)
-        elif op.name in ("add", "mul", "min", "max", "sub", "div"):
-            a, b = op.inputs.get("x"), op.inputs.get("y")
-            ca, cb = const(a), const(b)
-            kind, rules = op.name, []
-            if op.name in ("sub", "div"):
-                if cb is None or ca is not None:
-                    raise _refuse(graph, op, config, f"{op.name} whose second operand is not a constant "
-                                  "(SDP adds, multiplies and compares only)")
-                kind = "add" if op.name == "sub" else "mul"
-                cb = (-cb if op.name == "sub" else np.float32(1) / cb).astype(np.float32)
-                rule = f"{op.name}-constant-to-{kind}"
-                rules.append(rule)
-                rewrites.append(Rewrite(rule, text, f"{out} = {kind}({a.name}, "
-                                        f"{'-c' if op.name == 'sub' else '1 / c (float32)'})", line))
-            if ca is not None and cb is None:
-                a, b, ca, cb = b, a, cb, ca
-            if ca is not None:
-                raise _refuse(graph, op, config, "both operands are constants (should have been folded)")
-            new = LegalOp("eltwise", [a.name] + ([] if cb is not None else [b.name]), out, shape,
-                          {"op": kind}, {} if cb is None else {"operand": cb}, line, text, rules)
-            emit(new)
-        elif op.name in ("leaky_relu", "prelu"):
-            slope = const(op.inputs.get("alpha")) if op.name == "prelu" else \
-                np.asarray(op.attribs["alpha"], dtype=np.float32)
-            if slope is None:
-                raise _refuse(graph, op, config, "PReLU slope that is not a constant")
-            emit(LegalOp("prelu", [op.inputs["x"].name], out, shape, {}, {"slope": slope}, line, text))
-        elif op.name == "copy":
-            emit(LegalOp("reshape", [op.inputs["x"].name], out, shape, {}, {}, line, text))
-        elif op.name == "clamp":
-            x = op.inputs["x"].name
-            low, high = const(op.inputs["a"]), const(op.inputs["b"])
-            mid = out + "__max"
-            emit(LegalOp("eltwise", [x], mid, shape, {"op": "max"}, {"operand": low}, line, text, ["clamp-to-max-min"]))
-            emit(LegalOp("eltwise", [mid], out, shape, {"op": "min"}, {"operand": high}, line, text,
-                         ["clamp-to-max-min"]))
-            shapes[mid] = shape
-            rewrites.append(Rewrite("clamp-to-max-min", text, f"{mid} = max({x}, a); {out} = min({mid}, b)", line))
-        elif op.name == "relu":
-            emit(LegalOp("relu", [op.inputs["x"].name], out, shape, {}, {}, line, text))
-        elif op.name == "batch_normalization":
-            mean, var = const(op.inputs["mean"]), const(op.inputs["variance"])
-            offset, scale = const(op.inputs["offset"]), const(op.inputs["scale"])
-            eps = float(op.attribs.get("epsilon", 0.0))
-            factor = (scale.reshape(-1) / np.sqrt(var.reshape(-1) + np.float32(eps))).astype(np.float32)
-            bias = (offset.reshape(-1) - mean.reshape(-1) * factor).astype(np.float32)
-            emit(LegalOp("scale_bias", [op.inputs["input"].name], out, shape, {},
-                         {"scale": factor, "bias": bias}, line, text, ["batch-normalization-to-sdp-scale-bias"]))
-            rewrites.append(Rewrite("batch-normalization-to-sdp-scale-bias", text,
-                                    f"{out} = input * scale' + bias' (scale' = scale / sqrt(var + eps), "
-                                    "bias' = offset - mean * scale')", line))
-        elif op.name in ("max_pool", "avg_pool", "mean_reduce", "max_reduce"):
-            emit(_pool(graph, op, limits, out, shape, shapes, line, text, rewrites))
-        elif op.name == "local_response_normalization":
-            size = list(op.attribs["size"])
-            if len(size) != 4 or size[0] != 1 or size[2] != 1 or size[3] != 1 or size[1] not in limits.lrn_sizes:
-                raise _refuse(graph, op, config, f"LRN window {size}: CDP sums across channels only, "
-                              f"local size in {list(limits.lrn_sizes)}")
-            emit(LegalOp("lrn", [op.inputs["input"].name], out, shape,
-                         {"size": size[1], "alpha": float(op.attribs["alpha"]), "beta": float(op.attribs["beta"]),
-                          "bias": float(op.attribs["bias"])}, {}, line, text))
-        elif op.name == "softmax":
-            emit(LegalOp("softmax", [op.inputs["x"].name], out, shape, {"axes": list(op.attribs["axes"])}, {},
-                         line, text))
-        elif op.name in ("reshape", "squeeze", "unsqueeze"):
-            emit(LegalOp("reshape", [refs[0].name], out, shape, {}, {}, line, text))
-        elif op.name == "transpose":
-            emit(LegalOp("transpose", [refs[0].name], out, shape, {"perm": list(op.attribs["axes"])}, {}, line, text))
-        elif op.name == "concat":
-            names = [v.name for v in op.inputs["values"]]
-            if any(n in consts for n in names):
-                raise _refuse(graph, op, config, "concatenation of a constant tensor")
-            emit(LegalOp("concat", names, out, shape, {"axis": int(op.attribs["axis"])}, {}, line, text))
-        elif op.name == "linear":
-            emit(_linear(graph, op, limits, consts, out, shape, line, text, rewrites))
-        elif op.name == "matmul":
-            emit(_matmul(graph, op, limits, consts, out, shape, line, text, rewrites))
-        else:
-            raise _refuse(graph, op, config, "no NVDLA unit or fallback implements it")
+        try:
+            made = _legalize_op(graph, op, limits, consts, shapes, line, text, rewrites)
+        except Refused as refusal:
+            refused.append(refusal.refusal)
+            continue
+        for new in made:
+            ops.append(new)
+            produced.add(new.output)
+            shapes.setdefault(new.output, new.shape)
     outputs = [name for name in graph.outputs if name not in syncs] + [n for n in sent if n not in graph.outputs]
     _fuse_matmul_bias(ops, rewrites, outputs)
+    ops = passes.resolve_layout(ops, shapes, outputs, rewrites, refused)
+    ops = passes.fold_flatten(ops, shapes, outputs, rewrites, refused)
+    ops = passes.expand_concat(ops, shapes, rewrites, refused)
+    ops = passes.fit_convolution_buffer(ops, shapes, rewrites, refused)
     for op in ops:
-        if op.kind in ("conv", "eltwise", "relu", "scale_bias", "pool", "lrn") and len(op.shape) > 4:
-            raise SplitError("SPLIT-E101", f"operation at NNEF line {op.line} cannot run on NVDLA ({config}): "
-                                f"rank {len(op.shape)} tensor, the units take at most 4 dimensions",
-                                Location(file="graph.nnef", line=op.line))
+        if op.kind not in ("softmax", "reshape") and len(op.shape) > 4:
+            refused.append(Refusal(op.kind, op.line, f"rank {len(op.shape)} tensor, the units take at most 4 "
+                                                     "dimensions"))
+        elif any(d > limits.cube_max for d in cube(op.shape)):
+            refused.append(Refusal(op.kind, op.line, f"a {op.shape} tensor: a unit's cube is at most "
+                                                     f"{limits.cube_max} wide, high and deep"))
+    if refused:
+        raise refusal_error(sorted(refused, key=lambda r: r.line), config)
     return Legalized(config, inputs, outputs, ops, rewrites, shapes)
+
+
+def _const(consts: dict[str, np.ndarray], value: Any) -> np.ndarray | None:
+    if isinstance(value, Ref):
+        return consts.get(value.name)
+    if isinstance(value, (int, float)):
+        return np.asarray(value, dtype=np.float32)
+    return None
+
+
+def _legalize_op(graph: Graph, op: Operation, limits: Limits, consts: dict[str, np.ndarray],
+                 shapes: dict[str, list[int]], line: int, text: str, rewrites: list[Rewrite]) -> list[LegalOp]:
+    """The LegalOps of one NNEF operation; Refused when no unit can run it."""
+    config = limits.name
+    out = op.output_refs()[0].name
+    shape = shapes.get(out, [])
+    refs = op.input_refs()
+    if op.name == "conv":
+        return [_conv(graph, op, limits, consts, out, shape, line, text, rewrites)]
+    if op.name in ("add", "mul", "min", "max", "sub", "div"):
+        return [_eltwise(graph, op, config, consts, shapes, out, shape, line, text, rewrites)]
+    if op.name in ("leaky_relu", "prelu"):
+        slope = _const(consts, op.inputs.get("alpha")) if op.name == "prelu" else \
+            np.asarray(op.attribs["alpha"], dtype=np.float32)
+        if slope is None:
+            raise _refuse(graph, op, config, "PReLU slope that is not a constant")
+        return [LegalOp("prelu", [op.inputs["x"].name], out, shape, {}, {"slope": slope}, line, text)]
+    if op.name == "clamp":
+        x = op.inputs["x"].name
+        low, high = _const(consts, op.inputs["a"]), _const(consts, op.inputs["b"])
+        if low is None or high is None:
+            raise _refuse(graph, op, config, "clamp whose bounds are not constants")
+        mid = out + "__max"
+        rewrites.append(Rewrite("clamp-to-max-min", text, f"{mid} = max({x}, a); {out} = min({mid}, b)", line))
+        return [LegalOp("eltwise", [x], mid, shape, {"op": "max"}, {"operand": low}, line, text, ["clamp-to-max-min"]),
+                LegalOp("eltwise", [mid], out, shape, {"op": "min"}, {"operand": high}, line, text,
+                        ["clamp-to-max-min"])]
+    if op.name == "relu":
+        return [LegalOp("relu", [op.inputs["x"].name], out, shape, {}, {}, line, text)]
+    if op.name in ("sigmoid", "tanh"):
+        return [LegalOp("lut", [op.inputs["x"].name], out, shape, {"fn": op.name}, {}, line, text)]
+    if op.name == "batch_normalization":
+        mean, var = _const(consts, op.inputs["mean"]), _const(consts, op.inputs["variance"])
+        offset, scale = _const(consts, op.inputs["offset"]), _const(consts, op.inputs["scale"])
+        if any(v is None for v in (mean, var, offset, scale)):
+            raise _refuse(graph, op, config, "batch normalization whose statistics are not constants")
+        eps = float(op.attribs.get("epsilon", 0.0))
+        factor = (scale.reshape(-1) / np.sqrt(var.reshape(-1) + np.float32(eps))).astype(np.float32)
+        bias = (offset.reshape(-1) - mean.reshape(-1) * factor).astype(np.float32)
+        rewrites.append(Rewrite("batch-normalization-to-sdp-scale-bias", text,
+                                f"{out} = input * scale' + bias' (scale' = scale / sqrt(var + eps), "
+                                "bias' = offset - mean * scale')", line))
+        return [LegalOp("scale_bias", [op.inputs["input"].name], out, shape, {}, {"scale": factor, "bias": bias},
+                        line, text, ["batch-normalization-to-sdp-scale-bias"])]
+    if op.name in ("max_pool", "avg_pool", "mean_reduce", "max_reduce"):
+        return _pool(graph, op, limits, out, shape, shapes, line, text, rewrites)
+    if op.name == "local_response_normalization":
+        size = list(op.attribs["size"])
+        if len(size) != 4 or size[0] != 1 or size[2] != 1 or size[3] != 1 or size[1] not in limits.lrn_sizes:
+            raise _refuse(graph, op, config, f"LRN window {size}: CDP sums across channels only, "
+                          f"local size in {list(limits.lrn_sizes)}")
+        return [LegalOp("lrn", [op.inputs["input"].name], out, shape,
+                        {"size": size[1], "alpha": float(op.attribs["alpha"]), "beta": float(op.attribs["beta"]),
+                         "bias": float(op.attribs["bias"])}, {}, line, text)]
+    if op.name == "softmax":
+        axes = sorted(int(a) for a in op.attribs["axes"])
+        c, h, w = cube(shape)
+        if 1 not in axes or h * w != 1 or len(shape) < 2 or shape[0] != 1 or any(a < 1 for a in axes):
+            raise _refuse(graph, op, config, f"softmax over axes {axes} of a {shape} tensor: NVIDIA's emulator (EMU) "
+                          "computes softmax over the channels of a 1 x C (x 1 x 1) tensor only")
+        return [LegalOp("softmax", [op.inputs["x"].name], out, shape, {"axes": [1]}, {}, line, text)]
+    if op.name in ("reshape", "squeeze", "unsqueeze", "copy"):
+        return [LegalOp("reshape", [refs[0].name], out, shape, {}, {}, line, text)]
+    if op.name == "transpose":
+        return [LegalOp("transpose", [refs[0].name], out, shape, {"perm": list(op.attribs["axes"])}, {}, line, text)]
+    if op.name == "concat":
+        names = [v.name for v in op.inputs["values"]]
+        if any(n in consts for n in names):
+            raise _refuse(graph, op, config, "concatenation of a constant tensor")
+        return [LegalOp("concat", names, out, shape, {"axis": int(op.attribs["axis"])}, {}, line, text)]
+    if op.name == "linear":
+        return [_linear(graph, op, limits, consts, out, shape, line, text, rewrites)]
+    if op.name == "matmul":
+        return [_matmul(graph, op, limits, consts, out, shape, line, text, rewrites)]
+    raise _refuse(graph, op, config, "no NVDLA unit or fallback implements it")
+
+
+def _eltwise(graph: Graph, op: Operation, config: str, consts: dict[str, np.ndarray], shapes: dict[str, list[int]],
+             out: str, shape: list[int], line: int, text: str, rewrites: list[Rewrite]) -> LegalOp:
+    """add/mul/min/max (sub/div of a constant) -> one SDP operation; the second tensor is per point (same shape)
+    or per channel ([1, C, 1, 1]: the SDP reads one value per kernel from memory)."""
+    a, b = op.inputs.get("x"), op.inputs.get("y")
+    ca, cb = _const(consts, a), _const(consts, b)
+    kind, rules = op.name, []
+    if op.name in ("sub", "div"):
+        if cb is None or ca is not None:
+            raise _refuse(graph, op, config, f"{op.name} whose second operand is not a constant "
+                          "(SDP adds, multiplies and compares only)")
+        kind = "add" if op.name == "sub" else "mul"
+        cb = (-cb if op.name == "sub" else np.float32(1) / cb).astype(np.float32)
+        rule = f"{op.name}-constant-to-{kind}"
+        rules.append(rule)
+        rewrites.append(Rewrite(rule, text, f"{out} = {kind}({a.name}, "
+                                f"{'-c' if op.name == 'sub' else '1 / c (float32)'})", line))
+    if ca is not None and cb is None:
+        a, b, ca, cb = b, a, cb, ca
+    if ca is not None:
+        raise _refuse(graph, op, config, "both operands are constants (should have been folded)")
+    if cb is not None:
+        return LegalOp("eltwise", [a.name], out, shape, {"op": kind}, {"operand": cb}, line, text, rules)
+    sa, sb = cube(shapes.get(a.name, [])), cube(shapes.get(b.name, []))
+    if sa != cube(shape) and sb == cube(shape):
+        a, b, sa, sb = b, a, sb, sa
+    if sa != cube(shape) or (sb != sa and sb != (sa[0], 1, 1)):
+        raise _refuse(graph, op, config, f"{op.name} of {shapes.get(a.name)} and {shapes.get(b.name)}: the SDP's "
+                      "second operand is the same shape or one value per channel")
+    return LegalOp("eltwise", [a.name, b.name], out, shape,
+                   {"op": kind, "per_channel": sb != sa}, {}, line, text, rules)
 
 
 def _fold(graph: Graph, op: Operation, consts: dict[str, np.ndarray]) -> np.ndarray:
@@ -265,7 +256,7 @@ def _fold(graph: Graph, op: Operation, consts: dict[str, np.ndarray]) -> np.ndar
 
 
 def _conv(graph: Graph, op: Operation, limits: Limits, consts: dict[str, np.ndarray], out: str, shape: list[int],
-          line: int, text: str, rewrites: list[Rewrite]) -> list[LegalOp]:
+          line: int, text: str, rewrites: list[Rewrite]) -> LegalOp:
     x = op.inputs["input"]
     filt = op.inputs["filter"]
     if not isinstance(filt, Ref) or filt.name not in consts:
@@ -299,48 +290,7 @@ def _conv(graph: Graph, op: Operation, limits: Limits, consts: dict[str, np.ndar
         rewrites.append(Rewrite("grouped-conv-to-dense", text, f"conv(groups = 1) with a block-diagonal "
                                 f"{list(weight.shape)} filter (zeros outside the {groups} groups)", line))
     attrs = {"stride": stride, "padding": [tuple(p) for p in padding], "dilation": dilation}
-    return _split_input_channels(graph, op, limits, LegalOp("conv", [x.name], out, shape, attrs,
-                                                            {"weight": weight, "bias": bias}, line, text, rules),
-                                 rewrites)
-
-
-def _split_input_channels(graph: Graph, op: Operation, limits: Limits, conv: LegalOp,
-                          rewrites: list[Rewrite]) -> list[LegalOp]:
-    """A convolution whose FP16 weights exceed half the convolution buffer -> convolutions over slices of
-    16k input channels (each reading its slice of the surface in place), their partial sums added by SDP."""
-    weight = conv.consts["weight"]
-    budget = limits.cbuf_bytes // 2
-    if weight.size * 2 <= budget:
-        return [conv]
-    k, c = weight.shape[:2]
-    per_channel = k * weight.shape[2] * weight.shape[3] * 2
-    step = (budget // per_channel) // 16 * 16
-    if step == 0:
-        raise _refuse(graph, op, limits.name, f"the weights of 16 input channels ({16 * per_channel} bytes) exceed "
-                      f"half the convolution buffer ({budget} bytes); an output-channel split is not implemented")
-    parts: list[LegalOp] = []
-    rule = "conv-split-input-channels"
-    starts = list(range(0, c, step))
-    total = ""
-    for index, c0 in enumerate(starts):
-        c1 = min(c, c0 + step)
-        bias = conv.consts["bias"] if index == 0 else np.zeros(k, dtype=np.float32)
-        part = LegalOp("conv", list(conv.inputs), f"{conv.output}__slice{index}", conv.shape,
-                       dict(conv.attrs, in_channels=(c0, c1)),
-                       {"weight": np.ascontiguousarray(weight[:, c0:c1]), "bias": bias}, conv.line, conv.text,
-                       conv.rules + [rule])
-        parts.append(part)
-        if index:
-            name = conv.output if index == len(starts) - 1 else f"{conv.output}__sum{index}"
-            parts.append(LegalOp("eltwise", [total, part.output], name, conv.shape, {"op": "add"}, {}, conv.line,
-                                 conv.text, conv.rules + [rule]))
-            total = name
-        else:
-            total = part.output
-    rewrites.append(Rewrite(rule, conv.text, f"{len(starts)} convolutions over {step} input channels "
-                            f"each ({weight.size * 2} bytes of weights > {budget}), partial sums added by SDP",
-                            conv.line))
-    return parts
+    return LegalOp("conv", [x.name], out, shape, attrs, {"weight": weight, "bias": bias}, line, text, rules)
 
 
 def _dense_from_groups(weight: np.ndarray, groups: int) -> np.ndarray:
@@ -366,6 +316,8 @@ def _pool(graph: Graph, op: Operation, limits: Limits, out: str, shape: list[int
         rule = f"global-{'average' if mode == 'avg' else 'max'}-pool-to-{'average' if mode == 'avg' else 'max'}-pool"
         rules.append(rule)
         rewrites.append(Rewrite(rule, text, f"{out} = {mode}_pool(size = [1, 1, {kernel[0]}, {kernel[1]}])", line))
+        if max(kernel) > limits.pool_kernel[1]:
+            return _pool_in_stages(graph, op, limits, x, in_shape, out, shape, mode, line, text, rules, rewrites)
     else:
         size = list(op.attribs["size"])
         stride = list(op.attribs.get("stride") or [1] * len(size))
@@ -383,8 +335,51 @@ def _pool(graph: Graph, op: Operation, limits: Limits, out: str, shape: list[int
     _check_range(graph, op, limits, "pooling kernel", kernel, limits.pool_kernel)
     _check_range(graph, op, limits, "pooling padding", [p for pair in pads for p in pair], limits.pool_pad)
     _check_range(graph, op, limits, "pooling stride", stride, limits.pool_stride)
-    return LegalOp("pool", [x], out, shape, {"mode": mode, "kernel": kernel, "stride": stride, "padding": pads},
-                   {}, line, text, rules)
+    widest = nvdla_cbuf.pdp_max_width(kernel[0], stride[0])
+    if shape and shape[-1] > widest:
+        raise _refuse(graph, op, limits.name, f"a pooling output {shape[-1]} wide beyond the {widest} the PDP's line "
+                      f"buffer holds for a {kernel[0]}-high window at stride {stride[0]} (NVIDIA's compiler splits the "
+                      "width, engine-ast/PDPNode.cpp pdpHWSplitWidth; not built here)")
+    return [LegalOp("pool", [x], out, shape, {"mode": mode, "kernel": kernel, "stride": stride, "padding": pads},
+                    {}, line, text, rules)]
+
+
+def _factors(n: int, most: int) -> list[int] | None:
+    """n as a product of factors each at most `most`, largest first; None when a prime factor exceeds it."""
+    out = []
+    while n > 1:
+        factor = next((d for d in range(most, 1, -1) if n % d == 0), None)
+        if factor is None:
+            return None
+        out.append(factor)
+        n //= factor
+    return out or [1]
+
+
+def _pool_in_stages(graph: Graph, op: Operation, limits: Limits, x: str, in_shape: list[int], out: str,
+                    shape: list[int], mode: str, line: int, text: str, rules: list[str],
+                    rewrites: list[Rewrite]) -> list[LegalOp]:
+    """A global pool wider than the PDP's 8 x 8 window -> pools whose windows tile it (each stage's windows the
+    same size, so the mean of the stage means is the mean)."""
+    fh, fw = _factors(in_shape[2], limits.pool_kernel[1]), _factors(in_shape[3], limits.pool_kernel[1])
+    if fh is None or fw is None:
+        raise _refuse(graph, op, limits.name, f"global pooling over {in_shape[2]} x {in_shape[3]}: a window beyond "
+                      f"{limits.pool_kernel[1]} that does not factor into windows of at most {limits.pool_kernel[1]}")
+    stages = max(len(fh), len(fw))
+    fh, fw = fh + [1] * (stages - len(fh)), fw + [1] * (stages - len(fw))
+    rule = "global-pool-in-stages"
+    rewrites.append(Rewrite(rule, text, f"{stages} {mode} pools of windows {list(zip(fh, fw))} (stride = window)",
+                            line))
+    made, source, h, w = [], x, in_shape[2], in_shape[3]
+    for index, (kh, kw) in enumerate(zip(fh, fw)):
+        h, w = h // kh, w // kw
+        name = out if index == stages - 1 else f"{out}__stage{index}"
+        made.append(LegalOp("pool", [source], name, [in_shape[0], in_shape[1], h, w],
+                            {"mode": mode, "kernel": [kh, kw], "stride": [kh, kw], "padding": [(0, 0), (0, 0)]},
+                            {}, line, text, rules + [rule]))
+        source = name
+    made[-1].shape = list(shape)
+    return made
 
 
 def _matmul(graph: Graph, op: Operation, limits: Limits, consts: dict[str, np.ndarray], out: str, shape: list[int],
@@ -469,8 +464,10 @@ def evaluate(op: LegalOp, args: list[np.ndarray]) -> np.ndarray:
     x = np.asarray(args[0], dtype=np.float32)
     if op.kind == "conv":
         w, b = op.consts["weight"], op.consts["bias"]
-        c0, c1 = op.attrs.get("in_channels", (0, x.reshape(x.shape[0], -1).shape[1] if x.ndim == 2 else x.shape[1]))
-        x = x.reshape(1, -1, *(x.shape[2:] if x.ndim == 4 else (1, 1)))[:, c0:c1]
+        c, h, wd = cube(list(x.shape))
+        c0, c1 = op.attrs.get("in_channels", (0, c))
+        _, _, i0, i1 = op.attrs.get("rows", (0, 0, 0, h))
+        x = x.reshape(1, c, h, wd)[:, c0:c1, i0:i1]
         (t, bo), (le, ri) = op.attrs["padding"]
         x = np.pad(x, ((0, 0), (0, 0), (t, bo), (le, ri)))
         (sy, sx), (dy, dx) = op.attrs["stride"], op.attrs["dilation"]
@@ -481,13 +478,20 @@ def evaluate(op: LegalOp, args: list[np.ndarray]) -> np.ndarray:
             for j in range(w.shape[3]):
                 win = x[:, :, i * dy:i * dy + sy * (oh - 1) + 1:sy, j * dx:j * dx + sx * (ow - 1) + 1:sx]
                 out += np.einsum("kc,nchw->nkhw", w[:, :, i, j].astype(np.float64), win)
+        if "rows" in op.attrs:  # a band of output rows (nvdla_rewrites._split_rows)
+            return out + b.reshape(1, -1, 1, 1)
         return (out + b.reshape(1, -1, 1, 1)).reshape(op.shape)
     if op.kind == "eltwise":
         y = op.consts["operand"] if "operand" in op.consts else np.asarray(args[1], dtype=np.float32)
+        if op.attrs.get("per_channel"):
+            y = y.reshape((1, -1) + (1,) * (x.ndim - 2))
         fn = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}[op.attrs["op"]]
         return fn(x, y).reshape(op.shape)
     if op.kind == "relu":
         return np.maximum(x, 0)
+    if op.kind == "lut":
+        return (1 / (1 + np.exp(-x.astype(np.float64))) if op.attrs["fn"] == "sigmoid" else np.tanh(x)
+                ).astype(np.float32)
     if op.kind == "prelu":
         slope = op.consts["slope"]
         slope = slope.reshape((1, -1) + (1,) * (x.ndim - 2)) if slope.size > 1 else slope.reshape(())
@@ -522,6 +526,8 @@ def check_legalized(legal: Legalized, env: dict[str, np.ndarray], rtol: float = 
     original graph on one input (pipeline.semantics.interpret with keep=True)."""
     computed: dict[str, np.ndarray] = {}
     for op in legal.ops:
+        if op.attrs.get("folded"):
+            continue  # implemented by another operation (nvdla_rewrites): computes nothing itself
         if any(name not in env and name not in computed for name in op.inputs):
             continue
         got = evaluate(op, [env[name] if name in env else computed[name] for name in op.inputs])
@@ -529,6 +535,9 @@ def check_legalized(legal: Legalized, env: dict[str, np.ndarray], rtol: float = 
             computed[op.output] = got  # an intermediate of a rewrite: checked through its consumers
             continue
         want = np.asarray(env[op.output], dtype=np.float64)
+        if "rows" in op.attrs:  # a band of rows of the output
+            first, last = op.attrs["rows"][:2]
+            want = want.reshape(got.shape[0], got.shape[1], -1, got.shape[3])[:, :, first:last]
         scale = max(float(np.max(np.abs(want))) if want.size else 0.0, 1e-30)
         err = float(np.max(np.abs(got.reshape(want.shape) - want))) if want.size else 0.0
         if not err <= rtol * scale:

@@ -93,7 +93,9 @@ def test_every_nvdla_deployment_emulated_within_the_fp16_tolerance(model_results
         r = verdicts[subject]
         assert r.verdict is Verdict.EMULATED, r.reason
         assert r.measured["elements_beyond"] == 0, r.reason
-        if "BOUND-E003" in r.reason:   # the network's FP16 bound overflows (resnet8): the absolute tolerance, said so
+        # the network's FP16 bound overflows (resnet8, BOUND-E003) or has no rule for an operator (mbconv's sigmoid on
+        # the SDP lookup table, BOUND-E001): the absolute tolerance, said so
+        if "BOUND-E003" in r.reason or "BOUND-E001" in r.reason:
             assert "absolute tolerance" in r.reason and not r.measured["max_bound"], r.reason
             continue
         assert r.measured["max_bound"] > 0, r.reason

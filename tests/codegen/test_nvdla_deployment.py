@@ -196,7 +196,30 @@ def test_compare_says_why_a_model_without_an_nvdla_deployment_has_no_nvdla_compa
     from pipeline.compare.step import run_compare_step
 
     root = project_copy("mbconv")
+    (root / "models").unlink()
+    shutil.copytree(ROOT / "models" / "mbconv", root / "models" / "mbconv")
+    deploy = root / "models" / "mbconv" / "deploy.yaml"
+    text = deploy.read_text(encoding="utf-8")
+    deploy.write_text(re.sub(r"\n  dla: .*?(?=\nmet:)", "", text, flags=re.S), encoding="utf-8")
     found = [r for r in run_compare_step("mbconv", root) if r.check_id == "compare.nvdla_reference"]
     assert len(found) == 1 and found[0].verdict is Verdict.NOT_RUN
-    assert found[0].reason.startswith("no deployment of this model has an nvdla item (the whole network on one DLA "
-                                      "item is refused: SPLIT-E101: operation 'sigmoid' at NNEF line")
+    # mbconv's whole network fits one DLA item since sigmoid runs on the SDP's lookup table: nothing refused
+    assert found[0].reason == "no deployment of this model has an nvdla item"
+
+
+def test_the_reason_names_every_operation_a_whole_network_dla_item_refuses(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from pipeline.compare.step import _whole_dla_refusal
+
+    graph = helper.make_graph([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[9, 1]),
+                               helper.make_node("LogSoftmax", ["p"], ["y"], axis=1)], "m",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 40, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 32, 4])])
+    (tmp_path / "models" / "m").mkdir(parents=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              str(tmp_path / "models" / "m" / "model.onnx"))
+    reason = _whole_dla_refusal("m", tmp_path)
+    assert reason.startswith(" (the whole network on one DLA item is refused: SPLIT-E101: 7 operations cannot run")
+    assert "pooling kernel 9 outside the limit 1-8" in reason and "An nvdla item runs:" in reason

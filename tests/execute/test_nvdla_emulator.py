@@ -94,13 +94,43 @@ def test_emulated_loadable_equals_the_fp16_of_the_reference(name, mode):
     assert np.array_equal(got.reshape(-1).view(np.uint16), want.reshape(-1).astype(np.float16).view(np.uint16))
 
 
-def test_softmax_runs_on_the_emu_fallback_within_fp16():
-    model = _model([helper.make_node("Softmax", ["x"], ["y"], axis=1)], {}, [1, 10, 2, 3], [1, 10, 2, 3])
+def test_softmax_runs_on_nvidia_s_emulator_layout_within_fp16():
+    model = _model([helper.make_node("Softmax", ["x"], ["y"], axis=1)], {}, [1, 10], [1, 10])
     exported = convert(model)
     legal = legalize(exported.graph, exported.variables, text=exported.text)
-    data, _, debug = write_loadable(map_program(legal))
-    assert [row["unit"] for row in debug] == ["EMU"]
-    x = RNG.normal(size=(1, 10, 2, 3)).astype(np.float32)
+    data, content, debug = write_loadable(map_program(legal))
+    assert [row["unit"] for row in debug] == ["EMU"] and validate_loadable(data) == []
+    names = sorted(b["name"] for b in content["blobs"])
+    assert names == ["task-0-addr0", "task-0-op_buf_list", "task-0-op_list"]  # emu_interface.h's three blobs
+    x = RNG.normal(size=(1, 10)).astype(np.float16).astype(np.float32)  # the input surface holds FP16
     want = interpret(exported.graph, {"x": x}, exported.variables)["y"].reshape(-1)
     got = emulate(data, {"x": x})["y"].astype(np.float32).reshape(-1)
     assert np.max(np.abs(got - want)) <= 2 ** -11 * np.max(np.abs(want))
+
+
+@pytest.mark.parametrize("shape, axis", [([1, 10, 2, 3], 1), ([1, 4, 5], 2)])
+def test_softmax_nvidia_s_emulator_cannot_run_is_refused_at_legalization(shape, axis):
+    from pipeline.split.codes import SplitError
+
+    exported = convert(_model([helper.make_node("Softmax", ["x"], ["y"], axis=axis)], {}, shape, shape))
+    with pytest.raises(SplitError) as caught:
+        legalize(exported.graph, exported.variables, text=exported.text)
+    assert caught.value.code == "SPLIT-E101" and "channels of a 1 x C" in caught.value.message
+
+
+@pytest.mark.parametrize("fn", ["Sigmoid", "Tanh"])
+def test_sigmoid_and_tanh_run_on_the_sdp_lookup_table_within_a_few_fp16_ulps(fn):
+    model = _model([helper.make_node(fn, ["x"], ["y"])], {}, [1, 3, 40, 40], [1, 3, 40, 40])
+    exported = convert(model)
+    legal = legalize(exported.graph, exported.variables, text=exported.text)
+    data, _, debug = write_loadable(map_program(legal))
+    assert [row["unit"] for row in debug] == ["SDP"] and validate_loadable(data) == []
+    x = np.linspace(-20, 20, 4800, dtype=np.float32).astype(np.float16).astype(np.float32).reshape(1, 3, 40, 40)
+    want = interpret(exported.graph, {"x": x}, exported.variables)["y"]
+    # half an FP16 ulp of a sample (2.4e-4) + linear interpolation between samples 1/8 (sigmoid: 1.9e-4) or 1/32
+    # (tanh: 9.4e-5) apart + half an ulp of the output (2.4e-4); tanh is flat beyond +-4 (1 - tanh(4) = 6.7e-4);
+    # hw-approx adds the FP17 roundings of the interpolation (sdp_y_inp.cpp). Measured: 5.4e-4 / 7.0e-4 (sigmoid),
+    # 4.9e-4 / 6.5e-4 (tanh).
+    for mode, bound in (("ideal", 6.5e-4), ("hw-approx", 8e-4)):
+        got = emulate(data, {"x": x}, mode)["y"].astype(np.float32).reshape(want.shape)
+        assert np.max(np.abs(got - want)) <= bound

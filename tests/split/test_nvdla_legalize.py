@@ -78,7 +78,8 @@ def test_a_wrong_rewrite_is_caught_by_the_reference_check():
      "stride 9 outside the limit 1-8"),
     (helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[9, 1]), {}, [1, 1, 32, 4],
      "pooling kernel 9 outside the limit 1-8"),
-    (helper.make_node("Sigmoid", ["x"], ["y"]), {}, [1, 1, 40, 4], "no NVDLA unit or fallback implements it"),
+    (helper.make_node("LogSoftmax", ["x"], ["y"], axis=1), {}, [1, 1, 40, 4],
+     "no NVDLA unit or fallback implements it"),
 ])
 def test_unsupported_operations_and_exceeded_limits_are_refused_naming_operation_line_limit_configuration(
         node, inits, out, expect):
@@ -100,7 +101,7 @@ graph g( input ) -> ( out )
     c1 = conv(input, w1, b1, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
     r1 = relu(c1);
     p1 = max_pool(r1, size = [1, 1, 2, 2], border = 'ignore', padding = [(0, 0), (0, 0), (0, 0), (0, 0)], stride = [1, 1, 2, 2], dilation = [1, 1, 1, 1]);
-    s1 = sigmoid(p1);
+    s1 = exp(p1);
     out = tanh(s1);
 }
 """
@@ -130,7 +131,7 @@ def test_a_legal_nvdla_item_splits(tmp_path: Path):
 def test_an_nvdla_item_with_an_unsupported_operation_is_refused_when_split_and_nothing_is_written(tmp_path: Path):
     with pytest.raises(SplitError) as caught:
         _split(tmp_path, "c1, r1, p1, s1")
-    assert caught.value.code == "SPLIT-E101" and "'sigmoid' at NNEF line 11" in caught.value.message
+    assert caught.value.code == "SPLIT-E101" and "'exp' at NNEF line 11" in caught.value.message
     assert "(nv_full)" in caught.value.message
     assert not (tmp_path / "split").exists()
 
@@ -140,18 +141,19 @@ def test_a_convolution_beyond_the_convolution_buffer_is_split_along_input_channe
     from pipeline.codegen.nvdla.validate import validate_loadable
     from pipeline.codegen.nvdla.writer import write_loadable
     from pipeline.execute.nvdla.emulator import emulate
+    from pipeline.split import nvdla_cbuf
 
     rng = np.random.default_rng(5)
-    weight = rng.integers(-2, 3, size=(256, 160, 3, 3)).astype(np.float32) / 4  # 737,280 bytes in FP16
+    weight = rng.integers(-2, 3, size=(16, 2048, 3, 3)).astype(np.float32) / 4  # 589,824 bytes in FP16
     model = _model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1])],
-                   {"w": weight, "b": rng.integers(-4, 4, 256).astype(np.float32)}, [1, 160, 3, 3], [1, 256, 3, 3])
+                   {"w": weight, "b": rng.integers(-4, 4, 16).astype(np.float32)}, [1, 2048, 3, 3], [1, 16, 3, 3])
+    # one group of 16 kernels over 2048 channels needs 18 banks: no allocation of nv_full's 16 fits
+    assert nvdla_cbuf.allocate(2048, 3, 3, 16, 3, 3) is None
     exported, legal = _legal(model)
-    # 256 x 9 x 2 = 4,608 bytes per input channel: 56 fit in 256 KiB, 48 as whole 16-channel surfaces
-    assert [op.kind for op in legal.ops] == ["conv", "conv", "eltwise", "conv", "eltwise", "conv", "eltwise"]
-    assert [op.attrs.get("in_channels") for op in legal.ops if op.kind == "conv"] == \
-        [(0, 48), (48, 96), (96, 144), (144, 160)]
+    assert [op.kind for op in legal.ops] == ["conv", "conv", "eltwise"]
+    assert [op.attrs.get("in_channels") for op in legal.ops if op.kind == "conv"] == [(0, 1696), (1696, 2048)]
     assert [r.rule for r in legal.rewrites] == ["conv-split-input-channels"]
-    x = rng.integers(0, 4, size=(1, 160, 3, 3)).astype(np.float32)
+    x = rng.integers(0, 4, size=(1, 2048, 3, 3)).astype(np.float32)
     env = interpret(exported.graph, {"x": x}, exported.variables, keep=True)
     check_legalized(legal, env)
     data, _, _ = write_loadable(map_program(legal))
@@ -159,3 +161,58 @@ def test_a_convolution_beyond_the_convolution_buffer_is_split_along_input_channe
     out = emulate(data, {"x": x})["y"].astype(np.float32)
     # small integers and quarters: every partial sum is exact in FP16, so the split changes nothing
     assert np.array_equal(out.reshape(-1), env["y"].reshape(-1))
+
+
+def test_a_convolution_whose_input_exceeds_the_buffer_is_split_into_bands_of_rows_and_still_emulates():
+    from pipeline.codegen.nvdla.mapping import map_program
+    from pipeline.codegen.nvdla.validate import validate_loadable
+    from pipeline.codegen.nvdla.writer import write_loadable
+    from pipeline.execute.nvdla.emulator import emulate
+
+    rng = np.random.default_rng(7)
+    weight = rng.integers(-2, 3, size=(8, 3, 3, 3)).astype(np.float32) / 4
+    model = _model([helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1], strides=[2, 1])],
+                   {"w": weight, "b": rng.integers(-3, 3, 8).astype(np.float32)}, [1, 3, 300, 200], [1, 8, 150, 200])
+    exported, legal = _legal(model)
+    # 3 channels of width 200: 50 entries a row, 300 rows = 59 banks; 37 output rows (74 input rows) fit 15 banks
+    assert [op.attrs["rows"] for op in legal.ops] == [(0, 37, 0, 74), (37, 74, 73, 148), (74, 111, 147, 222),
+                                                      (111, 148, 221, 296), (148, 150, 295, 300)]
+    assert [op.attrs["padding"][0] for op in legal.ops] == [(1, 0), (0, 0), (0, 0), (0, 0), (0, 0)]
+    assert [r.rule for r in legal.rewrites] == ["conv-split-rows"]
+    x = rng.integers(0, 4, size=(1, 3, 300, 200)).astype(np.float32)
+    env = interpret(exported.graph, {"x": x}, exported.variables, keep=True)
+    check_legalized(legal, env)
+    data, _, _ = write_loadable(map_program(legal))
+    assert validate_loadable(data) == []
+    assert np.array_equal(emulate(data, {"x": x})["y"].astype(np.float32).reshape(-1), env["y"].reshape(-1))
+
+
+def test_a_convolution_neither_rows_nor_channels_make_fit_is_refused():
+    model = _model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], {"w": np.ones((4, 64, 3, 3))},
+                   [1, 64, 64, 4096], [1, 4, 64, 4096])
+    with pytest.raises(SplitError) as caught:
+        _legal(model)
+    assert "exceed the 16 banks of the convolution buffer, and neither its rows nor its input channels split" in \
+        caught.value.message
+
+
+def test_every_operation_the_item_cannot_run_is_named_with_its_limit_and_the_supported_set():
+    model = _model([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[9, 1]),
+                    helper.make_node("LogSoftmax", ["p"], ["y"], axis=1)], {}, [1, 1, 40, 4], [1, 1, 32, 4])
+    with pytest.raises(SplitError) as caught:
+        _legal(model)
+    message = caught.value.message
+    assert message.startswith("7 operations cannot run on NVDLA (nv_full): 'max_pool' at NNEF line")
+    assert "pooling kernel 9 outside the limit 1-8" in message and "'exp' at NNEF line" in message
+    assert "max_reduce over axes [1] (PDP pools over H and W only)" in message
+    assert "An nvdla item runs: conv" in message and caught.value.location.line > 0
+
+
+def test_a_pooling_output_wider_than_the_pdp_line_buffer_is_refused():
+    """A 3-high window at stride 1 keeps 4 lines: the PDP holds 32 FP16 columns in one pass (engine-ast/PDPNode.cpp
+    calculateMaxWidth); NVIDIA's compiler would split the width, which is not built."""
+    model = _model([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])], {},
+                   [1, 1, 4, 40], [1, 1, 4, 40])
+    with pytest.raises(SplitError) as caught:
+        _legal(model)
+    assert "a pooling output 40 wide beyond the 32 the PDP's line buffer holds" in caught.value.message

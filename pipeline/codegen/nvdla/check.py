@@ -84,7 +84,7 @@ def check_folder(folder: Path, root: Path) -> tuple[list[str], dict[str, Any], l
         if not findings:
             tasks = len(R.read_loadable(data)["task_list"])
             debug = json.loads(debug_path.read_text(encoding="utf-8"))
-            named = len({op["task"] for op in debug["operations"]})
+            named = len({op["task"] for op in debug["operations"] if op["task"] >= 0})  # -1: an alias, no task
             if tasks != named:
                 problems.append(f"{name}: the loadable has {tasks} tasks, its debug table names {named}")
         trace_problems, traced = _trace_problems(item, folder, root)

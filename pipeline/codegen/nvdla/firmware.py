@@ -142,9 +142,23 @@ def surface_container(op_type: int, values: dict[str, Any]) -> bytes:
     return SURFACE_DESCS[op_type].pack(values).ljust(SURFACE_CONTAINER_SIZE, b"\0")
 
 
-# The EMU interface (CPU fallback tasks): the project's own descriptor, documented in docs/codegen-nvdla.md.
-EMU_SOFTMAX, EMU_PERMUTE = 1, 2
-EMU_OP = Packed("emu_op_desc", [
-    f("op", "B"), f("rank", "B"), f("axes_mask", "B"), f("reserved0", "B"), f("dims", "i", 6), f("perm", "B", 6),
-    f("reserved1", "H"), f("dst_channel_offset", "I"), f("src_data", CUBE), f("dst_data", CUBE)], 104)
-EMU_HEADER = Packed("emu_task_header", [f("num_operations", "H"), f("reserved0", "H")], 4)
+# The EMU interface (CPU tasks run by NVIDIA's runtime): umd/core/src/common/include/priv/emu/emu1/A/
+# emu_interface.h, version 0.0.1 (emu_version.h). The network descriptor and each buffer descriptor are
+# aligned to 256 bytes; `emu_common_op_desc` is not packed (its floats at 4 and 8).
+EMU_VERSION = (0, 0, 1)
+EMU_OP_POWER, EMU_OP_SOFTMAX = 0, 1
+EMU_FORMAT_FF16 = 3  # umd/core/src/common/include/priv/EMUInterface.h
+EMU_NETWORK = Packed("emu_network_desc", [
+    f("operation_desc_index", "h"), f("operation_buffer_desc_index", "h"), f("num_operations", "H"),
+    f("reserved", "B", 250)], 256)
+EMU_COMMON_OP = Packed("emu_common_op_desc", [
+    f("op_type", "B"), f("reserved0", "B", 3), f("input_scale_factor", "f"), f("output_scale_factor", "f")], 12)
+EMU_SOFTMAX_OP = Packed("emu_softmax_op_desc", [f("common", EMU_COMMON_OP), f("axis", "B"), f("reserved", "B", 3)], 16)
+EMU_POWER_OP = Packed("emu_power_op_desc", [f("common", EMU_COMMON_OP), f("power", "f"), f("scale", "f"),
+                                           f("shift", "f")], 24)
+EMU_OP_CONTAINER_SIZE = max(EMU_SOFTMAX_OP.size, EMU_POWER_OP.size)
+EMU_BUFFER = Packed("emu_buffer_desc", [
+    f("addressIndex", "h"), f("addressIndexOffset", "I"), f("size", "I"), f("format", "H"), f("width", "H"),
+    f("height", "H"), f("channel", "H"), f("line_stride", "I"), f("surf_stride", "I"), f("reserved", "B", 230)], 256)
+EMU_BUFFERS = Packed("emu_softmax_buffer_descs", [f("src_data", EMU_BUFFER), f("dst_data", EMU_BUFFER)], 512)
+assert EMU_OP_CONTAINER_SIZE == 24

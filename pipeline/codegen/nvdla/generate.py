@@ -88,7 +88,8 @@ def _item(loaded: DeploymentInput, item: ItemInput, folder: Path) -> tuple[list[
     record = {"name": item.name, "loadable": f"{item.name}.nvdla", "debug": f"{item.name}.debug.json",
               "trace": f"{item.name}/{TRACE_FILE}", "nnef_file": item.nnef_rel, "nnef_sha256": item.nnef_sha256,
               "loadable_sha256": sha256_of(files[0]), "bytes": len(data),
-              "tasks": len({op["task"] for op in debug}), "operations": len(debug),
+              "tasks": len({op["task"] for op in debug if op["task"] >= 0}),
+              "operations": sum(1 for op in debug if op["task"] >= 0),
               "inputs": [{"name": n, "shape": list(s)} for n, s in sorted(legal.inputs.items())],
               "outputs": [{"name": n, "shape": list(shapes.get(n, []))} for n in legal.outputs]}
     return [*files, trace], record

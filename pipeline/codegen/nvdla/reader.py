@@ -94,14 +94,39 @@ Lut = _s("Lut", [("linear_exp_table", i16 * 65), ("linear_only_table", i16 * 257
          + [(n, u32) for n in ("linear_exp_underflow_slope", "linear_exp_overflow_slope",
                                "linear_only_underflow_slope", "linear_only_overflow_slope")]
          + [(n, u8) for n in ("hybrid_priority", "underflow_priority", "overflow_priority", "method")], 700)
-EmuOp = _s("EmuOp", [("op", u8), ("rank", u8), ("axes_mask", u8), ("reserved0", u8), ("dims", i32 * 6),
-                     ("perm", u8 * 6), ("reserved1", u16), ("dst_channel_offset", u32), ("src_data", Cube),
-                     ("dst_data", Cube)], 104)
+# NVIDIA's EMU interface (umd/core/src/common/include/priv/emu/emu1/A/emu_interface.h): the network descriptor and
+# each buffer descriptor are 256-byte aligned, the common descriptor is not packed (floats at 4 and 8).
+EmuNetwork = _s("EmuNetwork", [("operation_desc_index", i16), ("operation_buffer_desc_index", i16),
+                               ("num_operations", u16), ("reserved", u8 * 250)], 256)
+EmuCommon = _s("EmuCommon", [("op_type", u8), ("reserved0", u8 * 3), ("input_scale_factor", C.c_float),
+                             ("output_scale_factor", C.c_float)], 12)
+EmuSoftmax = _s("EmuSoftmax", [("common", EmuCommon), ("axis", u8), ("reserved", u8 * 3)], 16)
+EmuPower = _s("EmuPower", [("common", EmuCommon), ("power", C.c_float), ("scale", C.c_float), ("shift", C.c_float)],
+              24)
+EmuBuffer = _s("EmuBuffer", [("addressIndex", i16), ("addressIndexOffset", u32), ("size", u32), ("format", u16),
+                             ("width", u16), ("height", u16), ("channel", u16), ("line_stride", u32),
+                             ("surf_stride", u32), ("reserved", u8 * 230)], 256)
+EmuBuffers = _s("EmuBuffers", [("src_data", EmuBuffer), ("dst_data", EmuBuffer)], 512)
+EMU_OP_CONTAINER = 24
 OP_CONTAINER, SURFACE_CONTAINER = 116, 644
 OP_TYPES = {1: (ConvOp, ConvSurface), 2: (SdpOp, SdpSurface), 3: (PdpOp, TwoCubes), 4: (CdpOp, TwoCubes),
             5: (RubikOp, TwoCubes)}
 assert max(C.sizeof(op) for op, _ in OP_TYPES.values()) == OP_CONTAINER
 assert max(C.sizeof(s) for _, s in OP_TYPES.values()) < SURFACE_CONTAINER == C.sizeof(BdmaSurface)
+
+
+def operand_cubes(unit: int, op: Any, surf: Any) -> tuple[list[Any], Any]:
+    """(cubes an operation reads from memory, the cube it writes or None) by its descriptors: the source, a CONV's
+    weights, an SDP stage's operand when the stage is enabled, has an operation and is not per layer; a CONV writes
+    only its pipe. Pipe ends (type HW) are left out: the validator and the emulator order data by these."""
+    reads = [surf.src_data] + ([surf.weight_data] if unit == 1 else [])
+    if unit == 2:
+        for name in ("x1", "x2", "y"):
+            sub = getattr(op, f"{name}_op")
+            if sub.enable and sub.type != 0 and sub.mode != 0:
+                reads.append(getattr(surf, f"{name}_data"))
+    written = None if unit == 1 else surf.dst_data
+    return [c for c in reads if c.type != 2], (written if written is not None and written.type != 2 else None)
 
 
 def decode(cls: type, data: bytes, offset: int = 0) -> Any:

@@ -1,9 +1,11 @@
-"""Structural validator of NVDLA loadables: what NVIDIA's reader and firmware check, on the bytes.
+"""Structural validator of NVDLA loadables: what NVIDIA's reader, runtime and firmware check, on the bytes.
 
 Reads the loadable through pipeline.codegen.nvdla.reader only (never the writer) and
 returns findings with stable codes (docs/codegen-nvdla.md lists them): required lists,
 address-list indices, memory bounds, firmware interface version, precision per
-configuration, stride alignment to the 32-byte memory atom, unit limits.
+configuration, stride alignment to the 32-byte memory atom, unit limits, and the firmware's
+own rules (pipeline/codegen/nvdla/firmware_rules.py: the dependency graph, register fields,
+convolution buffer banks, EMU tasks, the assertions of processor_*_program).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline.codegen.nvdla import firmware_rules as F
 from pipeline.codegen.nvdla import reader as R
 
 FINDINGS: dict[str, str] = {
@@ -20,11 +23,18 @@ FINDINGS: dict[str, str] = {
     "NVDLA-V004": "task, submit or event reference to a missing entry",
     "NVDLA-V005": "memory content naming a missing blob, or a blob that does not fit its memory",
     "NVDLA-V006": "firmware blob of another interface version than 0.12.x, or blob size field wrong",
-    "NVDLA-V007": "DLA task blobs inconsistent (network indices, operation count, operation type)",
+    "NVDLA-V007": "DLA task blobs inconsistent (network indices, operation count, operation type, LUT index, a "
+                  "context blob not at offset 0 of its memory)",
     "NVDLA-V008": "data cube outside its address, or strides not aligned to the 32-byte atom or too small",
     "NVDLA-V009": "precision other than FP16 (configuration nv_full, FP16)",
     "NVDLA-V010": "unit limit exceeded (kernel, stride, padding, local size)",
     "NVDLA-V011": "tensor descriptor inconsistent with its memory",
+    "NVDLA-V012": "dependency graph against the firmware scheduler's rules (kmd/firmware/scheduler.c)",
+    "NVDLA-V013": "a descriptor field overflows the register field the firmware writes it to",
+    "NVDLA-V014": "convolution buffer banks: allocation beyond nv_full's 16 banks, or too few for the input or "
+                  "one kernel group, entry_per_slice other than NVIDIA's compiler's",
+    "NVDLA-V015": "EMU task other than NVIDIA's emulator reads (emu_interface.h: softmax, power)",
+    "NVDLA-V016": "an assertion of the firmware's processor_*_program fails (the task would be refused)",
 }
 LISTS = ("task_list", "memory_list", "address_list", "event_list", "blobs", "tensor_desc_list", "reloc_list",
          "submit_list")
@@ -100,48 +110,67 @@ def validate_loadable(data: bytes) -> list[Finding]:
         if t["interface"] == 1:
             _dla_task(l, alist, blob_of, where, add)
         elif t["interface"] == 2:
-            emu = blob_of(0)
-            count = int.from_bytes(emu[:2], "little")
-            if 4 + count * R.C.sizeof(R.EmuOp) > len(emu):
-                add("NVDLA-V007", where, f"{count} EMU operations do not fit the blob")
-                continue
-            for i in range(count):
-                op = R.decode(R.EmuOp, emu, 4 + i * R.C.sizeof(R.EmuOp))
-                for name in ("src_data", "dst_data"):
-                    _cube(l, alist, getattr(op, name), f"{where} emu op {i} {name}", add)
+            F.check_emu(blob_of, alist, lambda i: addrs[alist[i]]["size"], where, add)
+        else:
+            add("NVDLA-V004", where, f"task interface {t['interface']} (DLA1 1 or EMU1 2)")
     return out
 
 
+BLOB_WINDOW = 64 << 20  # bytes of a context blob read at most: 65535 operations of 644-byte surfaces fit
+
+
 def _blob(l: dict[str, Any], alist: list[int], index: int) -> bytes:
+    """The bytes the firmware reads at task address `index`: the memory's content blobs over zeros, the window
+    bounded (a declared size is hostile input, never allocated as such)."""
     if not 0 <= index < len(alist):
         return b""
     a = l["address_list"][alist[index]]
     m = l["memory_list"][a["mem_id"]]
     blobs = {b["name"]: b["data"] for b in l["blobs"]}
-    raw = bytearray(m["size"])
+    start, size = a["offset"], min(a["size"], BLOB_WINDOW)
+    raw = bytearray(size)
     for name, offset in zip(m["contents"] or [], m["offsets"] or []):
-        data = blobs.get(name, b"")
-        raw[offset:offset + len(data)] = data
-    return bytes(raw[a["offset"]:a["offset"] + a["size"]])
+        data = blobs.get(name) or b""
+        lo, hi = max(offset, start), min(offset + len(data), start + size)
+        if lo < hi:
+            raw[lo - start:hi - start] = data[lo - offset:hi - offset]
+    return bytes(raw)
 
 
-def _cube(l: dict[str, Any], alist: list[int], cube: Any, where: str, add: Any, fused: bool = False) -> None:
+def _cube(l: dict[str, Any], alist: list[int], cube: Any, where: str, add: Any, per_kernel: bool = False) -> None:
     if cube.type == 2 or (cube.size == 0 and cube.channel == 0):
-        return  # the CONV -> SDP pipe, or an unused cube
+        return  # the CONV -> SDP pipe (checked with the graph), or an unused cube
     if not 0 <= cube.address < len(alist):
         add("NVDLA-V008", where, f"address index {cube.address} outside the task's {len(alist)} addresses")
         return
     a = l["address_list"][alist[cube.address]]
     if cube.offset + cube.size > a["size"]:
         add("NVDLA-V008", where, f"[{cube.offset}, +{cube.size}) beyond its address of {a['size']} bytes")
+    if cube.offset % ATOM:
+        add("NVDLA-V008", where, f"offset {cube.offset} not a multiple of the {ATOM}-byte atom")
+    if per_kernel:  # an SDP operand per kernel: one value per channel, read as consecutive halves (a 20-byte
+        if cube.size < 2 * cube.channel:  # cube holds 10 channels, as NVIDIA's compiler writes a bias)
+            add("NVDLA-V008", where, f"size {cube.size} below the {2 * cube.channel} bytes of one value per channel")
+        return
     if cube.line_stride or cube.surf_stride:
         if cube.line_stride % ATOM or cube.surf_stride % ATOM:
             add("NVDLA-V008", where, f"strides {cube.line_stride}/{cube.surf_stride} not multiples of {ATOM}")
         if cube.line_stride < cube.width * ATOM or cube.surf_stride < cube.height * cube.line_stride:
             add("NVDLA-V008", where, "strides smaller than the cube")
-        need = -(-cube.channel // 16) * cube.surf_stride
+        need = (-(-cube.channel // 16) - 1) * cube.surf_stride + cube.height * cube.line_stride
         if cube.size < need:
-            add("NVDLA-V008", where, f"size {cube.size} below the {need} bytes of the surface")
+            add("NVDLA-V008", where, f"size {cube.size} below the {need} bytes its surfaces and rows span")
+
+
+def _task_memories(l: dict[str, Any], alist: list[int], unit: int, op: Any, surf: Any) -> tuple[list[int], int]:
+    """Memories (global memory ids) an operation reads and writes, by its surface descriptor."""
+    def mem(cube: Any) -> int:
+        if cube is None or not 0 <= cube.address < len(alist):
+            return -1
+        return l["address_list"][alist[cube.address]]["mem_id"]
+
+    reads, written = R.operand_cubes(unit, op, surf)
+    return [m for m in map(mem, reads) if m >= 0], mem(written)
 
 
 def _dla_task(l: dict[str, Any], alist: list[int], blob_of: Any, where: str, add: Any) -> None:
@@ -151,50 +180,66 @@ def _dla_task(l: dict[str, Any], alist: list[int], blob_of: Any, where: str, add
         return
     net = R.decode(R.Network, net_bytes)
     n = net.num_operations
-    for name in ("operation_desc_index", "surface_desc_index", "dependency_graph_index"):
+    indices = ["operation_desc_index", "surface_desc_index", "dependency_graph_index"] + \
+        (["lut_data_index"] if net.num_luts else [])
+    for name in indices:
         if not 0 <= getattr(net, name) < len(alist):
             add("NVDLA-V007", where, f"{name} {getattr(net, name)} outside the task's address list")
             return
+    for name in ["network"] + indices:
+        index = 0 if name == "network" else getattr(net, name)
+        if l["address_list"][alist[index]]["offset"]:
+            add("NVDLA-V007", where, f"{name} blob at offset {l['address_list'][alist[index]]['offset']} of its "
+                "memory: the firmware reads it at offset 0 (dla_data_read ignores the address entry's offset, "
+                "kmd/port/linux/nvdla_core_callbacks.c)")
+    graph_memory = l["memory_list"][l["address_list"][alist[net.dependency_graph_index]]["mem_id"]]
+    if not any("dep_graph" in name for name in graph_memory["contents"] or []):
+        add("NVDLA-V012", where, f"the dependency graph's content {graph_memory['contents']} has no 'dep_graph' in its "
+            "name: NVIDIA's runtime reloads only those before a submission (umd/core/src/runtime/Runtime.cpp "
+            "submitInternal), and the firmware wrote the counts back decremented: a second submission stalls")
+    if net.num_addresses != len(alist):
+        add("NVDLA-V007", where, f"num_addresses {net.num_addresses}, the task's address list has {len(alist)}")
     deps, ops = blob_of(net.dependency_graph_index), blob_of(net.operation_desc_index)
     surfaces = blob_of(net.surface_desc_index)
-    luts = blob_of(net.lut_data_index) if net.lut_data_index >= 0 else b""
+    luts = blob_of(net.lut_data_index) if net.num_luts else b""
     if len(deps) < 36 * n or len(ops) < R.OP_CONTAINER * n or len(surfaces) < R.SURFACE_CONTAINER * n:
         add("NVDLA-V007", where, f"{n} operations do not fit the descriptor blobs")
         return
     if len(luts) < 700 * net.num_luts:
         add("NVDLA-V007", where, f"{net.num_luts} LUTs do not fit the LUT blob")
     commons = [R.decode(R.CommonOp, deps, 36 * i) for i in range(n)]
+    heads = list(net.op_head)
     for unit in range(6):
         first = next((i for i, c in enumerate(commons) if c.op_type == unit), -1)
-        if net.op_head[unit] != first:
-            add("NVDLA-V007", where, f"op_head[{unit}] = {net.op_head[unit]}, the first operation of that unit is "
+        if heads[unit] != first:
+            add("NVDLA-V007", where, f"op_head[{unit}] = {heads[unit]}, the first operation of that unit is "
                 f"{first}")
-    waits = [0] * n
-    for i, common in enumerate(commons):
-        for slot, c in enumerate(common.consumers):
-            if c.index >= 0:
-                if c.index >= n or c.index <= i or commons[c.index].op_type != slot:
-                    add("NVDLA-V007", f"{where} op {i}", f"consumer {c.index} in the slot of unit {slot}: not a "
-                        "later operation of that unit")
-                else:
-                    waits[c.index] += 1
+    decoded, reads, writes = [], [], []
     for i, common in enumerate(commons):
         w = f"{where} op {i}"
-        if common.dependency_count != waits[i]:
-            add("NVDLA-V007", w, f"dependency_count {common.dependency_count}, {waits[i]} operation(s) name it")
+        if common.index != i:
+            add("NVDLA-V007", w, f"index field {common.index}")
         if common.op_type not in R.OP_TYPES:
             add("NVDLA-V007", w, f"operation type {common.op_type} not emitted by this writer (BDMA) or unknown")
-            continue
-        parent = common.fused_parent.index
-        if parent >= 0 and (parent >= n or commons[parent].op_type != 1 or common.op_type != 2):
-            add("NVDLA-V007", w, f"fused parent {parent}: only an SDP fuses to a CONV")
+            return
         op_cls, surf_cls = R.OP_TYPES[common.op_type]
         op = R.decode(op_cls, ops, R.OP_CONTAINER * i)
         surf = R.decode(surf_cls, surfaces, R.SURFACE_CONTAINER * i)
+        decoded.append(surf)
+        r, wr = _task_memories(l, alist, common.op_type, op, surf)
+        reads.append(r)
+        writes.append(wr)
         for name, _ in surf_cls._fields_:
             if name.endswith("_data"):
-                _cube(l, alist, getattr(surf, name), f"{w} {name}", add)
+                sub = getattr(op, f"{name[:-5]}_op", None) if common.op_type == 2 else None
+                _cube(l, alist, getattr(surf, name), f"{w} {name}", add,
+                      per_kernel=sub is not None and sub.enable and sub.mode == 1)
         _limits(common.op_type, op, net, w, add)
+        F.check_registers(common.op_type, op, surf, w, add)
+        F.check_program(common.op_type, op, surf, w, add)
+        if common.op_type == 1:
+            F.check_banks(op, surf, w, add)
+    F.check_graph(commons, decoded, reads, writes, heads, where, add)
 
 
 def _limits(op_type: int, op: Any, net: Any, where: str, add: Any) -> None:
@@ -211,6 +256,10 @@ def _limits(op_type: int, op: Any, net: Any, where: str, add: Any) -> None:
     elif op_type == 2:
         if op.src_precision != 2 or op.dst_precision != 2:
             add("NVDLA-V009", where, f"SDP precision {op.src_precision}/{op.dst_precision}")
+        if op.lut_index >= 0 and op.lut_index >= net.num_luts:
+            add("NVDLA-V007", where, f"LUT index {op.lut_index} of {net.num_luts}")
+        if op.y_op.enable and op.y_op.act == 2 and op.lut_index < 0:
+            add("NVDLA-V007", where, "the Y unit looks up a table but lut_index is -1")
     elif op_type == 3:
         if op.precision != 2:
             add("NVDLA-V009", where, f"PDP precision {op.precision}")

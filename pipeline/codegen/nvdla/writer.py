@@ -1,11 +1,19 @@
 """The NVDLA loadable writer: a Program -> flatbuffer bytes (our schema loadable.fbs), plus the debug table.
 
 The loadable always carries all eight lists (task, memory, address, event, blobs, tensor
-descriptors, relocations, submit), even empty: NVIDIA's reader dereferences each. DLA tasks
-carry five firmware blobs (network, dependency graph, operations, surfaces, LUTs) in the
-packed structs of interface 0.12.x (firmware.py); EMU tasks one blob of emu_op_desc.
-`write_loadable` also returns the intended content as plain data, which the round-trip
-test compares with what the independent reader finds in the bytes.
+descriptors, relocations, submit), even empty: NVIDIA's reader dereferences each. The address
+list is laid out as NVIDIA's compiler lays it out (umd/core/src/compiler/Compiler.cpp, the comment
+above `TaskAddressList`): entry 0 a zero page, entries 1..N the data memories (every feature
+surface and constant, shared by all tasks), then each task's context; a task's address list is
+[its network descriptor, 1..N, its other context blobs], so a data cube's `address` is the same
+index in every task and in the global list. DLA tasks carry the firmware blobs (network,
+dependency graph, operations, surfaces, LUTs) of interface 0.12.x (firmware.py), their
+dependency graph from graph.py; EMU tasks the three blobs of emu_interface.h (network descriptor,
+operation container, buffer descriptors). Blob names follow NVIDIA's ("task-0-dep_graph": the
+runtime reloads memories whose content name contains "dep_graph" before every submission, since
+the firmware writes the decremented dependency counts back). `write_loadable` also returns the
+intended content as plain data, which the round-trip test compares with what the independent
+reader finds in the bytes.
 """
 
 from __future__ import annotations
@@ -15,89 +23,102 @@ from typing import Any
 import flatbuffers
 
 from pipeline.codegen.nvdla import firmware as fw
+from pipeline.codegen.nvdla.graph import dependency_graph
 from pipeline.codegen.nvdla.mapping import Memory, Program, UnitOp
 
 LOADABLE_VERSION = (0, 7, 0)
 IFACE_NONE, IFACE_DLA1, IFACE_EMU1 = 0, 1, 2
-SUB_DATA, SUB_NETWORK, SUB_DEPS, SUB_OPS, SUB_SURFACES, SUB_LUTS, SUB_EMU = range(7)
-DLA_BLOBS = ("network", "deps", "ops", "surfaces", "luts")
+# umd/core/include/nvdla/c/NvDlaLoadable.h NVDLA_LOADABLE_SUB_INTERFACE_*
+SUB_NONE, SUB_ADDR0, SUB_DEPS, SUB_OPS, SUB_SURFS, SUB_LUTS = range(6)
+DLA_BLOBS = (("addr0", SUB_ADDR0), ("dep_graph", SUB_DEPS), ("op_list", SUB_OPS), ("surf_list", SUB_SURFS),
+             ("lut_list", SUB_LUTS))
+EMU_BLOBS = (("addr0", SUB_ADDR0), ("op_list", SUB_OPS), ("op_buf_list", SUB_SURFS))
+ZERO_PAGE = "zero-page"
 UNIT_NAMES = {fw.OP_CONV: "CONV", fw.OP_SDP: "SDP", fw.OP_PDP: "PDP", fw.OP_CDP: "CDP", fw.OP_RUBIK: "RUBIK",
               -1: "EMU"}
 
 
 def _resolve(cube: dict[str, Any], positions: dict[str, int]) -> dict[str, Any]:
-    return dict(cube, address=positions[cube["address"]]) if "address" in cube else cube
+    if isinstance(cube.get("address"), str):
+        return dict(cube, address=positions[cube["address"]])
+    return cube
 
 
-def _task_memories(task_ops: list[UnitOp]) -> list[str]:
-    names: list[str] = []
-    for op in task_ops:
-        for source in (op.surface, op.op_desc):
-            for value in source.values():
-                if isinstance(value, dict) and isinstance(value.get("address"), str) and value["address"] not in names:
-                    names.append(value["address"])
-    return names
-
-
-def _dla_blobs(ops: list[UnitOp], positions: dict[str, int]) -> dict[str, bytes]:
+def _dla_blobs(ops: list[UnitOp], positions: dict[str, int], context: int) -> dict[str, bytes]:
+    """The five firmware blobs of one DLA task; `context` is the task-list index of its dependency graph."""
     heads = [-1] * fw.OP_NUM
     for i, op in enumerate(ops):
         if heads[op.unit] < 0:
             heads[op.unit] = i
+    deps_graph = dependency_graph([op.unit for op in ops], [op.reads for op in ops], [op.writes for op in ops],
+                                  [op.fused_parent for op in ops])
     deps, descs, surfaces, luts = b"", b"", b"", b""
+    tables: dict[bytes, int] = {}  # one table per distinct content: the SDP's two groups share it (sdp.c is_ready)
     for i, op in enumerate(ops):
-        consumers = [{"index": -1}] * fw.OP_NUM
-        if i + 1 < len(ops):
-            consumers = list(consumers)
-            consumers[ops[i + 1].unit] = {"index": i + 1, "event": 1}
         desc = dict(op.op_desc)
         if op.lut is not None:
-            desc["lut_index"] = len(luts) // fw.LUT.size
-            luts += fw.LUT.pack(op.lut)
-        deps += fw.COMMON_OP.pack({"index": i, "op_type": op.unit, "dependency_count": 1 if i else 0,
-                                   "consumers": consumers,
-                                   "fused_parent": {"index": op.fused_parent, "event": 0}})
+            table = fw.LUT.pack(op.lut)
+            if table not in tables:
+                tables[table] = len(tables)
+                luts += table
+            desc["lut_index"] = tables[table]
+        parent_index, parent_event = deps_graph.fused_parent[i]
+        deps += fw.COMMON_OP.pack({
+            "index": i, "op_type": op.unit, "dependency_count": deps_graph.counts[i],
+            "consumers": [{"index": index, "event": event} for index, event in deps_graph.consumers[i]],
+            "fused_parent": {"index": parent_index, "event": parent_event}})
         descs += fw.op_container(op.unit, desc)
         surfaces += fw.surface_container(op.unit, {k: _resolve(v, positions) for k, v in op.surface.items()})
-    network = fw.NETWORK.pack({"operation_desc_index": 2, "surface_desc_index": 3, "dependency_graph_index": 1,
-                               "lut_data_index": 4 if luts else -1, "roi_array_index": -1, "surface_index": -1,
-                               "stat_list_index": -1, "op_head": heads, "num_rois": 1,
-                               "num_operations": len(ops), "num_luts": len(luts) // fw.LUT.size,
-                               "num_addresses": len(positions), "input_layer": 0})
-    return {"network": network, "deps": deps, "ops": descs, "surfaces": surfaces, "luts": luts}
+    network = fw.NETWORK.pack({"operation_desc_index": context + 1, "surface_desc_index": context + 2,
+                               "dependency_graph_index": context, "lut_data_index": context + 3 if luts else -1,
+                               "roi_array_index": -1, "surface_index": -1, "stat_list_index": -1, "op_head": heads,
+                               "num_rois": 1, "num_operations": len(ops), "num_luts": len(luts) // fw.LUT.size,
+                               "num_addresses": context + (4 if luts else 3), "input_layer": 0})
+    return {"addr0": network, "dep_graph": deps, "op_list": descs, "surf_list": surfaces, "lut_list": luts}
 
 
-def _emu_blob(ops: list[UnitOp], positions: dict[str, int]) -> bytes:
-    body = b"".join(fw.EMU_OP.pack({k: _resolve(v, positions) if isinstance(v, dict) else v
-                                    for k, v in op.op_desc.items()}) for op in ops)
-    return fw.EMU_HEADER.pack({"num_operations": len(ops)}) + body
+def _emu_blobs(op: UnitOp, positions: dict[str, int], context: int) -> dict[str, bytes]:
+    """The blobs of one EMU task (one operation, as NVIDIA's compiler emits them): network descriptor, operation
+    container, buffer descriptors."""
+    network = fw.EMU_NETWORK.pack({"operation_desc_index": context, "operation_buffer_desc_index": context + 1,
+                                   "num_operations": 1})
+    container = fw.EMU_SOFTMAX_OP.pack(op.op_desc).ljust(fw.EMU_OP_CONTAINER_SIZE, b"\0")
+    buffers = fw.EMU_BUFFERS.pack({name: dict(buf, addressIndex=positions[buf["addressIndex"]])
+                                   for name, buf in op.surface.items()})
+    return {"addr0": network, "op_list": container, "op_buf_list": buffers}
 
 
 def build_content(program: Program) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The loadable as plain data (lists of dicts in schema field names) and the debug table rows."""
-    memories: list[Memory] = list(program.memories)
-    blobs: list[dict[str, Any]] = []
-    tasks: list[dict[str, Any]] = []
+    data = [Memory(ZERO_PAGE, 4096, 1)] + list(program.memories)
+    positions = {m.name: i for i, m in enumerate(data)}  # data address i = memory i, in every task
+    memories: list[Memory] = list(data)
+    task_lists: list[list[str]] = []
     debug: list[dict[str, Any]] = []
-    task_blobs: list[tuple[int, list[str], list[str]]] = []
     for t, task in enumerate(program.tasks):
-        own = [f"task{t}-{b}" for b in (DLA_BLOBS if task.interface == IFACE_DLA1 else ("emu",))]
-        used = _task_memories(task.ops)
-        positions = {name: i for i, name in enumerate(own + used)}
+        context = len(data)  # a task's context blobs follow the shared data addresses in its list
         if task.interface == IFACE_DLA1:
-            parts = _dla_blobs(task.ops, positions)
-            contents = [(f"task{t}-{k}", parts[k], sub) for k, sub in zip(DLA_BLOBS, (
-                SUB_NETWORK, SUB_DEPS, SUB_OPS, SUB_SURFACES, SUB_LUTS))]
+            parts = _dla_blobs(task.ops, positions, context)
+            kinds = [(name, sub) for name, sub in DLA_BLOBS if parts[name]]
         else:
-            contents = [(f"task{t}-emu", _emu_blob(task.ops, positions), SUB_EMU)]
-        for name, data, sub in contents:
-            memories.append(Memory(name, max(len(data), 4), 3, data, interface=task.interface, sub_interface=sub))
-        task_blobs.append((t, own, used))
+            parts = _emu_blobs(task.ops[0], positions, context)
+            kinds = list(EMU_BLOBS)
+        names = []
+        for name, sub in kinds:
+            blob = f"task-{t}-{name}"
+            memories.append(Memory(blob, max(len(parts[name]), 4), 3, parts[name], interface=task.interface,
+                                   sub_interface=sub))
+            names.append(blob)
+        task_lists.append([names[0]] + [m.name for m in data[1:]] + names[1:])
         for i, op in enumerate(task.ops):
             debug.append({"task": t, "operation": i, "unit": UNIT_NAMES[op.unit], "nnef_line": op.legal.line,
                           "nnef": op.legal.text, "rules": list(op.legal.rules)})
+    for op in program.aliases:  # memory only: traced, but no task runs them
+        debug.append({"task": -1, "operation": -1, "unit": "FOLDED" if op.attrs.get("folded") else "ALIAS",
+                      "nnef_line": op.line, "nnef": op.text,
+                      "rules": list(op.rules)})
     mem_ids = {m.name: i for i, m in enumerate(memories)}
-    memory_list, address_list, tensor_descs = [], [], []
+    memory_list, address_list, tensor_descs, blobs = [], [], [], []
     for i, m in enumerate(memories):
         tensor_id = 0
         if m.flags & 12:
@@ -114,17 +135,17 @@ def build_content(program: Program) -> tuple[dict[str, Any], list[dict[str, Any]
                             "tensor_desc_id": tensor_id})
         address_list.append({"id": i, "mem_id": i, "offset": 0, "size": m.size})
         if m.content is not None:
-            version = fw.FIRMWARE_VERSION if m.interface == IFACE_DLA1 else (0, 0, 0)
+            version = {IFACE_DLA1: fw.FIRMWARE_VERSION, IFACE_EMU1: fw.EMU_VERSION}.get(m.interface, (0, 0, 0))
             blobs.append({"name": m.name, "size": len(m.content), "interface": m.interface,
                           "sub_interface": m.sub_interface, "version": list(version), "data": m.content})
-    events = []
-    for t, own, used in task_blobs:
+    events, tasks = [], []
+    for t, names in enumerate(task_lists):
         pre = [t - 1] if t else []
-        post = [t] if t + 1 < len(task_blobs) else []
+        post = [t] if t + 1 < len(task_lists) else []
         if post:
             events.append({"id": t, "type": 0, "target": 0, "val": 1, "op": 1})
-        tasks.append({"id": t, "interface": program.tasks[t].interface, "instance": -1 if program.tasks[t].interface
-                      == IFACE_EMU1 else 0, "address_list": [mem_ids[n] for n in own + used],
+        interface = program.tasks[t].interface
+        tasks.append({"id": t, "interface": interface, "instance": -1, "address_list": [mem_ids[n] for n in names],
                       "pre_actions": pre, "post_actions": post})
     content = {"version": list(LOADABLE_VERSION), "task_list": tasks, "memory_list": memory_list,
                "address_list": address_list, "event_list": events, "blobs": blobs,

@@ -1,5 +1,10 @@
 """Emulator of NVDLA loadables (nv_full, FP16): executes the descriptors of a loadable, not the NNEF.
 
+Each DLA task runs in the firmware's order (pipeline/execute/nvdla/scheduler.py, a discrete-event
+model of kmd/firmware/scheduler.c): an operation is computed when the model completes it, and a
+task that would stall on NVIDIA's firmware stops with a coded finding naming the stuck operations.
+EMU tasks are NVIDIA's emulator's (emu_interface.h: softmax over 1 x C, power).
+
 Mode `ideal`: every unit reads FP16 surfaces, computes in float32 (convolution products
 of FP16 values are exact in float32, sums accumulate in float32) and rounds to FP16 when
 it writes memory; the CONV -> SDP pipe is not rounded (the SDP receives the accumulator).
@@ -25,15 +30,14 @@ import numpy as np
 
 from pipeline.codegen.nvdla import reader as R
 from pipeline.execute.nvdla import hw_arith as H
+from pipeline.execute.nvdla import lut as L
+from pipeline.execute.nvdla.scheduler import EmulationError, Op, Scheduler
 
 MODES = ("ideal", "hw-approx")
+MEMORY_LIMIT = 1 << 30  # bytes of memory a loadable may ask the emulator for
 ATOM, LANES = 32, 16
 MEM_HW = 2
 FLAG_INPUT, FLAG_OUTPUT = 4, 8
-
-
-class EmulationError(Exception):
-    """The loadable asks for something the emulator (or the hardware) cannot do."""
 
 
 class Machine:
@@ -41,11 +45,17 @@ class Machine:
         self.l = loadable
         self.hw = mode == "hw-approx"
         blobs = {b["name"]: b["data"] for b in loadable["blobs"]}
+        total = sum(m["size"] for m in loadable["memory_list"])
+        if total > MEMORY_LIMIT:
+            raise EmulationError(f"the loadable's memories add up to {total} bytes, beyond the emulator's "
+                                 f"{MEMORY_LIMIT >> 20} MiB")
         self.mem: list[bytearray] = []
         for m in loadable["memory_list"]:
             buf = bytearray(m["size"])
             for name, offset in zip(m["contents"] or [], m["offsets"] or []):
-                data = blobs[name]
+                data = blobs.get(name)
+                if data is None or offset + len(data) > m["size"]:
+                    raise EmulationError(f"memory {m['id']}: content '{name}' missing or beyond its size")
                 buf[offset:offset + len(data)] = data
             self.mem.append(buf)
         self.addresses = loadable["address_list"]
@@ -80,9 +90,14 @@ class Machine:
     def run(self) -> None:
         tasks = {t["id"]: t for t in self.l["task_list"]}
         for submit in self.l["submit_list"]:
-            for tid in submit["task_id"]:
-                task = tasks[tid]
-                (self._dla if task["interface"] == 1 else self._emu)(task["address_list"])
+            for tid in submit["task_id"] or []:
+                task = tasks.get(tid)
+                if task is None or task["interface"] not in (1, 2):
+                    raise EmulationError(f"submitted task {tid} missing or of an unknown interface")
+                try:
+                    (self._dla if task["interface"] == 1 else self._emu)(task["address_list"] or [])
+                except (ValueError, IndexError, KeyError) as error:  # a malformed loadable: a finding, no traceback
+                    raise EmulationError(f"task {tid}: malformed descriptors ({error})") from None
 
     def _blob(self, addr_list: list[int], index: int) -> bytes:
         entry = self.addresses[addr_list[index]]
@@ -93,13 +108,33 @@ class Machine:
         deps = self._blob(addr_list, net.dependency_graph_index)
         ops = self._blob(addr_list, net.operation_desc_index)
         surfaces = self._blob(addr_list, net.surface_desc_index)
-        luts = self._blob(addr_list, net.lut_data_index) if net.lut_data_index >= 0 else b""
-        for i in range(net.num_operations):
+        luts = self._blob(addr_list, net.lut_data_index) if net.lut_data_index >= 0 and net.num_luts else b""
+        n = net.num_operations
+        if len(deps) < 36 * n or len(ops) < R.OP_CONTAINER * n or len(surfaces) < R.SURFACE_CONTAINER * n:
+            raise EmulationError(f"{n} operations do not fit the task's descriptor blobs")
+        decoded, model = [], []
+        for i in range(n):
             common = R.decode(R.CommonOp, deps, i * 36)
+            if common.op_type not in (1, 2, 3, 4):
+                raise EmulationError(f"operation {i}: unit {common.op_type} is not emulated (BDMA, RUBIK)")
             op_cls, surf_cls = R.OP_TYPES[common.op_type]
             op = R.decode(op_cls, ops, i * R.OP_CONTAINER)
             surf = R.decode(surf_cls, surfaces, i * R.SURFACE_CONTAINER)
-            {1: self._conv, 2: self._sdp, 3: self._pdp, 4: self._cdp}[common.op_type](addr_list, op, surf, luts)
+            decoded.append((common.op_type, op, surf))
+            reads, writes = _memories(common.op_type, op, surf, addr_list)
+            model.append(Op(i, common.op_type, common.dependency_count,
+                            [(c.index, c.event) for c in common.consumers],
+                            (common.fused_parent.index, common.fused_parent.event),
+                            lut=op.lut_index if common.op_type in (2, 4) else -1,
+                            reads_pipe=common.op_type == 2 and surf.src_data.type == MEM_HW, reads=reads,
+                            writes=writes))
+        units = {1: self._conv, 2: self._sdp, 3: self._pdp, 4: self._cdp}
+
+        def execute(i: int) -> None:
+            unit, op, surf = decoded[i]
+            units[unit](addr_list, op, surf, luts)
+
+        Scheduler(model, list(net.op_head), execute, set()).run()
 
     def _conv(self, a: list[int], op: Any, s: Any, _luts: bytes) -> None:
         if op.in_precision != 2 or op.out_precision != 2:
@@ -131,9 +166,16 @@ class Machine:
     def _sdp_unit(self, a: list[int], unit: Any, cube: Any, x: np.ndarray) -> np.ndarray:
         if not unit.enable:
             return x
-        if unit.mode == 0:
+        if unit.mode == 0 or unit.type == 0:
             alu = np.float32(np.uint16(unit.alu_operand & 0xFFFF).view(np.float16))
             mul = np.float32(np.uint16(unit.mul_operand & 0xFFFF).view(np.float16))
+        elif unit.mode == 1:  # per kernel: one value per channel, read as consecutive halves (the BRDMA)
+            buf, base = self._buffer(a, cube)
+            channels = x.shape[0]
+            if base + 2 * channels > len(buf):
+                raise EmulationError("a per-kernel SDP operand runs past its memory")
+            alu = mul = np.frombuffer(buf, dtype="<f2", count=channels, offset=base).astype(np.float32).reshape(
+                channels, 1, 1)
         else:
             operand = self.read(a, cube)
             alu = mul = operand
@@ -151,7 +193,7 @@ class Machine:
         product = np.multiply(x, mul, dtype=np.float32)
         return H.sdp_mul_flush(product) if self.hw else product
 
-    def _sdp(self, a: list[int], op: Any, s: Any, _luts: bytes) -> None:
+    def _sdp(self, a: list[int], op: Any, s: Any, luts: bytes) -> None:
         if op.src_precision != 2 or op.dst_precision != 2:
             raise EmulationError("SDP precision other than FP16")
         if s.src_data.type == MEM_HW:
@@ -163,6 +205,11 @@ class Machine:
         x = self._sdp_unit(a, op.x1_op, s.x1_data, x)
         x = self._sdp_unit(a, op.x2_op, s.x2_data, x)
         x = self._sdp_unit(a, op.y_op, s.y_data, x)
+        if op.y_op.enable and op.y_op.act == 2:  # the Y unit's lookup table (sigmoid, tanh)
+            if not 0 <= op.lut_index or len(luts) < 700 * (op.lut_index + 1):
+                raise EmulationError(f"SDP lookup table {op.lut_index} missing")
+            table = R.decode(R.Lut, luts, op.lut_index * 700)
+            x = L.lookup(table, x, "sdp-fp17" if self.hw else "ideal").astype(np.float32)
         self.write(a, s.dst_data, x.astype(np.float16).astype(np.float32))
 
     def _pdp(self, a: list[int], op: Any, s: Any, _luts: bytes) -> None:
@@ -190,7 +237,7 @@ class Machine:
         n = op.local_size
         if self.hw and n % 2 == 1 and 3 <= n <= 9:
             ssum = H.cdp_square_sum(x, n)
-            self.write(a, s.dst_data, H.fp17(x.astype(np.float64) * lut_eval_fp17(lut, ssum)))
+            self.write(a, s.dst_data, H.fp17(x.astype(np.float64) * L.lookup(lut, ssum, "cdp-fp17")))
             return
         sq = x * x
         c = x.shape[0]
@@ -198,81 +245,60 @@ class Machine:
         ssum = np.zeros_like(x)
         for ch in range(c):
             ssum[ch] = sq[max(0, ch - half_lo):min(c, ch + half_hi + 1)].sum(axis=0, dtype=np.float32)
-        self.write(a, s.dst_data, x * lut_eval(lut, ssum))
+        self.write(a, s.dst_data, x * L.lookup(lut, ssum, "ideal").astype(np.float32))
 
     def _emu(self, addr_list: list[int]) -> None:
-        blob = self._blob(addr_list, 0)
-        count = int.from_bytes(blob[:2], "little")
-        for i in range(count):
-            op = R.decode(R.EmuOp, blob, 4 + i * 104)
-            x = self.read(addr_list, op.src_data)
-            if op.op == 1:
-                axes = tuple(ax for ax in range(3) if op.axes_mask >> ax & 1)
-                e = np.exp(x - x.max(axis=axes, keepdims=True))
-                out = e / e.sum(axis=axes, keepdims=True)
-                self.write(addr_list, op.dst_data, out)
-            elif op.op == 2:
-                dims = list(op.dims)[:op.rank]
-                perm = list(op.perm)[:op.rank]
-                flat = x.reshape(dims).transpose(perm).reshape(-1, op.dst_data.height, op.dst_data.width)
-                self.write(addr_list, op.dst_data, flat, op.dst_channel_offset)
+        """An EMU task as NVIDIA's emulator runs it (umd/core/src/runtime/Emulator.cpp processTask): the network
+        descriptor at address 0, operation and buffer containers at the indices it names."""
+        net = R.decode(R.EmuNetwork, self._blob(addr_list, 0))
+        for name in ("operation_desc_index", "operation_buffer_desc_index"):
+            if not 0 <= getattr(net, name) < len(addr_list):
+                raise EmulationError(f"EMU network {name} {getattr(net, name)} outside the task's address list")
+        ops = self._blob(addr_list, net.operation_desc_index)
+        buffers = self._blob(addr_list, net.operation_buffer_desc_index)
+        for i in range(net.num_operations):
+            common = R.decode(R.EmuCommon, ops, i * R.EMU_OP_CONTAINER)
+            bufs = R.decode(R.EmuBuffers, buffers, i * R.C.sizeof(R.EmuBuffers))
+            src, dst = (_emu_cube(b) for b in (bufs.src_data, bufs.dst_data))
+            if bufs.src_data.format != 3 or bufs.dst_data.format != 3:
+                raise EmulationError(f"EMU operation {i}: buffer format other than FF16")
+            x = self.read(addr_list, src)
+            if common.op_type == 1:  # softmax over `channel` consecutive halves (executeSoftmax)
+                if src.width * src.height != 1 or (dst.channel, dst.width, dst.height) != (src.channel, 1, 1):
+                    raise EmulationError(f"EMU softmax {i} on a {src.channel}x{src.height}x{src.width} buffer: "
+                                         "NVIDIA's emulator reads `channel` consecutive halves (1 x 1 x C only)")
+                e = np.exp(x - x.max())
+                self.write(addr_list, dst, (e / e.sum()).astype(np.float32))
+            elif common.op_type == 0:  # power: (shift + scale * x) ^ power (executePower)
+                power = R.decode(R.EmuPower, ops, i * R.EMU_OP_CONTAINER)
+                y = np.power(np.float32(power.shift) + np.float32(power.scale) * x, np.float32(power.power))
+                self.write(addr_list, dst, y.astype(np.float32))
             else:
-                raise EmulationError(f"EMU operation {op.op} unknown")
+                raise EmulationError(f"EMU operation {common.op_type} unknown to NVIDIA's emulator (softmax, power)")
 
 
-def _f32(bits: int) -> float:
-    return float(np.uint32(bits & 0xFFFFFFFF).view(np.float32))
+def _emu_cube(buf: Any) -> Any:
+    return R.Cube(type=0, address=buf.addressIndex, offset=buf.addressIndexOffset, size=buf.size, width=buf.width,
+                  height=buf.height, channel=buf.channel, line_stride=buf.line_stride, surf_stride=buf.surf_stride)
 
 
-def _lut_tables(lut: Any) -> tuple[np.ndarray, np.ndarray, int, float, float, float, float]:
-    """(exponential samples, linear samples, exponent offset, linear start, end, exponential start, end)."""
-    le = np.array(list(lut.linear_exp_table), dtype=np.int16).view(np.float16).astype(np.float32)
-    lo = np.array(list(lut.linear_only_table), dtype=np.int16).view(np.float16).astype(np.float32)
-    offset = ((lut.linear_exp_offset & 0xFF) ^ 0x80) - 0x80
-    return (le, lo, offset, _f32(lut.linear_only_start), _f32(lut.linear_only_end), _f32(lut.linear_exp_start),
-            _f32(lut.linear_exp_end))
+def _memories(unit: int, op: Any, surf: Any, addr_list: list[int]) -> tuple[list[str], str]:
+    """The memories (task address-list index) an operation reads and writes: the data the scheduler orders."""
+    def key(cube: Any) -> str:
+        return str(cube.address) if cube is not None and 0 <= cube.address < len(addr_list) else ""
 
-
-def lut_eval(lut: Any, s: np.ndarray) -> np.ndarray:
-    """The CDP LUT at `s`: linear-only table below the exponential table's start, then octaves."""
-    le, lo, offset, lo_start, lo_end, le_start, le_end = _lut_tables(lut)
-    out = np.empty_like(s)
-    low = s < le_start
-    pos = (np.clip(s[low], lo_start, lo_end) - lo_start) / (lo_end - lo_start) * 256
-    i = np.minimum(pos.astype(np.int64), 255)
-    out[low] = lo[i] + (lo[i + 1] - lo[i]) * (pos - i)
-    mid = ~low & (s < le_end)
-    e = np.floor(np.log2(s[mid])).astype(np.int64)
-    k = np.clip(e - offset, 0, 63)
-    base = np.ldexp(np.float32(1), e)
-    frac = (s[mid] - base) / base
-    out[mid] = le[k] + (le[k + 1] - le[k]) * frac
-    out[s >= le_end] = le[64]
-    return out.astype(np.float32)
-
-
-def lut_eval_fp17(lut: Any, s: np.ndarray) -> np.ndarray:
-    """`lut_eval`'s table choice and indices, with the C model's interpolation arithmetic (hw_arith): the
-    fraction truncated to 16 bits, FP17 roundings; the result is the FP17 value the CDP multiplies by."""
-    le, lo, offset, lo_start, lo_end, le_start, le_end = _lut_tables(lut)
-    s64 = np.asarray(s, dtype=np.float64)
-    out = np.empty_like(s64)
-    low = s64 < le_start
-    pos = (np.clip(s64[low], lo_start, lo_end) - lo_start) / (lo_end - lo_start) * 256
-    i = np.minimum(np.floor(pos).astype(np.int64), 255)
-    out[low] = H.lut_interpolate_fp17(lo[i], lo[i + 1], pos - i)
-    mid = ~low & (s64 < le_end)
-    mant, e = np.frexp(np.asarray(s, dtype=np.float32)[mid])
-    k = np.clip(e - 1 - offset, 0, 63)
-    out[mid] = H.lut_interpolate_fp17(le[k], le[k + 1], 2.0 * mant.astype(np.float64) - 1.0)
-    out[s64 >= le_end] = le[64]
-    return out
+    reads, written = R.operand_cubes(unit, op, surf)
+    return [r for r in map(key, reads) if r], key(written)
 
 
 def emulate(data: bytes, inputs: dict[str, np.ndarray], mode: str = "ideal") -> dict[str, np.ndarray]:
     """Run the loadable `data` on `inputs` (by tensor name, NCHW); outputs by tensor name as (C, H, W) FP16."""
     _check_mode(mode)          # before decoding: an unknown mode is refused whatever the bytes
-    return emulate_read(R.read_loadable(data), inputs, mode)
+    try:
+        decoded = R.read_loadable(data)
+    except Exception as error:  # noqa: BLE001 - undecodable bytes are a finding, not a traceback
+        raise EmulationError(f"the loadable does not decode: {type(error).__name__}: {error}") from None
+    return emulate_read(decoded, inputs, mode)
 
 
 def _check_mode(mode: str) -> None:
