@@ -100,8 +100,8 @@ REFUSED: dict[str, dict[str, str]] = {
                     "gelu", "l1_normalization", "l2_normalization", "local_contrast_normalization",
                     "local_mean_normalization", "local_variance_normalization", "log", "log2", "min_reduce",
                     "moments", "multilinear_upsample", "nearest_downsample", "nearest_upsample", "neg", "pad",
-                    "pow", "rcp", "rms_pool", "round", "rsqr", "rsqrt", "selu", "sigmoid", "sign", "silu",
-                    "slice", "softabs", "softplus", "split", "sqr", "sqrt", "stack", "sum_reduce", "tanh",
+                    "pow", "rcp", "rms_pool", "round", "rsqr", "rsqrt", "selu", "sign", "silu",
+                    "slice", "softabs", "softplus", "split", "sqr", "sqrt", "stack", "sum_reduce",
                     "tile", "unstack"},
     }),
 }
@@ -112,8 +112,10 @@ NVDLA_UNITS: dict[str, str] = {
     "add": "SDP", "mul": "SDP", "min": "SDP", "max": "SDP", "sub": "SDP", "div": "SDP", "relu": "SDP",
     "leaky_relu": "SDP", "prelu": "SDP", "clamp": "SDP", "batch_normalization": "SDP",
     "max_pool": "PDP", "avg_pool": "PDP", "mean_reduce": "PDP", "max_reduce": "PDP",
-    "local_response_normalization": "CDP", "softmax": "EMU (CPU fallback)",
-    "reshape": "EMU", "squeeze": "EMU", "unsqueeze": "EMU", "copy": "EMU", "transpose": "EMU", "concat": "EMU",
+    "sigmoid": "SDP (lookup table)", "tanh": "SDP (lookup table)",
+    "local_response_normalization": "CDP", "softmax": "EMU",
+    "reshape": "memory only", "squeeze": "memory only", "unsqueeze": "memory only", "copy": "memory only",
+    "transpose": "memory only, CONV or folded", "concat": "CONV + SDP",
 }
 
 
@@ -125,8 +127,8 @@ def _nvdla_limits(op: str) -> str:
 
     notes = {
         "conv": f"kernel {span(L.conv_kernel)}, padding {span(L.conv_pad)}, stride {span(L.conv_stride)}; 2-d, "
-                "constant filter and bias, border 'constant'; weights split along input channels to fit "
-                f"half the {L.cbuf_bytes // 1024} KiB convolution buffer",
+                "constant filter and bias, border 'constant'; data and weights allocated in the convolution "
+                "buffer's 16 banks of 256 x 128 B, split in bands of output rows or along input channels, else refused",
         "linear": "as a 1x1 convolution: constant weights",
         "matmul": "as a 1x1 convolution: a constant right operand",
         "sub": "second operand a constant (rewritten as add of -c)",
@@ -135,7 +137,12 @@ def _nvdla_limits(op: str) -> str:
         "clamp": "as max then min",
         "batch_normalization": "folded into a scale and a bias",
         "local_response_normalization": f"across channels only, size in {', '.join(map(str, L.lrn_sizes))}",
-        "concat": "no constant operand",
+        "concat": "along channels, no constant operand: 1x1 selection convolutions summed on the SDP (exact)",
+        "softmax": "over the channels of a 1 x C tensor (NVIDIA's emulator task)",
+        "transpose": "one that keeps the memory layout (an alias), permutes channels (a 1x1 convolution) or "
+                     "flattens into a fully connected layer (folded into its kernel)",
+        "sigmoid": "the SDP's linear and exponential lookup tables, interpolated",
+        "tanh": "the SDP's linear and exponential lookup tables, interpolated",
     }
     window = f"kernel {span(L.pool_kernel)}, padding {span(L.pool_pad)}, stride {span(L.pool_stride)}"
     for pool in ("max_pool", "avg_pool"):
@@ -150,17 +157,18 @@ def _nvdla_limits(op: str) -> str:
 # --- the registries ------------------------------------------------------------------------------
 
 def nvdla_operations() -> frozenset[str]:
-    """The operations NVDLA legalization dispatches on (`op.name == ...` / `op.name in (...)` in `legalize`)."""
+    """The operations NVDLA legalization dispatches on (`op.name == ...` / `op.name in (...)` in `legalize`
+    and its per-operation dispatch `_legalize_op`)."""
     from pipeline.split import nvdla_legalize
 
-    tree = ast.parse(inspect.getsource(nvdla_legalize.legalize))
     names: set[str] = set()
-    for node in ast.walk(tree):
-        if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr == "name"
-                and isinstance(node.left.value, ast.Name) and node.left.value.id == "op"):
-            for comparator in node.comparators:
-                names.update(c.value for c in ast.walk(comparator)
-                             if isinstance(c, ast.Constant) and isinstance(c.value, str))
+    for function in (nvdla_legalize.legalize, nvdla_legalize._legalize_op):
+        for node in ast.walk(ast.parse(inspect.getsource(function))):
+            if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr == "name"
+                    and isinstance(node.left.value, ast.Name) and node.left.value.id == "op"):
+                for comparator in node.comparators:
+                    names.update(c.value for c in ast.walk(comparator)
+                                 if isinstance(c, ast.Constant) and isinstance(c.value, str))
     return frozenset(names - set(STRUCTURAL))
 
 
