@@ -31,7 +31,7 @@ from pipeline.nnef.graph import Graph
 from pipeline.nnef.lowering import GraphBuilder, Options
 from pipeline.nnef.multiitem import check_items
 from pipeline.nnef.parser import parse_text, read_description
-from pipeline.nnef.tensorfile import LABEL_CODE, TensorFileError, label_problem, read_tensor_file
+from pipeline.nnef.tensorfile import LABEL_CODE, TensorFileError, first_non_finite, label_problem, read_tensor_file
 
 log = logging.getLogger(__name__)
 
@@ -143,8 +143,9 @@ def check_document(document: ast.Document, profile: str = "certification") -> tu
     return graphs, findings
 
 
-def check_tensor_files(graph: Graph, base: Path) -> list[Finding]:
-    """Each `variable` has a readable `<base>/<label>.dat` matching its shape and type."""
+def check_tensor_files(graph: Graph, base: Path, read: bool = True) -> list[Finding]:
+    """Each `variable` has a label inside the folder and (with `read`) a readable `<base>/<label>.dat`
+    matching its shape and type, holding finite numbers only."""
     findings = []
     for op in graph.operations:
         if op.name != "variable":
@@ -155,13 +156,14 @@ def check_tensor_files(graph: Graph, base: Path) -> list[Finding]:
             findings.append(Finding(LABEL_CODE, Severity.ERROR, f"variable '{op.output_refs()[0].name}': {problem}",
                                     op.span))
             continue
+        if not read:
+            continue
         path = base / f"{label.lstrip('/')}.dat"
-        try:
-            stored = read_tensor_file(path)
+        try:  # below `base`, no link followed (pipeline.readguard)
+            stored = read_tensor_file(f"{label.lstrip('/')}.dat", base=base)
         except TensorFileError as error:
-            missing = not path.exists()
-            code = "NNEF-E030" if missing else "NNEF-E032"
-            message = (f"tensor file '{path}' of variable '{op.output_refs()[0].name}' is missing" if missing
+            code = "NNEF-E030" if error.missing else "NNEF-E032"
+            message = (f"tensor file '{path}' of variable '{op.output_refs()[0].name}' is missing" if error.missing
                        else f"tensor file '{path}': {error.message}")
             findings.append(Finding(code, Severity.ERROR, message, op.span))
             continue
@@ -172,6 +174,10 @@ def check_tensor_files(graph: Graph, base: Path) -> list[Finding]:
         if stored.nnef_dtype != (op.dtype or "scalar"):
             findings.append(Finding("NNEF-E031", Severity.ERROR, f"tensor file '{path}' holds {stored.nnef_dtype} "
                                     f"items ({stored.bits} bits), the declaration says {op.dtype}", op.span))
+        bad = first_non_finite(stored.data)
+        if bad is not None:
+            findings.append(Finding("NNEF-E034", Severity.ERROR, f"tensor file '{path}' holds {bad[1]} at index "
+                                    f"{list(bad[0])} (a weight must be a finite number)", op.span))
     return findings
 
 
@@ -253,10 +259,9 @@ def _check_paths(paths: Sequence[str | os.PathLike[str]], profile: str, tensors:
         graphs = _check_one(report, text, str(path), profile)
         if graphs is None:
             continue
-        if tensors:
-            base = Path(tensor_dir) if tensor_dir is not None else path.parent
-            for graph in graphs:
-                report.findings += check_tensor_files(graph, base)
+        base = Path(tensor_dir) if tensor_dir is not None else path.parent
+        for graph in graphs:  # labels are judged even when the files are not read
+            report.findings += check_tensor_files(graph, base, read=tensors)
     report.findings += check_items(report.graphs)
     report.findings = sorted_findings(_apply_profile(report.findings, profile))
     return report

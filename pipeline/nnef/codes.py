@@ -31,10 +31,12 @@ CODES: dict[str, str] = {
     "NNEF-E022": "input beyond the front end's limits: brackets or expression nested too deep, integer literal outside 64 bits, tensor extent or element count too large (docs/nnef.md, Limits)",
     "NNEF-E030": "tensor file of a variable is missing",
     "NNEF-E031": "tensor file shape or item type differs from the declaration",
-    "NNEF-E032": "tensor file cannot be read (bad magic, truncated, rank > 8, length mismatch)",
+    "NNEF-E032": ("tensor file cannot be read (a symbolic link, not a regular file, bad magic, version other than "
+                  "1.0, truncated, rank > 8, length mismatch); the file is named, its bytes never shown"),
     "NNEF-E033": ("variable label is not a path inside the tensor folder (`..`, empty segment, characters other than "
                   "letters, digits, `_`, `.`, `-`); judged before any file is opened, by the checker, the interpreter "
-                  "and the C generator alike (`tensorfile.label_path`)"),
+                  "and the C generator alike (`tensorfile.label_path`), with or without `--no-tensors`"),
+    "NNEF-E034": "tensor file holds a NaN or an infinity (the first one's index and value are named)",
     "NNEF-E040": "graph parameter not declared by external",
     "NNEF-E041": "graph result never assigned",
     "NNEF-E042": "external declares a tensor that is not a graph parameter",

@@ -117,7 +117,7 @@ def test_special_files_are_never_read(tmp_path: Path) -> None:
     link = tmp_path / "zero.dat"
     link.symlink_to("/dev/zero")
     for path in (fifo, link, tmp_path):
-        with pytest.raises(TensorFileError, match="not a regular file"):
+        with pytest.raises(TensorFileError, match="not a regular file|symbolic link"):
             read_tensor(path)
 
 
@@ -144,3 +144,93 @@ def test_ordinary_labels_name_files_inside_the_folder(tmp_path: Path) -> None:
 
     assert label_path(tmp_path, "conv1/filter") == tmp_path / "conv1" / "filter.dat"
     assert label_path(tmp_path, "/w.1-a") == tmp_path / "w.1-a.dat"
+
+
+# -- round three (issue 28): the tensor folder is left by no link, nothing of a refused file is shown
+
+GRAPH = ("version 1.0;\n\ngraph g( x ) -> ( y )\n{\n    x = external<scalar>(shape = [1, 2]);\n"
+         "    w = variable<scalar>(shape = [1, 2], label = '%s');\n    y = add(x, w);\n}\n")
+
+
+def _export(tmp_path: Path, label: str = "w") -> Path:
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "graph.nnef").write_text(GRAPH % label, encoding="utf-8")
+    return folder
+
+
+def _errors(folder: Path, tensors: bool = True) -> list:
+    from pipeline.nnef.checker import check_paths
+
+    return [f for f in check_paths([folder / "graph.nnef"], tensors=tensors).findings if f.is_error]
+
+
+def test_a_tensor_file_linked_to_a_valid_tensor_elsewhere_is_refused_by_every_reader(tmp_path: Path) -> None:
+    from pipeline.diagnostics import PipelineError
+    from pipeline.nnef.checker import check_paths
+    from pipeline.nnef.tensorfile import write_tensor
+    from pipeline.semantics import load_variables
+
+    folder = _export(tmp_path)
+    write_tensor(tmp_path / "foreign.dat", np.full((1, 2), 7.0, np.float32))   # valid, matching, outside
+    (folder / "w.dat").symlink_to(tmp_path / "foreign.dat")
+    errors = _errors(folder)
+    assert [f.code for f in errors] == ["NNEF-E032"] and "symbolic link" in errors[0].message
+    graph = check_paths([folder / "graph.nnef"], tensors=False).graphs[0]
+    with pytest.raises(PipelineError) as caught:   # the interpreter (and through it split and validation)
+        load_variables(graph, folder)
+    assert caught.value.code == "NNEF-E032" and "symbolic link" in caught.value.message
+
+
+def test_a_linked_sub_folder_is_not_followed(tmp_path: Path) -> None:
+    from pipeline.nnef.tensorfile import write_tensor
+
+    folder = _export(tmp_path, "sub/w")
+    (tmp_path / "elsewhere").mkdir()
+    write_tensor(tmp_path / "elsewhere" / "w.dat", np.ones((1, 2), np.float32))
+    (folder / "sub").symlink_to(tmp_path / "elsewhere")
+    errors = _errors(folder)
+    assert [f.code for f in errors] == ["NNEF-E032"] and "'sub' is a symbolic link" in errors[0].message
+    (folder / "sub").unlink()
+    (folder / "sub").mkdir()
+    write_tensor(folder / "sub" / "w.dat", np.ones((1, 2), np.float32))
+    assert _errors(folder) == []   # the same layout, inside the folder, is read
+
+
+def test_a_refused_file_is_named_never_echoed(tmp_path: Path) -> None:
+    folder = _export(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"SECRET:x:0:0:hunter2\n" * 8)
+    shown = ("SECRET", "53 45", "hunter2")   # its text, or its first bytes in hex (once: 'bad magic 53 45')
+    (folder / "w.dat").symlink_to(secret)
+    (first,) = _errors(folder)
+    assert "w.dat" in first.message and not any(s in first.message for s in shown), first.message
+    (folder / "w.dat").unlink()
+    (folder / "w.dat").write_bytes(secret.read_bytes())   # a regular file that is no tensor file
+    (first,) = _errors(folder)
+    assert "not an NNEF tensor file" in first.message and not any(s in first.message for s in shown)
+
+
+def test_no_tensors_still_judges_labels(tmp_path: Path) -> None:
+    folder = _export(tmp_path, "../../etc/passwd")
+    assert [f.code for f in _errors(folder, tensors=False)] == ["NNEF-E033"]
+
+
+@pytest.mark.parametrize("version", [(0, 9), (1, 1), (2, 0)])
+def test_only_tensor_file_version_1_0_is_read(tmp_path: Path, version: tuple[int, int]) -> None:
+    blob = bytearray(encode_tensor(np.ones((1, 2), np.float32)))
+    blob[2:4] = bytes(version)
+    path = tmp_path / "w.dat"
+    path.write_bytes(bytes(blob))
+    with pytest.raises(TensorFileError, match=f"version {version[0]}.{version[1]}"):
+        read_tensor(path)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_check_reports_non_finite_tensor_data(tmp_path: Path, bad: float) -> None:
+    from pipeline.nnef.tensorfile import write_tensor
+
+    folder = _export(tmp_path)
+    write_tensor(folder / "w.dat", np.array([[1.0, bad]], np.float32))
+    (first,) = _errors(folder)
+    assert first.code == "NNEF-E034" and "[0, 1]" in first.message and "w.dat" in first.message
