@@ -32,27 +32,42 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
-class InputRefused(Exception):
-    """A file that is not read: `path` (as given), `reason` (a sentence), `missing` when absent."""
+# What kind of refusal (callers map them onto their codes): the file is absent or cannot be opened
+# (permissions), a link, not a regular file, or larger than the limit.
+MISSING, UNREADABLE, LINK, SPECIAL, TOO_LARGE = "missing", "unreadable", "link", "special", "too large"
 
-    def __init__(self, path: str | os.PathLike[str], reason: str, missing: bool = False) -> None:
+
+class InputRefused(Exception):
+    """A file that is not read: `path` (as given), `reason` (a sentence), `kind` (MISSING, LINK, ...)."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str, kind: str = SPECIAL, size: int = 0) -> None:
         super().__init__(f"{os.fspath(path)}: {reason}")
         self.path = os.fspath(path)
         self.reason = reason
-        self.missing = missing
+        self.kind = kind
+        self.size = size
+
+    @property
+    def missing(self) -> bool:
+        return self.kind == MISSING
+
+    @property
+    def unreadable(self) -> bool:
+        """Absent or not openable (as opposed to refused for what it is)."""
+        return self.kind in (MISSING, UNREADABLE)
 
 
-def _why(error: OSError) -> tuple[str, bool]:
-    """The reason for a failed open, without the file's content; (reason, missing)."""
+def _why(error: OSError) -> tuple[str, str]:
+    """The reason for a failed open, without the file's content; (reason, kind)."""
     if error.errno == errno.ELOOP:
-        return "a symbolic link (links are not followed out of the folder)", False
+        return "a symbolic link (links are not followed out of the folder)", LINK
     if error.errno == errno.ENOENT:
-        return "no such file", True
+        return "no such file", MISSING
     if error.errno == errno.ENXIO:
-        return "not a regular file (a socket or a FIFO is never read)", False
+        return "not a regular file (a socket or a FIFO is never read)", SPECIAL
     if error.errno == errno.ENOTDIR:
-        return "a component of its path is not a folder (or is a symbolic link, which is not followed)", False
-    return f"cannot be opened: {error.strerror or error}", False
+        return "a component of its path is not a folder (or is a symbolic link, which is not followed)", LINK
+    return f"cannot be opened: {error.strerror or error}", UNREADABLE
 
 
 def _components(relative: str | os.PathLike[str]) -> list[str]:
@@ -68,12 +83,12 @@ def _open_below(base: str | os.PathLike[str], relative: str | os.PathLike[str], 
     try:
         parts = _components(relative)
     except ValueError as error:
-        raise InputRefused(shown, str(error)) from None
+        raise InputRefused(shown, str(error), LINK) from None
     try:
         folder = os.open(base, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
     except OSError as error:
-        reason, missing = _why(error)
-        raise InputRefused(shown, f"its folder {os.fspath(base)} {reason}", missing) from None
+        reason, kind = _why(error)
+        raise InputRefused(shown, f"its folder {os.fspath(base)}: {reason}", kind) from None
     try:
         for part in parts[:-1]:
             try:
@@ -81,16 +96,16 @@ def _open_below(base: str | os.PathLike[str], relative: str | os.PathLike[str], 
             except OSError as error:
                 if error.errno in (errno.ENOTDIR, errno.ELOOP) and _is_link(part, folder):
                     raise InputRefused(shown, f"its folder '{part}' is a symbolic link (links are not followed "
-                                       "out of the folder)") from None
-                reason, missing = _why(error)
-                raise InputRefused(shown, reason, missing) from None
+                                       "out of the folder)", LINK) from None
+                reason, kind = _why(error)
+                raise InputRefused(shown, reason, kind) from None
             os.close(folder)
             folder = inner
         try:
             return os.open(parts[-1], os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, dir_fd=folder)
         except OSError as error:
-            reason, missing = _why(error)
-            raise InputRefused(shown, reason, missing) from None
+            reason, kind = _why(error)
+            raise InputRefused(shown, reason, kind) from None
     finally:
         os.close(folder)
 
@@ -116,15 +131,16 @@ def open_input(path: str | os.PathLike[str], *, base: str | os.PathLike[str] | N
         try:
             fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
         except OSError as error:
-            reason, missing = _why(error)
-            raise InputRefused(shown, reason, missing) from None
+            reason, kind = _why(error)
+            raise InputRefused(shown, reason, kind) from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise InputRefused(shown, "not a regular file (a FIFO, device, socket or directory is never read)")
+            raise InputRefused(shown, "not a regular file (a FIFO, device, socket or directory is never read)", SPECIAL)
         if max_bytes is not None and info.st_size > max_bytes:
             how = f"; raise it with the environment variable {variable}" if variable else ""
-            raise InputRefused(shown, f"{info.st_size} bytes, more than the limit of {max_bytes}{how}")
+            raise InputRefused(shown, f"{info.st_size} bytes, more than the limit of {max_bytes}{how}", TOO_LARGE,
+                               info.st_size)
     except BaseException:
         os.close(fd)
         raise
@@ -139,5 +155,5 @@ def read_input(path: str | os.PathLike[str], *, base: str | os.PathLike[str] | N
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
         shown = os.fspath(Path(base) / path) if base is not None else os.fspath(path)
-        raise InputRefused(shown, f"it grew past the limit of {max_bytes} bytes while being read")
+        raise InputRefused(shown, f"it grew past the limit of {max_bytes} bytes while being read", TOO_LARGE, len(data))
     return data
