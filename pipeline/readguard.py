@@ -118,18 +118,20 @@ def _is_link(name: str, folder: int) -> bool:
 
 
 def open_input(path: str | os.PathLike[str], *, base: str | os.PathLike[str] | None = None,
-               max_bytes: int | None = None, variable: str = "") -> tuple[int, int]:
+               max_bytes: int | None = None, variable: str = "", follow: bool = False) -> tuple[int, int]:
     """(descriptor, size) of the regular file `path` (relative to `base` when given); InputRefused otherwise.
 
     `variable` names the environment variable that raises `max_bytes` (said in the refusal).
-    The caller closes the descriptor.
+    `follow` (without `base` only) follows a link at the last component: for a file the user
+    names on the command line that is no part of a hostile folder (a key in a CI secret
+    mount). The caller closes the descriptor.
     """
     shown = os.fspath(Path(base) / path) if base is not None else os.fspath(path)
     if base is not None:
         fd = _open_below(base, path, shown)
     else:
         try:
-            fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+            fd = os.open(path, os.O_RDONLY | (0 if follow else _NOFOLLOW) | _NONBLOCK | _CLOEXEC)
         except OSError as error:
             reason, kind = _why(error)
             raise InputRefused(shown, reason, kind) from None
@@ -148,9 +150,9 @@ def open_input(path: str | os.PathLike[str], *, base: str | os.PathLike[str] | N
 
 
 def read_input(path: str | os.PathLike[str], *, base: str | os.PathLike[str] | None = None,
-               max_bytes: int, variable: str = "") -> bytes:
+               max_bytes: int, variable: str = "", follow: bool = False) -> bytes:
     """The bytes of the regular file `path` (see `open_input`); at most `max_bytes` are read."""
-    fd, _ = open_input(path, base=base, max_bytes=max_bytes, variable=variable)
+    fd, _ = open_input(path, base=base, max_bytes=max_bytes, variable=variable, follow=follow)
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(max_bytes + 1)
     if len(data) > max_bytes:
