@@ -48,7 +48,7 @@ CODES: dict[str, str] = {
     "NNEF-E062": "explicitness: generic type relies on its default (write e.g. external<scalar>)",
     "NNEF-E070": "get_var with no matching send_var naming this item",
     "NNEF-E071": "sync variable written by more than one item, or sent twice",
-    "NNEF-E072": "sync variable shapes or types disagree between items",
+    "NNEF-E072": "sync variable shapes or types disagree between items, or the value sent (a tensor or a literal) has another shape",
     "NNEF-E073": "send_var or get_var on a name not declared by variablesync",
     "NNEF-N074": "item referenced but not among the descriptions checked (cross-item checks not run for it)",
     "NNEF-E075": "tensor shared by several items declared differently",

@@ -234,3 +234,31 @@ def test_check_reports_non_finite_tensor_data(tmp_path: Path, bad: float) -> Non
     write_tensor(folder / "w.dat", np.array([[1.0, bad]], np.float32))
     (first,) = _errors(folder)
     assert first.code == "NNEF-E034" and "[0, 1]" in first.message and "w.dat" in first.message
+
+
+def test_a_deep_fragment_chain_is_refused_as_a_limit_not_as_recursion() -> None:
+    """Issue 28: a non-recursive chain of 20,000 fragments was refused as "unbounded recursion?"."""
+    lines = ["version 1.0;", "extension KHR_enable_fragment_definitions;"]
+    depth = 2000
+    for index in range(depth):
+        body = f"f{index + 1}(x)" if index + 1 < depth else "relu(x)"
+        lines.append(f"fragment f{index}( x: tensor<scalar> ) -> ( y: tensor<scalar> ) {{ y = {body}; }}")
+    lines.append("graph G( x ) -> ( y )\n{\n    x = external<scalar>(shape = [1, 4]);\n    y = f0(x);\n}\n")
+    findings = [f for f in check_text("\n".join(lines), "chain.nnef").findings if f.is_error]
+    assert [f.code for f in findings] == ["NNEF-E009"]
+    assert "limit" in findings[0].message and "not recursive" in findings[0].message
+    assert "recursion?" not in findings[0].message
+    recursive = check_text((HOSTILE / "recursive_fragment.nnef").read_text(encoding="utf-8"), "r.nnef").findings
+    assert any(f.code == "NNEF-E009" and "calls itself" in f.message for f in recursive)
+
+
+@pytest.mark.parametrize("literal", ["3.0", "0.0", "-1.5"])
+def test_a_literal_sent_to_a_sync_variable_of_another_shape_is_an_error(literal: str) -> None:
+    """Issue 28: send_var([ITEM2, ITEM3], 3.0) to a [1, 4, 16, 16] sync variable passed with a warning only."""
+    writer = ("graphitem ITEM1 a( x ) -> ( s )\n{\n    x = external<scalar>(shape = [1, 4, 16, 16]);\n"
+              "    s = variablesync<scalar>(shape = [1, 4, 16, 16]);\n"
+              f"    s = send_var([ITEM2, ITEM3], {literal});\n}}\n")
+    readers = "".join(f"graphitem {item} r{item[-1]}( s ) -> ( y )\n{{\n    s = variablesync<scalar>(shape = [1, 4, 16, 16]);\n"
+                      f"    u = get_var(ITEM1, s);\n    y = relu(u);\n}}\n" for item in ("ITEM2", "ITEM3"))
+    errors = [f for f in check_text("version 1.0;\n\n" + writer + readers, "m.nnef").findings if f.is_error]
+    assert [f.code for f in errors] == ["NNEF-E072"] and "literal" in errors[0].message, errors
