@@ -262,3 +262,15 @@ def test_a_literal_sent_to_a_sync_variable_of_another_shape_is_an_error(literal:
                       f"    u = get_var(ITEM1, s);\n    y = relu(u);\n}}\n" for item in ("ITEM2", "ITEM3"))
     errors = [f for f in check_text("version 1.0;\n\n" + writer + readers, "m.nnef").findings if f.is_error]
     assert [f.code for f in errors] == ["NNEF-E072"] and "literal" in errors[0].message, errors
+
+
+def test_a_description_linked_out_of_its_folder_is_not_read(tmp_path: Path) -> None:
+    from pipeline.nnef.checker import check_paths
+
+    elsewhere = tmp_path / "elsewhere.nnef"
+    elsewhere.write_text(GRAPH % "w", encoding="utf-8")
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "graph.nnef").symlink_to(elsewhere)
+    findings = check_paths([folder], tensors=False).findings
+    assert [f.code for f in findings] == ["NNEF-E003"] and "symbolic link" in findings[0].message

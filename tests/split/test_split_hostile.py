@@ -159,3 +159,21 @@ def test_outside_a_project_the_model_name_is_said_not_compared(tmp_path: Path, e
     status, output, _ = _split(tmp_path, bare, spec, "--deployment", "single")
     assert "note: the spec's model 'resnet8' is not compared with the export" in output, output
     assert status in (0, 1) and "Traceback" not in output
+
+
+@pytest.mark.parametrize("name", ["provenance.json", "record.json"])
+def test_export_documents_linked_out_of_the_folder_are_not_read(tmp_path: Path, export: Path, name: str) -> None:
+    from pipeline.diagnostics import PipelineError
+    from pipeline.split.exported import load_exported
+
+    copy = tmp_path / "export"
+    shutil.copytree(export, copy)
+    (tmp_path / name).write_bytes((copy / name).read_bytes())
+    (copy / name).unlink()
+    (copy / name).symlink_to(tmp_path / name)
+    if name == "provenance.json":
+        with pytest.raises(PipelineError) as caught:
+            load_exported(copy)
+        assert caught.value.code == "SPLIT-E020" and "symbolic link" in caught.value.message
+    else:   # the model name is then unknown: not compared, and said so by the command
+        assert load_exported(copy).model is None
