@@ -144,7 +144,7 @@ def _header(blob: bytes, path: str | os.PathLike[str]) -> _Header:
     if len(blob) < HEADER_SIZE:
         raise TensorFileError(path, f"truncated header: {len(blob)} bytes, expected at least {HEADER_SIZE}")
     if blob[0:2] != MAGIC:  # not a tensor file: nothing of it is shown (it may be any file)
-        raise TensorFileError(path, "not an NNEF tensor file (its first two bytes are not the magic 4e ef)")
+        raise TensorFileError(path, "not an NNEF tensor file (bad magic: its first two bytes are not 4e ef)")
     version = (blob[2], blob[3])
     if version != SUPPORTED_VERSION:
         raise TensorFileError(path, f"unsupported tensor file version {version[0]}.{version[1]} "
