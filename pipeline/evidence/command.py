@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,28 +68,20 @@ def _authenticity(report: Any) -> str:
     return f"integrity checked, not authenticity ({signed}; give --key PUBLIC to check who built it)"
 
 
-def _use_signing_key(args: argparse.Namespace) -> None:
-    """--sign-key: the packages of this command are signed with that key (as NNCERT_SIGNING_KEY does)."""
-    from pipeline.evidence.signing import KEY_VARIABLE, load_signer
-
-    if getattr(args, "sign_key", None):
-        load_signer(args.sign_key)   # refused (EVID-E065) before any package is built
-        os.environ[KEY_VARIABLE] = args.sign_key
-
-
 def _build(args: argparse.Namespace) -> int:
     from pipeline.evidence.build import build_all
+    from pipeline.evidence.signing import signing_with
     from pipeline.evidence.summary import error_count, summary_text
 
     root = Path(args.root)
     check_output_folders(root)
-    _use_signing_key(args)
     known = model_names(root)
     unknown = [m for m in args.model or [] if m not in known]
     if unknown:
         return report_error(PipelineError("EVID-E060", f"unknown model(s) {', '.join(unknown)}; "
                                           f"models: {', '.join(known) or 'none'}"))
-    packages, matrix = build_all(root, args.model or None, mode=STRICT if args.strict else DEVELOPMENT)
+    with signing_with(args.sign_key):
+        packages, matrix = build_all(root, args.model or None, mode=STRICT if args.strict else DEVELOPMENT)
     for package in packages:
         state = "verified" if package.verify.ok else "DOES NOT VERIFY"
         print(f"{package.path}: {state}; {package.reproducibility['reason']}")
@@ -102,14 +93,15 @@ def _build(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     from pipeline.evidence.build import build_all
     from pipeline.evidence.merge import merge_shards
+    from pipeline.evidence.signing import signing_with
     from pipeline.evidence.summary import error_count, summary_text
 
     root = Path(args.root)
-    _use_signing_key(args)
-    origin = merge_shards(args.shards, root)
-    for model, shard in sorted(origin.items()):
-        print(f"merged {model} from {shard}")
-    packages, matrix = build_all(root, mode=STRICT if args.strict else DEVELOPMENT)
+    with signing_with(args.sign_key):   # an unusable key is refused before anything is copied
+        origin = merge_shards(args.shards, root)
+        for model, shard in sorted(origin.items()):
+            print(f"merged {model} from {shard}")
+        packages, matrix = build_all(root, mode=STRICT if args.strict else DEVELOPMENT)
     for package in packages:
         print(f"{package.path}: {'verified' if package.verify.ok else 'DOES NOT VERIFY'}")
     document = matrix.to_json()

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pipeline.atomic import canonical_json, write_bytes
 from pipeline.diagnostics import Location, PipelineError
@@ -125,9 +126,31 @@ def load_public_key(path: str | os.PathLike[str]) -> Any:
     return key
 
 
+_CHOSEN: list[str] = []   # keys chosen by a command (--sign-key) for the duration of a `signing_with`
+
+
+@contextlib.contextmanager
+def signing_with(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Within the block, packages are signed with the key at `path` (None: as the environment says).
+
+    The key is loaded once first, so that an unusable key is refused (EVID-E065) before any
+    package is built; nothing is left behind in the process's environment.
+    """
+    if path is None:
+        yield
+        return
+    load_signer(path)
+    _CHOSEN.append(os.fspath(path))
+    try:
+        yield
+    finally:
+        _CHOSEN.pop()
+
+
 def signer_from_environment() -> Signer | None:
-    """The signer named by NNCERT_SIGNING_KEY (None when unset: packages are then unsigned)."""
-    path = os.environ.get(KEY_VARIABLE, "").strip()
+    """The signer chosen by `signing_with`, else the one named by NNCERT_SIGNING_KEY (None when neither:
+    packages are then unsigned)."""
+    path = _CHOSEN[-1] if _CHOSEN else os.environ.get(KEY_VARIABLE, "").strip()
     return load_signer(path) if path else None
 
 

@@ -143,9 +143,9 @@ def check_document(document: ast.Document, profile: str = "certification") -> tu
     return graphs, findings
 
 
-def check_tensor_files(graph: Graph, base: Path, read: bool = True) -> list[Finding]:
+def check_tensor_files(graph: Graph, base: Path, read: bool = True, finite: bool = False) -> list[Finding]:
     """Each `variable` has a label inside the folder and (with `read`) a readable `<base>/<label>.dat`
-    matching its shape and type, holding finite numbers only."""
+    matching its shape and type; with `finite`, holding finite numbers only (NNEF-E034)."""
     findings = []
     for op in graph.operations:
         if op.name != "variable":
@@ -174,7 +174,7 @@ def check_tensor_files(graph: Graph, base: Path, read: bool = True) -> list[Find
         if stored.nnef_dtype != (op.dtype or "scalar"):
             findings.append(Finding("NNEF-E031", Severity.ERROR, f"tensor file '{path}' holds {stored.nnef_dtype} "
                                     f"items ({stored.bits} bits), the declaration says {op.dtype}", op.span))
-        bad = first_non_finite(stored.data)
+        bad = first_non_finite(stored.data) if finite else None
         if bad is not None:
             findings.append(Finding("NNEF-E034", Severity.ERROR, f"tensor file '{path}' holds {bad[1]} at index "
                                     f"{list(bad[0])} (a weight must be a finite number)", op.span))
@@ -235,18 +235,22 @@ def check_paths(
     profile: str = "certification",
     tensors: bool = True,
     tensor_dir: str | os.PathLike[str] | None = None,
+    finite: bool = False,
 ) -> CheckReport:
     """Check NNEF files (or directories holding graph.nnef) together.
 
     All graphitems across the files form one multi-item description for the cross-item
-    rules. With `tensors`, variable tensor files are checked too.
+    rules. With `tensors`, variable tensor files are checked too; with `finite` (the `check`
+    command and step), a NaN or an infinity in one is an error (NNEF-E034). The code
+    generators' and the interpreter's own readers do not ask: their tests run IEEE specials
+    through the kernels on purpose, and the export refuses non-finite weights at the source.
     """
     with gc_paused():
-        return _check_paths(paths, profile, tensors, tensor_dir)
+        return _check_paths(paths, profile, tensors, tensor_dir, finite)
 
 
 def _check_paths(paths: Sequence[str | os.PathLike[str]], profile: str, tensors: bool,
-                 tensor_dir: str | os.PathLike[str] | None) -> CheckReport:
+                 tensor_dir: str | os.PathLike[str] | None, finite: bool = False) -> CheckReport:
     report = CheckReport()
     for given in paths:
         path = resolve_path(given)
@@ -261,7 +265,7 @@ def _check_paths(paths: Sequence[str | os.PathLike[str]], profile: str, tensors:
             continue
         base = Path(tensor_dir) if tensor_dir is not None else path.parent
         for graph in graphs:  # labels are judged even when the files are not read
-            report.findings += check_tensor_files(graph, base, read=tensors)
+            report.findings += check_tensor_files(graph, base, read=tensors, finite=finite)
     report.findings += check_items(report.graphs)
     report.findings = sorted_findings(_apply_profile(report.findings, profile))
     return report

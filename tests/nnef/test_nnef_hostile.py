@@ -227,13 +227,22 @@ def test_only_tensor_file_version_1_0_is_read(tmp_path: Path, version: tuple[int
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
-def test_check_reports_non_finite_tensor_data(tmp_path: Path, bad: float) -> None:
+def test_check_reports_non_finite_tensor_data(tmp_path: Path, bad: float, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: `check` accepted a tensor file full of NaN (the command and the check step now ask for finite data)."""
+    from pipeline import cli
+    from pipeline.nnef.checker import check_paths
+    from pipeline.nnef.checks import TENSORS, verdicts
     from pipeline.nnef.tensorfile import write_tensor
 
     folder = _export(tmp_path)
     write_tensor(folder / "w.dat", np.array([[1.0, bad]], np.float32))
-    (first,) = _errors(folder)
-    assert first.code == "NNEF-E034" and "[0, 1]" in first.message and "w.dat" in first.message
+    assert cli.main(["check", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "NNEF-E034" in out and "at index [0, 1]" in out and "w.dat" in out
+    findings = check_paths([folder / "graph.nnef"], finite=True).findings
+    (result,) = verdicts(findings, "m", [TENSORS], [], [])
+    assert result.verdict.value == "fail" and "NNEF-E034" in result.reason
+    assert _errors(folder) == []   # the generators' own reading does not judge the numbers (IEEE tests)
 
 
 def test_a_deep_fragment_chain_is_refused_as_a_limit_not_as_recursion() -> None:
