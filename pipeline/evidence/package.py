@@ -160,8 +160,9 @@ def verdicts_statement(matrix: TraceMatrix, model: str, subjects: list[Entry], c
 
 
 def manifest_statement(model: str, entries: list[Entry], inputs: list[Entry], git: GitState,
-                       mode: str = "development") -> dict[str, Any]:
-    """in-toto Statement v1 with SLSA provenance v1: subjects = every entry but the manifest."""
+                       mode: str = "development", signer_keyid: str | None = None) -> dict[str, Any]:
+    """in-toto Statement v1 with SLSA provenance v1: subjects = every entry but the manifest (and its
+    signature envelope, whose key id the internal parameters name when the package is signed)."""
     dependencies = [_descriptor(e) for e in inputs]
     if git.commit:
         dependencies.append({"uri": "git+project-repository", "digest": {"gitCommit": git.commit}, "annotations": {"dirty": git.dirty}})
@@ -189,6 +190,7 @@ def manifest_statement(model: str, entries: list[Entry], inputs: list[Entry], gi
                         "mode": "0644",
                         "compression": f"deflate level {COMPRESS_LEVEL}",
                     },
+                    **({"signature": {"envelope": ENVELOPE, "keyid": signer_keyid}} if signer_keyid else {}),
                 },
                 "resolvedDependencies": dependencies,
             },
@@ -262,7 +264,8 @@ def build_package(model: str, matrix: TraceMatrix, root: str | Path = ".", signe
     statement = verdicts_statement(matrix, model, [e for e in artifacts + inputs if not e.name.startswith("requirements/")], configuration)
     generated.append(_data_entry(VERDICTS, canonical_json(statement).encode("utf-8")))
     entries = sorted(artifacts + inputs + generated, key=lambda e: e.name)
-    manifest = manifest_statement(model, entries, inputs, matrix.git, matrix.mode)
+    manifest = manifest_statement(model, entries, inputs, matrix.git, matrix.mode,
+                                  signer.keyid if signer is not None else None)
     manifest_bytes = canonical_json(manifest).encode("utf-8")
     entries.append(_data_entry(MANIFEST, manifest_bytes))
     if signer is not None:
