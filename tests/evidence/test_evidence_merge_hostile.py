@@ -8,11 +8,15 @@ merge project, and without reading the link's target.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import shutil
+import signal
 import socket
 import time
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -22,6 +26,27 @@ from pipeline.evidence.merge import merge_shards
 from tests.evidence.evidence_fakeproject import FakeProject
 
 SECRET = b"merge-machine secret: do not ship\n"
+WRITE_LIMIT = 256 << 20
+
+
+@contextlib.contextmanager
+def writes_bounded() -> Iterator[None]:
+    """No file this process writes may exceed 256 MiB within the block: a merge that followed the link
+    to /dev/zero (or copied the sparse 64 GiB file) would otherwise fill the disk of the machine running
+    the tests, as it once filled the merge machine's. Beyond the bound a write fails (EFBIG) instead."""
+    previous_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    previous = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (WRITE_LIMIT, previous[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, previous)
+        signal.signal(signal.SIGXFSZ, previous_handler)
+
+
+def merge(shards: list[Path], merged: Path) -> dict[str, str]:
+    with writes_bounded():
+        return merge_shards(shards, merged)
 
 
 @pytest.fixture
@@ -45,7 +70,7 @@ def shards(tmp_path: Path, registry: None) -> tuple[Path, Path, Path]:
 def _refused(shards: list[Path], merged: Path, code: str = "EVID-E071") -> PipelineError:
     started = time.perf_counter()
     with pytest.raises(PipelineError) as caught:
-        merge_shards(shards, merged)
+        merge(shards, merged)
     assert time.perf_counter() - started < 10
     assert caught.value.code == code, caught.value
     assert not (merged / "artifacts" / "alpha").exists() and not (merged / "artifacts" / "beta").exists(), \
@@ -56,7 +81,7 @@ def _refused(shards: list[Path], merged: Path, code: str = "EVID-E071") -> Pipel
 
 def test_clean_shards_merge(shards: tuple[Path, Path, Path]) -> None:
     a, b, merged = shards
-    assert merge_shards([a, b], merged) == {"alpha": str(a), "beta": str(b)}
+    assert merge([a, b], merged) == {"alpha": str(a), "beta": str(b)}
     assert (merged / "artifacts/alpha/export/graph.nnef").read_bytes() == (a / "artifacts/alpha/export/graph.nnef").read_bytes()
     assert not [p for p in merged.iterdir() if p.name.startswith(".merge-")]
 
@@ -162,7 +187,7 @@ def test_a_linked_merge_project_output_folder_is_refused(shards: tuple[Path, Pat
     (tmp_path / "out").mkdir()
     (merged / "artifacts").symlink_to(tmp_path / "out")
     with pytest.raises(PipelineError) as caught:
-        merge_shards([a, b], merged)
+        merge([a, b], merged)
     assert caught.value.code == "PIPE-E012" and not list((tmp_path / "out").iterdir())
 
 
@@ -172,6 +197,7 @@ def test_the_command_reports_the_refusal_without_traceback(shards: tuple[Path, P
     a, b, merged = shards
     (a / "artifacts/alpha/export/passwd.dat").symlink_to("/etc/passwd")
     monkeypatch.setattr(cli, "COMMAND_MODULES", ("pipeline.evidence.command",))
-    assert cli.main(["evidence", "merge", str(a), str(b), "--root", str(merged)]) == 2
+    with writes_bounded():
+        assert cli.main(["evidence", "merge", str(a), str(b), "--root", str(merged)]) == 2
     err = capsys.readouterr().err
     assert "EVID-E071" in err and "passwd.dat" in err and "Traceback" not in err and "root:" not in err
