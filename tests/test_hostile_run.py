@@ -244,13 +244,18 @@ def _verdicts(root: Path, step: str) -> list[str]:
     return [r["verdict"] for r in json.loads(path.read_text())["results"]]
 
 
-def test_doit_after_a_broken_export_keeps_no_stale_pass(tmp_path: Path) -> None:
-    root = tmp_path / "project"
+def _doit_project(root: Path) -> Path:
+    """A scratch project at `root`: a copy of the model and of dodo.py, the package and requirements linked."""
     (root / "models").mkdir(parents=True)
     shutil.copytree(ROOT / "models" / MODEL, root / "models" / MODEL)
     for name in ("pipeline", "requirements"):
         (root / name).symlink_to(ROOT / name)
     shutil.copy(ROOT / "dodo.py", root / "dodo.py")
+    return root
+
+
+def test_doit_after_a_broken_export_keeps_no_stale_pass(tmp_path: Path) -> None:
+    root = _doit_project(tmp_path / "project")
     tasks = (f"check:{MODEL}", f"petri:{MODEL}")
     first = _doit(root, *tasks)
     assert first.returncode == 0, first.stdout + first.stderr
@@ -283,12 +288,7 @@ def test_doit_after_a_broken_export_keeps_no_stale_pass(tmp_path: Path) -> None:
 @pytest.mark.parametrize("folder", ["artifacts", "reports"])
 def test_a_linked_output_folder_is_refused_before_any_step(tmp_path: Path, folder: str) -> None:
     """Five steps once followed a linked artifacts/ and the sixth refused it (NAME-E002)."""
-    root = tmp_path / "project"
-    (root / "models").mkdir(parents=True)
-    shutil.copytree(ROOT / "models" / MODEL, root / "models" / MODEL)
-    for name in ("pipeline", "requirements"):
-        (root / name).symlink_to(ROOT / name)
-    shutil.copy(ROOT / "dodo.py", root / "dodo.py")
+    root = _doit_project(tmp_path / "project")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (root / folder).symlink_to(elsewhere)
