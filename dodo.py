@@ -13,12 +13,14 @@ from doit import get_var
 
 from pipeline import tasklog
 from pipeline.diagnostics import PipelineError
+from pipeline.layout import check_output_folders
 from pipeline.lock import hold_project_lock
 from pipeline.progress import ProgressReporter
 from pipeline.tasking import ContentChecker, announce_refusals
 
-try:  # one doit run per project folder (pipeline/lock.py)
+try:  # one doit run per project folder (pipeline/lock.py); a linked artifacts/ or reports/ refused before any step
     hold_project_lock(".")
+    check_output_folders(".")
 except PipelineError as _error:
     from pipeline.terminal import render_error
 

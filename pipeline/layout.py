@@ -6,6 +6,7 @@ All paths are relative to the project root given (default: the current directory
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pipeline.diagnostics import Location, PipelineError
@@ -38,6 +39,28 @@ EXPORT_GRAPH_FILE = "graph.nnef"
 EXPORT_PROVENANCE_FILE = "provenance.json"
 EXPORT_VALIDATION_FILE = "validation.json"
 CHECK_REPORT_FILE = "report.json"
+
+
+def linked_output_folders(root: Path | str = ".") -> list[str]:
+    """The output folders (artifacts/, reports/) of `root` that are symbolic links."""
+    return [name for name in (ARTIFACTS_DIR, REPORTS_DIR) if (Path(root) / name).is_symlink()]
+
+
+def check_output_folders(root: Path | str = ".") -> None:
+    """PIPE-E012 when artifacts/ or reports/ of `root` is a symbolic link: decided once, before any step.
+
+    Every step writes under these folders and the evidence reads them back; a link would send
+    the writes outside the project (and the steps that confine their writes, `names.confined`,
+    would refuse them while the others followed it). So a link is refused before the first
+    step runs (dodo.py, and every step action and evidence command), never followed. Use a
+    bind mount to put the outputs on another disk.
+    """
+    linked = linked_output_folders(root)
+    if linked:
+        where = Path(root) / linked[0]
+        raise PipelineError("PIPE-E012", f"{'/, '.join(linked)}/ {'is a symbolic link' if len(linked) == 1 else 'are symbolic links'} "
+                            f"(to {os.readlink(where)}); the pipeline writes only inside the project: replace "
+                            "it with a folder (or a bind mount)", Location.in_file(where.as_posix()))
 
 
 def _model_folders(root: Path | str) -> list[str]:

@@ -8,7 +8,9 @@ deployment spec key, a plan, an ONNX node):
               ^~~~
 
 The source line and the caret appear when the location has a file and a line and the file
-can be read (bounded: files over `MAX_SOURCE_BYTES` are not shown).
+can be read (bounded: files over `MAX_SOURCE_BYTES` are not shown, each file is read once per
+rendering, a long line is cut around its caret, and one error draws at most
+`MAX_PROBLEMS_SHOWN` of its problems).
 """
 
 from __future__ import annotations
@@ -25,59 +27,103 @@ from pipeline.oneline import MAX_LINE, shorten  # noqa: F401 (re-exported)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
+# What one error may print (docs/conventions.md, "Limits"): a spec naming 100,000 unknown tensors
+# on one 789 KB line once printed that line 100,000 times (1.8 GB, then MemoryError). Each source
+# file is read once per rendering, at most MAX_PROBLEMS_SHOWN problems are drawn, and a source
+# line is cut to a window of MAX_LINE_CHARS around its caret.
+MAX_PROBLEMS_SHOWN = 50          # PIPELINE_MAX_PROBLEMS_SHOWN
+PROBLEMS_VARIABLE = "PIPELINE_MAX_PROBLEMS_SHOWN"
+MAX_LINE_CHARS = 160
 
 
-def _source_line(span: Span, texts: Mapping[str, str] | None) -> str | None:
-    text = texts.get(span.file) if texts is not None else None
-    if text is None:
-        path = Path(span.file)
-        try:
-            if not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:
-                return None
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+class _Sources(dict):  # type: ignore[type-arg]
+    """File -> its lines, read once (None when unreadable or too large); `texts` given first."""
+
+    def __init__(self, texts: Mapping[str, str] | None) -> None:
+        super().__init__()
+        self.texts = texts
+
+    def lines(self, file: str) -> list[str] | None:
+        if file not in self:
+            text = self.texts.get(file) if self.texts is not None else None
+            if text is None:
+                text = _read_source(file)
+            self[file] = text.splitlines() if text is not None else None
+        return self[file]
+
+
+def _read_source(file: str) -> str | None:
+    path = Path(file)
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:
             return None
-    lines = text.splitlines()
-    if span.line > len(lines):
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _source_line(span: Span, sources: _Sources) -> str | None:
+    lines = sources.lines(span.file)
+    if lines is None or span.line > len(lines):
         return None
     return lines[span.line - 1].replace("\t", " ")
 
 
-def caret_lines(span: Span | None, texts: Mapping[str, str] | None = None) -> list[str]:
-    """The source line of `span` and a caret under it (empty when unknown or unreadable)."""
+def caret_lines(span: Span | None, texts: Mapping[str, str] | None = None, sources: _Sources | None = None) -> list[str]:
+    """The source line of `span` and a caret under it (empty when unknown or unreadable); a line longer
+    than MAX_LINE_CHARS is cut to a window around the caret, marked with '...'."""
     if span is None or span.line <= 0:
         return []
-    source = _source_line(span, texts)
+    source = _source_line(span, sources if sources is not None else _Sources(texts))
     if source is None:
         return []
     start = max(span.column, 1)
     end = span.end_column if span.end_line in (0, span.line) and span.end_column > start else start + 1
     width = max(1, min(end, len(source) + 1) - start)
+    if len(source) > MAX_LINE_CHARS:
+        first = max(0, min(start - 1 - MAX_LINE_CHARS // 3, len(source) - MAX_LINE_CHARS))
+        head = "..." if first > 0 else ""
+        tail = "..." if first + MAX_LINE_CHARS < len(source) else ""
+        source = head + source[first:first + MAX_LINE_CHARS] + tail
+        start = start - first + len(head)
+        width = max(1, min(width, MAX_LINE_CHARS + len(head) - start + 1))
     return [f"    {source}", "    " + " " * (start - 1) + "^" + "~" * (width - 1)]
 
 
 def render_problem(code: str, message: str, location: Location, severity: str = "error",
-                   texts: Mapping[str, str] | None = None) -> str:
+                   texts: Mapping[str, str] | None = None, sources: _Sources | None = None) -> str:
     """`location: severity CODE: message`, then the source line and caret when known."""
     where = f"{location}: " if location else ""
-    return "\n".join([f"{where}{severity} {code}: {message}", *caret_lines(location.span, texts)])
+    return "\n".join([f"{where}{severity} {code}: {message}", *caret_lines(location.span, texts, sources)])
 
 
 def render_error(error: PipelineError, texts: Mapping[str, str] | None = None) -> str:
-    """Every problem a PipelineError stands for (a document validator reports them all)."""
-    return "\n".join(render_problem(p.code, p.message, p.location, texts=texts) for p in error.all_problems())
+    """Every problem a PipelineError stands for (a document validator reports them all), the first
+    MAX_PROBLEMS_SHOWN of them drawn, each source file read once."""
+    from pipeline.yamlguard import limit_from_env
+
+    problems = error.all_problems()
+    limit = limit_from_env(PROBLEMS_VARIABLE, MAX_PROBLEMS_SHOWN)
+    sources = _Sources(texts)
+    drawn = [render_problem(p.code, p.message, p.location, sources=sources) for p in problems[:limit]]
+    if len(problems) > limit:
+        drawn.append(f"... and {len(problems) - limit} more problem(s) (the first {limit} are shown; "
+                     f"raise the number with the environment variable {PROBLEMS_VARIABLE})")
+    return "\n".join(drawn)
 
 
-def format_finding(finding: Finding, texts: Mapping[str, str] | None = None) -> str:
+def format_finding(finding: Finding, texts: Mapping[str, str] | None = None, sources: _Sources | None = None) -> str:
     """A checker finding like a compiler diagnostic, with its related notes."""
-    text = render_problem(finding.code, finding.message, Location.of_span(finding.span), finding.severity.value, texts)
+    text = render_problem(finding.code, finding.message, Location.of_span(finding.span), finding.severity.value, texts,
+                          sources)
     notes = [f"{span}: note: {message}" for message, span in finding.related]
     return "\n".join([text, *notes])
 
 
 def print_findings(findings: Iterable[Finding], out: TextIO, texts: Mapping[str, str] | None = None) -> None:
+    sources = _Sources(texts)   # each file read once, however many findings point into it
     for finding in findings:
-        print(format_finding(finding, texts), file=out)
+        print(format_finding(finding, texts, sources), file=out)
 
 
 def report_error(error: PipelineError) -> int:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
+
+from pipeline.readguard import TOO_LARGE, InputRefused, read_input
 
 MAX_DEPTH = 32   # nesting of mappings and sequences; our schemas need at most 6
 MAX_NUMBER_CHARS = 1000   # a plain scalar that reads as a number: Python refuses int() beyond 4,300 digits
@@ -46,30 +47,23 @@ def limit_from_env(variable: str, default: int) -> int:
 
 
 def read_bounded(path: str | os.PathLike[str], max_bytes: int, variable: str = "") -> tuple[str | None, Refusal | None]:
-    """The UTF-8 text of `path`, or why not: not a regular file, larger than `max_bytes`, unreadable.
+    """The UTF-8 text of `path`, or why not: a symbolic link, not a regular file, larger than `max_bytes`, unreadable.
 
-    The kind and size are judged from `fstat` of the opened file (no race between a check
-    and the read), and at most `max_bytes + 1` bytes are ever read.
+    Opened by pipeline.readguard: the last component is never a followed link, the kind and
+    size are judged from `fstat` of the opened file (no race between a check and the read),
+    and at most `max_bytes + 1` bytes are ever read.
     """
-    how = f" (raise it with the environment variable {variable})" if variable else ""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        data = read_input(path, max_bytes=max_bytes)
+    except InputRefused as refused:
+        if refused.unreadable:
+            return None, Refusal(f"cannot read the file: {refused.reason}", unreadable=True)
+        if refused.kind == TOO_LARGE:
+            how = f" (raise it with the environment variable {variable})" if variable else ""
+            return None, Refusal(f"the file has {refused.size} bytes, more than the limit of {max_bytes}{how}")
+        return None, Refusal(f"the file is refused: {refused.reason}")
     except OSError as exc:
         return None, Refusal(f"cannot read the file: {exc.strerror or exc}", unreadable=True)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None, Refusal("not a regular file (a FIFO, device or directory is refused)")
-        if info.st_size > max_bytes:
-            return None, Refusal(f"the file has {info.st_size} bytes, more than the limit of {max_bytes}{how}")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(max_bytes + 1)
-    except OSError as exc:
-        return None, Refusal(f"cannot read the file: {exc.strerror or exc}", unreadable=True)
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:
-        return None, Refusal(f"the file grew past the limit of {max_bytes} bytes while being read{how}")
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:

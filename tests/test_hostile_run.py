@@ -244,13 +244,18 @@ def _verdicts(root: Path, step: str) -> list[str]:
     return [r["verdict"] for r in json.loads(path.read_text())["results"]]
 
 
-def test_doit_after_a_broken_export_keeps_no_stale_pass(tmp_path: Path) -> None:
-    root = tmp_path / "project"
+def _doit_project(root: Path) -> Path:
+    """A scratch project at `root`: a copy of the model and of dodo.py, the package and requirements linked."""
     (root / "models").mkdir(parents=True)
     shutil.copytree(ROOT / "models" / MODEL, root / "models" / MODEL)
     for name in ("pipeline", "requirements"):
         (root / name).symlink_to(ROOT / name)
     shutil.copy(ROOT / "dodo.py", root / "dodo.py")
+    return root
+
+
+def test_doit_after_a_broken_export_keeps_no_stale_pass(tmp_path: Path) -> None:
+    root = _doit_project(tmp_path / "project")
     tasks = (f"check:{MODEL}", f"petri:{MODEL}")
     first = _doit(root, *tasks)
     assert first.returncode == 0, first.stdout + first.stderr
@@ -276,3 +281,32 @@ def test_doit_after_a_broken_export_keeps_no_stale_pass(tmp_path: Path) -> None:
         assert not step_dir(MODEL, step, root).exists() or "pass" not in _verdicts(root, step), step
     assert any(f.code == "EVID-E036" and f"{MODEL}/export" in f.message for f in check_records(MODEL, root).findings)
     assert atomic.WRITE_ERROR == IO_ERROR
+
+
+# -- a linked output folder (issue 28): decided once, before the first step, the same way everywhere
+
+@pytest.mark.parametrize("folder", ["artifacts", "reports"])
+def test_a_linked_output_folder_is_refused_before_any_step(tmp_path: Path, folder: str) -> None:
+    """Five steps once followed a linked artifacts/ and the sixth refused it (NAME-E002)."""
+    root = _doit_project(tmp_path / "project")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (root / folder).symlink_to(elsewhere)
+    done = _doit(root, f"export:{MODEL}")
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and "PIPE-E012" in output and "Traceback" not in output, output
+    assert list(elsewhere.iterdir()) == [], "a step wrote through the link"
+
+
+def test_every_step_action_and_evidence_command_refuse_it_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "artifacts").symlink_to(elsewhere)
+    with pytest.raises(PipelineError) as caught:
+        with fresh_run(MODEL, "export", tmp_path):
+            pass
+    assert caught.value.code == "PIPE-E012" and list(elsewhere.iterdir()) == []
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ("pipeline.evidence.command",))
+    assert cli.main(["evidence", "build", "--root", str(tmp_path)]) == 2
+    assert "PIPE-E012" in capsys.readouterr().err

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 FOUNDATION = {
     "pipeline", "pipeline.atomic", "pipeline.diagnostics", "pipeline.layout", "pipeline.gcpause",
     "pipeline.vectors", "pipeline.deploy", "pipeline.schema", "pipeline.schema_accept", "pipeline.targets", "pipeline.metrics", "pipeline.onnx_runner", "pipeline.tasking", "pipeline.lock",
-    "pipeline.terminal", "pipeline.toolchain", "pipeline.names", "pipeline.yamlguard",
+    "pipeline.terminal", "pipeline.toolchain", "pipeline.names", "pipeline.yamlguard", "pipeline.readguard",
     "pipeline.yardstick", "pipeline.errorbound", "pipeline.tolerance", "pipeline.tasklog", "pipeline.progress", "pipeline.oneline",
     "pipeline.registry",
 }

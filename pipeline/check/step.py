@@ -82,7 +82,7 @@ def run_check_step(model: str, root: Path | str = ".") -> list[CheckResult]:
     export = step_dir(model, "export", base)
     out = step_dir(model, "check", base)
     graph_file = export / GRAPH_FILE
-    report = check_paths([export], profile="certification", tensors=True)
+    report = check_paths([export], profile="certification", tensors=True, finite=True)
     report_file = out / REPORT_FILE
     write_json(report_file, report_document(report, base))
     operations = sum(len(g.operations) for g in report.graphs)

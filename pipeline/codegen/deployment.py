@@ -23,7 +23,7 @@ from pipeline.diagnostics import Location, PipelineError, Severity
 from pipeline.layout import project_relative
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph, Operation
-from pipeline.nnef.tensorfile import LABEL_CODE, label_path, read_tensor
+from pipeline.nnef.tensorfile import LABEL_CODE, TensorFileError, label_path, read_variable_file
 from pipeline.split.plan import PLAN_FILE, SCHEDULE_FILE, load_plan, load_schedule
 from pipeline.split.splitter import Step
 
@@ -181,11 +181,12 @@ def load_deployment(split_dir: str | os.PathLike[str], export_dir: str | os.Path
             except ValueError as error:
                 raise PipelineError(LABEL_CODE, str(error), Location.of_span(op.span) if op.span
                                    else Location.in_file(path)) from None
-            if not dat.is_file():
-                raise CodegenError("CODEGEN-E003", f"tensor file of variable '{label}' missing", Location.in_file(dat))
-            try:
-                array = read_tensor(dat)
-            except PipelineError as error:
+            try:  # below the export folder, no link followed (pipeline.readguard)
+                array = read_variable_file(export, label).data
+            except TensorFileError as error:
+                if error.missing:
+                    raise CodegenError("CODEGEN-E003", f"tensor file of variable '{label}' missing",
+                                       Location.in_file(dat)) from None
                 raise CodegenError("CODEGEN-E005", error.message, Location.in_file(dat)) from None
             shape = [int(s) for s in op.attribs.get("shape", [])]
             if array.dtype != np.float32 or list(array.shape) != shape:

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from pipeline.atomic import write_json
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.readguard import InputRefused, read_input
 from pipeline.layout import MET_BASELINE_FILE, model_dir
 from pipeline.schema import require
 
@@ -94,6 +95,8 @@ def jitter_ratio(whole: Mapping[str, Any]) -> float:
     return (float(whole.get("p99_us", 0.0)) - median) / median if median > 0 else math.inf
 
 
+MAX_BASELINE_BYTES = 16 * 1024 * 1024   # a reviewed baseline is a few KiB
+
 def baseline_path(model: str, root: str | Path = ".") -> Path:
     return model_dir(model, root) / BASELINE_FILE
 
@@ -102,8 +105,10 @@ def load_baseline(model: str, root: str | Path = ".") -> dict[str, Any] | None:
     path = baseline_path(model, root)
     if not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:   # a user's file: not through a link, a regular file, bounded (pipeline/readguard.py)
+        data = json.loads(read_input(path, max_bytes=MAX_BASELINE_BYTES).decode("utf-8"))
+    except InputRefused as refused:
+        raise PipelineError("COMPARE-E003", f"MET baseline refused: {refused.reason}", Location.in_file(path)) from None
     except ValueError as error:
         raise PipelineError("COMPARE-E003", f"MET baseline unreadable: {error}", Location.in_file(path)) from None
     return require(data, "met-baseline-1", "COMPARE-E003", path)

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 
 from pipeline.atomic import write_json
 from pipeline.diagnostics import Finding, Severity, Span
+from pipeline.readguard import InputRefused, read_input
 from pipeline.registry.checks import CheckSpec
 from pipeline.registry.requirements import RequirementSet
 from pipeline.layout import REQUIREMENTS_DIR
@@ -65,14 +66,19 @@ def write_baseline(specs: Mapping[str, CheckSpec], requirements: RequirementSet,
     return write_json(baseline_path(root), baseline_document(current_links(specs, requirements)))
 
 
+MAX_BASELINE_BYTES = 64 * 1024 * 1024   # the shipped baseline: about 40 KiB
+
 def read_baseline(root: str | Path = ".") -> tuple[dict[Link, str] | None, list[Finding]]:
     """The recorded links, None when there is no baseline file yet."""
     path = baseline_path(root)
     display = f"{REQUIREMENTS_DIR}/{BASELINE_FILE}"
     if not path.is_file():
         return None, []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+    try:   # not through a link, a regular file, bounded (pipeline/readguard.py)
+        data = json.loads(read_input(path, max_bytes=MAX_BASELINE_BYTES).decode("utf-8"))
+    except InputRefused as refused:
+        return None, [Finding(E_BASELINE_INVALID, Severity.ERROR, f"link baseline refused: {refused.reason}",
+                              Span(display, 1, 1))]
     except (OSError, ValueError) as exc:
         return None, [Finding(E_BASELINE_INVALID, Severity.ERROR, f"unreadable link baseline: {exc}", Span(display, 1, 1))]
     problems = validate(data, "links-1", E_BASELINE_INVALID)

@@ -1,11 +1,13 @@
 """`python -m pipeline evidence ...`: build, verify and inspect evidence outside doit.
 
-    evidence verify PACKAGE        re-hash a package against its manifest (0 ok, 1 mismatch, 2 unreadable)
-    evidence build [--model M] [--strict] [--exclude M] [--baseline PREVIOUS]
+    evidence verify PACKAGE [--key PUB]   re-hash a package against its manifest and records, check its
+                                   signature with --key (0 ok, 1 mismatch, 2 unreadable)
+    evidence build [--model M] [--strict] [--exclude M] [--baseline PREVIOUS] [--sign-key KEY]
                                    packages + trace matrix + JUnit XML; 1 if any requirement fails, a
                                    model's chain did not run, or anything got worse than PREVIOUS
-    evidence merge SHARD... [--strict] [--exclude M] [--baseline PREVIOUS]
+    evidence merge SHARD... [--strict] [--exclude M] [--baseline PREVIOUS] [--sign-key KEY]
                                    copy the shards' artifacts in, then build (one CI job per model)
+    evidence keygen PRIVATE PUBLIC a new Ed25519 signing key pair
     evidence summary               the summary of reports/trace.json; 1 if any requirement fails
     evidence requirements          lint the requirement set like a compiler; 1 on errors
     evidence baseline              accept the current links as reviewed (requirements/links.lock.json)
@@ -17,42 +19,65 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.evidence.matrix import DEVELOPMENT, STRICT
 from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, print_findings, report_error
-from pipeline.layout import model_names
+from pipeline.layout import check_output_folders, model_names
 
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from pipeline.evidence.package import verify_package
+    from pipeline.evidence.package import E_EXTRA, E_MISSING, E_TAMPERED, verify_package
+    from pipeline.evidence.signing import load_public_key
 
-    report = verify_package(args.package)
+    public = load_public_key(args.key) if args.key else None
+    report = verify_package(args.package, public)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, sort_keys=True))
         return report.exit_code
     for name, expected, actual in report.tampered:
-        print(f"TAMPERED {name}\n  manifest sha256 {expected}\n  actual          {actual}")
+        print(f"{E_TAMPERED} TAMPERED {name}: manifest sha256 {expected}, actual {actual}")
     for name in report.missing:
-        print(f"MISSING  {name}")
+        print(f"{E_MISSING} MISSING  {name}")
     for name in report.extra:
-        print(f"EXTRA    {name}")
-    other = [f for f in report.findings if f.code not in ("EVID-E050", "EVID-E051", "EVID-E052")]
+        print(f"{E_EXTRA} EXTRA    {name}")
+    other = [f for f in report.findings if f.code not in (E_TAMPERED, E_MISSING, E_EXTRA)]
     print_findings(other, sys.stdout)
     if report.ok:
-        print(f"OK {args.package}: {report.checked} entries match the manifest")
+        print(f"OK {args.package}: {report.checked} entries match the manifest and the step records")
     else:
-        print(f"FAILED {args.package}: {len(report.tampered)} tampered, {len(report.missing)} missing, {len(report.extra)} extra")
+        counts: dict[str, int] = {}
+        for finding in report.findings:
+            counts[finding.code] = counts.get(finding.code, 0) + 1
+        listed = ", ".join(f"{count} x {code}" for code, count in sorted(counts.items()))
+        print(f"FAILED {args.package}: {len(report.tampered)} tampered, {len(report.missing)} missing, "
+              f"{len(report.extra)} extra ({listed})")
+    print(_authenticity(report))
     return report.exit_code
+
+
+def _authenticity(report: Any) -> str:
+    """The line saying what was checked: integrity only, or who built the package."""
+    from pipeline.evidence.signing import E_SIGNATURE
+
+    signed = f"signed by keyid {', '.join(report.signed_by)}" if report.signed_by else "unsigned"
+    if report.authenticated:
+        return f"authentic: {signed}, verified with the --key given"
+    if report.key_given:
+        return f"{E_SIGNATURE} NOT AUTHENTIC: {signed}; no signature by the --key given verifies"
+    return f"integrity checked, not authenticity ({signed}; give --key PUBLIC to check who built it)"
 
 
 def _build(args: argparse.Namespace) -> int:
     from pipeline.evidence.build import build_all
     from pipeline.evidence.regression import read_baseline
+    from pipeline.evidence.signing import signing_with
     from pipeline.evidence.summary import error_count, summary_text
 
     root = Path(args.root)
+    check_output_folders(root)
     known = model_names(root)
     unknown = [m for m in args.model or [] if m not in known]
     if unknown:
@@ -63,8 +88,9 @@ def _build(args: argparse.Namespace) -> int:
         return report_error(PipelineError("EVID-E060", f"--exclude: unknown model(s) {', '.join(unknown)}; "
                                           f"models: {', '.join(known) or 'none'}"))
     baseline = read_baseline(args.baseline) if args.baseline else None
-    packages, matrix = build_all(root, args.model or None, mode=STRICT if args.strict else DEVELOPMENT,
-                                 exclude=args.exclude or (), baseline=baseline)
+    with signing_with(args.sign_key):
+        packages, matrix = build_all(root, args.model or None, mode=STRICT if args.strict else DEVELOPMENT,
+                                     exclude=args.exclude or (), baseline=baseline)
     for package in packages:
         state = "verified" if package.verify.ok else "DOES NOT VERIFY"
         print(f"{package.path}: {state}; {package.reproducibility['reason']}")
@@ -77,6 +103,7 @@ def _merge(args: argparse.Namespace) -> int:
     from pipeline.evidence.build import build_all
     from pipeline.evidence.regression import read_baseline
     from pipeline.evidence.merge import merge_shards
+    from pipeline.evidence.signing import signing_with
     from pipeline.evidence.summary import error_count, summary_text
 
     root = Path(args.root)
@@ -84,16 +111,26 @@ def _merge(args: argparse.Namespace) -> int:
     if unknown:
         return report_error(PipelineError("EVID-E060", f"--exclude: unknown model(s) {', '.join(unknown)}"))
     baseline = read_baseline(args.baseline) if args.baseline else None
-    origin = merge_shards(args.shards, root)
-    for model, shard in sorted(origin.items()):
-        print(f"merged {model} from {shard}")
-    packages, matrix = build_all(root, mode=STRICT if args.strict else DEVELOPMENT, exclude=args.exclude or (),
-                                 baseline=baseline)
+    with signing_with(args.sign_key):   # an unusable key is refused before anything is copied
+        origin = merge_shards(args.shards, root)
+        for model, shard in sorted(origin.items()):
+            print(f"merged {model} from {shard}")
+        packages, matrix = build_all(root, mode=STRICT if args.strict else DEVELOPMENT, exclude=args.exclude or (),
+                                     baseline=baseline)
     for package in packages:
         print(f"{package.path}: {'verified' if package.verify.ok else 'DOES NOT VERIFY'}")
     document = matrix.to_json()
     print(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
+
+
+def _keygen(args: argparse.Namespace) -> int:
+    from pipeline.evidence.signing import generate_key_pair
+
+    keyid = generate_key_pair(args.private, args.public)
+    print(f"{args.private}: Ed25519 signing key (mode 0600; keep it secret)\n{args.public}: its public key, "
+          f"keyid {keyid} (give it to `evidence verify --key`)")
+    return EXIT_OK
 
 
 def _summary(args: argparse.Namespace) -> int:
@@ -172,10 +209,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser = subparsers.add_parser("evidence", help="evidence packages, trace matrix, JUnit XML, requirement checks")
     sub = parser.add_subparsers(dest="evidence_command", metavar="SUBCOMMAND")
 
-    verify = sub.add_parser("verify", help="re-hash an evidence package against its manifest")
+    verify = sub.add_parser("verify", help="re-hash an evidence package against its manifest and step records")
     verify.add_argument("package", metavar="PACKAGE", help="reports/<model>/evidence.zip")
+    verify.add_argument("--key", metavar="PUBLIC", help="Ed25519 public key (PEM or ssh-ed25519): also check who "
+                        "signed the package (without it, only integrity is checked)")
     verify.add_argument("--json", action="store_true", help="machine-readable report")
     verify.set_defaults(func=_guard(_verify))
+
+    keygen = sub.add_parser("keygen", help="write a new Ed25519 signing key pair (PEM)")
+    keygen.add_argument("private", metavar="PRIVATE", help="the private key file to create (mode 0600)")
+    keygen.add_argument("public", metavar="PUBLIC", help="the public key file")
+    keygen.set_defaults(func=_guard(_keygen))
 
     build = sub.add_parser("build", help="build packages, trace matrix and JUnit XML")
     build.add_argument("--model", action="append", help="only this model (repeatable); default: every model")
@@ -183,6 +227,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     build.add_argument("--strict", action="store_true",
                        help="fail unless every requirement is verified on its platform (the certification run)")
     _run_rule_options(build)
+    build.add_argument("--sign-key", metavar="PRIVATE", help="sign every package with this Ed25519 key (PEM; "
+                       "default: the file named by NNCERT_SIGNING_KEY, else unsigned)")
     build.set_defaults(func=_guard(_build))
 
     merge = sub.add_parser("merge", help="merge the artifacts of shards (one per model) and build the whole evidence")
@@ -190,6 +236,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     merge.add_argument("--root", default=".", help="the merge project (default: .; a clean checkout)")
     merge.add_argument("--strict", action="store_true", help="as for build")
     _run_rule_options(merge)
+    merge.add_argument("--sign-key", metavar="PRIVATE", help="as for build")
     merge.set_defaults(func=_guard(_merge))
 
     summary = sub.add_parser("summary", help="print the summary of reports/trace.json")

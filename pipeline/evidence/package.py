@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import logging
+import os
 import posixpath
 import zipfile
 import zlib
@@ -34,7 +35,12 @@ from pipeline.atomic import canonical_json, write_bytes
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span
 from pipeline.evidence.baseline import baseline_path
 from pipeline.registry.checks import Verdict
-from pipeline.registry.hashing import CHUNK, iter_files, relative_posix, sha256_bytes, sha256_file
+from pipeline.registry.hashing import CHUNK, iter_files, relative_posix, sha256_bytes
+from pipeline.evidence.packagerecords import record_problems
+from pipeline.evidence.signing import ENVELOPE, Signer, check_envelope, envelope, signer_from_environment
+from pipeline.evidence.zipcheck import directory_size, header_problems, kind_problem
+from pipeline.readguard import InputRefused, open_input
+from pipeline.yamlguard import limit_from_env
 from pipeline.evidence.junit import junit_xml, testcase_name
 from pipeline.evidence.matrix import TraceMatrix
 from pipeline.evidence.render_html import render_html
@@ -66,6 +72,12 @@ E_MANIFEST = "EVID-E054"
 E_UNSAFE_NAME = "EVID-E055"
 E_NOT_REPRODUCIBLE = "EVID-E056"
 E_CHANGED_WHILE_PACKING = "EVID-E057"
+E_ENTRY_KIND = "EVID-E058"
+E_HEADERS = "EVID-E059"
+E_LIMIT = "EVID-E062"
+E_RECORDS = "EVID-E063"          # pipeline/evidence/packagerecords.py
+E_SIGNATURE = "EVID-E064"        # pipeline/evidence/signing.py
+E_NOT_REGULAR = "EVID-E066"
 
 
 @dataclass
@@ -79,8 +91,22 @@ class Entry:
     data: bytes | None = None
 
 
+def _open_regular(path: Path) -> tuple[int, int]:
+    """A file to pack, opened without following a link: (descriptor, size); EVID-E066 otherwise."""
+    try:
+        return open_input(path)
+    except InputRefused as refused:
+        raise PipelineError(E_NOT_REGULAR, f"{path.as_posix()} is not packed: {refused.reason}",
+                            Location.in_file(path.as_posix())) from None
+
+
 def _file_entry(path: Path, root: Path) -> Entry:
-    return Entry(relative_posix(path, root), sha256_file(path), path.stat().st_size, path=path)
+    fd, size = _open_regular(path)
+    digest = hashlib.sha256()
+    with os.fdopen(fd, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return Entry(relative_posix(path, root), digest.hexdigest(), size, path=path)
 
 
 def _data_entry(name: str, data: bytes) -> Entry:
@@ -136,8 +162,9 @@ def verdicts_statement(matrix: TraceMatrix, model: str, subjects: list[Entry], c
 
 
 def manifest_statement(model: str, entries: list[Entry], inputs: list[Entry], git: GitState,
-                       mode: str = "development") -> dict[str, Any]:
-    """in-toto Statement v1 with SLSA provenance v1: subjects = every entry but the manifest."""
+                       mode: str = "development", signer_keyid: str | None = None) -> dict[str, Any]:
+    """in-toto Statement v1 with SLSA provenance v1: subjects = every entry but the manifest (and its
+    signature envelope, whose key id the internal parameters name when the package is signed)."""
     dependencies = [_descriptor(e) for e in inputs]
     if git.commit:
         dependencies.append({"uri": "git+project-repository", "digest": {"gitCommit": git.commit}, "annotations": {"dirty": git.dirty}})
@@ -165,6 +192,7 @@ def manifest_statement(model: str, entries: list[Entry], inputs: list[Entry], gi
                         "mode": "0644",
                         "compression": f"deflate level {COMPRESS_LEVEL}",
                     },
+                    **({"signature": {"envelope": ENVELOPE, "keyid": signer_keyid}} if signer_keyid else {}),
                 },
                 "resolvedDependencies": dependencies,
             },
@@ -201,7 +229,8 @@ def zip_entries(entries: list[Entry]) -> bytes:
                 continue
             assert entry.path is not None
             digest = hashlib.sha256()
-            with open(entry.path, "rb") as source, archive.open(info, "w", force_zip64=entry.size > zipfile.ZIP64_LIMIT) as target:
+            fd, _ = _open_regular(entry.path)
+            with os.fdopen(fd, "rb") as source, archive.open(info, "w", force_zip64=entry.size > zipfile.ZIP64_LIMIT) as target:
                 while chunk := source.read(CHUNK):
                     digest.update(chunk)
                     target.write(chunk)
@@ -214,10 +243,16 @@ def zip_entries(entries: list[Entry]) -> bytes:
 class BuiltPackage:
     data: bytes
     manifest: dict[str, Any]
+    signer: Signer | None = None
 
 
-def build_package(model: str, matrix: TraceMatrix, root: str | Path = ".") -> BuiltPackage:
-    """Package `model` from `root`; `matrix` is this model's matrix (package_results="placeholder")."""
+def build_package(model: str, matrix: TraceMatrix, root: str | Path = ".", signer: Signer | None = None) -> BuiltPackage:
+    """Package `model` from `root`; `matrix` is this model's matrix (package_results="placeholder").
+
+    Signed (a DSSE envelope over the manifest, pipeline/evidence/signing.py) with `signer`,
+    or with the key named by NNCERT_SIGNING_KEY when `signer` is None; unsigned without either.
+    """
+    signer = signer if signer is not None else signer_from_environment()
     base = Path(root)
     artifacts, inputs = input_entries(model, base)
     generated = [
@@ -232,17 +267,44 @@ def build_package(model: str, matrix: TraceMatrix, root: str | Path = ".") -> Bu
     statement = verdicts_statement(matrix, model, [e for e in artifacts + inputs if not e.name.startswith("requirements/")], configuration)
     generated.append(_data_entry(VERDICTS, canonical_json(statement).encode("utf-8")))
     entries = sorted(artifacts + inputs + generated, key=lambda e: e.name)
-    manifest = manifest_statement(model, entries, inputs, matrix.git, matrix.mode)
-    entries.append(_data_entry(MANIFEST, canonical_json(manifest).encode("utf-8")))
-    return BuiltPackage(zip_entries(entries), manifest)
+    manifest = manifest_statement(model, entries, inputs, matrix.git, matrix.mode,
+                                  signer.keyid if signer is not None else None)
+    manifest_bytes = canonical_json(manifest).encode("utf-8")
+    entries.append(_data_entry(MANIFEST, manifest_bytes))
+    if signer is not None:
+        entries.append(_data_entry(ENVELOPE, envelope(manifest_bytes, signer)))
+    return BuiltPackage(zip_entries(entries), manifest, signer)
 
 
 # --- verification ------------------------------------------------------------------------
 
+# Bounds on what `evidence verify` reads (docs/evidence.md, "Limits"), each raised by the
+# environment variable beside it. A tensor file holds at most 2 GiB of data, the largest
+# legitimate entry; hashing the whole bounded package takes about 40 s on this project's
+# 2-core host.
+MAX_ENTRIES = 100_000                  # PIPELINE_MAX_PACKAGE_ENTRIES
+MAX_DIRECTORY_BYTES = 64 * 1024 * 1024  # the central directory (follows from the entries; not raised)
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # PIPELINE_MAX_MANIFEST_BYTES (lenet5's: 30 KiB)
+MAX_ENTRY_BYTES = 2**31 + 4096         # PIPELINE_MAX_ENTRY_BYTES
+MAX_PACKAGE_BYTES = 2**32              # PIPELINE_MAX_PACKAGE_BYTES: every entry's size added up
+LIMIT_VARIABLES = {"entries": "PIPELINE_MAX_PACKAGE_ENTRIES", "manifest": "PIPELINE_MAX_MANIFEST_BYTES",
+                   "entry": "PIPELINE_MAX_ENTRY_BYTES", "total": "PIPELINE_MAX_PACKAGE_BYTES"}
+
+
+def verify_limits() -> dict[str, int]:
+    defaults = {"entries": MAX_ENTRIES, "manifest": MAX_MANIFEST_BYTES, "entry": MAX_ENTRY_BYTES,
+                "total": MAX_PACKAGE_BYTES}
+    return {key: limit_from_env(LIMIT_VARIABLES[key], value) for key, value in defaults.items()}
+
 
 @dataclass
 class VerifyReport:
-    """What `verify_package` found. exit_code: 0 all match, 1 integrity problem, 2 unreadable."""
+    """What `verify_package` found. exit_code: 0 all match, 1 integrity problem, 2 unreadable.
+
+    `signature`: whether the package is signed, by which key ids, and whether a signature
+    was verified with a key the caller gave (`authenticated`: None when none was given, so
+    only integrity was checked).
+    """
 
     path: str
     readable: bool = True
@@ -252,6 +314,9 @@ class VerifyReport:
     extra: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
+    signed_by: list[str] = field(default_factory=list)
+    key_given: bool = False
+    authenticated: bool | None = None
 
     @property
     def ok(self) -> bool:
@@ -260,6 +325,9 @@ class VerifyReport:
     @property
     def exit_code(self) -> int:
         return 0 if self.ok else (2 if not self.readable else 1)
+
+    def add(self, code: str, message: str) -> None:
+        self.findings.append(Finding(code, Severity.ERROR, message, Span(self.path, 1, 1)))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -271,22 +339,29 @@ class VerifyReport:
             "missing": self.missing,
             "extra": self.extra,
             "findings": [f.to_json() for f in self.findings],
+            "signature": {"signed": bool(self.signed_by), "keyids": self.signed_by, "key_given": self.key_given,
+                          "authenticated": self.authenticated,
+                          "checked": "integrity and authenticity" if self.authenticated else
+                                     ("integrity only (no --key given)" if not self.key_given else "integrity")},
         }
 
 
 def _unreadable(report: VerifyReport, code: str, message: str) -> VerifyReport:
     report.readable = False
-    report.findings.append(Finding(code, Severity.ERROR, message, Span(report.path, 1, 1)))
+    report.add(code, message)
     return report
 
 
 def _safe_name(name: str) -> bool:
-    return bool(name) and not name.startswith("/") and "\\" not in name and ".." not in posixpath.normpath(name).split("/") and not name.endswith("/")
+    return (bool(name) and not name.startswith("/") and "\\" not in name and "\x00" not in name
+            and ".." not in posixpath.normpath(name).split("/") and not name.endswith("/"))
 
 
 def _subjects(manifest: Any) -> dict[str, str]:
     if not isinstance(manifest, dict) or manifest.get("_type") != STATEMENT_TYPE or not isinstance(manifest.get("subject"), list):
         raise ValueError(f"not an in-toto Statement ({STATEMENT_TYPE}) with a subject list")
+    if not manifest["subject"]:
+        raise ValueError("its subject list is empty: the manifest attests nothing")
     subjects: dict[str, str] = {}
     for index, subject in enumerate(manifest["subject"]):
         try:
@@ -299,57 +374,151 @@ def _subjects(manifest: Any) -> dict[str, str]:
     return subjects
 
 
-def verify_package(path: str | Path) -> VerifyReport:
-    """Re-hash every entry of a package against its manifest; name every difference."""
-    report = VerifyReport(str(path))
+def _read_bounded(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
+    """An entry's bytes, never more than `limit` (ValueError beyond: a lying declared size)."""
+    with archive.open(info) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{info.filename} inflates to more than {limit} bytes")
+    return data
+
+
+def verify_package(path: str | Path, public_key: Any | None = None) -> VerifyReport:
+    """Re-hash every entry of a package against its manifest and its step records; name every difference.
+
+    Judged first, before any entry is trusted: the file is a regular file (not a link), the
+    entry count and the manifest's and entries' sizes are within the limits (EVID-E062, exit
+    2), no entry is encrypted, a link or another kind than a regular file (EVID-E058), every
+    local header agrees with the central directory and no entries overlap (EVID-E059). With
+    `public_key` (an Ed25519 public key), the package must carry a DSSE envelope signing its
+    manifest with that key (EVID-E064).
+    """
+    report = VerifyReport(str(path), key_given=public_key is not None)
+    limits = verify_limits()
     try:
-        archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile, ValueError) as exc:
-        return _unreadable(report, E_UNREADABLE, f"cannot open the package as a ZIP archive: {exc}")
-    with archive:
-        infos = archive.infolist()
-        names = [i.filename for i in infos]
-        if MANIFEST not in names:
-            return _unreadable(report, E_MANIFEST, f"no {MANIFEST} in the package")
+        fd, _ = open_input(path)
+    except InputRefused as refused:
+        return _unreadable(report, E_UNREADABLE, f"cannot open the package: {refused.reason}")
+    with os.fdopen(fd, "rb") as handle:
         try:
-            report.manifest = json.loads(archive.read(MANIFEST).decode("utf-8"))
-            subjects = _subjects(report.manifest)
-        except (zipfile.BadZipFile, ValueError, UnicodeDecodeError, OSError) as exc:
-            return _unreadable(report, E_MANIFEST, f"{MANIFEST} is not a valid manifest: {exc}")
-        seen: set[str] = set()
-        for info in infos:
-            name = info.filename
-            if name in seen:
-                report.findings.append(Finding(E_UNSAFE_NAME, Severity.ERROR, f"{name}: entry appears more than once", Span(report.path, 1, 1)))
-                report.tampered.append((name, subjects.get(name, ""), "duplicate entry"))
-                continue
-            seen.add(name)
-            if not _safe_name(name):
-                report.findings.append(Finding(E_UNSAFE_NAME, Severity.ERROR, f"{name!r}: unsafe entry name", Span(report.path, 1, 1)))
-            if name == MANIFEST:
-                continue
-            if name not in subjects:
-                report.extra.append(name)
-                report.findings.append(Finding(E_EXTRA, Severity.ERROR, f"extra: {name} is not listed in the manifest", Span(report.path, 1, 1)))
-                continue
-            report.checked += 1
-            try:
-                digest = hashlib.sha256()
-                with archive.open(info) as handle:
-                    while chunk := handle.read(CHUNK):
-                        digest.update(chunk)
-                actual = digest.hexdigest()
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as exc:
-                actual = f"unreadable ({exc})"
-            if actual != subjects[name]:
-                report.tampered.append((name, subjects[name], actual))
-                report.findings.append(
-                    Finding(E_TAMPERED, Severity.ERROR, f"tampered: {name}: manifest sha256 {subjects[name]}, actual {actual}", Span(report.path, 1, 1))
-                )
-        for name in sorted(set(subjects) - seen):
-            report.missing.append(name)
-            report.findings.append(Finding(E_MISSING, Severity.ERROR, f"missing: {name} is listed in the manifest but absent", Span(report.path, 1, 1)))
+            declared = directory_size(handle)
+        except OSError as exc:
+            return _unreadable(report, E_UNREADABLE, f"cannot read the package: {exc.strerror or exc}")
+        if declared is not None and declared[0] > limits["entries"]:
+            return _unreadable(report, E_LIMIT, f"the archive declares {declared[0]} entries, more than the limit of "
+                               f"{limits['entries']} (raise it with {LIMIT_VARIABLES['entries']})")
+        if declared is not None and declared[1] > MAX_DIRECTORY_BYTES:
+            return _unreadable(report, E_LIMIT, f"the archive's central directory has {declared[1]} bytes, more than "
+                               f"{MAX_DIRECTORY_BYTES}")
+        try:
+            archive = zipfile.ZipFile(handle)
+        except (OSError, zipfile.BadZipFile, ValueError, EOFError) as exc:
+            return _unreadable(report, E_UNREADABLE, f"cannot open the package as a ZIP archive: {exc}")
+        with archive:
+            _verify_archive(report, archive, handle, limits, public_key)
     return report
+
+
+def _verify_archive(report: VerifyReport, archive: zipfile.ZipFile, handle: Any, limits: dict[str, int],
+                    public_key: Any | None) -> None:
+    infos = archive.infolist()
+    if len(infos) > limits["entries"]:
+        _unreadable(report, E_LIMIT, f"the archive holds {len(infos)} entries, more than the limit of {limits['entries']} "
+                    f"(raise it with {LIMIT_VARIABLES['entries']})")
+        return
+    total = sum(info.file_size for info in infos)
+    if total > limits["total"]:
+        _unreadable(report, E_LIMIT, f"the entries add up to {total} bytes, more than the limit of {limits['total']} "
+                    f"(raise it with {LIMIT_VARIABLES['total']})")
+        return
+    refused: set[str] = set()
+    for info in infos:
+        problem = kind_problem(info)
+        if problem is not None:
+            report.add(E_ENTRY_KIND, f"{info.filename}: {problem}")
+            refused.add(info.filename)
+        elif info.file_size > limits["entry" if info.filename != MANIFEST else "manifest"]:
+            limit = limits["entry" if info.filename != MANIFEST else "manifest"]
+            variable = LIMIT_VARIABLES["entry" if info.filename != MANIFEST else "manifest"]
+            report.add(E_LIMIT, f"{info.filename}: {info.file_size} bytes, more than the limit of {limit} "
+                       f"(raise it with {variable})")
+            refused.add(info.filename)
+    for name, problem in header_problems(handle, infos, archive.start_dir):
+        report.add(E_HEADERS, f"{name}: {problem}")
+        refused.add(name)
+    names = [i.filename for i in infos]
+    if MANIFEST not in names:
+        _unreadable(report, E_MANIFEST, f"no {MANIFEST} in the package")
+        return
+    if MANIFEST in refused:   # the finding above says why; nothing can be checked against it
+        report.readable = False
+        return
+    try:
+        manifest_bytes = _read_bounded(archive, archive.getinfo(MANIFEST), limits["manifest"])
+        report.manifest = json.loads(manifest_bytes.decode("utf-8"))
+        subjects = _subjects(report.manifest)
+    except (zipfile.BadZipFile, ValueError, UnicodeDecodeError, OSError, EOFError, zlib.error) as exc:
+        _unreadable(report, E_MANIFEST, f"{MANIFEST} is not a valid manifest: {exc}")
+        return
+    seen: set[str] = set()
+    sizes: dict[str, int] = {}
+    for info in infos:
+        name = info.filename
+        if name in seen:
+            report.add(E_UNSAFE_NAME, f"{name}: entry appears more than once")
+            report.tampered.append((name, subjects.get(name, ""), "duplicate entry"))
+            continue
+        seen.add(name)
+        if not _safe_name(name):
+            report.add(E_UNSAFE_NAME, f"{name!r}: unsafe entry name")
+        if name in (MANIFEST, ENVELOPE):
+            continue
+        if name not in subjects:
+            report.extra.append(name)
+            report.add(E_EXTRA, f"extra: {name} is not listed in the manifest")
+            continue
+        sizes[name] = info.file_size
+        if name in refused:   # not read: its finding above says why
+            continue
+        report.checked += 1
+        try:
+            digest = hashlib.sha256()
+            with archive.open(info) as entry:
+                while chunk := entry.read(CHUNK):
+                    digest.update(chunk)
+            actual = digest.hexdigest()
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError, NotImplementedError, zlib.error) as exc:
+            actual = f"unreadable ({exc})"
+        if actual != subjects[name]:
+            report.tampered.append((name, subjects[name], actual))
+            report.add(E_TAMPERED, f"tampered: {name}: manifest sha256 {subjects[name]}, actual {actual}")
+    for name in sorted(set(subjects) - seen):
+        report.missing.append(name)
+        report.add(E_MISSING, f"missing: {name} is listed in the manifest but absent")
+    if report.ok:   # the records are read from entries that match the manifest only
+        read = lambda name, limit: _read_bounded(archive, archive.getinfo(name), limit)  # noqa: E731
+        for name, problem in record_problems(subjects, sizes, read):
+            report.add(E_RECORDS, f"{name}: {problem}")
+    _check_signature(report, archive, manifest_bytes, refused, limits, public_key)
+
+
+def _check_signature(report: VerifyReport, archive: zipfile.ZipFile, manifest: bytes, refused: set[str],
+                     limits: dict[str, int], public_key: Any | None) -> None:
+    if ENVELOPE not in archive.namelist() or ENVELOPE in refused:
+        if public_key is not None:
+            report.authenticated = False
+            report.add(E_SIGNATURE, f"the package is not signed ({ENVELOPE} absent or refused); --key asks who built it")
+        return
+    try:
+        data = _read_bounded(archive, archive.getinfo(ENVELOPE), limits["manifest"] * 2)
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, zlib.error) as exc:
+        report.add(E_SIGNATURE, f"{ENVELOPE} cannot be read: {exc}")
+        return
+    check = check_envelope(data, manifest, public_key)
+    report.signed_by = check.keyids
+    report.authenticated = check.authenticated
+    if check.problem:
+        report.add(E_SIGNATURE, check.problem)
 
 
 def same_inputs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -396,4 +565,4 @@ def write_package(model: str, built: BuiltPackage, root: str | Path = ".") -> tu
             else:
                 note = {"compared": False, "identical": None, "reason": "inputs, artifacts or tools changed since the previous build"}
     write_bytes(target, built.data)
-    return target, verify_package(target), note
+    return target, verify_package(target, built.signer.private.public_key() if built.signer else None), note

@@ -32,6 +32,7 @@ from doit.tools import config_changed
 from pipeline.registry import checks
 from pipeline.evidence.modes import DEVELOPMENT, STRICT
 from pipeline.evidence.paths import baseline_path, model_report_path, package_check_path, package_path, report_paths
+from pipeline.evidence.signing import signing_key_fingerprint
 from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, requirement_files
 from pipeline.registry.freshness import coded_action
 from pipeline.tasking import runnable_models
@@ -227,7 +228,8 @@ def evidence_tasks(after: Sequence[str] = ()) -> tuple[Callable[[], Iterator[dic
                 # its own model's steps only: a package starts while other models' steps still run
                 "task_dep": [f"{step}:{model}" for step in after],
                 "targets": [package_path(model).as_posix(), package_check_path(model).as_posix()],
-                "uptodate": [TreeStamp(_model_trees(model)), config_changed({"mode": mode})],
+                "uptodate": [TreeStamp(_model_trees(model)),
+                             config_changed({"mode": mode, "signing_key": signing_key_fingerprint()})],
                 "clean": True,
             }
         yield {

@@ -6,12 +6,15 @@ the same seeded vectors, writes OUTDIR/validation.json and prints one row per ou
 Vectors, seed, input distribution and tolerance come from --deploy (a deploy.yaml), else
 the defaults: uniform [0, 1) inputs, 100 vectors, seed 0, max abs error 1e-5.
 Exit status: 0 exported (and validated), 1 validation failed, 2 bad input (unsupported
-construct, bad deployment spec, unusable OUTDIR): the error, and nothing written.
+construct, bad deployment spec, unusable OUTDIR): the error, and nothing written. A
+validation that cannot complete (a coded error, an internal error, an interrupt) removes
+the export it was validating: a failed export leaves no OUTDIR behind.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 from typing import Any
 
 from pipeline.atomic import write_json
@@ -61,8 +64,17 @@ def run(args: argparse.Namespace) -> int:
                 else default_settings(shapes, args.vectors, args.seed))
     try:
         report = validate_export(args.model, args.outdir, settings)
+        write_json(f"{args.outdir}/{VALIDATION_FILE}", report.to_json())
     except PipelineError as exc:
+        _remove_export(args.outdir)
         return report_error(exc)
-    write_json(f"{args.outdir}/{VALIDATION_FILE}", report.to_json())
+    except BaseException:   # an internal error (reported by the CLI) or an interrupt: no half export left
+        _remove_export(args.outdir)
+        raise
     print(report.table())
     return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def _remove_export(outdir: str) -> None:
+    """Remove the export this command published (a failed export leaves nothing that looks like one)."""
+    shutil.rmtree(outdir, ignore_errors=True)

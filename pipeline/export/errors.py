@@ -27,7 +27,9 @@ CODES: dict[str, str] = {
     "EXPORT-E013": "constant tensor data disagrees with its declared shape (longer or shorter), is external, or has a shape beyond the limits",
     "EXPORT-E014": "a graph input, intermediate or output shape beyond the limits (an extent over 2^31 - 1 or more than 2^32 elements)",
     "EXPORT-E015": "a graph output listed twice",
-    "EXPORT-E016": "the ONNX model file is not a regular file or exceeds the size limit (2 GiB - 1)",
+    "EXPORT-E016": "the ONNX model file is a symbolic link, not a regular file, or exceeds the size limit (2 GiB - 1)",
+    "EXPORT-E017": "an initializer or Constant value holds a NaN or an infinity (the tensor and the first index are named)",
+    "EXPORT-E018": "more nodes or initializers than the limits (10,000 each; PIPELINE_MAX_ONNX_NODES, PIPELINE_MAX_ONNX_INITIALIZERS)",
 }
 
 

@@ -3,8 +3,12 @@
 An ONNX file comes from another tool, possibly a hostile or broken one. Before the
 exporter converts anything (and so before anything is written), `load_onnx` calls:
 
-* `check_file_size`: the file is a regular file of at most MAX_ONNX_BYTES (judged with
-  stat before it is read; protobuf cannot hold more than 2 GiB anyway);
+* `read_model_file`: the file is a regular file (not a symbolic link: pipeline.readguard)
+  of at most MAX_ONNX_BYTES (judged with fstat of the opened file before it is read;
+  protobuf cannot hold more than 2 GiB anyway);
+* `check_counts`: at most MAX_NODES nodes (subgraphs included) and MAX_INITIALIZERS
+  initializers (EXPORT-E018), before onnx.checker, shape inference or any per-node pass,
+  whose cost grows with them; both can be raised by an environment variable;
 * `check_tensor_data`: every initializer (and every tensor held by a Constant node) has
   dimensions in 0 .. MAX_EXTENT, at most MAX_ELEMENTS elements, its data inside the model
   (no external data: a location could name any file, /dev/zero included), and exactly as
@@ -12,7 +16,10 @@ exporter converts anything (and so before anything is written), `load_onnx` call
 * `check_shapes`: every shape ONNX declares or infers (inputs, intermediate values,
   outputs) is within the same bounds (EXPORT-E014 names the tensor), so that no later step
   sizes an allocation from an unchecked product;
-* `check_outputs`: no graph output is listed twice (EXPORT-E015).
+* `check_outputs`: no graph output is listed twice (EXPORT-E015);
+* `check_finite`: every float initializer and Constant value is a finite number; a NaN
+  or an infinity is refused (EXPORT-E017) naming the tensor and the index of the first
+  one, so that no inf reaches validation, the bounds or a JSON document.
 
 The bounds are those of the NNEF front end (pipeline.nnef.limits), which checks the
 exported description again; products are computed in Python integers and compared as
@@ -21,10 +28,8 @@ they grow, never wrapped. docs/export.md, "Limits", lists them.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import onnx
@@ -33,32 +38,74 @@ from onnx import TensorProto, helper
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
 from pipeline.nnef.limits import MAX_ELEMENTS, MAX_EXTENT
+from pipeline.readguard import TOO_LARGE, InputRefused, read_input
+from pipeline.yamlguard import limit_from_env
 
 MAX_ONNX_BYTES = 2**31 - 1  # the protobuf limit
+# Nodes (subgraphs included) and initializers: every pass of the export, the validation and the
+# error bound walks them (the shipped models have at most 83 nodes and 47 initializers; 2,000 Relu
+# nodes take 5 s to export and 35 s with validation here). Raise them for a bigger network with
+# PIPELINE_MAX_ONNX_NODES / PIPELINE_MAX_ONNX_INITIALIZERS (docs/export.md, Limits).
+MAX_NODES = 10_000
+MAX_INITIALIZERS = 10_000
+NODES_VARIABLE = "PIPELINE_MAX_ONNX_NODES"
+INITIALIZERS_VARIABLE = "PIPELINE_MAX_ONNX_INITIALIZERS"
 # The bytes of every graph input, intermediate value and output of one inference, added up
 # (element counts times element sizes). The reference interpreter and the validation hold
 # them all; the shipped models need at most 1.1 MB (resnet8). Raise it here for a bigger network.
 MAX_ACTIVATION_BYTES = 256 * 1024 * 1024
 
+_FLOAT_TYPES = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}
 # Typed-data fields holding two numbers per element.
 _PAIRED = {TensorProto.COMPLEX64, TensorProto.COMPLEX128}
 # Sub-byte types: elements per byte (raw data; the typed field packs them the same way).
 _PER_BYTE = {"INT4": 2, "UINT4": 2, "FLOAT4E2M1": 2, "INT2": 4, "UINT2": 4}
 
 
-def check_file_size(path: Path) -> int:
-    """The size of the regular file at `path`; EXPORT-E016 when it is not one or is too large."""
+def read_model_file(path: Path) -> bytes:
+    """The bytes of the ONNX file at `path`: a regular file, not a link, at most MAX_ONNX_BYTES (EXPORT-E016)."""
     try:
-        info = os.stat(path)
+        return read_input(path, max_bytes=MAX_ONNX_BYTES)
+    except InputRefused as refused:
+        if refused.unreadable:
+            raise ExportError("EXPORT-E001", f"cannot read the ONNX model: {refused.reason}", Location.in_file(path)) from None
+        if refused.kind == TOO_LARGE:
+            raise ExportError("EXPORT-E016", f"the ONNX model is {refused.size} bytes; the limit is {MAX_ONNX_BYTES} "
+                              "(pipeline/export/guard.py)", Location.in_file(path)) from None
+        raise ExportError("EXPORT-E016", f"the ONNX model is refused: {refused.reason}", Location.in_file(path)) from None
     except OSError as exc:
-        raise ExportError("EXPORT-E001", f"cannot read the ONNX model: {exc.strerror or exc}", Location.in_file(path)) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ExportError("EXPORT-E016", "the ONNX model is not a regular file (a FIFO, device or directory is never read)",
-                          Location.in_file(path))
-    if info.st_size > MAX_ONNX_BYTES:
-        raise ExportError("EXPORT-E016", f"the ONNX model is {info.st_size} bytes; the limit is {MAX_ONNX_BYTES} "
-                          "(pipeline/export/guard.py)", Location.in_file(path))
-    return info.st_size
+        raise ExportError("EXPORT-E001", f"cannot read the ONNX model: {exc.strerror or exc}",
+                          Location.in_file(path)) from None
+
+
+def _subgraphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                yield attribute.g
+            elif attribute.type == onnx.AttributeProto.GRAPHS:
+                yield from attribute.graphs
+
+
+def check_counts(graph: onnx.GraphProto) -> None:
+    """At most MAX_NODES nodes (every subgraph's counted, iteratively) and MAX_INITIALIZERS initializers."""
+    max_nodes = limit_from_env(NODES_VARIABLE, MAX_NODES)
+    max_initializers = limit_from_env(INITIALIZERS_VARIABLE, MAX_INITIALIZERS)
+    nodes = initializers = 0
+    pending = [graph]
+    while pending:
+        current = pending.pop()
+        nodes += len(current.node)
+        initializers += len(current.initializer) + len(current.sparse_initializer)
+        if nodes > max_nodes:
+            raise ExportError("EXPORT-E018", f"the model has more than {max_nodes} nodes (subgraphs included); raise "
+                              f"the limit with the environment variable {NODES_VARIABLE} (docs/export.md, Limits)",
+                              Location(element="graph"))
+        if initializers > max_initializers:
+            raise ExportError("EXPORT-E018", f"the model has more than {max_initializers} initializers; raise the "
+                              f"limit with the environment variable {INITIALIZERS_VARIABLE} (docs/export.md, Limits)",
+                              Location(element="graph"))
+        pending.extend(_subgraphs(current))
 
 
 def element_count(dims: Sequence[int], what: str, code: str) -> int:
@@ -186,3 +233,38 @@ def check_outputs(graph: onnx.GraphProto) -> None:
                               "distinct (list it once, or add an Identity node for the copy)",
                               Location(element=f"graph output '{value.name}'"))
         seen.add(value.name)
+
+
+def _constant_floats(graph: onnx.GraphProto) -> Iterator[tuple[str, Any]]:
+    """(what, values) of every float constant: tensor data (initializers, tensor attributes) and
+    Constant nodes' value_float / value_floats."""
+    for what, tensor in _constant_tensors(graph):
+        if tensor.data_type in _FLOAT_TYPES:
+            yield what, tensor
+    for index, node in enumerate(graph.node):
+        if node.op_type != "Constant" or node.domain not in ("", "ai.onnx"):
+            continue
+        for attribute in node.attribute:
+            if attribute.name == "value_float":
+                yield f"value_float of node '{node.name or f'#{index} (Constant)'}'", np.array([attribute.f])
+            elif attribute.name == "value_floats":
+                yield f"value_floats of node '{node.name or f'#{index} (Constant)'}'", np.array(attribute.floats)
+
+
+def check_finite(graph: onnx.GraphProto) -> None:
+    """Every float constant is a finite number; EXPORT-E017 names the first NaN or infinity and its index.
+
+    A NaN or an infinity among the trained numbers makes the model's outputs, the validation
+    figures and every error bound meaningless (and an infinity cannot be written as JSON);
+    such a model is not exported. Run after check_tensor_data (the lengths are checked).
+    """
+    from onnx import numpy_helper
+
+    for what, value in _constant_floats(graph):
+        data = numpy_helper.to_array(value) if isinstance(value, TensorProto) else value
+        bad = ~np.isfinite(data)
+        if bad.any():
+            index = [int(i) for i in np.unravel_index(int(np.argmax(bad)), data.shape)]
+            raise ExportError("EXPORT-E017", f"{what} holds {data[tuple(index)].item()} at index {index}; every "
+                              "trained number must be finite (fix or retrain the model; docs/export.md, Limits)",
+                              Location(element=what))

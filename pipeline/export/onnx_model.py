@@ -21,8 +21,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
-from pipeline.export.guard import (MAX_ONNX_BYTES, check_activation_bytes, check_file_size, check_outputs,
-                                   check_shapes, check_strings, check_tensor_data)
+from pipeline.export.guard import (MAX_ONNX_BYTES, check_activation_bytes, check_counts, check_finite, check_outputs,
+                                   check_shapes, check_strings, check_tensor_data, read_model_file)
 
 MIN_OPSET = 7
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -136,12 +136,7 @@ def _read(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> tuple[onn
                               Location.in_file(where))
     else:
         path = Path(source)
-        check_file_size(path)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ExportError("EXPORT-E001", f"cannot read the ONNX model: {exc.strerror or exc}",
-                              Location.in_file(path)) from None
+        data = read_model_file(path)
         where, shown = path.name, str(path)
     try:  # from the bytes read: external data (a path in the model) is never followed
         return onnx.load_model_from_string(data), data, where
@@ -172,16 +167,18 @@ def _since_version(op_type: str, domain: str, opset: int) -> int | None:
 
 
 def load_onnx(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> OnnxModel:
-    """Read, check and shape-infer a model; ExportError (E001/E002/E005/E006/E007/E009, E013-E016) otherwise.
+    """Read, check and shape-infer a model; ExportError (E001/E002/E005/E006/E007/E009, E013-E018) otherwise.
 
     The file's size, every constant tensor's data length and every shape are judged
     (pipeline.export.guard) before onnx.checker, shape inference or NumPy see them.
     """
     model, data, where = _read(source)
     check_strings(model)
+    check_counts(model.graph)
     opset = _default_opset(model, where)
     check_outputs(model.graph)
     check_tensor_data(model.graph)
+    check_finite(model.graph)
     check_shapes(model.graph.input, "graph input")
     declared_initializers = {t.name for t in model.graph.initializer}
     for value in model.graph.input:

@@ -30,7 +30,7 @@ from pipeline.nnef.graph import Graph
 from pipeline.nnef.lowering import GraphBuilder, Options
 from pipeline.nnef.multiitem import check_items
 from pipeline.nnef.parser import parse_text, read_description
-from pipeline.nnef.tensorfile import LABEL_CODE, TensorFileError, label_problem, read_tensor_file
+from pipeline.nnef.tensorfile import LABEL_CODE, TensorFileError, first_non_finite, label_problem, read_tensor_file
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +105,9 @@ def check_document(document: ast.Document, profile: str = "certification") -> tu
     return graphs, findings
 
 
-def check_tensor_files(graph: Graph, base: Path) -> list[Finding]:
-    """Each `variable` has a readable `<base>/<label>.dat` matching its shape and type."""
+def check_tensor_files(graph: Graph, base: Path, read: bool = True, finite: bool = False) -> list[Finding]:
+    """Each `variable` has a label inside the folder and (with `read`) a readable `<base>/<label>.dat`
+    matching its shape and type; with `finite`, holding finite numbers only (NNEF-E034)."""
     findings = []
     for op in graph.operations:
         if op.name != "variable":
@@ -117,13 +118,14 @@ def check_tensor_files(graph: Graph, base: Path) -> list[Finding]:
             findings.append(Finding(LABEL_CODE, Severity.ERROR, f"variable '{op.output_refs()[0].name}': {problem}",
                                     op.span))
             continue
+        if not read:
+            continue
         path = base / f"{label.lstrip('/')}.dat"
-        try:
-            stored = read_tensor_file(path)
+        try:  # below `base`, no link followed (pipeline.readguard)
+            stored = read_tensor_file(f"{label.lstrip('/')}.dat", base=base)
         except TensorFileError as error:
-            missing = not path.exists()
-            code = "NNEF-E030" if missing else "NNEF-E032"
-            message = (f"tensor file '{path}' of variable '{op.output_refs()[0].name}' is missing" if missing
+            code = "NNEF-E030" if error.missing else "NNEF-E032"
+            message = (f"tensor file '{path}' of variable '{op.output_refs()[0].name}' is missing" if error.missing
                        else f"tensor file '{path}': {error.message}")
             findings.append(Finding(code, Severity.ERROR, message, op.span))
             continue
@@ -134,6 +136,10 @@ def check_tensor_files(graph: Graph, base: Path) -> list[Finding]:
         if stored.nnef_dtype != (op.dtype or "scalar"):
             findings.append(Finding("NNEF-E031", Severity.ERROR, f"tensor file '{path}' holds {stored.nnef_dtype} "
                                     f"items ({stored.bits} bits), the declaration says {op.dtype}", op.span))
+        bad = first_non_finite(stored.data) if finite else None
+        if bad is not None:
+            findings.append(Finding("NNEF-E034", Severity.ERROR, f"tensor file '{path}' holds {bad[1]} at index "
+                                    f"{list(bad[0])} (a weight must be a finite number)", op.span))
     return findings
 
 
@@ -180,18 +186,22 @@ def check_paths(
     profile: str = "certification",
     tensors: bool = True,
     tensor_dir: str | os.PathLike[str] | None = None,
+    finite: bool = False,
 ) -> CheckReport:
     """Check NNEF files (or directories holding graph.nnef) together.
 
     All graphitems across the files form one multi-item description for the cross-item
-    rules. With `tensors`, variable tensor files are checked too.
+    rules. With `tensors`, variable tensor files are checked too; with `finite` (the `check`
+    command and step), a NaN or an infinity in one is an error (NNEF-E034). The code
+    generators' and the interpreter's own readers do not ask: their tests run IEEE specials
+    through the kernels on purpose, and the export refuses non-finite weights at the source.
     """
     with gc_paused():
-        return _check_paths(paths, profile, tensors, tensor_dir)
+        return _check_paths(paths, profile, tensors, tensor_dir, finite)
 
 
 def _check_paths(paths: Sequence[str | os.PathLike[str]], profile: str, tensors: bool,
-                 tensor_dir: str | os.PathLike[str] | None) -> CheckReport:
+                 tensor_dir: str | os.PathLike[str] | None, finite: bool = False) -> CheckReport:
     report = CheckReport()
     for given in paths:
         path = resolve_path(given)
@@ -204,10 +214,9 @@ def _check_paths(paths: Sequence[str | os.PathLike[str]], profile: str, tensors:
         graphs = _check_one(report, text, str(path), profile)
         if graphs is None:
             continue
-        if tensors:
-            base = Path(tensor_dir) if tensor_dir is not None else path.parent
-            for graph in graphs:
-                report.findings += check_tensor_files(graph, base)
+        base = Path(tensor_dir) if tensor_dir is not None else path.parent
+        for graph in graphs:  # labels are judged even when the files are not read
+            report.findings += check_tensor_files(graph, base, read=tensors, finite=finite)
     report.findings += check_items(report.graphs)
     report.findings = sorted_findings(_apply_profile(report.findings, profile))
     return report

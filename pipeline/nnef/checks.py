@@ -32,7 +32,7 @@ def _codes(*ranges: tuple[int, int]) -> frozenset[str]:
 SYNTAX = FindingCheck("nnef.syntax", _codes((1, 4), (7, 7)))
 SEMANTICS = FindingCheck("nnef.semantics", _codes((5, 6), (8, 21), (40, 42)))
 EXPLICIT = FindingCheck("nnef.explicit", _codes((60, 62)))
-TENSORS = FindingCheck("nnef.tensors", _codes((30, 32)))
+TENSORS = FindingCheck("nnef.tensors", _codes((30, 34)))   # E033 labels, E034 non-finite data (issue 28)
 MULTI_ITEM = FindingCheck("nnef.multiitem", _codes((70, 80)))
 
 register_check(SYNTAX.check_id, "The description parses with the NNEF 1.0.5 grammar (+ multi-item extension)",
@@ -48,7 +48,8 @@ register_check(EXPLICIT.check_id, "Every operation attribute is written explicit
                "stride or dilation, no implicit element type.")
 register_check(TENSORS.check_id, "Every variable's tensor file exists and matches its declaration",
                STEP, ["HLR-FMT-004", "LLR-FMT-006"],
-               "Header fields, data length, shape and item type of each <label>.dat.")
+               "Header fields, data length, shape and item type of each <label>.dat, its label inside the "
+               "folder, its data finite (no NaN, no infinity).")
 register_check(MULTI_ITEM.check_id, "Items exchange values only through matching send_var/get_var",
                "split", ["HLR-SPL-002", "LLR-FMT-005"],
                "Cross-item rules of the multi-item extension over all graphitems of a split.")

@@ -31,10 +31,12 @@ CODES: dict[str, str] = {
     "NNEF-E022": "input beyond the front end's limits: brackets or expression nested too deep, integer literal outside 64 bits, tensor extent or element count too large (docs/nnef.md, Limits)",
     "NNEF-E030": "tensor file of a variable is missing",
     "NNEF-E031": "tensor file shape or item type differs from the declaration",
-    "NNEF-E032": "tensor file cannot be read (bad magic, truncated, rank > 8, length mismatch)",
+    "NNEF-E032": ("tensor file cannot be read (a symbolic link, not a regular file, bad magic, version other than "
+                  "1.0, truncated, rank > 8, length mismatch); the file is named, its bytes never shown"),
     "NNEF-E033": ("variable label is not a path inside the tensor folder (`..`, empty segment, characters other than "
                   "letters, digits, `_`, `.`, `-`); judged before any file is opened, by the checker, the interpreter "
-                  "and the C generator alike (`tensorfile.label_path`)"),
+                  "and the C generator alike (`tensorfile.label_path`), with or without `--no-tensors`"),
+    "NNEF-E034": "tensor file holds a NaN or an infinity (the first one's index and value are named)",
     "NNEF-E040": "graph parameter not declared by external",
     "NNEF-E041": "graph result never assigned",
     "NNEF-E042": "external declares a tensor that is not a graph parameter",
@@ -46,7 +48,7 @@ CODES: dict[str, str] = {
     "NNEF-E062": "explicitness: generic type relies on its default (write e.g. external<scalar>)",
     "NNEF-E070": "get_var with no matching send_var naming this item",
     "NNEF-E071": "sync variable written by more than one item, or sent twice",
-    "NNEF-E072": "sync variable shapes or types disagree between items",
+    "NNEF-E072": "sync variable shapes or types disagree between items, or the value sent (a tensor or a literal) has another shape",
     "NNEF-E073": "send_var or get_var on a name not declared by variablesync",
     "NNEF-N074": "item referenced but not among the descriptions checked (cross-item checks not run for it)",
     "NNEF-E075": "tensor shared by several items declared differently",

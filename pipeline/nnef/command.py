@@ -77,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
         for path in missing:
             fail_usage(f"no NNEF description at '{path}' (a file, or a directory holding graph.nnef)")
         return EXIT_BAD_INPUT
-    report = check_paths(args.paths, profile=args.profile, tensors=not args.no_tensors, tensor_dir=args.tensor_dir)
+    report = check_paths(args.paths, profile=args.profile, tensors=not args.no_tensors, tensor_dir=args.tensor_dir,
+                         finite=True)
     files = [str(resolve_path(p)) for p in args.paths]
     if args.json:
         json.dump(report_json(report, files), sys.stdout, indent=2, sort_keys=True)

@@ -78,6 +78,20 @@ def _walk(expr: ast.Expr) -> Iterator[ast.Expr]:
             stack.extend(reversed(limits.children(node)))
 
 
+def invoked_names(expr: ast.Expr) -> set[str]:
+    """The fragments `expr` invokes (comprehension bodies included), found without recursion."""
+    found: set[str] = set()
+    stack: list[ast.Expr | None] = [expr]
+    while stack:
+        node = stack.pop()
+        if node is None:
+            continue
+        if isinstance(node, ast.Invocation):
+            found.add(node.name.value)
+        stack.extend(limits.children(node))
+    return found
+
+
 def _check_expr(expr: ast.Expr, names: set[str], catalogue: Mapping[str, FragmentSig],
                 where: str, findings: list[Finding]) -> None:
     if isinstance(expr, ast.Comprehension):

@@ -89,10 +89,12 @@ def check_items(graphs: list[Graph]) -> list[Finding]:
                     findings.append(_finding("NNEF-W079", f"'{var}' is sent by '{name}' to '{dest}', which never "
                                              f"reads it with get_var({name}, {var})", op.span))
             declared = facts.declarations.get(var)
-            sent = _shape(facts.graph, op.inputs["data"]) if isinstance(op.inputs.get("data"), Ref) else None
+            data = op.inputs.get("data")
+            sent = _shape(facts.graph, data) if isinstance(data, Ref) else (None if data is None else [])
             if declared is not None and sent is not None and list(declared.attribs["shape"]) != sent:
+                what = f"has shape {sent}" if isinstance(data, Ref) else f"is the literal {data!r} (shape [])"
                 findings.append(_finding("NNEF-E072", f"'{var}' is declared with shape {declared.attribs['shape']} "
-                                         f"but the value sent has shape {sent}", op.span,
+                                         f"but the value sent {what}", op.span,
                                          [("declared here", declared.span)]))
     for var, ops in writers.items():
         if len(ops) > 1:

@@ -10,9 +10,7 @@ and column numbers) and parses again, up to `MAX_SYNTAX_ERRORS` times.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -24,6 +22,7 @@ import numpy as np
 from lark import Token, Transformer
 
 from pipeline.diagnostics import Finding, Severity, Span
+from pipeline.readguard import TOO_LARGE, InputRefused, read_input
 from pipeline.gcpause import gc_paused
 from pipeline.nnef import ast, limits
 from pipeline.nnef.flatparse import parse_flat
@@ -507,13 +506,12 @@ def parse_file(path: str | Path) -> ParseResult:
 def read_description(path: str | Path) -> tuple[str, Finding | None]:
     """The text of the NNEF file at `path`, or the NNEF-E003 finding saying why it cannot be read."""
     file = str(path)
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError("not a regular file (a FIFO, device or directory is never read)")
-        if info.st_size > limits.MAX_TEXT_BYTES:
-            raise OSError(f"{info.st_size} bytes exceed the limit of {limits.MAX_TEXT_BYTES} (docs/nnef.md, Limits)")
-        text = Path(path).read_text(encoding="utf-8")
+    try:   # no link followed at the file itself, a regular file, bounded (pipeline/readguard.py)
+        text = read_input(path, max_bytes=limits.MAX_TEXT_BYTES).decode("utf-8")
+    except InputRefused as refused:
+        reason = (f"{refused.size} bytes exceed the limit of {limits.MAX_TEXT_BYTES} (docs/nnef.md, Limits)"
+                  if refused.kind == TOO_LARGE else refused.reason)
+        return "", Finding("NNEF-E003", Severity.ERROR, f"cannot read file: {reason}", Span(file, 1, 1))
     except (OSError, UnicodeDecodeError) as error:
         return "", Finding("NNEF-E003", Severity.ERROR, f"cannot read file: {error}", Span(file, 1, 1))
     return text, None

@@ -17,7 +17,11 @@ Layout (NNEF 1.0.5, "Tensor File Format"), all integers little-endian uint32 unl
     128     ...   data, row-major
 
 Reading validates everything and raises TensorFileError (code NNEF-E032) with the path
-and what is wrong; writing goes through pipeline.atomic.
+and what is wrong, never the file's bytes; writing goes through pipeline.atomic. A variable's
+file is opened below its tensor folder without following a link (`read_variable_file`,
+pipeline.readguard): a label's text is judged first (`label_problem`), then each component
+of its path is opened with O_NOFOLLOW, so neither `../x` nor a linked `fc3_bias.dat` reads
+a file outside the folder. Only version 1.0 is read (the one NNEF 1.0.5 defines).
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +37,7 @@ import numpy as np
 
 from pipeline.atomic import write_bytes
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.readguard import InputRefused, open_input
 
 HEADER_SIZE = 128
 MAX_DATA_BYTES = 2**31  # 2 GiB: the largest tensor data read (docs/nnef.md, Limits)
@@ -57,10 +61,11 @@ _DTYPES: dict[tuple[int, int], np.dtype] = {
 
 
 class TensorFileError(PipelineError):
-    """A `.dat` file that is not a valid NNEF tensor file."""
+    """A `.dat` file that is not a valid NNEF tensor file (`missing`: there is no such file)."""
 
-    def __init__(self, path: str | os.PathLike[str], message: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], message: str, missing: bool = False) -> None:
         super().__init__(CODE, message, Location.in_file(path))
+        self.missing = missing
 
 
 @dataclass(frozen=True)
@@ -138,11 +143,12 @@ def _header(blob: bytes, path: str | os.PathLike[str]) -> _Header:
     """The validated header of a tensor file (its first HEADER_SIZE bytes); sizes in Python integers."""
     if len(blob) < HEADER_SIZE:
         raise TensorFileError(path, f"truncated header: {len(blob)} bytes, expected at least {HEADER_SIZE}")
-    if blob[0:2] != MAGIC:
-        raise TensorFileError(path, f"bad magic {blob[0:2].hex(' ')}, expected 4e ef")
+    if blob[0:2] != MAGIC:  # not a tensor file: nothing of it is shown (it may be any file)
+        raise TensorFileError(path, "not an NNEF tensor file (bad magic: its first two bytes are not 4e ef)")
     version = (blob[2], blob[3])
-    if version > SUPPORTED_VERSION:
-        raise TensorFileError(path, f"unsupported tensor file version {version[0]}.{version[1]}")
+    if version != SUPPORTED_VERSION:
+        raise TensorFileError(path, f"unsupported tensor file version {version[0]}.{version[1]} "
+                              f"(NNEF 1.0.5 defines {SUPPORTED_VERSION[0]}.{SUPPORTED_VERSION[1]} only)")
     length, rank = struct.unpack_from("<II", blob, 4)
     if rank > MAX_RANK:
         raise TensorFileError(path, f"rank {rank} exceeds the maximum of {MAX_RANK}")
@@ -217,26 +223,54 @@ def label_path(base: str | os.PathLike[str], label: str) -> Path:
     return Path(base) / f"{label.lstrip('/')}.dat"
 
 
-def read_tensor_file(path: str | os.PathLike[str]) -> TensorFile:
-    """Read and validate the tensor file at `path`: a regular file, header judged before the body.
+def read_tensor_file(path: str | os.PathLike[str], base: str | os.PathLike[str] | None = None) -> TensorFile:
+    """Read and validate the tensor file at `path` (below `base` when given): header judged before the body.
 
-    A FIFO, a device (a link to /dev/zero) or a directory is refused without reading; the
-    header's sizes are checked against the file's size and MAX_DATA_BYTES before the data is
-    read, so a hostile file costs at most its declared, bounded size.
+    Opened by pipeline.readguard: no symbolic link followed (below `base`, none at all; without
+    it, not at the last component), a regular file only (a FIFO, a device or a directory is
+    refused without reading), at most HEADER_SIZE + MAX_DATA_BYTES bytes; the header's sizes
+    are checked against the file's size before the data is read, so a hostile file costs at
+    most its declared, bounded size.
     """
+    shown = Path(base) / path if base is not None else Path(path)
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            raise TensorFileError(path, "not a regular file (a FIFO, device, directory or socket is never read)")
-        with open(path, "rb") as handle:
-            header = _header(handle.read(HEADER_SIZE), path)
-            _check_length(os.fstat(handle.fileno()).st_size - HEADER_SIZE, header, path)
+        fd, size = open_input(path, base=base, max_bytes=HEADER_SIZE + MAX_DATA_BYTES)
+    except InputRefused as refused:
+        raise TensorFileError(shown, refused.reason, refused.missing) from None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            header = _header(handle.read(HEADER_SIZE), shown)
+            _check_length(size - HEADER_SIZE, header, shown)
             payload = handle.read(header.length)
     except OSError as error:
-        raise TensorFileError(path, f"cannot read: {error.strerror or error}") from None
+        raise TensorFileError(shown, f"cannot read: {error.strerror or error}") from None
     if len(payload) != header.length:
-        raise TensorFileError(path, f"truncated data: read {len(payload)} data bytes, header says {header.length}")
+        raise TensorFileError(shown, f"truncated data: read {len(payload)} data bytes, header says {header.length}")
     return _decode_payload(payload, header)
+
+
+def read_variable_file(base: str | os.PathLike[str], label: str) -> TensorFile:
+    """The tensor file of variable `label` in the tensor folder `base`, read without leaving it.
+
+    PipelineError NNEF-E033 for a label outside the grammar (judged before anything is
+    opened), TensorFileError (NNEF-E032; `missing` when absent) for a file that is a link,
+    not regular, too large or not a valid tensor file.
+    """
+    problem = label_problem(label)
+    if problem is not None:
+        raise PipelineError(LABEL_CODE, problem, Location.in_file(base))
+    return read_tensor_file(f"{label.lstrip('/')}.dat", base=base)
+
+
+def first_non_finite(data: np.ndarray) -> tuple[tuple[int, ...], float] | None:
+    """(index in C order, value) of the first NaN or infinity of a float array, or None."""
+    if data.dtype.kind not in "fc" or data.size == 0:
+        return None
+    bad = ~np.isfinite(data)
+    if not bad.any():
+        return None
+    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), data.shape))
+    return index, data[index].item()
 
 
 def read_tensor(path: str | os.PathLike[str]) -> np.ndarray:

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator
 
 from pipeline.atomic import write_json
 from pipeline.diagnostics import INTERNAL_ERROR, IO_ERROR, Location, PipelineError, debug_requested, describe_unexpected
-from pipeline.layout import REPORT_FILES, REPORTS_DIR, STEPS, step_dir
+from pipeline.layout import REPORT_FILES, REPORTS_DIR, STEPS, check_output_folders, step_dir
 from pipeline.lock import working
 from pipeline.tasklog import in_task
 
@@ -126,6 +126,7 @@ def failure_path(model: str, step: str, root: str | os.PathLike[str] = ".") -> P
 @contextlib.contextmanager
 def fresh_run(model: str, step: str, root: str | os.PathLike[str] = ".") -> Iterator[Path]:
     """Run `step` for `model` from an empty folder; on an exception, invalidate and record the failure."""
+    check_output_folders(root)   # a linked artifacts/ or reports/ is refused before anything is removed or written
     folder = step_dir(model, step, root)
     remove_reports(model, root)
     remove_folder(folder)

@@ -192,11 +192,14 @@ def _parse_requirement(
             strings_ok = False
     if not strings_ok:
         return None
-    req_id = item["id"].strip()
+    req_id = item["id"]   # never stripped: 'HLR-EXP-001 ' is another string than the ID links name
     id_path = join_path(key_path, "id")
-    if not ID_PATTERNS[level].match(req_id):
-        other = [lv for lv, pattern in ID_PATTERNS.items() if pattern.match(req_id)]
-        hint = f" (it is a {other[0]} ID; move it to the {other[0]} file)" if other else ""
+    if not ID_PATTERNS[level].fullmatch(req_id):
+        other = [lv for lv, pattern in ID_PATTERNS.items() if pattern.fullmatch(req_id)]
+        if req_id != req_id.strip() and ID_PATTERNS[level].fullmatch(req_id.strip()):
+            hint = " (it has white space around it; remove it)"
+        else:
+            hint = f" (it is a {other[0]} ID; move it to the {other[0]} file)" if other else ""
         findings.append(
             _error(E_BAD_ID, f"{id_path}: {req_id!r} is not a valid {level} ID like {_example(level)}{hint}", doc.span(id_path))
         )
@@ -212,6 +215,12 @@ def _parse_requirement(
                 ok = False
     source = _string_list(item["source"], join_path(key_path, "source"), doc, findings)
     parents = _string_list(item.get("parents", []), join_path(key_path, "parents"), doc, findings) if item.get("parents", []) != [] else ()
+    raw_parents = item.get("parents", [])
+    for index, parent in enumerate(raw_parents if isinstance(raw_parents, list) else [raw_parents]):
+        if isinstance(parent, str) and parent != parent.strip():   # an ID, compared as written
+            path = join_path(join_path(key_path, "parents"), index)
+            findings.append(_error(E_BAD_ID, f"{path}: {parent!r} has white space around it; remove it", doc.span(path)))
+            ok = False
     derived = item.get("derived", False)
     if not isinstance(derived, bool):
         path = join_path(key_path, "derived")

@@ -249,7 +249,7 @@ def interpret_batch(
 
 def load_variables(graph: Graph, directory: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Every `variable` of `graph` read from `<directory>/<label>.dat`, keyed by label (read-only)."""
-    from pipeline.nnef.tensorfile import LABEL_CODE, label_path, read_tensor
+    from pipeline.nnef.tensorfile import LABEL_CODE, TensorFileError, read_variable_file
 
     base = Path(directory)
     values: dict[str, np.ndarray] = {}
@@ -259,13 +259,17 @@ def load_variables(graph: Graph, directory: str | os.PathLike[str]) -> dict[str,
         label = str(op.attribs.get("label", ""))
         if label in values:
             continue
-        try:
-            path = label_path(base, label)
-        except ValueError as error:
-            raise PipelineError(LABEL_CODE, str(error), _where(op)) from None
-        if not path.is_file():
-            raise PipelineError("SEM-E007", f"tensor file for variable '{label}' not found: {path}", _where(op))
-        values[label] = read_tensor(path)
+        try:  # read below `base` without following a link (pipeline.readguard)
+            values[label] = read_variable_file(base, label).data
+        except TensorFileError as error:
+            if error.missing:
+                raise PipelineError("SEM-E007", f"tensor file for variable '{label}' not found: "
+                                    f"{error.location.file}", _where(op)) from None
+            raise
+        except PipelineError as error:
+            if error.code != LABEL_CODE:
+                raise
+            raise PipelineError(LABEL_CODE, error.message, _where(op)) from None
         values[label].setflags(write=False)  # constants of the graph (kernels may keep rearranged copies)
-        log.debug("loaded %s %s from %s", label, values[label].shape, path)
+        log.debug("loaded %s %s from %s", label, values[label].shape, base)
     return values

@@ -12,7 +12,9 @@ gives a deployment its meaning against the graph it distributes:
   instruction it `follows` (an exporter-invented intermediate follows the ONNX node's
   named result, see `followers`), the rewrite's `items[i]` for the instructions of
   part i, then `default_item`;
-- `pipeline_depth` (optional integer >= 1, default 1) is carried to plan.json.
+- `pipeline_depth` (optional integer >= 1, default 1) is carried to plan.json;
+- every declared item must get at least one instruction (SPLIT-E008): an item left empty
+  would silently have no file, no code and no run.
 
 Every problem is reported at once as a DeployError (pipeline.deploy) whose problems carry
 a SPLIT-Ennn code, the key path and the line in the YAML file.
@@ -96,9 +98,13 @@ class _Problems:
         self._positions: dict[str, tuple[int, int]] | None = None
 
     def add(self, code: str, path: str, message: str) -> None:
-        if self._positions is None:
-            self._positions = _positions(self.spec.path)
-        line, column = self._positions.get(path, (0, 0))
+        if self.spec.positions:   # the positions of the text load_deploy read: the spec is not read again
+            location = self.spec.location(path)
+            line, column = location.line, location.column
+        else:   # a spec built in code: its file, when there is one, read once
+            if self._positions is None:
+                self._positions = _positions(self.spec.path)
+            line, column = self._positions.get(path, (0, 0))
         self.items.append(DeployProblem(code, path, message, line, column))
 
     def raise_if_any(self) -> None:
@@ -196,6 +202,13 @@ def resolve_deployment(spec: DeploySpec, name: str, graph: Graph, *,
     target = outcome.graph
     assignment = _assign(spec, name, deployment.allocation, deployment.default_item, graph, target,
                          outcome.rewrites, followers or {}, problems)
+    problems.raise_if_any()   # an item emptied by a misspelt allocation is that problem, not another
+    used = set(assignment.values())
+    for index, item in enumerate(deployment.items):
+        if item.name not in used:   # it would have no file, no code, no run: not what the spec declares
+            problems.add("SPLIT-E008", f"deployments.{name}.items[{index}]",
+                         f"item {item.name} gets no instruction (every instruction went to "
+                         f"{', '.join(sorted(used)) or 'no item'}); allocate some to it or remove it")
     problems.raise_if_any()
     return Deployment(spec.model, name, tuple(deployment.items), deployment.default_item, deployment.sync, depth,
                       target, outcome.text, assignment, outcome.rewrites)

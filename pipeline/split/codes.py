@@ -18,6 +18,7 @@ CODES: dict[str, str] = {
     "SPLIT-E005": "pipeline_depth or rewrites malformed (wrong type, missing key, value out of range)",
     "SPLIT-E006": "allocated name was replaced by a rewrite",
     "SPLIT-E007": "instruction allocated both by the allocation and by a rewrite's items",
+    "SPLIT-E008": "a declared item gets no instruction (it would silently have no file, no code, no run)",
     "SPLIT-E010": "rewrite target is not a convolution result",
     "SPLIT-E011": "rewrite chain is not a chain of supported operations, each the only consumer of the previous",
     "SPLIT-E012": "rewrite geometry not supported (automatic padding, border mode, rank)",

@@ -86,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
         source = step_dir(path.name, "export") if model_folder else path
         out = Path(args.out) if args.out else step_dir(path.name, "split")
         exported = load_exported(source)
+        if exported.model is None:   # outside a project nothing names the exported model: said, not assumed
+            print(f"note: the spec's model '{spec.model}' is not compared with the export: "
+                  f"{Path(source).as_posix()} holds no record.json naming its model (exported outside a project); "
+                  "its inputs, shapes and types are compared", file=sys.stderr)
         outcomes = split_to_directory(exported, spec, out, deployments=args.deployment, vectors=args.execute,
                                       seed=args.seed)
     except PipelineError as exc:

@@ -27,6 +27,7 @@ from pipeline.nnef.checker import CheckReport, check_paths
 from pipeline.nnef.graph import Graph
 from pipeline.semantics import load_variables
 from pipeline.diagnostics import Location
+from pipeline.readguard import InputRefused, read_input
 from pipeline.split.codes import SplitError
 from pipeline.split.emit import BINDINGS
 from pipeline.vectors import draw_vectors
@@ -34,6 +35,7 @@ from pipeline.vectors import draw_vectors
 GRAPH_FILE = "graph.nnef"
 PROVENANCE_FILE = "provenance.json"
 RECORD_FILE = "record.json"
+MAX_JSON_BYTES = 1 << 24   # provenance.json, record.json: the shipped models' are below 200 KiB
 SPEC_DTYPE = "scalar"   # deploy.yaml draws float32 vectors: every input it describes is an NNEF scalar tensor
 
 
@@ -78,9 +80,11 @@ def load_exported(path: str | os.PathLike[str]) -> Exported:
         first = f"{errors[0].span}: {errors[0].code}: {errors[0].message}" if errors else "not exactly one plain graph"
         raise SplitError("SPLIT-E020", f"the description does not check: {first}", Location.in_file(graph_file))
     provenance: dict[str, Any] = {}
-    if (folder / PROVENANCE_FILE).is_file():
-        try:
-            provenance = json.loads((folder / PROVENANCE_FILE).read_text(encoding="utf-8"))
+    if os.path.lexists(folder / PROVENANCE_FILE):
+        try:   # inside the export folder, no link followed (pipeline/readguard.py)
+            provenance = json.loads(read_input(PROVENANCE_FILE, base=folder, max_bytes=MAX_JSON_BYTES).decode("utf-8"))
+        except InputRefused as refused:
+            raise SplitError("SPLIT-E020", f"{PROVENANCE_FILE} refused: {refused.reason}", Location.in_file(folder)) from None
         except (OSError, ValueError) as error:
             raise SplitError("SPLIT-E020", f"unreadable {PROVENANCE_FILE}: {error}", Location.in_file(folder)) from None
     return Exported(folder, report.graphs[0], report, provenance, graph_file, _recorded_model(folder))
@@ -88,12 +92,9 @@ def load_exported(path: str | os.PathLike[str]) -> Exported:
 
 def _recorded_model(folder: Path) -> str | None:
     """The model name in the export's record.json (None without a readable one)."""
-    path = folder / RECORD_FILE
-    try:
-        if not path.is_file() or path.stat().st_size > 1 << 24:
-            return None
-        model = json.loads(path.read_text(encoding="utf-8")).get("model")
-    except (OSError, ValueError, AttributeError):
+    try:   # inside the export folder, no link followed (pipeline/readguard.py)
+        model = json.loads(read_input(RECORD_FILE, base=folder, max_bytes=MAX_JSON_BYTES).decode("utf-8")).get("model")
+    except (InputRefused, OSError, ValueError, AttributeError):
         return None
     return model if isinstance(model, str) else None
 

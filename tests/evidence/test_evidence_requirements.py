@@ -200,3 +200,27 @@ def test_parameters_are_normative(tmp_path: Path) -> None:
     assert requirements.parameter("HLR-NUM-001", "max_ulp") == 0
     with pytest.raises(KeyError):
         requirements.parameter("HLR-NUM-001", "nope")
+
+
+@pytest.mark.parametrize("written", ['"SYS-001 "', '" SYS-001"', '"SYS-001\\n"', '"SYS-001\\t"'])
+def test_an_id_with_white_space_is_refused_not_stripped(tmp_path: Path, written: str) -> None:
+    """Issue 28: 'SYS-001 ' was silently stripped into SYS-001; an ID is compared as written."""
+    write(tmp_path, "sys.yaml", GOOD_SYS.replace("id: SYS-001", f"id: {written}"))
+    requirements, findings = read_requirements(tmp_path)
+    assert codes(findings) == ["EVID-E004"] and "white space" in findings[0].message
+    assert len(requirements) == 0
+
+
+def test_a_parent_with_white_space_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "sys.yaml", GOOD_SYS)
+    write(tmp_path, "hlr.yaml", hlr("""\
+        - id: HLR-FMT-001
+          title: T
+          text: X.
+          rationale: R.
+          parents: ["SYS-001 "]
+          verification: [test]
+          source: ["paper"]
+    """))
+    _, findings = read_requirements(tmp_path)
+    assert "EVID-E004" in codes(findings) and any("white space" in f.message for f in findings)

@@ -166,25 +166,39 @@ def test_names_that_are_not_utf8_are_coded() -> None:
 
 
 @pytest.mark.parametrize("value, index", [(np.nan, [1, 0]), (np.inf, [0, 1]), (-np.inf, [1, 1])])
-def test_non_finite_weights_fail_the_named_check(value: float, index: list[int]) -> None:
+def test_non_finite_weights_are_refused_at_export_naming_tensor_and_index(value: float, index: list[int]) -> None:
     data = np.ones((2, 2), dtype=np.float32)
     data[tuple(index)] = value
-    exported = convert(add_model(numpy_helper.from_array(data, "c")))  # exported: the check, not the exporter, judges
-    result = finite_result("m", exported.model, ["m.onnx"])
-    assert result.check_id == FINITE and result.verdict is Verdict.FAIL
-    assert f"tensor 'c' holds {value} at index {index}" in result.reason
+    with pytest.raises(ExportError) as info:   # issue 28: once exported, validated with tolerance 0.0, then E900
+        convert(add_model(numpy_helper.from_array(data, "c")))
+    assert info.value.code == "EXPORT-E017" and info.value.location.element == "initializer 'c'"
+    assert f"holds {value} at index {index}" in info.value.message
     assert finite_result("m", convert(add_model(ones())).model, []).verdict is Verdict.PASS
 
 
-def test_non_finite_constant_node_is_found() -> None:
-    value = numpy_helper.from_array(np.array([[1.0, np.nan]], dtype=np.float32), "v")
-    graph = helper.make_graph([helper.make_node("Constant", [], ["k"], value=value, name="const"),
+def test_the_finite_parameters_check_still_names_the_first_non_finite_value() -> None:
+    from types import SimpleNamespace
+
+    data = np.ones((2, 2), dtype=np.float32)
+    data[1, 0] = np.nan
+    result = finite_result("m", SimpleNamespace(initializers={"c": data}, nodes=[]), ["m.onnx"])  # type: ignore[arg-type]
+    assert result.check_id == FINITE and result.verdict is Verdict.FAIL
+    assert "tensor 'c' holds nan at index [1, 0]" in result.reason
+
+
+@pytest.mark.parametrize("attribute", ["value", "value_float", "value_floats"])
+def test_non_finite_constant_node_is_refused(attribute: str) -> None:
+    values = {"value": {"value": numpy_helper.from_array(np.array([[1.0, np.nan]], dtype=np.float32), "v")},
+              "value_float": {"value_float": float("-inf")}, "value_floats": {"value_floats": [1.0, float("inf")]}}
+    shape = [1, 2] if attribute == "value" else ([] if attribute == "value_float" else [2])
+    graph = helper.make_graph([helper.make_node("Constant", [], ["k"], name="const", **values[attribute]),
                                helper.make_node("Add", ["x", "k"], ["y"])], "g",
-                              [helper.make_tensor_value_info("x", F32, [1, 2])],
-                              [helper.make_tensor_value_info("y", F32, [1, 2])])
+                              [helper.make_tensor_value_info("x", F32, shape or [1])],
+                              [helper.make_tensor_value_info("y", F32, shape or [1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
-    result = finite_result("m", convert(model).model, [])
-    assert result.verdict is Verdict.FAIL and "tensor 'k' holds nan at index [0, 1]" in result.reason
+    with pytest.raises(ExportError) as info:
+        convert(model)
+    assert info.value.code == "EXPORT-E017" and "node 'const'" in info.value.message
 
 
 def test_cli_refuses_without_traceback(tmp_path: Path) -> None:
@@ -215,3 +229,88 @@ def _write_regression_files() -> None:
 
 if __name__ == "__main__":
     _write_regression_files()
+
+
+# -- round three (issue 28): counts bounded, no link followed, a failed export leaves nothing
+
+def relu_chain(nodes: int, unused_initializers: int = 0) -> onnx.ModelProto:
+    """x -> Relu -> ... -> y (`nodes` nodes), plus unused one-element initializers."""
+    graph = helper.make_graph([], "chain", [helper.make_tensor_value_info("t0", F32, [1, 4])],
+                              [helper.make_tensor_value_info(f"t{nodes}", F32, [1, 4])])
+    for index in range(nodes):
+        node = graph.node.add()
+        node.op_type, node.name = "Relu", f"r{index}"
+        node.input.append(f"t{index}")
+        node.output.append(f"t{index + 1}")
+    for index in range(unused_initializers):
+        graph.initializer.append(numpy_helper.from_array(np.ones(1, np.float32), f"u{index}"))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+
+
+@pytest.mark.parametrize("nodes, initializers", [(200_000, 0), (1, 100_000)])
+def test_node_and_initializer_counts_are_refused_before_any_pass(nodes: int, initializers: int) -> None:
+    blob = relu_chain(nodes, initializers).SerializeToString()   # issue 28: MemoryError, or over 60 s
+    started = time.perf_counter()
+    with pytest.raises(ExportError) as info:
+        convert(blob)
+    assert info.value.code == "EXPORT-E018" and time.perf_counter() - started < 20
+    assert ("PIPELINE_MAX_ONNX_NODES" if nodes > 1 else "PIPELINE_MAX_ONNX_INITIALIZERS") in info.value.message
+
+
+def test_the_count_limits_can_be_raised_and_lowered(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = relu_chain(12, 3)
+    monkeypatch.setenv("PIPELINE_MAX_ONNX_NODES", "11")
+    with pytest.raises(ExportError, match="more than 11 nodes"):
+        convert(model)
+    monkeypatch.setenv("PIPELINE_MAX_ONNX_NODES", "12")
+    monkeypatch.setenv("PIPELINE_MAX_ONNX_INITIALIZERS", "2")
+    with pytest.raises(ExportError, match="more than 2 initializers"):
+        convert(model)
+    monkeypatch.setenv("PIPELINE_MAX_ONNX_INITIALIZERS", "3")
+    assert len(convert(model).model.nodes) == 12
+
+
+def test_subgraph_nodes_count_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    body = relu_chain(8).graph
+    branch = helper.make_node("If", ["c"], ["y"], then_branch=body, else_branch=body, name="if")
+    graph = helper.make_graph([branch], "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", F32, [1, 4])])
+    monkeypatch.setenv("PIPELINE_MAX_ONNX_NODES", "10")
+    with pytest.raises(ExportError) as info:
+        convert(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8))
+    assert info.value.code == "EXPORT-E018"
+
+
+def test_a_linked_model_file_is_not_followed(tmp_path: Path) -> None:
+    real = tmp_path / "elsewhere.onnx"
+    real.write_bytes(add_model(ones()).SerializeToString())
+    link = tmp_path / "model.onnx"
+    link.symlink_to(real)
+    with pytest.raises(ExportError) as info:
+        load_onnx(link)
+    assert info.value.code == "EXPORT-E016" and "symbolic link" in info.value.message
+    assert load_onnx(real).inputs == ["x"]
+
+
+def test_a_failed_validation_removes_the_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from pipeline import cli
+    from pipeline.diagnostics import PipelineError
+
+    path = tmp_path / "m.onnx"
+    path.write_bytes(add_model(ones()).SerializeToString())
+    out = tmp_path / "out"
+
+    def coded(*_args: object, **_kwargs: object) -> None:
+        raise PipelineError("EXPORT-E012", "the reference runtime refused the model")
+
+    def internal(*_args: object, **_kwargs: object) -> None:
+        raise ValueError("Out of range float values are not JSON compliant")   # the issue's inf into JSON
+
+    for fault, code in ((coded, "EXPORT-E012"), (internal, "PIPE-E900")):
+        monkeypatch.setattr("pipeline.export.command.validate_export", fault)
+        assert cli.main(["export", str(path), str(out)]) == 2
+        assert code in capsys.readouterr().err
+        assert not out.exists(), "graph.nnef and the tensors were left in the output folder"
+    monkeypatch.undo()
+    assert cli.main(["export", str(path), str(out), "--no-validate"]) == 0 and (out / "graph.nnef").is_file()

@@ -168,7 +168,7 @@ def test_tensor_file_item_type_mismatch(tmp_path: Path) -> None:
 
 def test_every_code_is_exercised() -> None:
     exercised = set(CASES) | set(MULTI_ITEM_CASES) | {"NNEF-E003", "NNEF-E030", "NNEF-E031", "NNEF-E032",
-                                                         "NNEF-E033"}  # E033: test_nnef_hostile (labels)
+                                                         "NNEF-E033", "NNEF-E034"}  # E033, E034: test_nnef_hostile
     assert exercised == set(CODES)
 
 

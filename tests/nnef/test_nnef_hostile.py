@@ -117,7 +117,7 @@ def test_special_files_are_never_read(tmp_path: Path) -> None:
     link = tmp_path / "zero.dat"
     link.symlink_to("/dev/zero")
     for path in (fifo, link, tmp_path):
-        with pytest.raises(TensorFileError, match="not a regular file"):
+        with pytest.raises(TensorFileError, match="not a regular file|symbolic link"):
             read_tensor(path)
 
 
@@ -144,3 +144,142 @@ def test_ordinary_labels_name_files_inside_the_folder(tmp_path: Path) -> None:
 
     assert label_path(tmp_path, "conv1/filter") == tmp_path / "conv1" / "filter.dat"
     assert label_path(tmp_path, "/w.1-a") == tmp_path / "w.1-a.dat"
+
+
+# -- round three (issue 28): the tensor folder is left by no link, nothing of a refused file is shown
+
+GRAPH = ("version 1.0;\n\ngraph g( x ) -> ( y )\n{\n    x = external<scalar>(shape = [1, 2]);\n"
+         "    w = variable<scalar>(shape = [1, 2], label = '%s');\n    y = add(x, w);\n}\n")
+
+
+def _export(tmp_path: Path, label: str = "w") -> Path:
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "graph.nnef").write_text(GRAPH % label, encoding="utf-8")
+    return folder
+
+
+def _errors(folder: Path, tensors: bool = True) -> list:
+    from pipeline.nnef.checker import check_paths
+
+    return [f for f in check_paths([folder / "graph.nnef"], tensors=tensors).findings if f.is_error]
+
+
+def test_a_tensor_file_linked_to_a_valid_tensor_elsewhere_is_refused_by_every_reader(tmp_path: Path) -> None:
+    from pipeline.diagnostics import PipelineError
+    from pipeline.nnef.checker import check_paths
+    from pipeline.nnef.tensorfile import write_tensor
+    from pipeline.semantics import load_variables
+
+    folder = _export(tmp_path)
+    write_tensor(tmp_path / "foreign.dat", np.full((1, 2), 7.0, np.float32))   # valid, matching, outside
+    (folder / "w.dat").symlink_to(tmp_path / "foreign.dat")
+    errors = _errors(folder)
+    assert [f.code for f in errors] == ["NNEF-E032"] and "symbolic link" in errors[0].message
+    graph = check_paths([folder / "graph.nnef"], tensors=False).graphs[0]
+    with pytest.raises(PipelineError) as caught:   # the interpreter (and through it split and validation)
+        load_variables(graph, folder)
+    assert caught.value.code == "NNEF-E032" and "symbolic link" in caught.value.message
+
+
+def test_a_linked_sub_folder_is_not_followed(tmp_path: Path) -> None:
+    from pipeline.nnef.tensorfile import write_tensor
+
+    folder = _export(tmp_path, "sub/w")
+    (tmp_path / "elsewhere").mkdir()
+    write_tensor(tmp_path / "elsewhere" / "w.dat", np.ones((1, 2), np.float32))
+    (folder / "sub").symlink_to(tmp_path / "elsewhere")
+    errors = _errors(folder)
+    assert [f.code for f in errors] == ["NNEF-E032"] and "'sub' is a symbolic link" in errors[0].message
+    (folder / "sub").unlink()
+    (folder / "sub").mkdir()
+    write_tensor(folder / "sub" / "w.dat", np.ones((1, 2), np.float32))
+    assert _errors(folder) == []   # the same layout, inside the folder, is read
+
+
+def test_a_refused_file_is_named_never_echoed(tmp_path: Path) -> None:
+    folder = _export(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"SECRET:x:0:0:hunter2\n" * 8)
+    shown = ("SECRET", "53 45", "hunter2")   # its text, or its first bytes in hex (once: 'bad magic 53 45')
+    (folder / "w.dat").symlink_to(secret)
+    (first,) = _errors(folder)
+    assert "w.dat" in first.message and not any(s in first.message for s in shown), first.message
+    (folder / "w.dat").unlink()
+    (folder / "w.dat").write_bytes(secret.read_bytes())   # a regular file that is no tensor file
+    (first,) = _errors(folder)
+    assert "not an NNEF tensor file" in first.message and not any(s in first.message for s in shown)
+
+
+def test_no_tensors_still_judges_labels(tmp_path: Path) -> None:
+    folder = _export(tmp_path, "../../etc/passwd")
+    assert [f.code for f in _errors(folder, tensors=False)] == ["NNEF-E033"]
+
+
+@pytest.mark.parametrize("version", [(0, 9), (1, 1), (2, 0)])
+def test_only_tensor_file_version_1_0_is_read(tmp_path: Path, version: tuple[int, int]) -> None:
+    blob = bytearray(encode_tensor(np.ones((1, 2), np.float32)))
+    blob[2:4] = bytes(version)
+    path = tmp_path / "w.dat"
+    path.write_bytes(bytes(blob))
+    with pytest.raises(TensorFileError, match=f"version {version[0]}.{version[1]}"):
+        read_tensor(path)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_check_reports_non_finite_tensor_data(tmp_path: Path, bad: float, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: `check` accepted a tensor file full of NaN (the command and the check step now ask for finite data)."""
+    from pipeline import cli
+    from pipeline.nnef.checker import check_paths
+    from pipeline.nnef.checks import TENSORS, verdicts
+    from pipeline.nnef.tensorfile import write_tensor
+
+    folder = _export(tmp_path)
+    write_tensor(folder / "w.dat", np.array([[1.0, bad]], np.float32))
+    assert cli.main(["check", str(folder)]) == 1
+    out = capsys.readouterr().out
+    assert "NNEF-E034" in out and "at index [0, 1]" in out and "w.dat" in out
+    findings = check_paths([folder / "graph.nnef"], finite=True).findings
+    (result,) = verdicts(findings, "m", [TENSORS], [], [])
+    assert result.verdict.value == "fail" and "NNEF-E034" in result.reason
+    assert _errors(folder) == []   # the generators' own reading does not judge the numbers (IEEE tests)
+
+
+def test_a_deep_fragment_chain_is_refused_as_a_limit_not_as_recursion() -> None:
+    """Issue 28: a non-recursive chain of 20,000 fragments was refused as "unbounded recursion?"."""
+    lines = ["version 1.0;", "extension KHR_enable_fragment_definitions;"]
+    depth = 2000
+    for index in range(depth):
+        body = f"f{index + 1}(x)" if index + 1 < depth else "relu(x)"
+        lines.append(f"fragment f{index}( x: tensor<scalar> ) -> ( y: tensor<scalar> ) {{ y = {body}; }}")
+    lines.append("graph G( x ) -> ( y )\n{\n    x = external<scalar>(shape = [1, 4]);\n    y = f0(x);\n}\n")
+    findings = [f for f in check_text("\n".join(lines), "chain.nnef").findings if f.is_error]
+    assert [f.code for f in findings] == ["NNEF-E009"]
+    assert "limit" in findings[0].message and "not recursive" in findings[0].message
+    assert "recursion?" not in findings[0].message
+    recursive = check_text((HOSTILE / "recursive_fragment.nnef").read_text(encoding="utf-8"), "r.nnef").findings
+    assert any(f.code == "NNEF-E009" and "calls itself" in f.message for f in recursive)
+
+
+@pytest.mark.parametrize("literal", ["3.0", "0.0", "-1.5"])
+def test_a_literal_sent_to_a_sync_variable_of_another_shape_is_an_error(literal: str) -> None:
+    """Issue 28: send_var([ITEM2, ITEM3], 3.0) to a [1, 4, 16, 16] sync variable passed with a warning only."""
+    writer = ("graphitem ITEM1 a( x ) -> ( s )\n{\n    x = external<scalar>(shape = [1, 4, 16, 16]);\n"
+              "    s = variablesync<scalar>(shape = [1, 4, 16, 16]);\n"
+              f"    s = send_var([ITEM2, ITEM3], {literal});\n}}\n")
+    readers = "".join(f"graphitem {item} r{item[-1]}( s ) -> ( y )\n{{\n    s = variablesync<scalar>(shape = [1, 4, 16, 16]);\n"
+                      f"    u = get_var(ITEM1, s);\n    y = relu(u);\n}}\n" for item in ("ITEM2", "ITEM3"))
+    errors = [f for f in check_text("version 1.0;\n\n" + writer + readers, "m.nnef").findings if f.is_error]
+    assert [f.code for f in errors] == ["NNEF-E072"] and "literal" in errors[0].message, errors
+
+
+def test_a_description_linked_out_of_its_folder_is_not_read(tmp_path: Path) -> None:
+    from pipeline.nnef.checker import check_paths
+
+    elsewhere = tmp_path / "elsewhere.nnef"
+    elsewhere.write_text(GRAPH % "w", encoding="utf-8")
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "graph.nnef").symlink_to(elsewhere)
+    findings = check_paths([folder], tensors=False).findings
+    assert [f.code for f in findings] == ["NNEF-E003"] and "symbolic link" in findings[0].message

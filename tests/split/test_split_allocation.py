@@ -84,11 +84,19 @@ def test_pipeline_depth_is_read_and_validated(tmp_path: Path) -> None:
     spec = branch3_spec(tmp_path)
     assert resolve_deployment(spec, "paper3", graph).pipeline_depth == 1
     assert resolve_deployment(spec, "paper3", graph, pipeline_depth=3).pipeline_depth == 3
-    spec = branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2, o3]", extra="    pipeline_depth: 2\n"))
+    spec = branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2, o3]\n      ITEM3: [o4, o5]",
+                                               extra="    pipeline_depth: 2\n"))
     assert resolve_deployment(spec, "paper3", graph).pipeline_depth == 2
     with pytest.raises(DeployError) as caught:  # the structure is pipeline.deploy's
         branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2, o3]", extra="    pipeline_depth: 0\n"))
     assert caught.value.problems[0].path == "deployments.paper3.pipeline_depth"
+
+
+def test_a_declared_item_left_without_instruction_is_refused(tmp_path: Path) -> None:
+    """Issue 28: ITEM3 declared, nothing allocated to it: it once vanished from the split without a word."""
+    error = problems(tmp_path, "      ITEM2: [o2, o3]")
+    assert [(p.code, p.path) for p in error.problems] == [("SPLIT-E008", "deployments.paper3.items[2]")]
+    assert "ITEM3 gets no instruction" in error.problems[0].message and error.problems[0].line > 0
 
 
 MULTI = """version 1.0;

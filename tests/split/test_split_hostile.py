@@ -106,3 +106,74 @@ def test_model_name_climbing_out_is_refused_by_the_other_steps(tmp_path: Path, c
     output = done.stdout + done.stderr
     assert done.returncode == 2 and "NAME-E001" in output and "Traceback" not in output, output
     assert not (tmp_path.parent.parent / "x").exists() and list(tmp_path.iterdir()) == []
+
+
+# -- round three (issue 28)
+
+def test_many_problems_on_one_long_line_are_reported_within_bounds(tmp_path: Path, export: Path) -> None:
+    """Once: each of 100,000 unknown names re-read the 789 KB spec and printed its whole line (1.8 GB)."""
+    names = ", ".join(f"t{i}" for i in range(2000))
+    spec = tmp_path / "deploy.yaml"
+    spec.write_text(LENET.replace("CPU1: [flatten, fc1, relu3, fc2, relu4, fc3, prob]", f"CPU1: [{names}]", 1),
+                    encoding="utf-8")
+    status, output, created = _split(tmp_path, export, spec, "--deployment", "split2")
+    assert status == 2 and "SPLIT-E002" in output and "Traceback" not in output, output[:2000]
+    assert "... and 1950 more problem(s)" in output and "PIPELINE_MAX_PROBLEMS_SHOWN" in output
+    assert len(output) < 64 * 1024, len(output)   # was 2,000 copies of a 14 KB line
+    assert max(len(line) for line in output.splitlines()) < 400
+    assert created == set()
+
+
+def test_a_long_source_line_is_cut_around_its_caret() -> None:
+    from pipeline.diagnostics import Span
+    from pipeline.terminal import MAX_LINE_CHARS, caret_lines
+
+    text = "x" * 5000 + "TARGET" + "y" * 5000
+    source, caret = caret_lines(Span("f", 1, 5001, 1, 5007), {"f": text})
+    assert len(source) < MAX_LINE_CHARS + 16 and source.strip().startswith("...") and source.endswith("...")
+    assert source[caret.index("^"):caret.index("^") + 6] == "TARGET" and caret.count("~") == 5
+
+
+def test_the_problems_of_one_error_read_their_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline import terminal
+    from pipeline.deploy import DeployError, DeployProblem
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text("a: [" + ", ".join(f"n{i}" for i in range(300)) + "]\n", encoding="utf-8")
+    reads = []
+    original = terminal._read_source
+    monkeypatch.setattr(terminal, "_read_source", lambda file: reads.append(file) or original(file))
+    error = DeployError(str(spec), [DeployProblem("SPLIT-E002", f"a[{i}]", "unknown", 1, 5 + 4 * i) for i in range(300)])
+    text = terminal.render_error(error)
+    assert reads == [str(spec)] and text.count("SPLIT-E002") == terminal.MAX_PROBLEMS_SHOWN
+    monkeypatch.setenv("PIPELINE_MAX_PROBLEMS_SHOWN", "300")
+    assert terminal.render_error(error).count("SPLIT-E002") == 300
+
+
+def test_outside_a_project_the_model_name_is_said_not_compared(tmp_path: Path, export: Path) -> None:
+    """Issue 28: `split` on an export without record.json compared nothing for `model:`, silently."""
+    bare = tmp_path / "bare"
+    shutil.copytree(export, bare, ignore=shutil.ignore_patterns("record.json"))
+    spec = tmp_path / "deploy.yaml"
+    spec.write_text(LENET.replace("model: lenet5", "model: resnet8", 1), encoding="utf-8")
+    status, output, _ = _split(tmp_path, bare, spec, "--deployment", "single")
+    assert "note: the spec's model 'resnet8' is not compared with the export" in output, output
+    assert status in (0, 1) and "Traceback" not in output
+
+
+@pytest.mark.parametrize("name", ["provenance.json", "record.json"])
+def test_export_documents_linked_out_of_the_folder_are_not_read(tmp_path: Path, export: Path, name: str) -> None:
+    from pipeline.diagnostics import PipelineError
+    from pipeline.split.exported import load_exported
+
+    copy = tmp_path / "export"
+    shutil.copytree(export, copy)
+    (tmp_path / name).write_bytes((copy / name).read_bytes())
+    (copy / name).unlink()
+    (copy / name).symlink_to(tmp_path / name)
+    if name == "provenance.json":
+        with pytest.raises(PipelineError) as caught:
+            load_exported(copy)
+        assert caught.value.code == "SPLIT-E020" and "symbolic link" in caught.value.message
+    else:   # the model name is then unknown: not compared, and said so by the command
+        assert load_exported(copy).model is None

@@ -71,9 +71,12 @@ def test_random_split(tmp_path: Path, seed: int) -> None:
     allocation = {item: [] for item in ITEMS}
     for name in results:
         allocation[ITEMS[int(rng.integers(0, 3))]].append(name)
-    listing = "\n".join(f"      {item}: [{', '.join(names)}]" for item, names in allocation.items() if names and item != "A")
-    deployments = ("  d:\n    items: [{name: A, target: cpu}, {name: B, target: cuda}, {name: C, target: nvdla}]\n"
-                   "    default_item: A\n" + (f"    allocation:\n{listing}\n" if listing else "") + "    sync: barrier\n")
+    used = [item for item in ITEMS if allocation[item]]   # an item left empty is refused (SPLIT-E008)
+    targets = {"A": "cpu", "B": "cuda", "C": "nvdla"}
+    listing = "\n".join(f"      {item}: [{', '.join(names)}]" for item, names in allocation.items() if names and item != used[0])
+    declared = ", ".join(f"{{name: {item}, target: {targets[item]}}}" for item in used)
+    deployments = (f"  d:\n    items: [{declared}]\n"
+                   f"    default_item: {used[0]}\n" + (f"    allocation:\n{listing}\n" if listing else "") + "    sync: barrier\n")
     spec = write_spec(tmp_path, spec_text("g", {"x": [1, 2, 3]}, deployments))
     split = split_deployment(resolve_deployment(spec, "d", graph))
     folder = tmp_path / "split"

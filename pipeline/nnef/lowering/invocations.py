@@ -233,12 +233,32 @@ class Invocations:
                     self.report("NNEF-E078", f"sync variable '{ref.name}' is used directly; read it with "
                                 f"get_var(<writer>, {ref.name}) and use the result", span)
 
+    def _recursive(self, sig: FragmentSig) -> bool:
+        """Whether `sig`'s body reaches `sig` again through the fragments it invokes (an iterative walk)."""
+        from pipeline.nnef.fragments import invoked_names
+
+        seen: set[str] = set()
+        pending = [sig]
+        while pending:
+            current = pending.pop()
+            for assignment in current.body or ():
+                for name in invoked_names(assignment.rhs):
+                    if name == sig.name:
+                        return True
+                    callee = self.catalogue.get(name)
+                    if name not in seen and callee is not None and callee.body:
+                        seen.add(name)
+                        pending.append(callee)
+        return False
+
     def _expand(self, sig: FragmentSig, values: dict[str, Any], inv: ast.Invocation, scope: Scope | None) -> Any:
         """Lower a compound fragment of the document: evaluate its body."""
         depth = (scope.depth if scope else 0) + 1
-        if depth > MAX_FRAGMENT_DEPTH:
-            self.report("NNEF-E009", f"fragment '{sig.name}' expands more than {MAX_FRAGMENT_DEPTH} levels deep "
-                        "(unbounded recursion?)", inv.span)
+        if depth > MAX_FRAGMENT_DEPTH:   # a limit, not a diagnosis: recursion is named only when there is one
+            kind = ("it calls itself (recursion)" if self._recursive(sig)
+                    else "the chain of calls is not recursive, only deeper than the limit")
+            self.report("NNEF-E009", f"fragment '{sig.name}' expands more than {MAX_FRAGMENT_DEPTH} levels of nested "
+                        f"fragment calls, the front end's limit (MAX_FRAGMENT_DEPTH); {kind}", inv.span)
             return POISON
         local = Scope(dict(values), sig, depth)
         for assignment in sig.body or ():
