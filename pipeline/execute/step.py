@@ -32,6 +32,7 @@ import os
 import re
 import shutil
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,9 @@ from pipeline.layout import checks_path, model_dir, project_relative, step_data,
 from pipeline.lock import measuring
 from pipeline.registry.hashing import sha256_file
 from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa, isa_for
+from pipeline.toolchain.platforms import (Platform, described, host_architecture, host_platform, missing_reason,
+                                          missing_tools, runner_version)
+from pipeline.toolchain.runners import session
 from pipeline.codegen.items import emitter_for
 from pipeline.execute.cuda import EMULATION, SHUFFLE_SEED, run_cuda_deployment
 from pipeline.toolchain.nvcc import emulation_objects, gpu_query
@@ -80,7 +84,8 @@ def run_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") 
     return confined(step_dir(model, STEP, root), deployment)
 
 
-def codegen_objects(model: str, deployment: str, root: Path, lanes: int, sources: list[str]) -> list[Path] | None:
+def codegen_objects(model: str, deployment: str, root: Path, lanes: int, sources: list[str],
+                    platform: Platform | None = None) -> list[Path] | None:
     """The objects the codegen step compiled and judged (codegen.compile) for `deployment`, for the
     uninstrumented build to link, or None (compile from the sources) when it kept none or built
     them with another compiler or other flags. RUN-E004 when one is missing or its sha256 differs
@@ -90,8 +95,8 @@ def codegen_objects(model: str, deployment: str, root: Path, lanes: int, sources
         return None
     entry = json.loads(status_path.read_text(encoding="utf-8")).get("deployments", {}).get(deployment) or {}
     record = entry.get("objects")
-    if not isinstance(record, dict) or record.get("compiler") != compiler_version() \
-            or record.get("flags") != build_flags(lanes)[0]:
+    if not isinstance(record, dict) or record.get("compiler") != compiler_version(platform=platform) \
+            or record.get("flags") != build_flags(lanes, platform=platform)[0]:
         return None
     recorded = record.get("sources")
     if not isinstance(recorded, dict) or sorted(recorded) != sorted(sources):
@@ -137,11 +142,24 @@ def step_durations(trace: dict[str, Any], first_inference: int) -> dict[str, lis
 
 
 def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int, runs: int,
-                   *, instructions: bool = True, noise_seeds: tuple[int, ...] = NOISE_SEEDS) -> dict[str, Any]:
-    """Build and run one deployment; returns its run.json document."""
+                   *, instructions: bool = True, noise_seeds: tuple[int, ...] = NOISE_SEEDS,
+                   platform: Platform | None = None) -> dict[str, Any]:
+    """Build and run one deployment on `platform` (default host: its compiler, flags and runner;
+    pipeline/toolchain/platforms.py); returns its run.json document."""
+    target = platform or host_platform()
     code = code_folder(model, deployment, root)
     out = run_folder(model, deployment, root)
     manifest_path = code / BUILD_FILE
+    absent = missing_tools(target)
+    if absent and manifest_path.is_file():
+        document = {"schema_version": 1, "model": model, "deployment": deployment, "status": "not run",
+                    "reason": missing_reason(target, absent), "platform": target.to_json()}
+        if out.is_dir():
+            shutil.rmtree(out)
+        write_json(out / RUN_FILE, document)
+        return document
+    vectors = min(vectors, target.vectors or vectors)
+    runs = min(runs, target.met_runs or runs)
     if not manifest_path.is_file():
         reason = "no generated C code (codegen did not produce build.json)"
         codegen_status = step_dir(model, "codegen", root) / "status.json"
@@ -167,6 +185,7 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
     nvdla_build = confined(step_dir(model, "codegen", root), "nvdla", deployment) / BUILD_FILE
 
     def harness(binary: Path, outs: Path, **options: Any) -> Any:
+        # (the session, where the program runs, comes in `options`)
         """run_harness, with an emulator server per nvdla item for this run (pipeline/execute/nvdla/server.py)."""
         if not dla_items:
             return run_harness(binary, inputs_dir, outs, vectors, **options)
@@ -183,7 +202,7 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
                                     f"{error.message}; emulator server log: {server_logs(Path(tmp))}"[:4000],
                                     error.location) from None
 
-    judged = codegen_objects(model, deployment, root, lanes, sources)   # the uninstrumented build links these
+    judged = codegen_objects(model, deployment, root, lanes, sources, target)   # the uninstrumented build links these
 
     def build(binary: Path, trace: bool, defines: list[str]) -> Any:
         c_sources: list[str] = sources
@@ -191,7 +210,8 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         if judged is not None and not trace and not defines:
             c_sources, linked = [], [os.path.relpath(p, code) for p in judged]
         if not cuda:
-            return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines, objects=linked)
+            return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines, objects=linked,
+                                    platform=target)
         objects = emulation_objects(code, cuda["sources"], out / "obj" / binary.name,
                                     (["NNEF_TRACE"] if trace else []) + defines)
         emulated.append(objects)
@@ -211,65 +231,21 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
                        "commands": [[Path(a).name if a.startswith("/") else a for a in c] for c in objects.commands],
                        "compiler": objects.version})
     outputs_dir = out / "outputs"
-    harness(plain.binary, outputs_dir)
-    reference = read_outputs(outputs_dir, output_names)
     shuffled_dir = out / "outputs-shuffled"
-    if cuda:
-        harness(plain.binary, shuffled_dir, env={SEED_VARIABLE: str(SHUFFLE_SEED)})
-    traced_runs = []
-    with tempfile.TemporaryDirectory(prefix="nnef-run-") as tmp:
-        scratch = Path(tmp)
-        for index, seed in enumerate((None,) + tuple(noise_seeds)):
-            name = "trace-plain" if seed is None else f"trace-noise-{seed}"
-            raw = scratch / f"{name}.json"
-            outs = scratch / name
-            result = harness(traced.binary, outs, trace=raw, noise_seed=seed)
-            _canonical_trace(raw, out / f"{name}.json")
-            got = read_outputs(outs, output_names)
-            identical = all(got[n].tobytes() == reference[n].tobytes() for n in output_names)
-            traced_runs.append({"name": name, "trace": project_relative(out / f"{name}.json", root),
-                                "noise_seed": seed, "vectors": vectors, "seconds": round(result.seconds, 3),
-                                "outputs_identical_to_plain": identical})
-        if dla_items:   # host figures with an emulated DLA say nothing: no MET campaign, no instruction counts
-            write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
-                                                 "reason": NVDLA_NOT_MEASURED})
-        # MET campaign, uninstrumented: whole-inference times, with no other task of this run at work
-        if not dla_items:
-            timing_raw = scratch / "timing.json"
-            steps_raw = scratch / "steps.json"
-            with measuring(root):
-                run_harness(plain.binary, inputs_dir, scratch / "timing-out", vectors, time_runs=runs,
-                            timing=timing_raw, warmup=WARMUP)
-                # per instruction, instrumented
-                run_harness(traced.binary, inputs_dir, scratch / "steps-out", vectors, time_runs=runs,
-                            timing=scratch / "steps-timing.json", warmup=WARMUP, trace=steps_raw)
-            timing = json.loads(timing_raw.read_text(encoding="utf-8"))
-            write_json(out / TIMING_FILE, {"schema_version": 1, "build": "uninstrumented", "runs": timing["runs"],
-                                           "warmup": timing["warmup"], "vectors": timing["vectors"],
-                                           "clock": "CLOCK_MONOTONIC", "ns": timing["ns"]})
-            durations = step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
-            schedule = {item["name"]: item for item in manifest["items"]}
-            write_json(out / STEP_TIMING_FILE, {"schema_version": 1, "build": "instrumented", "runs": runs,
-                                                "clock": "CLOCK_MONOTONIC",
-                                                "items": {item: [{"step": k, "ns": ns} for k, ns in enumerate(steps)]
-                                                          for item, steps in sorted(durations.items())},
-                                                "functions": {name: item["functions"] for name, item in schedule.items()}})
-            # instruction counts
-            if instructions and cuda:
-                write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
-                                                     "reason": "the cuda items run on the host emulation, whose launch "
-                                                     "loop says nothing about the instructions a GPU executes"})
-            elif instructions:
-                write_json(out / INSTRUCTIONS_FILE, _instruction_counts(plain.binary, inputs_dir, manifest, scratch))
+    with tempfile.TemporaryDirectory(prefix="nnef-runner-") as transfers, session(target, Path(transfers)) as where:
+        traced_runs = _runs(harness, where, plain, traced, out, outputs_dir, output_names, cuda, vectors, runs,
+                            noise_seeds, dla_items, inputs_dir, manifest, instructions, root, target)
     document = {
         "schema_version": 1,
         "model": model,
         "deployment": deployment,
-        "status": "ran",
-        "compiler": compiler_version(),
-        "host_isa": host_isa(),
-        "isa_flags": isa_for(lanes),
+        "status": "emulated" if target.runner.where == "emulation" else "ran",
+        "compiler": compiler_version(platform=target),
+        "host_isa": host_isa() if target.is_host else "",
+        "isa_flags": isa_for(lanes) if target.is_host else "platform flags",
         "lanes": lanes,
+        "platform": {**target.to_json(), "runner_version": runner_version(target.runner),
+                     "obtained": {"where": target.runner.where, "detail": described(target)}},
         "builds": builds,
         "vectors": vectors,
         "outputs": {n: project_relative(outputs_dir / f"{n}.dat", root) for n in output_names},
@@ -300,6 +276,70 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
                                       "sha256": i["loadable_sha256"]} for i in nvdla["items"]}})
     write_json(out / RUN_FILE, document)
     return document
+
+
+def _runs(harness: Any, where: Any, plain: Any, traced: Any, out: Path, outputs_dir: Path, output_names: list[str],
+          cuda: Any, vectors: int, runs: int, noise_seeds: tuple[int, ...], dla_items: list[str], inputs_dir: Path,
+          manifest: dict[str, Any], instructions: bool, root: Path, target: Platform) -> list[dict[str, Any]]:
+    """The harness runs of one deployment in session `where`: outputs (in order; shuffled for emulated
+    cuda items), the traced runs plain and under noise, the MET campaign, the instruction counts.
+    Returns the traced runs' records."""
+    harness(plain.binary, outputs_dir, session=where)
+    reference = read_outputs(outputs_dir, output_names)
+    if cuda:
+        harness(plain.binary, out / "outputs-shuffled", session=where, env={SEED_VARIABLE: str(SHUFFLE_SEED)})
+    traced_runs = []
+    with tempfile.TemporaryDirectory(prefix="nnef-run-") as tmp:
+        scratch = Path(tmp)
+        for index, seed in enumerate((None,) + tuple(noise_seeds)):
+            name = "trace-plain" if seed is None else f"trace-noise-{seed}"
+            raw = scratch / f"{name}.json"
+            outs = scratch / name
+            result = harness(traced.binary, outs, trace=raw, noise_seed=seed, session=where)
+            _canonical_trace(raw, out / f"{name}.json")
+            got = read_outputs(outs, output_names)
+            identical = all(got[n].tobytes() == reference[n].tobytes() for n in output_names)
+            traced_runs.append({"name": name, "trace": project_relative(out / f"{name}.json", root),
+                                "noise_seed": seed, "vectors": vectors, "seconds": round(result.seconds, 3),
+                                "outputs_identical_to_plain": identical})
+        if dla_items:   # host figures with an emulated DLA say nothing: no MET campaign, no instruction counts
+            write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
+                                                 "reason": NVDLA_NOT_MEASURED})
+        # MET campaign, uninstrumented: whole-inference times, with no other task of this run at work
+        if not dla_items:
+            timing_raw = scratch / "timing.json"
+            steps_raw = scratch / "steps.json"
+            # alone on this machine when the program runs here (an emulator's or a board's times need no lock)
+            with measuring(root) if target.runner.kind == "local" else nullcontext():
+                run_harness(plain.binary, inputs_dir, scratch / "timing-out", vectors, time_runs=runs,
+                            timing=timing_raw, warmup=WARMUP, session=where)
+                # per instruction, instrumented
+                run_harness(traced.binary, inputs_dir, scratch / "steps-out", vectors, time_runs=runs,
+                            timing=scratch / "steps-timing.json", warmup=WARMUP, trace=steps_raw, session=where)
+            timing = json.loads(timing_raw.read_text(encoding="utf-8"))
+            write_json(out / TIMING_FILE, {"schema_version": 1, "build": "uninstrumented", "runs": timing["runs"],
+                                           "warmup": timing["warmup"], "vectors": timing["vectors"],
+                                           "clock": "CLOCK_MONOTONIC", "ns": timing["ns"]})
+            durations = step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
+            schedule = {item["name"]: item for item in manifest["items"]}
+            write_json(out / STEP_TIMING_FILE, {"schema_version": 1, "build": "instrumented", "runs": runs,
+                                                "clock": "CLOCK_MONOTONIC",
+                                                "items": {item: [{"step": k, "ns": ns} for k, ns in enumerate(steps)]
+                                                          for item, steps in sorted(durations.items())},
+                                                "functions": {name: item["functions"] for name, item in schedule.items()}})
+            # instruction counts
+            if instructions and cuda:
+                write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
+                                                     "reason": "the cuda items run on the host emulation, whose launch "
+                                                     "loop says nothing about the instructions a GPU executes"})
+            elif instructions and target.architecture != host_architecture():
+                write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
+                                                     "reason": f"valgrind counts programs of the host's architecture "
+                                                     f"({host_architecture()}) only; platform {target.name} is "
+                                                     f"{target.architecture}"})
+            elif instructions:   # the platform's own program, counted here: same instruction set as this host
+                write_json(out / INSTRUCTIONS_FILE, _instruction_counts(plain.binary, inputs_dir, manifest, scratch))
+    return traced_runs
 
 
 def _instruction_counts(binary: Path, inputs_dir: Path, manifest: dict[str, Any], scratch: Path) -> dict[str, Any]:
@@ -363,7 +403,8 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
             documents[name] = document
             continue
         try:
-            documents[name] = run_deployment(model, name, base, inputs_dir, count, campaign, instructions=instructions)
+            documents[name] = run_deployment(model, name, base, inputs_dir, count, campaign, instructions=instructions,
+                                             platform=spec.platform_of(name))
         except PipelineError as error:
             document = {"schema_version": 1, "model": model, "deployment": name, "status": "failed",
                         "reason": f"{error.code}: {error.message}"[:4000]}
