@@ -14,7 +14,8 @@ file or ssh's own), the user-given key only (`IdentitiesOnly=yes`, no agent, no 
 A failure is a coded error: RUN-E060 the board does not answer (name not resolved, no route,
 connection timed out), RUN-E061 the board refuses (the connection, the key or the host key),
 RUN-E062 a remote failure (making, filling or removing the work folder, or an answer that is too
-large or not a tar stream), RUN-E063 the key or known_hosts file is missing. A program that runs
+large or not a tar stream), RUN-E063 a local file the runner needs is missing (the key, the
+known_hosts file, the program or inputs to send). A program that runs
 and exits non-zero is the harness's RUN-E021, one that outlives its limit RUN-E022.
 """
 
@@ -111,6 +112,7 @@ class SshSession:
                 raise PipelineError("RUN-E063", f"the SSH {label} {path} does not exist or is not a file",
                                     Location.in_file(path))
         shutil.which("ssh") or self._missing()
+        self.scratch.mkdir(parents=True, exist_ok=True)
         base = self.target.workdir.rstrip("/") or "/"
         made = self._checked(f"mkdir -p {shlex.quote(base)} && mktemp -d {shlex.quote(base + '/nnef-run.XXXXXXXX')}",
                              "making the work folder").stdout.decode("utf-8", "replace").strip()
@@ -141,6 +143,9 @@ class SshSession:
 
     def _send(self, local: Path, relative: str) -> str:
         key = str(Path(local).resolve())
+        if not Path(local).exists():
+            raise PipelineError("RUN-E063", f"{local} is to be copied to board {self.target.host} but does not exist",
+                                Location.in_file(local))
         if key not in self.sent:
             self.pending.append((Path(local), relative))
             self.sent[key] = f"{self.remote}/{relative}"
