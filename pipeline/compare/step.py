@@ -119,9 +119,44 @@ def _cuda_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.n
         if failure is not None:
             return result(checks.CUDA_REFERENCE, subject, Verdict.FAIL, f"host emulation, blocks and threads {order}: "
                           f"{failure.reason}", measured, read, [project_relative(path, root)], obtained)
+    gpu = doc.get("gpu") or {}
+    if gpu.get("status") == "failed":
+        return result(checks.CUDA_REFERENCE, subject, Verdict.FAIL, f"GPU run {gpu['run']}", measured, read,
+                      [project_relative(path, root)], Obtained.target(gpu["obtained"].removeprefix("target:")))
+    if gpu.get("status") == "ran":       # on the GPU: pass or fail there (the emulation agreed above)
+        on_gpu = Obtained.target(gpu["obtained"].removeprefix("target:"))
+        count = int(gpu["vectors"])
+        ran = compare({n: read_tensor(root / p) for n, p in gpu["outputs"].items()},
+                      {n: r[:count] for n, r in reference.items() if n in gpu["outputs"]}, exact=True)
+        written = [project_relative(path, root), project_relative(
+            write_json(folder / "gpu-numeric.json", {"schema_version": 1, "device": gpu["device"], **ran.to_json()}), root)]
+        measured = {**measured, "gpu_vectors": count, **{f"gpu_{k}": v for k, v in ran.measured().items()}}
+        failure = ran.first_failure()
+        if failure is not None:
+            return result(checks.CUDA_REFERENCE, subject, Verdict.FAIL, f"on the GPU: {failure.reason}", measured,
+                          read + list(gpu["outputs"].values()), written, on_gpu)
+        return result(checks.CUDA_REFERENCE, subject, Verdict.PASS, "", measured, read + list(gpu["outputs"].values()),
+                      written, on_gpu)
     return result(checks.CUDA_REFERENCE, subject, Verdict.EMULATED,
                   f"{doc['emulation']}: 0 ULP on {doc['vectors']} vectors, blocks and threads in order and shuffled; "
                   f"GPU run {doc['gpu']['run']}", measured, read, [project_relative(path, root)], obtained)
+
+
+def _gpu_runs(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str, Any], params: dict[str, float],
+              folder: Path, root: Path) -> list[CheckResult]:
+    """compare.traces, met.budget and met.stability of the runs on the GPU (pipeline/execute/gpu.py): the
+    traces replayed on the net and the MET figures, obtained on the GPU; the figures judged only where the
+    GPU is the timing platform (deploy.yaml met.platform = NNCERT_PLATFORM), else reported."""
+    gpu = doc["gpu"]
+    on_gpu = Obtained.target(gpu["obtained"].removeprefix("target:"))
+    run_dir = root / gpu["folder"]
+    split_dir = step_dir(model, "split", root) / name
+    traces = _traces(subject, split_dir, run_dir, gpu, folder / "gpu", root)
+    traces = result(checks.TRACES, subject, traces.verdict, traces.reason, traces.measured, traces.read, traces.written,
+                    on_gpu if traces.verdict is not Verdict.NOT_RUN else None)
+    timing, why = timing_platform(spec)
+    judged_on = (on_gpu, "") if timing is not None else (None, f"the GPU is not the timing platform ({why})")
+    return [traces, *_met(model, name, subject, spec, run_dir, gpu, split_dir, params, folder / "gpu", root, judged_on)]
 
 
 def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str, Any], params: dict[str, float],
@@ -146,6 +181,11 @@ def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str,
                                                                                               checks.STABILITY)]
         path = result(checks.PATH, subject, Verdict.NOT_RUN, doc.get("met", "not measured"))
         return [traces, *met, path]
+    if (doc.get("gpu") or {}).get("status") == "ran" and traces.verdict is not Verdict.FAIL:
+        gpu_traces, *gpu_met = _gpu_runs(model, name, subject, spec, doc, params, folder, root)
+        path = result(checks.PATH, subject, Verdict.NOT_RUN, "instruction counts are not taken for a program with cuda "
+                      "items (valgrind does not see a GPU)")
+        return [gpu_traces, *gpu_met, path]
     met = _met(model, name, subject, spec, run_dir, doc, split_dir, params, folder, root)
     why = "the cuda items ran on the host emulation: these are host figures, not a GPU timing"
     met = [result(r.check_id, subject, Verdict.NOT_RUN,
@@ -481,6 +521,8 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
             results.append(_cuda_reference(subject, doc, reference, folder, base))
             if doc.get("target") == "mixed":
                 results += _mixed(model, name, subject, spec, doc, params, folder, base)
+            elif (doc.get("gpu") or {}).get("status") == "ran":    # one cuda item: its program form ran on the GPU
+                results += _gpu_runs(model, name, subject, spec, doc, params, folder, base)
             continue
         if doc.get("status") != "ran":
             verb = "did not run" if doc.get("status") == "not run" else "failed"
