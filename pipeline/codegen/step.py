@@ -170,9 +170,11 @@ def _cuda_deployment(model: str, name: str, base: Path, split: Path, export: Pat
         return status, [checks.cuda_result(subject, folder, base, Path(tmp))]
 
 
-def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int | None = None) -> list[CheckResult]:
-    """Generate, compile-check and trace-check the C code of every deployment of `model`, each for its
-    platform (its lanes, unless `lanes` forces one width for all)."""
+def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int | None = None,
+                     deployments: list[str] | None = None) -> list[CheckResult]:
+    """Generate, compile-check and trace-check the C code of every deployment of `model` (or only those
+    named in `deployments`: tools/gpu-check), each for its platform (its lanes, unless `lanes` forces
+    one width for all)."""
     base = Path(root)
     deploy_path = model_dir(model, base) / "deploy.yaml"
     spec = load_deploy(deploy_path)
@@ -200,6 +202,8 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
     accelerated = []
     used: dict[str, Platform] = {}
     for name, deployment in spec.deployments.items():
+        if deployments is not None and name not in deployments:
+            continue
         subject = f"{model}/{name}"
         folder = c_folder(model, name, base)
         objects = objects_folder(model, name, base)

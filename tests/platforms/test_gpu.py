@@ -101,3 +101,25 @@ def test_the_gpu_run_path_with_a_stand_in(lenet5_split, monkeypatch):
             assert r.obtained.label() == "target:gpu (STAND-IN host emulation, not a GPU, sm_90, driver none)"
         budget = results[(f"lenet5/{name}", "met.budget")]
         assert budget.verdict is Verdict.NOT_RUN and "not the timing platform" in budget.reason
+
+
+@pytest.mark.skipif(shutil.which("g++") is None or shutil.which("gcc") is None, reason="gcc and g++")
+def test_gpu_check_reports_one_line_per_model(exported_project, tmp_path, monkeypatch):
+    """tools/gpu-check's per-model work and line, on lenet5 with the stand-in (the wiring; a GPU gives the verdict)."""
+    import importlib.util
+
+    from tests.projects import link_project
+
+    spec = importlib.util.spec_from_file_location("gpu_check", Path(__file__).resolve().parents[2] / "tools" / "gpu_check.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    monkeypatch.setattr(gpu, "device", lambda: dict(STAND_IN))
+    monkeypatch.setattr(gpu, "build", _emulated_build)
+    monkeypatch.chdir(tmp_path)
+    project = link_project(tmp_path / "p")
+    result = tool._check_model("lenet5", str(project))
+    assert result["verdict"] == "pass", result
+    assert set(result["deployments"]) == {"gpu", "convgpu"}
+    line = tool._line(result)
+    assert line.startswith("lenet5     pass") and "0 ULP (100 vectors)" in line and "traces 3/3 valid" in line
+    assert "obtained target:gpu (STAND-IN host emulation, not a GPU, sm_90, driver none)" in line and "MET median" in line
