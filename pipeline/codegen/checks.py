@@ -42,7 +42,9 @@ register_check(STATIC, "Generated code is static: no allocation, no recursion, n
                "fixed loop bounds, a consistent buffer plan", STEP, ["HLR-COD-001", "LLR-COD-004"],
                "Source scan (forbidden calls, VLAs, goto), acyclic call graph, nm of the objects against libm's "
                "exports, branch-free numeric kernels with constant loop bounds, selection primitives without "
-               "conditional jumps in the assembly, buffer plan without overlapping live buffers, item segregation.")
+               "conditional jumps in the assembly, no fused multiply-add instruction in any object (objdump; the "
+               "mnemonics of the objects' own architecture, x86-64 or AArch64; not run for another), buffer plan "
+               "without overlapping live buffers, item segregation.")
 register_check(PLATFORM, "Generated C code builds for its deployment platform and the programs the build relies on "
                "compute right there", STEP, ["HLR-NUM-005"],
                "A deployment on a platform other than the host (pipeline/toolchain/platforms.py): every source compiled "
