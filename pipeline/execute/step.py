@@ -22,6 +22,12 @@ status "emulated", mode `ideal`); nvdla items next to other items (or several) a
 the program, each run of it served by one emulator server per nvdla item
 (pipeline/execute/nvdla/server.py): status "emulated", no MET campaign, no instruction counts.
 A deployment without generated code gets run.json with status "not run" and the reason.
+
+A C deployment is built for its platform and run by its runner (pipeline/toolchain/platforms.py,
+docs/execute.md "Platforms"): the host here, an emulator (status "emulated"), a board over SSH;
+at most the platform's `vectors` and `met_runs`; without the platform's tools, status "not run"
+naming the Debian packages. Where a GPU answers, deployments with cuda items also run on it
+(pipeline/execute/gpu.py, run.json's `gpu` block).
 """
 
 from __future__ import annotations
@@ -243,6 +249,19 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
     return document
 
 
+def _platform_tools(spec: Any) -> dict[str, str]:
+    """The compiler and runner of every platform other than the host the spec's deployments use
+    (recorded with the step), or "not installed"."""
+    found: dict[str, str] = {}
+    for name in sorted({d.platform for d in spec.deployments.values()} - {"host"}):
+        platform = spec.platform_of(name)
+        missing = {tool for tool, _ in missing_tools(platform)}
+        found[f"cc ({name})"] = "not installed" if platform.cc() in missing else compiler_version(platform=platform)
+        found[f"runner ({name})"] = ("not installed" if platform.runner.command and platform.runner.command[0] in missing
+                                     else runner_version(platform.runner))
+    return found
+
+
 def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors: int | None = None,
                  runs: int | None = None, instructions: bool = True,
                  deployments: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -297,5 +316,6 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
                 command=["doit", f"execute:{model}"], root=base,
                 parameters={"vectors": count, "seed": spec.validation.seed, "met_runs": campaign,
                             "noise_seeds": list(NOISE_SEEDS), "warmup": WARMUP},
-                extra_tools={"gcc": compiler_version(), **({"valgrind": v} if (v := valgrind_version()) else {})})
+                extra_tools={"gcc": compiler_version(), **({"valgrind": v} if (v := valgrind_version()) else {}),
+                             **_platform_tools(spec)})
     return documents

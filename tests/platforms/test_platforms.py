@@ -9,13 +9,9 @@ a platform whose compiler or runner is not installed makes the checks and runs t
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
-
-from tests.codegen import cghelpers as H
 
 from pipeline.codegen import checks
 from pipeline.deploy import DeployError, parse_deploy_text
@@ -167,27 +163,8 @@ def test_missing_tools_name_their_debian_packages():
     assert error.value.code == "RUN-E001" and "gcc-ghost-linux-gnu" in error.value.message
 
 
-BODY = """
-    x = external<scalar>(shape = [1, 2, 6, 6]);
-    f = variable<scalar>(shape = [3, 2, 3, 3], label = 'f');
-    c = conv(x, f, 0.0, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
-    y = relu(c);
-"""
-
-
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory):
-    if not shutil.which("gcc"):
-        pytest.skip("gcc is not installed")
-    root = tmp_path_factory.mktemp("platform")
-    split = H.single_item(root / "split", BODY, {"f": np.random.default_rng(3).standard_normal((3, 2, 3, 3))})
-    code = root / "code"
-    H.generate(split, split, code, 4, root)
-    return root, code
-
-
-def test_codegen_checks_without_the_compiler_say_not_run_naming_the_package(generated, tmp_path):
-    root, code = generated
+def test_codegen_checks_without_the_compiler_say_not_run_naming_the_package(conv_code, tmp_path):
+    root, code = conv_code
     results = {r.check_id: r for r in checks.evaluate("t/u", code, root, tmp_path, platform=GHOST)}
     assert set(results) == {checks.STATIC, checks.TRACE, checks.PLATFORM}
     assert results[checks.PLATFORM].verdict is Verdict.NOT_RUN
@@ -196,10 +173,10 @@ def test_codegen_checks_without_the_compiler_say_not_run_naming_the_package(gene
     assert results[checks.TRACE].verdict is Verdict.PASS       # reading the files needs no compiler
 
 
-def test_execute_without_the_platform_tools_is_not_run(generated, tmp_path, monkeypatch):
+def test_execute_without_the_platform_tools_is_not_run(conv_code, tmp_path, monkeypatch):
     from pipeline.execute import step
 
-    root, code = generated
+    root, code = conv_code
     monkeypatch.setattr(step, "code_folder", lambda *a: code)
     monkeypatch.setattr(step, "run_folder", lambda *a: tmp_path / "run")
     doc = step.run_deployment("t", "u", root, tmp_path / "in", 5, 10, platform=GHOST)

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.codegen import cghelpers as H
-from tests.projects import ROOT, copy_exports
+from tests.projects import with_deployments
 
 from pipeline.compare.numeric import same_bits
 from pipeline.diagnostics import PipelineError
@@ -27,14 +27,6 @@ from pipeline.registry.checks import Verdict, Where
 from pipeline.toolchain.platforms import SshTarget, host_architecture, host_platform
 from pipeline.toolchain.ssh import SshSession
 
-BODY = """
-    x = external<scalar>(shape = [1, 2, 6, 6]);
-    f = variable<scalar>(shape = [3, 2, 3, 3], label = 'f');
-    c = conv(x, f, 0.0, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
-    y = relu(c);
-"""
-
-
 def _target(server, **changes) -> SshTarget:
     fields = {"host": "127.0.0.1", "user": server.user, "identity": str(server.identity),
               "known_hosts": str(server.known_hosts), "port": server.port, "workdir": str(server.workdir),
@@ -43,16 +35,12 @@ def _target(server, **changes) -> SshTarget:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    if not shutil.which("gcc"):
-        pytest.skip("gcc is not installed")
-    root = tmp_path_factory.mktemp("sshbuild")
-    split = H.single_item(root / "split", BODY, {"f": np.random.default_rng(5).standard_normal((3, 2, 3, 3))})
-    code = root / "code"
-    H.generate(split, split, code, 4, root)
-    plain = H.build(code, 4)
-    traced = H.build(code, 4, "nnef_trace", trace=True, defines=["NNEF_TRACE_INFERENCES=40"])
-    inputs = root / "inputs"
+def built(conv_code, tmp_path_factory):
+    root, code = conv_code
+    bins = tmp_path_factory.mktemp("sshbuild")
+    plain = H.build(code, 4, str(bins / "nnef_run"))
+    traced = H.build(code, 4, str(bins / "nnef_trace"), trace=True, defines=["NNEF_TRACE_INFERENCES=40"])
+    inputs = bins / "inputs"
     x = np.random.default_rng(6).standard_normal((6, 1, 2, 6, 6)).astype(np.float32)
     x[0, 0, 0, 0, :2] = [np.nan, np.inf]
     write_tensor(inputs / "x.dat", x)
@@ -138,23 +126,18 @@ def test_the_execute_step_through_ssh_matches_the_local_run(ssh_server, exported
     from pipeline.execute.step import run_execute_step
     from pipeline.split.step import run_split_step
 
-    root = copy_exports(exported_project, tmp_path / "p", ["lenet5"])
-    (root / "models").unlink()
-    shutil.copytree(ROOT / "models" / "lenet5", root / "models" / "lenet5")
-    spec = root / "models" / "lenet5" / "deploy.yaml"
-    text = spec.read_text()
-    start, end = text.index("deployments:\n"), text.index("\nmet:")
     lanes = host_platform().lanes
-    spec.write_text(text[:start] + "deployments:\n"
-                    "  single:\n    items: [{name: CPU0, target: cpu}]\n    default_item: CPU0\n    sync: event\n"
-                    "  board:\n    platform: loopback\n    items: [{name: CPU0, target: cpu}, {name: CPU1, target: cpu}]\n"
-                    "    default_item: CPU0\n    allocation: {CPU1: [flatten, fc1, relu3, fc2, relu4, fc3, prob]}\n"
-                    "    sync: event" + text[end:] +
-                    f"platforms:\n  loopback:\n    architecture: {host_architecture()}\n    compiler: gcc\n"
-                    f"    lanes: {lanes}\n    vectors: 30\n    met_runs: 40\n    runner:\n      kind: ssh\n"
-                    f"      host: 127.0.0.1\n      port: {ssh_server.port}\n      user: {ssh_server.user}\n"
-                    f"      identity: {ssh_server.identity}\n      known_hosts: {ssh_server.known_hosts}\n"
-                    f"      workdir: {ssh_server.workdir}\n")
+    root = with_deployments(
+        exported_project, tmp_path / "p", "lenet5",
+        "  single:\n    items: [{name: CPU0, target: cpu}]\n    default_item: CPU0\n    sync: event\n"
+        "  board:\n    platform: loopback\n    items: [{name: CPU0, target: cpu}, {name: CPU1, target: cpu}]\n"
+        "    default_item: CPU0\n    allocation: {CPU1: [flatten, fc1, relu3, fc2, relu4, fc3, prob]}\n"
+        "    sync: event\n",
+        f"platforms:\n  loopback:\n    architecture: {host_architecture()}\n    compiler: gcc\n"
+        f"    lanes: {lanes}\n    vectors: 30\n    met_runs: 40\n    runner:\n      kind: ssh\n"
+        f"      host: 127.0.0.1\n      port: {ssh_server.port}\n      user: {ssh_server.user}\n"
+        f"      identity: {ssh_server.identity}\n      known_hosts: {ssh_server.known_hosts}\n"
+        f"      workdir: {ssh_server.workdir}\n")
     run_split_step("lenet5", root, vectors=1)
     codegen = {(r.subject, r.check_id): r for r in run_codegen_step("lenet5", root)}
     platform_check = codegen[("lenet5/board", "codegen.platform")]

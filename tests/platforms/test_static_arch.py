@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests.codegen import cghelpers as H
+from tests.codegen.test_static import BODY
 
 from pipeline.codegen import checks, static
 from pipeline.registry.checks import Verdict
@@ -25,14 +26,6 @@ ARM = P.resolve("aarch64_qemu")
 needs_cross = pytest.mark.skipif(shutil.which(ARM.cc()) is None,
                                  reason="aarch64-linux-gnu-gcc is not installed (Debian package gcc-aarch64-linux-gnu)")
 
-BODY = """
-    x = external<scalar>(shape = [1, 3, 8, 8]);
-    f = variable<scalar>(shape = [4, 3, 3, 3], label = 'f');
-    b = variable<scalar>(shape = [1, 4], label = 'b');
-    c = conv(x, f, b, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
-    r = relu(c);
-    y = max_pool(r, size = [1, 1, 2, 2], border = 'ignore', padding = [(0, 0), (0, 0), (0, 0), (0, 0)], stride = [1, 1, 2, 2], dilation = [1, 1, 1, 1]);
-"""
 BRANCHING = """
 float nnef_probe_escape(float a);
 float probe_nnef_max(float a, float b);
@@ -43,10 +36,8 @@ float probe_nnef_max(float a, float b) { if (a > b) return nnef_probe_escape(a);
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     root = tmp_path_factory.mktemp("arch")
-    split = H.single_item(root / "split", BODY, {"f": np.random.default_rng(4).standard_normal((4, 3, 3, 3)),
-                                                 "b": np.arange(4, dtype=np.float32).reshape(1, 4)})
-    code = root / "code"
-    H.generate(split, split, code, 4, root)
+    _, code = H.generated_code(root, BODY, {"f": np.random.default_rng(4).standard_normal((4, 3, 3, 3)),
+                                            "b": np.arange(4, dtype=np.float32).reshape(1, 4)})
     return root, code
 
 
