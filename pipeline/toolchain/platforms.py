@@ -149,9 +149,9 @@ def host_platform() -> Platform:
     return Platform(HOST, arch, None, "gcc", lanes=8 if arch == "x86_64" else 4, builtin=True)
 
 
-# qemu-aarch64 costs about 250x per inference (resnet8: about 0.14 s per inference against 0.5 ms
-# here): 20 vectors and 20 timed inferences keep the shipped models' AArch64 runs within a few
-# seconds each (docs/execute.md "How many vectors an emulated run takes").
+# qemu-aarch64 costs 36x to 970x per inference on the shipped models (resnet8: 0.23 s against 0.37 ms
+# here): 20 vectors and 20 timed inferences keep their AArch64 runs within seconds each
+# (docs/execute.md "How many vectors an emulated run takes").
 EMULATED_VECTORS = 20
 EMULATED_MET_RUNS = 20
 
