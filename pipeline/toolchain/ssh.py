@@ -70,6 +70,17 @@ def classify(stderr: str, target: SshTarget) -> PipelineError:
     return PipelineError("RUN-E062", f"ssh to {where} failed: {said or 'exit 255 without a message'}")
 
 
+def _plain_members(tar: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    """The members of a results stream, each a regular file or folder at a relative path without `..`;
+    ValueError for anything else (a link, a device, an absolute path)."""
+    members = tar.getmembers()
+    for member in members:
+        parts = Path(member.name).parts
+        if not (member.isfile() or member.isdir()) or Path(member.name).is_absolute() or ".." in parts:
+            raise ValueError(f"member {member.name!r} is not a plain file or folder inside the work folder")
+    return members
+
+
 class SshSession:
     """A work folder on a board for the runs of one deployment (module docstring)."""
 
@@ -197,8 +208,12 @@ class SshSession:
             unpacked = Path(tmp) / "results"
             try:
                 with tarfile.open(bundle) as tar:
-                    tar.extractall(unpacked, filter="data")
-            except (tarfile.TarError, OSError) as error:
+                    members = _plain_members(tar)
+                    if hasattr(tarfile, "data_filter"):     # Python >= 3.11.4: the library's own rules as well
+                        tar.extractall(unpacked, members=members, filter="data")
+                    else:
+                        tar.extractall(unpacked, members=members)
+            except (tarfile.TarError, OSError, ValueError) as error:
                 raise PipelineError("RUN-E062", f"the results from board {self.target.host} are not a tar stream of "
                                     f"files inside the work folder: {error}") from None
             for relative, local, folder in self.wanted:

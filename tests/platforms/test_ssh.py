@@ -160,3 +160,23 @@ def test_the_execute_step_through_ssh_matches_the_local_run(ssh_server, exported
     path = results[("lenet5/board", "met.platform_path")]
     if shutil.which("valgrind"):
         assert path.verdict is Verdict.PASS, path.reason                         # same architecture: counted here
+
+
+@pytest.mark.parametrize("member", ["link", "../escape", "/absolute"])
+def test_results_holding_a_link_or_a_path_out_are_refused(tmp_path, member):
+    import io
+    import tarfile
+
+    from pipeline.toolchain.ssh import _plain_members
+
+    bundle = tmp_path / "results.tar"
+    with tarfile.open(bundle, "w") as tar:
+        info = tarfile.TarInfo("out1/y.dat" if member == "link" else member)
+        if member == "link":
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(info)
+        else:
+            info.size = 3
+            tar.addfile(info, io.BytesIO(b"abc"))
+    with tarfile.open(bundle) as tar, pytest.raises(ValueError):
+        _plain_members(tar)
