@@ -358,7 +358,8 @@ class _Checks:
             for index, entry in enumerate(body["items"]):
                 if not isinstance(entry, dict):
                     continue
-                targets.add(entry.get("target"))
+                if isinstance(entry.get("target"), str):
+                    targets.add(entry["target"])
                 if isinstance(entry.get("platform"), str):
                     if entry.get("target") != "cpu":
                         self.report("DEPLOY-E013", f"{path}.items[{index}].platform", "only a cpu item names a platform "

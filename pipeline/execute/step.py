@@ -53,7 +53,7 @@ from pipeline.layout import checks_path, model_dir, project_relative, step_data,
 from pipeline.registry.hashing import sha256_file
 from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa, isa_for
 from pipeline.toolchain.platforms import (Platform, described, host_platform, missing_reason, missing_tools,
-                                          runner_version)
+                                          resolve, runner_version)
 from pipeline.toolchain.runners import session
 from pipeline.codegen.items import emitter_for
 from pipeline.execute.cuda import EMULATION, SHUFFLE_SEED, run_cuda_deployment
@@ -254,7 +254,7 @@ def _platform_tools(spec: Any) -> dict[str, str]:
     (recorded with the step), or "not installed"."""
     found: dict[str, str] = {}
     for name in sorted({d.platform for d in spec.deployments.values()} - {"host"}):
-        platform = spec.platform_of(name)
+        platform = resolve(name, spec.platforms)
         missing = {tool for tool, _ in missing_tools(platform)}
         found[f"cc ({name})"] = "not installed" if platform.cc() in missing else compiler_version(platform=platform)
         found[f"runner ({name})"] = ("not installed" if platform.runner.command and platform.runner.command[0] in missing

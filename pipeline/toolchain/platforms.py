@@ -288,7 +288,7 @@ def declared_problems(platforms: Any) -> list[tuple[str, str, str]]:
         runner = body.get("runner")
         if not isinstance(runner, dict):
             continue
-        kind = runner.get("kind")
+        kind = runner.get("kind") if isinstance(runner.get("kind"), str) else None   # else the schema's
         needs = {EMULATOR: ("command",), SSH: ("host", "user", "identity")}.get(kind, ())
         for key in needs:
             if key not in runner:
