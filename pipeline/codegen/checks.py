@@ -263,7 +263,7 @@ def _primitive_jumps(folder: Path, scratch: Path, lanes: int, target: Platform |
     return static.conditional_jumps(asm.read_text(encoding="utf-8"), names, architecture) or {}
 
 
-_PROGRAMS: dict[tuple[str, int, str], tuple[list[Any], int]] = {}
+_PROGRAMS: dict[tuple[str, int, str], tuple[list[Any], int]] = {}   # per process: (platform, lanes, compiler)
 
 
 def platform_result(subject: str, target: Platform, lanes: int, flags: list[str], problems: list[str],
@@ -285,8 +285,8 @@ def platform_result(subject: str, target: Platform, lanes: int, flags: list[str]
                            measured, read, [])
     with session(target, scratch) as where:
         defect_problems, outcomes = compilerdefects.check_cases(target.cc(), flags, scratch / "defects",
-                                                                target.link_flags, where, target.name)
-        key = (target.name, lanes, compiler_version(platform=target))
+                                                                target.link_flags, where, repr(target.runner))
+        key = (repr(target), lanes, compiler_version(platform=target))
         try:
             if key not in _PROGRAMS:
                 _PROGRAMS[key] = check_programs(scratch / "math", lanes=lanes, platform=target, session=where)
