@@ -30,11 +30,15 @@ items, synchronisation) and its execution-time budget (met). Schema version 1:
         pipeline_depth: 1                  # optional, integer >= 1 (read by the split step)
         architectures: [sm_87, sm_90]      # optional: GPU architectures the cuda items are built for
                                            # (default sm_87 and sm_90; nvcc 13 cannot target sm_72)
+        platform: aarch64_qemu             # optional: where its cpu items' code is built for and runs
+                                           # (default host; an item may name it too: docs/execute.md)
         rewrites: [...]                    # optional, list of mappings (read and checked by the split step)
         fp16:                              # optional, deployments with an nvdla item: the FP16 requirement
           max_abs_error: 1.0e-2            #   each optional, number or null; judged against the float64 value
           max_rel_error: null              #   and justified by an independent FP16 evaluation
           top1_agreement: 1.0              #   (pipeline/compare/nvdla_fp16.py); top1_agreement in [0, 1]
+    platforms:                             # optional: the user's own platforms by name (docs/deploy.md
+      orin: {architecture: aarch64, ...}   # "Platforms"; built in: host, aarch64_qemu)
     met:                                   # required
       runs: 1000                           # required, positive integer
       budget_us: 5000                      # required, positive number
@@ -72,6 +76,7 @@ import yaml
 from pipeline import schema as _schema
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.names import name_problem
+from pipeline.toolchain import platforms as _platforms
 from pipeline.vectors import Distribution, InputSpec
 from pipeline.yamlguard import limit_from_env, read_bounded, screen
 
@@ -98,6 +103,10 @@ CODES: dict[str, str] = {
     "DEPLOY-E011": "YAML anchor or alias, nesting deeper than the limit or a number too long (refused before the "
                    "document is built)",
     "DEPLOY-E012": "not a regular file, or larger than the size limit",
+    "DEPLOY-E013": "unknown platform, a built-in platform redefined, a platform on a non-cpu item, the cpu items of one "
+                   "deployment on different platforms, or a platform other than host for a deployment with cuda or "
+                   "nvdla items",
+    "DEPLOY-E014": "a platform flag that is forbidden or would override a qualified flag (docs/codegen.md \"Flags\")",
 }
 
 # Limits (docs/deploy.md, "Limits"). Those a user could need more of are read from the
@@ -167,6 +176,7 @@ class ValidationSpec:
 class Item:
     name: str
     target: str
+    platform: str | None = None               # a cpu item's platform, when it names one
 
 
 @dataclass(frozen=True)
@@ -180,6 +190,7 @@ class Deployment:
     rewrites: tuple[dict[str, Any], ...] = ()  # their contents are checked by the split step
     architectures: tuple[str, ...] = ()        # GPU architectures of cuda items (empty: sm_87 and sm_90)
     fp16: dict[str, float | None] | None = None  # the stated FP16 requirement of nvdla items (compare/nvdla_fp16.py)
+    platform: str = _platforms.HOST            # where its cpu items' code is built for and runs
 
     def item_of(self, name: str) -> str:
         """The item a tensor (ONNX name) is allocated to: its allocation, else the default item."""
@@ -209,6 +220,11 @@ class DeploySpec:
     met: MetSpec
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     positions: dict[str, tuple[int, int]] = field(repr=False, default_factory=dict)  # key path -> (line, column)
+    platforms: dict[str, _platforms.Platform] = field(default_factory=dict)  # the spec's own (`platforms:`)
+
+    def platform_of(self, deployment: str) -> _platforms.Platform:
+        """The platform deployment `deployment`'s cpu items are built for and run on (built-in or declared)."""
+        return _platforms.resolve(self.deployments[deployment].platform, self.platforms)
 
     def location(self, key_path: str) -> Location:
         """Where `key_path` (or its nearest written ancestor) is in the spec file."""
@@ -323,6 +339,7 @@ class _Checks:
                     and not dist["low"] < dist["high"]:
                 self.report("DEPLOY-E004", f"inputs.{name}.distribution.high",
                             f"expected high > low, got low {float(dist['low'])} and high {float(dist['high'])}")
+        self.platforms(top)
         deployments = top.get("deployments")
         folded: dict[str, str] = {}
         for name, body in (deployments.items() if isinstance(deployments, dict) else ()):
@@ -336,6 +353,43 @@ class _Checks:
                 self.report("DEPLOY-E003", f"deployments.{name}", f"a deployment name must be a string, got {name!r}")
             if isinstance(body, dict):
                 self.deployment(body, f"deployments.{name}")
+
+    def platforms(self, top: dict[Any, Any]) -> None:
+        """The platform part (pipeline/toolchain/platforms.py): declared platforms, and the platform every
+        deployment and item names (DEPLOY-E013)."""
+        declared = top.get("platforms")
+        for code, path, message in _platforms.declared_problems(declared):
+            self.report(code, path, message)
+        known = set(_platforms.BUILTIN_NAMES) | set(declared if isinstance(declared, dict) else ())
+        deployments = top.get("deployments")
+        for name, body in (deployments.items() if isinstance(deployments, dict) else ()):
+            if not isinstance(body, dict) or not isinstance(body.get("items"), list):
+                continue
+            path = f"deployments.{name}"
+            named = {f"{path}.platform": body["platform"]} if isinstance(body.get("platform"), str) else {}
+            targets = set()
+            for index, entry in enumerate(body["items"]):
+                if not isinstance(entry, dict):
+                    continue
+                if isinstance(entry.get("target"), str):
+                    targets.add(entry["target"])
+                if isinstance(entry.get("platform"), str):
+                    if entry.get("target") != "cpu":
+                        self.report("DEPLOY-E013", f"{path}.items[{index}].platform", "only a cpu item names a platform "
+                                    f"(item '{entry.get('name')}' has target {entry.get('target')})")
+                    else:
+                        named[f"{path}.items[{index}].platform"] = entry["platform"]
+            for where, platform in named.items():
+                if platform not in known:
+                    self.report("DEPLOY-E013", where, f"unknown platform '{platform}' (known: {', '.join(sorted(known))})")
+            chosen = set(named.values())
+            if len(chosen) > 1:
+                self.report("DEPLOY-E013", path, f"the cpu items of one deployment are one program and run on one "
+                            f"platform; this deployment names {', '.join(sorted(chosen))}")
+            elif chosen - {_platforms.HOST} and targets - {"cpu"}:
+                self.report("DEPLOY-E013", next(iter(named)), f"platform {next(iter(chosen))}: a deployment with "
+                            f"{' and '.join(sorted(str(t) for t in targets - {'cpu'}))} items runs on the host platform "
+                            "(its cuda items on the GPU or its emulation, its nvdla items on the emulator)")
 
     def deployment(self, body: dict[Any, Any], path: str) -> None:
         entries = body.get("items")
@@ -394,18 +448,23 @@ def _build(top: dict[str, Any], file: str, positions: dict[str, tuple[int, int]]
     max_rel = tolerance.get("max_rel_error")
     deployments = {}
     for name, body in top["deployments"].items():
+        items = tuple(Item(i["name"], i["target"], i.get("platform")) for i in body["items"])
+        named = body.get("platform") or next((i.platform for i in items if i.platform), None)
         deployments[str(name)] = Deployment(
-            str(name), tuple(Item(i["name"], i["target"]) for i in body["items"]), body["default_item"],
+            str(name), items, body["default_item"],
             {str(item): tuple(names) for item, names in body.get("allocation", {}).items()}, body["sync"],
             body.get("pipeline_depth", 1), tuple(dict(r) for r in body.get("rewrites", ())),
             tuple(str(a) for a in body.get("architectures", ())),
-            {k: None if v is None else float(v) for k, v in body["fp16"].items()} if "fp16" in body else None)
+            {k: None if v is None else float(v) for k, v in body["fp16"].items()} if "fp16" in body else None,
+            named or _platforms.HOST)
+    base = Path(file).resolve().parent
+    declared = {str(n): _platforms.declared_platform(str(n), b, base) for n, b in top.get("platforms", {}).items()}
     return DeploySpec(
         file, top["model"], top.get("description", ""), inputs,
         ValidationSpec(validation.get("vectors", DEFAULT_VECTORS), validation["seed"],
                        Tolerance(float(tolerance["max_abs_error"]), None if max_rel is None else float(max_rel))),
         deployments, MetSpec(top["met"]["runs"], float(top["met"]["budget_us"]), top["met"].get("platform")), top,
-        positions)
+        positions, declared)
 
 
 # ---------------------------------------------------------------------- entry points

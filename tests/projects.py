@@ -27,3 +27,17 @@ def copy_exports(source: Path, folder: Path, models: Iterable[str]) -> Path:
     for model in models:
         shutil.copytree(step_dir(model, "export", source), step_dir(model, "export", root))
     return root
+
+
+def with_deployments(source: Path, folder: Path, model: str, deployments: str, tail: str = "") -> Path:
+    """A scratch project holding `model`'s export (made under `source`) and its own models/<model>/,
+    whose deploy.yaml has `deployments` (YAML lines under `deployments:`) instead of the shipped ones
+    and `tail` (top-level YAML, e.g. `platforms:`) appended."""
+    root = copy_exports(source, folder, [model])
+    (root / "models").unlink()
+    shutil.copytree(ROOT / "models" / model, root / "models" / model)
+    spec = root / "models" / model / "deploy.yaml"
+    text = spec.read_text(encoding="utf-8")
+    start, end = text.index("deployments:\n"), text.index("\nmet:")
+    spec.write_text(text[:start] + "deployments:\n" + deployments.rstrip("\n") + text[end:] + tail, encoding="utf-8")
+    return root

@@ -4,6 +4,9 @@ codegen.static   HLR-COD-001   pipeline.codegen.static on the sources and object
 codegen.trace    HLR-COD-002, LLR-COD-001, LLR-COD-002   pipeline.codegen.tracecheck
 codegen.compile  HLR-COD-003, LLR-COD-003   every source compiled with the qualified flags, no diagnostic;
                  the compiler's known wrong-code cases (compilerdefects) right with the same flags
+                 (deployments on the host platform)
+codegen.platform HLR-NUM-005   the same on a deployment's other platform (its compiler, flags, link flags),
+                 with the transcendental programs, the programs run by its runner (qemu, a board)
 codegen.accelerators  LLR-COD-008      NVDLA loadables: independent validator on the bytes, debug-table trace
 
 The validators read the generated files (and compile them); they do not use the generator's
@@ -19,8 +22,11 @@ from typing import Any
 
 from pipeline.codegen import compilerdefects, static, tracecheck
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import CheckResult, Verdict, register_check
-from pipeline.toolchain.cc import QUALIFIED_FLAGS, build_flags, compile_objects, compiler_path, compiler_version
+from pipeline.registry.checks import CheckResult, Obtained, Verdict, Where, register_check
+from pipeline.toolchain.cc import (QUALIFIED_FLAGS, binutil, build_flags, compile_objects, compiler_path,
+                                   compiler_version)
+from pipeline.toolchain.platforms import Platform, described, host_platform, missing_reason, missing_tools, runner_version
+from pipeline.toolchain.runners import session
 
 STEP = "codegen"
 STATIC = "codegen.static"
@@ -29,13 +35,25 @@ COMPILE = "codegen.compile"
 TRANSCENDENTAL = "codegen.transcendental"
 ACCELERATORS = "codegen.accelerators"
 CUDA = "codegen.cuda"
+PLATFORM = "codegen.platform"
 ALL = (STATIC, TRACE, COMPILE)
 
 register_check(STATIC, "Generated code is static: no allocation, no recursion, no libm, no branch in kernels, "
                "fixed loop bounds, a consistent buffer plan", STEP, ["HLR-COD-001", "LLR-COD-004"],
                "Source scan (forbidden calls, VLAs, goto), acyclic call graph, nm of the objects against libm's "
                "exports, branch-free numeric kernels with constant loop bounds, selection primitives without "
-               "conditional jumps in the assembly, buffer plan without overlapping live buffers, item segregation.")
+               "conditional jumps in the assembly, no fused multiply-add instruction in any object (objdump; the "
+               "mnemonics of the objects' own architecture, x86-64 or AArch64; not run for another), buffer plan "
+               "without overlapping live buffers, item segregation.")
+register_check(PLATFORM, "Generated C code builds for its deployment platform and the programs the build relies on "
+               "compute right there", STEP, ["HLR-NUM-005"],
+               "A deployment on a platform other than the host (pipeline/toolchain/platforms.py): every source compiled "
+               "by the platform's compiler with the qualified flags plus the platform's (exit 0, no output); the "
+               "compiler's known wrong-code programs (pipeline.codegen.compilerdefects) and the transcendental "
+               "programs (pipeline.codegen.c.mathcheck, scalar and at the platform's lanes, bit-identical to the "
+               "reference programs) built with those flags and link flags and run by the platform's runner. "
+               "Verdict emulated under an emulator (never pass), pass on the target, not run without the compiler "
+               "or the runner (naming the Debian packages).")
 register_check(TRACE, "Generated code is traced to every NNEF instruction and every weight to its tensor file",
                STEP, ["HLR-COD-002", "LLR-COD-001", "LLR-COD-002"],
                "trace.json covers every instruction of the item file with existing code lines naming it, every "
@@ -102,40 +120,68 @@ def _result(check_id: str, subject: str, problems: list[str], measured: dict[str
     return CheckResult(check_id, subject, Verdict.PASS, "", measured, read, written or [])
 
 
-def evaluate(subject: str, folder: Path, root: Path, scratch: Path,
-             objects_dir: Path | None = None) -> list[CheckResult]:
-    """The three codegen checks of one generated deployment folder.
+def evaluate(subject: str, folder: Path, root: Path, scratch: Path, objects_dir: Path | None = None,
+             platform: Platform | None = None) -> list[CheckResult]:
+    """The codegen checks of one generated deployment folder built for `platform` (default host):
+    codegen.static, codegen.trace, and codegen.compile on the host platform or codegen.platform on
+    another one (its compiler, flags and link flags; its runner for the programs it runs).
 
-    The objects compiled for codegen.compile go to `objects_dir` (default: under `scratch`); the
+    The objects compiled for the compile check go to `objects_dir` (default: under `scratch`); the
     codegen step keeps them so that the execute step links the very objects judged here."""
+    target = platform or host_platform()
     manifest = json.loads((folder / "build.json").read_text(encoding="utf-8"))
     lanes = int(manifest["lanes"])
     files = _files(folder, manifest)
     read = [_rel(folder / name, root) for name in files] + [_rel(folder / "build.json", root)]
-    # compile (shared by codegen.compile and the libm part of codegen.static)
-    objects, commands, diagnostics = compile_objects(folder, manifest["sources"], objects_dir or scratch / "obj", lanes)
-    flags, _ = build_flags(lanes)
+    absent = [t for t in missing_tools(target) if t[0] == target.cc()]
+    if absent:                                  # nothing can be compiled: the source-level checks only
+        why = missing_reason(target, absent)
+        problems, measured = _source_problems(files, manifest, folder, read, root)
+        static_result = (_result(STATIC, subject, problems, measured, read) if problems
+                         else CheckResult(STATIC, subject, Verdict.NOT_RUN, f"{why}: the object and assembly scans "
+                                          "did not run (the source scans found nothing)", measured, read, []))
+        compiled = not_run(COMPILE if target.is_host else PLATFORM, subject, why)
+        return [static_result, _trace_result(subject, folder, manifest, root, read), compiled]
+    # compile (shared by the compile check and the object scans of codegen.static)
+    objects, commands, diagnostics = compile_objects(folder, manifest["sources"], objects_dir or scratch / "obj", lanes,
+                                                     platform=target)
+    flags, _ = build_flags(lanes, platform=target)
     compile_problems = []
     if diagnostics:
         compile_problems.append(f"compiler output (warnings are errors): {diagnostics.splitlines()[0]}")
     missing = [f for f in QUALIFIED_FLAGS if f not in flags]
     if missing:
         compile_problems.append(f"qualified flags missing: {missing}")
-    defect_problems, defect_outcomes = compilerdefects.check_cases(compiler_path(), flags, scratch / "defects")
-    compile_problems += defect_problems
-    compile_result = _result(COMPILE, subject, compile_problems,
-                             {"compiler": compiler_version(), "flags": flags, "sources": len(manifest["sources"]),
-                              "objects": len(objects), "diagnostics_chars": len(diagnostics),
-                              "commands": commands,
-                              "compiler_defect_cases": {o.case.name: o.status for o in defect_outcomes}}, read)
+    compile_measured = {"compiler": compiler_version(platform=target), "flags": flags, "sources": len(manifest["sources"]),
+                        "objects": len(objects), "diagnostics_chars": len(diagnostics), "commands": commands}
+    if target.is_host:
+        defect_problems, defect_outcomes = compilerdefects.check_cases(compiler_path(), flags, scratch / "defects")
+        compile_result = _result(COMPILE, subject, compile_problems + defect_problems,
+                                 {**compile_measured,
+                                  "compiler_defect_cases": {o.case.name: o.status for o in defect_outcomes}}, read)
+    else:
+        compile_result = platform_result(subject, target, lanes, flags, compile_problems, compile_measured, scratch, read)
     # static
+    problems, measured = _source_problems(files, manifest, folder, read, root)
+    unknown = _object_problems(objects, manifest, target, folder, scratch, lanes, problems, measured)
+    if problems:
+        static_result = _result(STATIC, subject, problems, measured, read)
+    elif unknown:
+        static_result = CheckResult(STATIC, subject, Verdict.NOT_RUN, unknown, measured, read, [])
+    else:
+        static_result = _result(STATIC, subject, [], measured, read)
+    return [static_result, _trace_result(subject, folder, manifest, root, read), compile_result]
+
+
+def _source_problems(files: dict[str, str], manifest: dict[str, Any], folder: Path, read: list[str], root: Path
+                     ) -> tuple[list[str], dict[str, Any]]:
+    """The source-level part of codegen.static: forbidden constructs, recursion, kernels, plan, segregation."""
     problems = static.forbidden_constructs(files)
     function_count, cycles = static.call_graph_cycles(files)
     problems += [f"recursion: {' -> '.join(c)}" for c in cycles]
     kernels = loops = 0
     arena_bytes: dict[str, int] = {}
-    c_items = [i for i in manifest["items"] if i.get("language", "c") == "c"]
-    for item in c_items:
+    for item in [i for i in manifest["items"] if i.get("language", "c") == "c"]:
         source = files[item["source"]]
         k, n, p = static.kernel_problems(item["source"], source)
         kernels, loops = kernels + k, loops + n
@@ -145,21 +191,50 @@ def evaluate(subject: str, folder: Path, root: Path, scratch: Path,
         arena_bytes[item["name"]] = int(memory_map["arena_bytes"])
         problems += static.segregation_problems(item["name"], source, set(item["sends"]) | set(item["gets"]))
         read.append(_rel(folder / item["memory_map"], root))
-    libm = static.libm_symbols(compiler_path())
-    undefined = static.undefined_symbols(objects)
+    return problems, {"functions": function_count, "numeric_kernels": kernels, "kernel_loops": loops,
+                      "recursion_cycles": len(cycles), "arena_bytes": arena_bytes}
+
+
+def _object_problems(objects: list[Path], manifest: dict[str, Any], target: Platform, folder: Path, scratch: Path,
+                     lanes: int, problems: list[str], measured: dict[str, Any]) -> str:
+    """The object-level part of codegen.static, appended to `problems` and `measured`: libm symbols (nm),
+    fused multiply-adds in every object and conditional jumps in the selection primitives (the
+    architecture's mnemonics, pipeline/codegen/static.py). Returns why the instruction scans did not
+    run (an architecture they do not know), or ""."""
+    nm = binutil("nm", platform=target)
+    libm = static.libm_symbols(compiler_path(platform=target), nm)
+    undefined = static.undefined_symbols(objects, nm)
     libm_refs = sorted({f"{obj}: {sym}" for obj, syms in undefined.items() for sym in syms if sym in libm})
     problems += [f"libm symbol referenced: {r}" for r in libm_refs]
     if len(objects) != len(manifest["sources"]):
-        problems.append("not every source compiled, so the libm check is incomplete")
-    jumps = _primitive_jumps(folder, scratch, lanes)
+        problems.append("not every source compiled, so the libm and instruction scans are incomplete")
+    measured.update({"libm_references": len(libm_refs),
+                     "undefined_symbols": sorted({s for v in undefined.values() for s in v})})
+    architectures = sorted({static.elf_architecture(o) or "not ELF" for o in objects})
+    architecture = architectures[0] if len(architectures) == 1 else ",".join(architectures)
+    measured["architecture"] = architecture
+    if architecture != target.architecture and objects:
+        problems.append(f"the objects are for {architecture}, platform {target.name} declares {target.architecture}")
+    if architecture not in static.ARCHITECTURES:
+        return (f"the instruction scans (fused multiply-add, branch-free selection primitives) do not know "
+                f"architecture {architecture}: not judged")
+    objdump = binutil("objdump", platform=target)
+    fused: dict[str, list[str]] = {}
+    for obj in objects:
+        for function, found in (static.fused_multiply_adds(static.disassemble(objdump, obj), architecture) or {}).items():
+            fused[f"{obj.name}:{function}"] = found
+    problems += [f"fused multiply-add in {where}: {found[:3]}" for where, found in sorted(fused.items())]
+    jumps = _primitive_jumps(folder, scratch, lanes, target, architecture)
     problems += [f"selection primitive {name} compiles to conditional jumps: {j[:3]}" for name, j in jumps.items() if j]
-    static_result = _result(STATIC, subject, problems, {
-        "functions": function_count, "numeric_kernels": kernels, "kernel_loops": loops, "recursion_cycles": len(cycles),
-        "libm_references": len(libm_refs), "undefined_symbols": sorted({s for v in undefined.values() for s in v}),
-        "branch_free_primitives": sorted(n for n, j in jumps.items() if not j), "arena_bytes": arena_bytes}, read)
-    # trace
+    measured.update({"fused_multiply_adds": sum(len(v) for v in fused.values()),
+                     "branch_free_primitives": sorted(n for n, j in jumps.items() if not j)})
+    return ""
+
+
+def _trace_result(subject: str, folder: Path, manifest: dict[str, Any], root: Path, read: list[str]) -> CheckResult:
     trace_problems: list[str] = []
     trace_measured: dict[str, Any] = {"items": len(manifest["items"])}
+    c_items = [i for i in manifest["items"] if i.get("language", "c") == "c"]
     for item in manifest["items"]:
         item_dir = folder / item["dir"]
         p, m = tracecheck.check_trace(item_dir, root)
@@ -170,22 +245,80 @@ def evaluate(subject: str, folder: Path, root: Path, scratch: Path,
             trace_measured[key] = trace_measured.get(key, 0) + value
     trace_read = read + [_rel(folder / i["trace"], root) for i in manifest["items"]] \
         + [_rel(folder / i["weights_json"], root) for i in manifest["items"]]
-    trace_result = _result(TRACE, subject, trace_problems, trace_measured, trace_read)
-    return [static_result, trace_result, compile_result]
+    return _result(TRACE, subject, trace_problems, trace_measured, trace_read)
 
 
-def _primitive_jumps(folder: Path, scratch: Path, lanes: int) -> dict[str, list[str]]:
+def _primitive_jumps(folder: Path, scratch: Path, lanes: int, target: Platform | None = None,
+                     architecture: str = "x86_64") -> dict[str, list[str]]:
     """Conditional jumps in each selection primitive compiled alone with the build flags."""
     probe = scratch / "probe.c"
     probe.write_text(static.probe_source(), encoding="utf-8")
-    flags, _ = build_flags(lanes)
+    flags, _ = build_flags(lanes, platform=target)
     asm = scratch / "probe.s"
-    proc = subprocess.run([compiler_path(), *flags, f"-I{folder.resolve()}", "-S", str(probe), "-o", str(asm)],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run([compiler_path(platform=target), *flags, f"-I{folder.resolve()}", "-S", str(probe), "-o",
+                           str(asm)], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return {"probe": [f"probe did not compile: {proc.stderr.strip()[:300]}"]}
     names = [f"probe_{n}" for n in static.SELECT_PRIMITIVES]
-    return static.conditional_jumps(asm.read_text(encoding="utf-8"), names)
+    return static.conditional_jumps(asm.read_text(encoding="utf-8"), names, architecture) or {}
+
+
+_PROGRAMS: dict[tuple[str, int, str], tuple[list[Any], int]] = {}   # per process: (platform, lanes, compiler)
+
+
+def platform_result(subject: str, target: Platform, lanes: int, flags: list[str], problems: list[str],
+                    measured: dict[str, Any], scratch: Path, read: list[str]) -> CheckResult:
+    """`codegen.platform` of a deployment on a platform other than the host: `problems` of its compile,
+    then the compiler's known wrong-code programs and the transcendental programs built by the
+    platform's compiler with its flags and link flags and run by its runner. Verdict: emulated under
+    an emulator, pass on a board (or a local runner), not run without the runner, fail on a problem."""
+    from pipeline.codegen.c.mathcheck import MathCheckError, check_programs
+
+    measured = {**measured, "platform": target.name, "architecture": target.architecture,
+                "link_flags": list(target.link_flags), "lanes": lanes, "runner": runner_version(target.runner)}
+    absent = missing_tools(target)
+    if absent:
+        why = missing_reason(target, absent)
+        if problems:
+            return _result(PLATFORM, subject, problems, measured, read)
+        return CheckResult(PLATFORM, subject, Verdict.NOT_RUN, f"compiled cleanly; the programs did not run: {why}",
+                           measured, read, [])
+    with session(target, scratch) as where:
+        defect_problems, outcomes = compilerdefects.check_cases(target.cc(), flags, scratch / "defects",
+                                                                target.link_flags, where, repr(target.runner))
+        key = (repr(target), lanes, compiler_version(platform=target))
+        try:
+            if key not in _PROGRAMS:
+                _PROGRAMS[key] = check_programs(scratch / "math", lanes=lanes, platform=target, session=where)
+            mismatches, compared = _PROGRAMS[key]
+        except MathCheckError as error:
+            mismatches, compared = [], 0
+            defect_problems.append(f"transcendental programs: {error}")
+    problems = problems + defect_problems + [
+        f"transcendental program {m.function}{m.first_input}: {m.c_value!r} on {target.name}, the reference program "
+        f"{m.reference_value!r} ({m.count} mismatches)" for m in mismatches]
+    measured.update({"compiler_defect_cases": {o.case.name: o.status for o in outcomes},
+                     "transcendental_inputs_compared": compared,
+                     "transcendental_mismatches": sum(m.count for m in mismatches)})
+    obtained = platform_obtained(target)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        return CheckResult(PLATFORM, subject, Verdict.FAIL, problems[0] + more,
+                           {**measured, "problems": len(problems), "first_problems": problems[:10]}, read, [], obtained)
+    summary = (f"built by {measured['compiler']} for {target.name} without a diagnostic; the compiler-defect programs "
+               f"and {compared} transcendental inputs (scalar and {lanes} lanes) right on {described(target)}")
+    if obtained.where is Where.EMULATION:
+        return CheckResult(PLATFORM, subject, Verdict.EMULATED, summary, measured, read, [], obtained)
+    return CheckResult(PLATFORM, subject, Verdict.PASS, "", measured, read, [], obtained)
+
+
+def platform_obtained(target: Platform) -> Obtained:
+    """Where results of programs run on `target` are obtained: host, emulation (runner and version), target."""
+    if target.runner.where == "emulation":
+        return Obtained.emulation(described(target))
+    if target.runner.where == "target":
+        return Obtained.target(target.name)
+    return Obtained.host()
 
 
 def transcendental_result(subject: str, scratch: Path, lanes: int = 4) -> CheckResult:

@@ -27,7 +27,8 @@ def register(subparsers: Any) -> None:
                     "one split deployment folder, written to --out, without the checks.")
     parser.add_argument("model", nargs="?", metavar="MODEL", help="model name or models/<m> folder")
     parser.add_argument("--lanes", type=int, choices=(4, 8), default=None,
-                        help="float32 lanes of the generated vectors (default 8: AVX2 hosts; 4: SSE2/NEON)")
+                        help="float32 lanes of the generated vectors (default: each deployment's platform's, "
+                             "docs/execute.md \"Platforms\"; 8 on x86-64 hosts, 4 for NEON)")
     parser.add_argument("--split", metavar="DIR", help="a split deployment folder (plan.json, schedule.json, items)")
     parser.add_argument("--export", metavar="DIR", help="the export folder holding the tensor files (with --split)")
     parser.add_argument("--out", metavar="DIR", help="output folder (with --split)")
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.model:
             return fail_usage("give a model (or --split)")
         model, root = model_and_root(args.model)
-        return print_results(run_codegen_step(model, root, lanes=lanes), args.json)
+        return print_results(run_codegen_step(model, root, lanes=args.lanes), args.json)
     except PipelineError as error:
         return report_error(error)
     except (OSError, KeyError) as error:

@@ -7,7 +7,10 @@ exits 0 when the compiler computed the right result and 1 otherwise. The codegen
 check builds and runs every case with the build flags of each deployment (the same flags
 as the generated code), so a compiler or flag change that brings a defect back fails the
 check; tests/codegen/test_compiler_defects.py also pins that, on GCC 12, each case is
-miscompiled without the excluding flag (the flag is why the case passes).
+miscompiled without the excluding flag (the flag is why the case passes). On a platform other
+than the host (pipeline/toolchain/platforms.py) the cases are built by the platform's compiler
+with its flags and link flags and run by its runner (under qemu-aarch64, on a board), so the
+compiler that builds the deployment is the one whose defects are excluded.
 
 GCC 12.2 null-access inference on zero-based addresses (issue 15, efficientnet_b0).
 IVOPTs may rewrite the addresses of a loop whose bases are known constants (arena offsets
@@ -30,7 +33,10 @@ from __future__ import annotations
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
+
+from pipeline.diagnostics import PipelineError
+from pipeline.toolchain.runners import LOCAL
 
 EXCLUDING_FLAG = "-fno-delete-null-pointer-checks"
 
@@ -131,37 +137,47 @@ class CaseOutcome:
     detail: str = ""
 
 
-def run_case(case: DefectCase, cc: str, flags: Sequence[str], scratch: Path, timeout: float = 60.0) -> CaseOutcome:
-    """Build `case` with `cc` and `flags` in `scratch`, run it, classify the exit status."""
+def run_case(case: DefectCase, cc: str, flags: Sequence[str], scratch: Path, timeout: float = 60.0,
+             link_flags: Sequence[str] = (), session: Any = None) -> CaseOutcome:
+    """Build `case` with `cc`, `flags` and `link_flags` in `scratch`, run it in `session` (a platform's
+    runner, pipeline/toolchain/runners.py; default here), classify the exit status."""
     scratch.mkdir(parents=True, exist_ok=True)
     source = scratch / f"defect_{case.name}.c"
     binary = scratch / f"defect_{case.name}"
     source.write_text(case.source, encoding="utf-8")
-    build = subprocess.run([cc, *flags, str(source), "-o", str(binary)], capture_output=True, text=True,
+    build = subprocess.run([cc, *flags, str(source), *link_flags, "-o", str(binary)], capture_output=True, text=True,
                            timeout=timeout, check=False)
     output = (build.stdout + build.stderr).strip()
     if build.returncode != 0 or output:
         return CaseOutcome(case, tuple(flags), "error", f"build (exit {build.returncode}): {output[:300]}")
-    proc = subprocess.run([str(binary)], capture_output=True, text=True, timeout=timeout, check=False)
+    where = session or LOCAL
+    try:
+        proc = where.run([where.program(binary)], timeout=timeout)
+    except PipelineError as error:
+        return CaseOutcome(case, tuple(flags), "error", f"{error.code}: {error.message[:300]}")
     if proc.returncode == 0:
         return CaseOutcome(case, tuple(flags), "right")
     if proc.returncode == 1:
         return CaseOutcome(case, tuple(flags), "wrong", "the program computed a wrong result (exit 1)")
-    return CaseOutcome(case, tuple(flags), "error", f"exit {proc.returncode}: {(proc.stdout + proc.stderr)[:300]}")
+    said = (proc.stdout.decode("utf-8", "replace") + proc.stderr)[:300]
+    return CaseOutcome(case, tuple(flags), "error", f"exit {proc.returncode}: {said}")
 
 
-_OUTCOMES: dict[tuple[str, str, tuple[str, ...]], list[CaseOutcome]] = {}
+_OUTCOMES: dict[tuple[str, str, tuple[str, ...], str], list[CaseOutcome]] = {}
 
 
-def check_cases(cc: str, flags: Sequence[str], scratch: Path) -> tuple[list[str], list[CaseOutcome]]:
-    """Every case built with `flags`: (problems, outcomes); a problem for each case not computed right.
+def check_cases(cc: str, flags: Sequence[str], scratch: Path, link_flags: Sequence[str] = (), session: Any = None,
+                runner: str = "local") -> tuple[list[str], list[CaseOutcome]]:
+    """Every case built with `flags` and `link_flags` and run in `session` (named `runner`): (problems,
+    outcomes); a problem for each case not computed right.
 
-    The outcomes depend on the compiler and the flags only, so a process runs them once per
-    (compiler path, `cc --version`, flags): every deployment of a model shares its flags."""
+    The outcomes depend on the compiler, the flags and where the programs run only, so a process
+    runs them once per (compiler path, `cc --version`, flags, runner): every deployment of a model
+    on one platform shares them."""
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False).stdout
-    key = (cc, version, tuple(flags))
+    key = (cc, version, tuple(flags) + ("--link",) + tuple(link_flags), runner)
     if key not in _OUTCOMES:
-        _OUTCOMES[key] = [run_case(case, cc, flags, scratch) for case in CASES]
+        _OUTCOMES[key] = [run_case(case, cc, flags, scratch, link_flags=link_flags, session=session) for case in CASES]
     outcomes = _OUTCOMES[key]
     problems = [f"known {o.case.name} miscompilation not excluded by the build flags ({o.case.what}): {o.detail}"
                 if o.status == "wrong" else f"compiler defect case {o.case.name} did not run: {o.detail}"

@@ -11,10 +11,17 @@ and checks, independently of how they were produced,
     their loops are `for (int v = A; v < B; ...)` with A and B integer constants, enclosing
     loop variables or reads of generation-time index tables (IX_*), so every bound is fixed;
   * the runtime's selection primitives compile to code without conditional jumps (assembly);
+  * no fused multiply-add instruction in any object (disassembly): -ffp-contract=off is the
+    only guard on AArch64, where FMA is part of the base instruction set;
   * the buffer plan: no two buffers live at the same step share a byte, and the arena the C
     code declares is as large as memory_map.json says;
   * segregation: an item's code names only its own arena and the sync variables the plan
     gives it.
+
+The two instruction-level scans (conditional jumps, fused multiply-adds) read the mnemonics of
+an architecture they know (ARCHITECTURES: x86-64, AArch64), taken from the object's own ELF
+header, never from what a platform declares; for any other architecture they return None and
+the check says `not run` (an unknown instruction set is never judged clean).
 """
 
 from __future__ import annotations
@@ -167,13 +174,14 @@ def kernel_problems(item_file: str, text: str) -> tuple[int, int, list[str]]:
     return len(kernels), loops, problems
 
 
-def libm_symbols(cc: str = "gcc") -> set[str]:
-    """The symbols libm exports (from the library itself; a fixed list if it cannot be read)."""
+def libm_symbols(cc: str = "gcc", nm: str = "nm") -> set[str]:
+    """The symbols the libm of compiler `cc` exports (from the library itself, read by `nm`, the
+    compiler's own for a cross compiler; a fixed list if it cannot be read)."""
     try:
         path = subprocess.run([cc, "-print-file-name=libm.so.6"], capture_output=True, text=True,
                               check=False).stdout.strip()
         if path and Path(path).is_file():
-            out = subprocess.run(["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=False)
+            out = subprocess.run([nm, "-D", "--defined-only", path], capture_output=True, text=True, check=False)
             names = {line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip()}
             if names:
                 return names
@@ -182,17 +190,79 @@ def libm_symbols(cc: str = "gcc") -> set[str]:
     return set(LIBM_FALLBACK)
 
 
-def undefined_symbols(objects: Iterable[Path]) -> dict[str, list[str]]:
-    """Object -> the symbols it references but does not define (nm -u)."""
+def undefined_symbols(objects: Iterable[Path], nm: str = "nm") -> dict[str, list[str]]:
+    """Object -> the symbols it references but does not define (`nm -u`; the compiler's own nm)."""
     result = {}
     for obj in objects:
-        out = subprocess.run(["nm", "-u", str(obj)], capture_output=True, text=True, check=False)
+        out = subprocess.run([nm, "-u", str(obj)], capture_output=True, text=True, check=False)
         result[obj.name] = sorted(line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip())
     return result
 
 
-def conditional_jumps(assembly: str, names: Iterable[str]) -> dict[str, list[str]]:
-    """For each function of `names` present in the assembly: its conditional jumps (j* but jmp)."""
+# Per architecture: the mnemonics of a conditional branch and of a fused multiply-add.
+# x86-64: every Jcc (j* but jmp), loop/loope/loopne, jrcxz; FMA3/FMA4/AVX-512 vfmadd*, vfmsub*,
+# vfnmadd*, vfnmsub*, vfmaddsub*, vfmsubadd* (Intel SDM vol. 2; AMD APM vol. 4).
+# AArch64: b.<cond> (b<cond> in GNU assembler source), cbz, cbnz, tbz, tbnz; fmadd, fmsub, fnmadd, fnmsub (scalar), fmla, fmls,
+# fmlal(2), fmlsl(2), bfmlal[bt] (Advanced SIMD), fmad, fmsb, fnmad, fnmsb, fnmla, fnmls (SVE)
+# (Arm Architecture Reference Manual for A-profile, C3 and C7).
+ARCHITECTURES: dict[str, dict[str, re.Pattern[str]]] = {
+    "x86_64": {"branch": re.compile(r"j(?!mp)[a-z]+|loop[a-z]*"),
+               "fma": re.compile(r"vf(?:n?m(?:add|sub)|maddsub|msubadd)[0-9a-z]*")},
+    "aarch64": {"branch": re.compile(r"b\.?(?:eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|nv)|cbn?z|tbn?z"),
+                "fma": re.compile(r"fn?m(?:add|sub)|fn?ml[as](?:l2?)?|bfml[as]l[bt]?|fn?m(?:ad|sb)")},
+}
+ELF_MACHINES = {62: "x86_64", 183: "aarch64", 3: "i386", 40: "arm", 243: "riscv", 8: "mips", 20: "ppc", 21: "ppc64"}
+
+
+def elf_architecture(path: Path) -> str | None:
+    """The architecture an ELF object or executable is for (its header's e_machine), None if not ELF."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or header[:4] != b"\x7fELF":
+        return None
+    machine = int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
+    return ELF_MACHINES.get(machine, f"elf-machine-{machine}")
+
+
+def disassemble(objdump: str, path: Path) -> str:
+    """`objdump -d --no-show-raw-insn` of an object (the platform's objdump: it reads its architecture)."""
+    proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(path)], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{objdump} -d {path.name}: {proc.stderr.strip()[:300]}")
+    return proc.stdout
+
+
+def fused_multiply_adds(disassembly: str, architecture: str) -> dict[str, list[str]] | None:
+    """Function -> its fused multiply-add instructions in an objdump disassembly; None for an
+    architecture whose mnemonics this module does not know."""
+    known = ARCHITECTURES.get(architecture)
+    if known is None:
+        return None
+    found: dict[str, list[str]] = {}
+    function = "?"
+    for line in disassembly.splitlines():
+        label = re.match(r"^[0-9a-f]+ <([^>]+)>:", line)
+        if label:
+            function = label.group(1)
+            continue
+        parts = line.split("\t")
+        if len(parts) >= 2 and re.match(r"^\s*[0-9a-f]+:$", parts[0]):
+            mnemonic = parts[1].strip().split()[0] if parts[1].strip() else ""
+            if known["fma"].fullmatch(mnemonic):
+                found.setdefault(function, []).append(" ".join(p.strip() for p in parts[1:]))
+    return found
+
+
+def conditional_jumps(assembly: str, names: Iterable[str], architecture: str = "x86_64") -> dict[str, list[str]] | None:
+    """For each function of `names` present in the assembly (`cc -S`): its conditional branches in
+    `architecture`'s mnemonics (x86-64: j* but jmp; AArch64: b.<cond>, cbz, tbz, ...); None for an
+    architecture this module does not know."""
+    known = ARCHITECTURES.get(architecture)
+    if known is None:
+        return None
     result: dict[str, list[str]] = {}
     current = None
     for line in assembly.splitlines():
@@ -205,7 +275,7 @@ def conditional_jumps(assembly: str, names: Iterable[str]) -> dict[str, list[str
             continue
         if current:
             ins = line.strip().split()
-            if ins and re.fullmatch(r"j(?!mp\b)[a-z]+", ins[0]):
+            if ins and known["branch"].fullmatch(ins[0]):
                 result[current].append(line.strip())
     return result
 

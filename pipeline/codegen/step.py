@@ -10,7 +10,11 @@ artifacts/<m>/codegen/nvdla/<deployment>/... the loadables, debug tables, traces
 artifacts/<m>/codegen/obj/<deployment>/*.o  the objects codegen.compile compiled (qualified flags), which
                                            the execute step links into its uninstrumented build
 artifacts/<m>/codegen/status.json          per deployment: generated, or why not (and the objects' sha256)
-artifacts/<m>/codegen/checks.json          codegen.static, codegen.trace, codegen.compile
+artifacts/<m>/codegen/checks.json          codegen.static, codegen.trace, codegen.compile (codegen.platform for a
+                                           deployment on another platform than the host), ...
+
+Each C deployment is generated for its platform's lanes and compiled by its platform's compiler
+with its flags (pipeline/toolchain/platforms.py; `host` unless deploy.yaml names another).
 artifacts/<m>/codegen/record.json
 
 The checks are validators that read the written files only (pipeline.codegen.checks).
@@ -29,7 +33,7 @@ from typing import Any
 from pipeline.atomic import write_json
 from pipeline.names import confined
 from pipeline.codegen import checks
-from pipeline.codegen.c.generate import DEFAULT_LANES, generate_deployment
+from pipeline.codegen.c.generate import generate_deployment
 from pipeline.codegen.codes import CodegenError
 from pipeline.codegen.items import emitter_for
 from pipeline.codegen.deployment import load_deployment, sha256_of
@@ -40,6 +44,7 @@ from pipeline.registry.checks import CheckResult, results_document
 from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, export_data, model_dir, project_relative, step_data, step_dir
 from pipeline.toolchain.cc import build_flags, compiler_version
+from pipeline.toolchain.platforms import Platform, host_platform
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +62,8 @@ def objects_folder(model: str, deployment: str, root: str | os.PathLike[str] = "
     return confined(step_dir(model, STEP, root), "obj", deployment)
 
 
-def _objects_status(folder: Path, objects: Path, lanes: int, base: Path) -> dict[str, Any]:
+def _objects_status(folder: Path, objects: Path, lanes: int, base: Path, platform: Platform | None = None
+                    ) -> dict[str, Any]:
     """status.json's record of the objects codegen.compile left in `objects`: compiler, flags and,
     per source of build.json, its object and sha256 (the execute step links them after checking)."""
     manifest = json.loads((folder / "build.json").read_text(encoding="utf-8"))
@@ -65,7 +71,29 @@ def _objects_status(folder: Path, objects: Path, lanes: int, base: Path) -> dict
     for source in manifest["sources"]:
         obj = objects / (Path(source).name.rsplit(".", 1)[0] + ".o")
         by_source[source] = {"object": project_relative(obj, base), "sha256": sha256_of(obj)}
-    return {"compiler": compiler_version(), "flags": build_flags(lanes)[0], "sources": by_source}
+    return {"compiler": compiler_version(platform=platform), "flags": build_flags(lanes, platform=platform)[0],
+            "sources": by_source}
+
+
+def _compiled_cleanly(result: CheckResult, sources: int) -> bool:
+    """Whether the compile check (codegen.compile, or codegen.platform) found its objects clean: it passed,
+    was emulated, or could not run the platform's programs after a clean compile."""
+    if result.verdict.value in ("pass", "emulated"):
+        return True
+    return (result.verdict.value == "not run" and result.measured.get("objects") == sources
+            and result.measured.get("diagnostics_chars") == 0)
+
+
+def _platform_compilers(used: dict[str, Platform]) -> dict[str, str]:
+    """`cc --version` of each platform other than the host that built code (recorded with the step)."""
+    found = {}
+    for name, platform in sorted(used.items()):
+        if not platform.is_host:
+            try:
+                found[f"cc ({name})"] = compiler_version(platform=platform)
+            except PipelineError:
+                found[f"cc ({name})"] = "not installed"
+    return found
 
 
 def cuda_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
@@ -142,8 +170,11 @@ def _cuda_deployment(model: str, name: str, base: Path, split: Path, export: Pat
         return status, [checks.cuda_result(subject, folder, base, Path(tmp))]
 
 
-def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int = DEFAULT_LANES) -> list[CheckResult]:
-    """Generate, compile-check and trace-check the C code of every deployment of `model`."""
+def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int | None = None,
+                     deployments: list[str] | None = None) -> list[CheckResult]:
+    """Generate, compile-check and trace-check the C code of every deployment of `model` (or only those
+    named in `deployments`: tools/gpu-check), each for its platform (its lanes, unless `lanes` forces
+    one width for all)."""
     base = Path(root)
     deploy_path = model_dir(model, base) / "deploy.yaml"
     spec = load_deploy(deploy_path)
@@ -169,7 +200,10 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
         if child.is_dir() and child.name not in spec.deployments:
             shutil.rmtree(child)
     accelerated = []
+    used: dict[str, Platform] = {}
     for name, deployment in spec.deployments.items():
+        if deployments is not None and name not in deployments:
+            continue
         subject = f"{model}/{name}"
         folder = c_folder(model, name, base)
         objects = objects_folder(model, name, base)
@@ -197,10 +231,13 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
                 shutil.rmtree(folder)
             continue
         try:
+            platform = spec.platform_of(name)
+            used.setdefault(platform.name, platform)
             loaded = load_deployment(split / name, export, base)
             if folder.is_dir():
                 shutil.rmtree(folder)
-            generated = generate_deployment(loaded, folder, lanes=lanes, architectures=deployment.architectures)
+            generated = generate_deployment(loaded, folder, lanes=lanes or platform.lanes,
+                                            architectures=deployment.architectures)
         except (CodegenError, PipelineError) as error:
             reason = f"{error.code}: {error.message}" + (f" ({error.location})" if error.location else "")
             status[name] = {"status": "failed", "reason": reason}
@@ -209,13 +246,16 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
                 shutil.rmtree(folder)
             log.error("codegen %s: %s", subject, reason)
             continue
-        status[name] = {"status": "generated", "folder": project_relative(folder, base), "lanes": lanes,
+        width = int(generated.manifest["lanes"])
+        status[name] = {"status": "generated", "folder": project_relative(folder, base), "lanes": width,
+                        "platform": platform.name,
                         "files": {project_relative(p, base): sha256_of(p) for p in sorted(generated.files)}}
         with tempfile.TemporaryDirectory(prefix="nnef-codegen-") as tmp:
-            evaluated = checks.evaluate(subject, folder, base, Path(tmp), objects_dir=objects)
+            evaluated = checks.evaluate(subject, folder, base, Path(tmp), objects_dir=objects, platform=platform)
             results += evaluated
-            if all(r.verdict.value == "pass" for r in evaluated if r.check_id == checks.COMPILE):
-                status[name]["objects"] = _objects_status(folder, objects, lanes, base)
+            if all(_compiled_cleanly(r, len(generated.manifest["sources"])) for r in evaluated
+                   if r.check_id in (checks.COMPILE, checks.PLATFORM)):
+                status[name]["objects"] = _objects_status(folder, objects, width, base, platform)
             else:                                  # the execute step compiles (and reports) from the sources
                 shutil.rmtree(objects, ignore_errors=True)
             if "cuda" in generated.manifest:       # the .cu items of a mixed program: nvcc and the gate
@@ -233,12 +273,13 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
                 shutil.rmtree(folder)
                 shutil.rmtree(objects, ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="nnef-math-") as tmp:
-        results.append(checks.transcendental_result(model, Path(tmp), lanes))
+        results.append(checks.transcendental_result(model, Path(tmp), lanes or host_platform().lanes))
     if not accelerated:
         results.append(checks.no_accelerators(model))
     write_json(out / STATUS_FILE, {"schema_version": 1, "model": model, "deployments": status})
     write_json(checks_path(model, STEP, base), results_document(results))
     record_step(model, STEP, inputs=[p for p in [deploy_path] if p.exists()] + step_data(split) + export_data(model, base),
-                command=["doit", f"codegen:{model}"], root=base, parameters={"lanes": lanes},
-                extra_tools={"gcc": compiler_version()})
+                command=["doit", f"codegen:{model}"], root=base,
+                parameters={"lanes": lanes or {n: p.lanes for n, p in sorted(used.items())}},
+                extra_tools={"gcc": compiler_version(), **_platform_compilers(used)})
     return results

@@ -11,6 +11,11 @@ compare.cuda_reference HLR-NUM-003, LLR-NUM-001, LLR-COD-007  CUDA outputs (host
                                                and shuffled; the GPU where one answers) bit-identical to the reference
 compare.nvdla_reference HLR-NUM-004           NVDLA outputs (emulator, mode ideal) within fp16_max_abs_error of the
                                                reference; verdict emulated (never pass here)
+compare.platform_reference HLR-NUM-005        a deployment on another platform than the host (qemu-aarch64, a
+                                               board): outputs bit-identical to the reference (NaN = NaN)
+compare.platform_traces HLR-EXE-005           its traces valid paths of the net, outputs identical across its runs
+met.platform_path    HLR-MET-002              its instruction counts (valgrind, where the platform is the host's
+                                               architecture; not run elsewhere)
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ STABILITY = "met.stability"
 PATH = "met.path"
 CUDA_REFERENCE = "compare.cuda_reference"
 NVDLA_REFERENCE = "compare.nvdla_reference"
+PLATFORM_REFERENCE = "compare.platform_reference"
+PLATFORM_TRACES = "compare.platform_traces"
+PLATFORM_PATH = "met.platform_path"
+PLATFORM_ALL = (PLATFORM_REFERENCE, PLATFORM_TRACES, BUDGET, STABILITY, PLATFORM_PATH)
 ALL = (REFERENCE, ONNXRUNTIME, TRACES, BUDGET, STABILITY, PATH)
 
 register_check(REFERENCE, "Executed C code reproduces the reference semantics bit for bit on every validation vector",
@@ -53,6 +62,25 @@ register_check(NVDLA_REFERENCE, "NVDLA loadables agree with the network within t
                "requirement's parameter, read, not copied). Verdict emulated (never pass) naming the precision, the "
                "mode, the basis applied and why, the max error, max bound and tightest error/bound; fail naming the "
                "first element beyond.")
+register_check(PLATFORM_REFERENCE, "C code run on its deployment platform reproduces the reference semantics bit "
+               "for bit", STEP, ["HLR-NUM-005"],
+               "A deployment on a platform other than the host (pipeline/toolchain/platforms.py: the built-in "
+               "aarch64_qemu, a board over SSH): the outputs of its uninstrumented build, run by the platform's runner "
+               "on the first V of the N seeded vectors (V: the platform's `vectors`, 20 under emulation), against "
+               "pipeline.semantics.interpret: 0 ULP, same sign of zero, any NaN equal to any NaN (NaN bit patterns "
+               "differ across platforms: x86-64 0xffc00000, AArch64 0x7fc00000). Verdict emulated under an emulator "
+               "(obtained: the emulator and its version), pass or fail on a board (target:<platform>).")
+register_check(PLATFORM_TRACES, "Every trace captured on the deployment platform, with and without temporal noise, is "
+               "a valid path of the net", STEP, ["HLR-EXE-005"],
+               "The instrumented runs on the platform (one plain, seeded noise runs) replayed on the coloured Petri net "
+               "of the items under schedule.json; every run's outputs identical to the platform's uninstrumented run. "
+               "Verdict emulated under an emulator, pass or fail on a board.")
+register_check(PLATFORM_PATH, "The execution path on the deployment platform is data-independent: identical instruction "
+               "counts for every input", STEP, ["HLR-MET-002"],
+               "callgrind on the platform's own executable (static, its compiler and flags), run on this host, where the "
+               "platform's architecture is the host's: counts of one inference for several vectors, zeros and special "
+               "values all equal. Not run for another architecture (valgrind runs programs of the host's instruction "
+               "set only).")
 register_check(ONNXRUNTIME, "Executed C code agrees with onnxruntime within the deployment tolerance",
                STEP, ["HLR-NUM-002", "LLR-NUM-002"],
                "Outputs against the ONNX model run by onnxruntime (one thread) on the same vectors: per output, max "

@@ -119,9 +119,44 @@ def _cuda_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.n
         if failure is not None:
             return result(checks.CUDA_REFERENCE, subject, Verdict.FAIL, f"host emulation, blocks and threads {order}: "
                           f"{failure.reason}", measured, read, [project_relative(path, root)], obtained)
+    gpu = doc.get("gpu") or {}
+    if gpu.get("status") == "failed":
+        return result(checks.CUDA_REFERENCE, subject, Verdict.FAIL, f"GPU run {gpu['run']}", measured, read,
+                      [project_relative(path, root)], Obtained.target(gpu["obtained"].removeprefix("target:")))
+    if gpu.get("status") == "ran":       # on the GPU: pass or fail there (the emulation agreed above)
+        on_gpu = Obtained.target(gpu["obtained"].removeprefix("target:"))
+        count = int(gpu["vectors"])
+        ran = compare({n: read_tensor(root / p) for n, p in gpu["outputs"].items()},
+                      {n: r[:count] for n, r in reference.items() if n in gpu["outputs"]}, exact=True)
+        written = [project_relative(path, root), project_relative(
+            write_json(folder / "gpu-numeric.json", {"schema_version": 1, "device": gpu["device"], **ran.to_json()}), root)]
+        measured = {**measured, "gpu_vectors": count, **{f"gpu_{k}": v for k, v in ran.measured().items()}}
+        failure = ran.first_failure()
+        if failure is not None:
+            return result(checks.CUDA_REFERENCE, subject, Verdict.FAIL, f"on the GPU: {failure.reason}", measured,
+                          read + list(gpu["outputs"].values()), written, on_gpu)
+        return result(checks.CUDA_REFERENCE, subject, Verdict.PASS, "", measured, read + list(gpu["outputs"].values()),
+                      written, on_gpu)
     return result(checks.CUDA_REFERENCE, subject, Verdict.EMULATED,
                   f"{doc['emulation']}: 0 ULP on {doc['vectors']} vectors, blocks and threads in order and shuffled; "
                   f"GPU run {doc['gpu']['run']}", measured, read, [project_relative(path, root)], obtained)
+
+
+def _gpu_runs(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str, Any], params: dict[str, float],
+              folder: Path, root: Path) -> list[CheckResult]:
+    """compare.traces, met.budget and met.stability of the runs on the GPU (pipeline/execute/gpu.py): the
+    traces replayed on the net and the MET figures, obtained on the GPU; the figures judged only where the
+    GPU is the timing platform (deploy.yaml met.platform = NNCERT_PLATFORM), else reported."""
+    gpu = doc["gpu"]
+    on_gpu = Obtained.target(gpu["obtained"].removeprefix("target:"))
+    run_dir = root / gpu["folder"]
+    split_dir = step_dir(model, "split", root) / name
+    traces = _traces(subject, split_dir, run_dir, gpu, folder / "gpu", root)
+    traces = result(checks.TRACES, subject, traces.verdict, traces.reason, traces.measured, traces.read, traces.written,
+                    on_gpu if traces.verdict is not Verdict.NOT_RUN else None)
+    timing, why = timing_platform(spec)
+    judged_on = (on_gpu, "") if timing is not None else (None, f"the GPU is not the timing platform ({why})")
+    return [traces, *_met(model, name, subject, spec, run_dir, gpu, split_dir, params, folder / "gpu", root, judged_on)]
 
 
 def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str, Any], params: dict[str, float],
@@ -146,6 +181,11 @@ def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str,
                                                                                               checks.STABILITY)]
         path = result(checks.PATH, subject, Verdict.NOT_RUN, doc.get("met", "not measured"))
         return [traces, *met, path]
+    if (doc.get("gpu") or {}).get("status") == "ran" and traces.verdict is not Verdict.FAIL:
+        gpu_traces, *gpu_met = _gpu_runs(model, name, subject, spec, doc, params, folder, root)
+        path = result(checks.PATH, subject, Verdict.NOT_RUN, "instruction counts are not taken for a program with cuda "
+                      "items (valgrind does not see a GPU)")
+        return [gpu_traces, *gpu_met, path]
     met = _met(model, name, subject, spec, run_dir, doc, split_dir, params, folder, root)
     why = "the cuda items ran on the host emulation: these are host figures, not a GPU timing"
     met = [result(r.check_id, subject, Verdict.NOT_RUN,
@@ -153,6 +193,53 @@ def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str,
     path = result(checks.PATH, subject, Verdict.NOT_RUN, "instruction counts are not taken on the host emulation of "
                   "cuda items (they say nothing about a GPU)")
     return [traces, *met, path]
+
+
+def _on_platform(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str, Any],
+                 reference: dict[str, np.ndarray], params: dict[str, float], folder: Path, root: Path
+                 ) -> list[CheckResult]:
+    """A deployment run on a platform other than the host (docs/execute.md "Platforms"): its outputs
+    against the reference on the vectors it ran (0 ULP, NaN = NaN: NaN bit patterns differ across
+    platforms), its traces, its MET figures (judged only on a timing platform reached as a target:
+    an emulator's are reported, never judged) and its instruction counts. Emulated runs never pass."""
+    platform = doc["platform"]
+    where = platform["obtained"]["where"]
+    obtained = (Obtained.emulation(platform["obtained"]["detail"]) if where == "emulation"
+                else Obtained.target(platform["name"]) if where == "target" else Obtained.host())
+    vectors = int(doc["vectors"])
+    run_dir = step_dir(model, "execute", root) / name
+    split_dir = step_dir(model, "split", root) / name
+    outputs = {n: read_tensor(root / p) for n, p in doc["outputs"].items()}
+    exact = compare(outputs, {n: r[:vectors] for n, r in reference.items() if n in outputs}, exact=True)
+    written = [project_relative(write_json(folder / "numeric.json", {"schema_version": 2, "platform": platform,
+                                                                     "vectors": vectors, "reference": exact.to_json()}),
+                                root)]
+    read = list(doc["outputs"].values()) + [project_relative(step_dir(model, "compare", root) / "reference", root)]
+    failure = exact.first_failure()
+    said = f"on {platform['obtained']['detail']}, {vectors} vectors"
+    if failure is not None:
+        numbers = result(checks.PLATFORM_REFERENCE, subject, Verdict.FAIL, f"{said}: {failure.reason}", exact.measured(),
+                         read, written, obtained)
+    elif where == "emulation":
+        numbers = result(checks.PLATFORM_REFERENCE, subject, Verdict.EMULATED, f"{said}: 0 ULP against the reference "
+                         "(NaN = NaN); emulated, so never pass", exact.measured(), read, written, obtained)
+    else:
+        numbers = result(checks.PLATFORM_REFERENCE, subject, Verdict.PASS, "", exact.measured(), read, written, obtained)
+    traces = _traces(subject, split_dir, run_dir, doc, folder, root)
+    verdict = Verdict.EMULATED if traces.verdict is Verdict.PASS and where == "emulation" else traces.verdict
+    traces = result(checks.PLATFORM_TRACES, subject, verdict,
+                    f"{said}: every trace a valid path of the net, outputs identical across the runs"
+                    if verdict is Verdict.EMULATED else traces.reason, traces.measured, traces.read, traces.written,
+                    obtained if traces.verdict is not Verdict.NOT_RUN else None)
+    if platform.get("timing") and where == "target":
+        judged_on: tuple[Obtained | None, str] = (obtained, "")
+    elif where == "emulation":
+        judged_on = (None, f"measured on {platform['obtained']['detail']}: an emulator's timings are reported, never "
+                           "judged")
+    else:
+        judged_on = (None, f"platform {platform['name']} is not a timing platform (deploy.yaml `timing: true`)")
+    met = _met(model, name, subject, spec, run_dir, doc, split_dir, params, folder, root, judged_on)
+    return [numbers, traces, *met, _path(subject, run_dir, folder, root, checks.PLATFORM_PATH)]
 
 
 def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.ndarray], folder: Path,
@@ -257,7 +344,10 @@ def _traces(subject: str, split_dir: Path, run_dir: Path, run_doc: dict[str, Any
 
 
 def _met(model: str, deployment: str, subject: str, spec: DeploySpec, run_dir: Path, run_doc: dict[str, Any],
-         split_dir: Path, params: dict[str, float], folder: Path, root: Path) -> list[CheckResult]:
+         split_dir: Path, params: dict[str, float], folder: Path, root: Path,
+         judged_on: tuple[Obtained | None, str] | None = None) -> list[CheckResult]:
+    """MET figures of one run, judged where they were measured on the timing platform: `judged_on`
+    (where, and why not) for a run on a named platform, else the host rule (timing_platform)."""
     timing_path, steps_path = run_dir / "timing.json", run_dir / "step-timing.json"
     read = [project_relative(p, root) for p in (timing_path, steps_path) if p.is_file()]
     if not timing_path.is_file():
@@ -289,11 +379,12 @@ def _met(model: str, deployment: str, subject: str, spec: DeploySpec, run_dir: P
                    marks=[("median", whole["median_us"]), ("p99", whole["p99_us"]), ("budget", budget)]))]
     written_rel = [project_relative(p, root) for p in written]
     measured = {key: whole[key] for key in ("runs", "mean_us", "min_us", "max_us", "std_us", "median_us", "p99_us")}
-    platform, why = timing_platform(spec)
+    platform, why = judged_on or timing_platform(spec)
     if platform is None:
         figures = (f"measured here: max {whole['max_us']} us (budget {budget} us), median {whole['median_us']} us, "
                    f"jitter {jitter:.3f} (bound {params['max_jitter_ratio']})")
-        reason = f"host is not the timing platform ({why}); {figures}"
+        reason = (f"{why}; figures: {figures.removeprefix('measured here: ')}" if judged_on
+                  else f"host is not the timing platform ({why}); {figures}")
         return [result(checks.BUDGET, subject, Verdict.NOT_RUN, reason, {**measured, "budget_us": budget}, read,
                        written_rel),
                 result(checks.STABILITY, subject, Verdict.NOT_RUN, reason,
@@ -351,27 +442,27 @@ def _met_verdicts(model: str, deployment: str, subject: str, whole: dict[str, An
     return out
 
 
-def _path(subject: str, run_dir: Path, folder: Path, root: Path) -> CheckResult:
+def _path(subject: str, run_dir: Path, folder: Path, root: Path, check_id: str = checks.PATH) -> CheckResult:
     path = run_dir / "instructions.json"
     if not path.is_file():
-        return result(checks.PATH, subject, Verdict.NOT_RUN, "the execute step counted no instructions")
+        return result(check_id, subject, Verdict.NOT_RUN, "the execute step counted no instructions")
     data = json.loads(path.read_text(encoding="utf-8"))
     read = [project_relative(path, root)]
     if data.get("status") != "ran":
-        return result(checks.PATH, subject, Verdict.NOT_RUN, data.get("reason", "instruction counting did not run"),
+        return result(check_id, subject, Verdict.NOT_RUN, data.get("reason", "instruction counting did not run"),
                       read=read)
     counts = {e["input"]: e["instructions"] for e in data["inputs"]}
     written = [project_relative(write_json(folder / "path.json", {"schema_version": 1, "tool": data.get("tool"),
                                                                   "counts": counts}), root)]
     measured = {"inputs": len(counts), "instructions": sorted(set(counts.values())), "tool": data.get("tool")}
     if len(counts) < 2:
-        return result(checks.PATH, subject, Verdict.NOT_RUN, "fewer than two inputs counted", measured, read, written)
+        return result(check_id, subject, Verdict.NOT_RUN, "fewer than two inputs counted", measured, read, written)
     if len(set(counts.values())) != 1:
         first = next(iter(counts.items()))
         other = next((k, v) for k, v in counts.items() if v != first[1])
-        return result(checks.PATH, subject, Verdict.FAIL, f"instruction counts differ: {first[0]} {first[1]}, "
+        return result(check_id, subject, Verdict.FAIL, f"instruction counts differ: {first[0]} {first[1]}, "
                       f"{other[0]} {other[1]}", measured, read, written)
-    return result(checks.PATH, subject, Verdict.PASS, "", measured, read, written)
+    return result(check_id, subject, Verdict.PASS, "", measured, read, written)
 
 
 def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[CheckResult]:
@@ -411,10 +502,16 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
         subject = f"{model}/{name}"
         doc = ran.get(name)
         folder = confined(out, name)
+        elsewhere = spec.deployments[name].platform != "host"   # a named platform's checks (checks.PLATFORM_ALL)
         if doc is None:
-            results += checks.not_run_all(subject, "the execute step did not run this deployment")
+            results += [result(c, subject, Verdict.NOT_RUN, "the execute step did not run this deployment")
+                        for c in (checks.PLATFORM_ALL if elsewhere else checks.ALL)]
             continue
         inputs_read.append(run / name)
+        if elsewhere and doc.get("platform") and doc.get("status") in ("ran", "emulated"):
+            assert reference is not None
+            results += _on_platform(model, name, subject, spec, doc, reference, params, folder, base)
+            continue
         if doc.get("status") == "emulated":
             assert reference is not None
             fp16 = spec.deployments[name].fp16  # the deployment's stated FP16 requirement, if any
@@ -428,11 +525,14 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
             results.append(_cuda_reference(subject, doc, reference, folder, base))
             if doc.get("target") == "mixed":
                 results += _mixed(model, name, subject, spec, doc, params, folder, base)
+            elif (doc.get("gpu") or {}).get("status") == "ran":    # one cuda item: its program form ran on the GPU
+                results += _gpu_runs(model, name, subject, spec, doc, params, folder, base)
             continue
         if doc.get("status") != "ran":
             verb = "did not run" if doc.get("status") == "not run" else "failed"
-            results += checks.not_run_all(subject, f"the run {verb}: {doc.get('reason', '')}",
-                                          [project_relative(documents[name], base)])
+            results += [result(c, subject, Verdict.NOT_RUN, f"the run {verb}: {doc.get('reason', '')}",
+                               read=[project_relative(documents[name], base)])
+                        for c in (checks.PLATFORM_ALL if elsewhere else checks.ALL)]
             continue
         assert reference is not None and ort is not None
         run_dir = run / name

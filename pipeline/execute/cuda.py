@@ -6,8 +6,9 @@ artifacts/<m>/execute/<deployment>/
     outputs-shuffled/<output>.dat  the same, blocks and threads in a shuffled order (SHUFFLE_SEED)
 
 The emulation is the same .cu built with g++ (pipeline.toolchain.nvcc.emulation_build,
-docs/codegen-cuda.md). On a machine where `gpu_query` finds a GPU the device run is still to be
-wired in (see docs/codegen-cuda.md "Status"); run.json says so rather than pretending.
+docs/codegen-cuda.md). On a machine where `gpu_query` finds a GPU, the program form of the same
+split also runs there (pipeline/execute/gpu.py: outputs, traces, MET under gpu/); run.json's `gpu`
+block says what ran on which device, or why not.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ import numpy as np
 from pipeline.atomic import write_json
 from pipeline.names import confined
 from pipeline.diagnostics import PipelineError
+from pipeline.execute.campaign import SHUFFLE_SEED
 from pipeline.execute.harness import write_arrays
 from pipeline.layout import project_relative, step_dir
 from pipeline.nnef.tensorfile import read_tensor
-from pipeline.toolchain.nvcc import EMULATION_FLAGS, emulation_build, gpu_query
+from pipeline.execute.gpu import run_on_gpu
+from pipeline.toolchain.nvcc import EMULATION_FLAGS, emulation_build
 
-SHUFFLE_SEED = 20240601
 EMULATION = "host emulation: g++ " + " ".join(EMULATION_FLAGS) + " with nnef_cuda_emulate.h (launch = loop over " \
             "every block and thread)"
 
@@ -52,8 +54,10 @@ def _run(binary: Path, manifest: dict[str, Any], inputs: dict[str, np.ndarray], 
             for o in manifest["outputs"]}
 
 
-def run_cuda_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int) -> dict[str, Any]:
-    """Emulate one generated CUDA deployment on the validation vectors (module docstring)."""
+def run_cuda_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int,
+                        runs: int = 0) -> dict[str, Any]:
+    """Emulate one generated CUDA deployment on the validation vectors, and run it on the GPU where one
+    answers (`runs` timed inferences there; module docstring)."""
     folder = confined(step_dir(model, "codegen", root), "cuda", deployment)
     manifest_path = folder / "build.json"
     if not manifest_path.is_file():
@@ -61,7 +65,6 @@ def run_cuda_deployment(model: str, deployment: str, root: Path, inputs_dir: Pat
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     out = confined(step_dir(model, "execute", root), deployment)
     inputs = {p.stem: read_tensor(p)[:vectors] for p in sorted(inputs_dir.glob("*.dat"))}
-    found, answer = gpu_query()
     with tempfile.TemporaryDirectory(prefix="nnef-cuda-run-") as tmp:
         scratch = Path(tmp)
         build = emulation_build(folder, folder / manifest["main"], scratch / "nnef_cuda_emulated")
@@ -75,8 +78,7 @@ def run_cuda_deployment(model: str, deployment: str, root: Path, inputs_dir: Pat
         "vectors": vectors, "shuffle_seed": SHUFFLE_SEED,
         "outputs": {n: project_relative(p, root) for n, p in written.items()},
         "outputs_shuffled": {n: project_relative(p, root) for n, p in written_shuffled.items()},
-        "gpu": {"found": found, "query": answer,
-                "run": "not run: the GPU build's run is not wired in yet" if found else f"not run: no GPU ({answer})"},
+        "gpu": run_on_gpu(model, deployment, root, inputs_dir, vectors, runs),
     }
     write_json(out / "run.json", document)
     return document

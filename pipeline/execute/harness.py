@@ -3,20 +3,21 @@
 Input vectors follow the one rule of pipeline.vectors (seed and count from deploy.yaml) and
 are written as NNEF tensor files of shape [N, *input shape], one per input; the harness
 writes one [N, *output shape] file per output. Every run has a time limit and a non-zero
-exit is an error with the harness's own message (RUN-Ennn).
+exit is an error with the harness's own message (RUN-Ennn). Where the harness runs (here, under
+an emulator, on a board over SSH) is the session's (pipeline/toolchain/runners.py).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.toolchain.runners import LOCAL
 from pipeline.nnef.tensorfile import read_tensor, write_tensor
 from pipeline.vectors import InputSpec, draw_vectors
 
@@ -65,31 +66,24 @@ class RunResult:
 def run_harness(binary: str | os.PathLike[str], inputs: str | os.PathLike[str], outputs: str | os.PathLike[str],
                 vectors: int, *, trace: str | os.PathLike[str] | None = None, noise_seed: int | None = None,
                 time_runs: int = 0, timing: str | os.PathLike[str] | None = None, warmup: int = 10,
-                timeout: float = 600.0, prefix: Sequence[str] = (), check: bool = True,
+                timeout: float = 600.0, session: Any = None, check: bool = True,
                 env: Mapping[str, str] | None = None) -> RunResult:
-    """Run the harness once (options as nnef_main.c documents); RUN-E021 on a failure. `env` adds
-    environment variables (NNEF_EMULATE_SEED: the launch order of emulated CUDA items)."""
-    import time
-
-    Path(outputs).mkdir(parents=True, exist_ok=True)
-    command = [*prefix, str(binary), "--inputs", str(inputs), "--outputs", str(outputs), "--vectors", str(vectors)]
+    """Run the harness once (options as nnef_main.c documents) in `session` (pipeline.toolchain.runners:
+    here by default, under an emulator, or on a board); RUN-E021 on a failure. `env` adds environment
+    variables (NNEF_EMULATE_SEED: the launch order of emulated CUDA items)."""
+    where = session or LOCAL
+    command = [where.program(binary), "--inputs", where.inputs(inputs), "--outputs", where.output_folder(outputs),
+               "--vectors", str(vectors)]
     if trace is not None:
-        command += ["--trace", str(trace)]
+        command += ["--trace", where.output_file(trace)]
     if noise_seed is not None:
         command += ["--noise-seed", str(noise_seed)]
     if time_runs:
-        command += ["--time", str(time_runs), "--timing", str(timing), "--warmup", str(warmup)]
-    started = time.perf_counter()
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
-                              env=None if env is None else {**os.environ, **env})
-    except subprocess.TimeoutExpired:
-        raise PipelineError("RUN-E022", f"the run did not finish within {timeout:.0f} s: {' '.join(command)}",
-                            Location.in_file(binary)) from None
-    seconds = time.perf_counter() - started
-    result = RunResult(command, proc.returncode, proc.stderr, seconds)
-    if check and proc.returncode != 0:
-        meaning = EXIT_MEANINGS.get(proc.returncode, "crashed" if proc.returncode < 0 else "failed")
-        raise PipelineError("RUN-E021", f"{' '.join(command)} exited {proc.returncode} ({meaning}): "
-                            f"{proc.stderr.strip()[:2000]}", Location.in_file(binary))
+        command += ["--time", str(time_runs), "--timing", where.output_file(timing), "--warmup", str(warmup)]
+    done = where.run(command, timeout=timeout, env=env)
+    result = RunResult(done.command, done.returncode, done.stderr, done.seconds)
+    if check and done.returncode != 0:
+        meaning = EXIT_MEANINGS.get(done.returncode, "crashed" if done.returncode < 0 else "failed")
+        raise PipelineError("RUN-E021", f"{' '.join(done.command)} exited {done.returncode} ({meaning}): "
+                            f"{done.stderr.strip()[:2000]}", Location.in_file(binary))
     return result

@@ -22,6 +22,12 @@ status "emulated", mode `ideal`); nvdla items next to other items (or several) a
 the program, each run of it served by one emulator server per nvdla item
 (pipeline/execute/nvdla/server.py): status "emulated", no MET campaign, no instruction counts.
 A deployment without generated code gets run.json with status "not run" and the reason.
+
+A C deployment is built for its platform and run by its runner (pipeline/toolchain/platforms.py,
+docs/execute.md "Platforms"): the host here, an emulator (status "emulated"), a board over SSH;
+at most the platform's `vectors` and `met_runs`; without the platform's tools, status "not run"
+naming the Debian packages. Where a GPU answers, deployments with cuda items also run on it
+(pipeline/execute/gpu.py, run.json's `gpu` block).
 """
 
 from __future__ import annotations
@@ -35,8 +41,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from pipeline.atomic import write_json
 from pipeline.names import confined
 from pipeline.codegen.c.generate import BUILD_FILE
@@ -46,30 +50,27 @@ from pipeline.diagnostics import Location, PipelineError
 from pipeline.registry.checks import results_document
 from pipeline.registry.records import record_step
 from pipeline.layout import checks_path, model_dir, project_relative, step_data, step_dir
-from pipeline.lock import measuring
 from pipeline.registry.hashing import sha256_file
 from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa, isa_for
+from pipeline.toolchain.platforms import (Platform, described, host_platform, missing_reason, missing_tools,
+                                          resolve, runner_version)
+from pipeline.toolchain.runners import session
 from pipeline.codegen.items import emitter_for
 from pipeline.execute.cuda import EMULATION, SHUFFLE_SEED, run_cuda_deployment
-from pipeline.toolchain.nvcc import emulation_objects, gpu_query
+from pipeline.toolchain.nvcc import emulation_objects
+from pipeline.execute.gpu import run_on_gpu
 from pipeline.execute.nvdla.run import run_nvdla_deployment
-from pipeline.execute.harness import read_outputs, run_harness, write_arrays, write_input_vectors
-from pipeline.execute.instructions import BOUNDARY, count_instructions_per_vector, special_vector, valgrind_version
+from pipeline.execute.harness import run_harness, write_input_vectors
+from pipeline.execute.instructions import valgrind_version
 
 from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP  # noqa: F401 (re-exported)
+from pipeline.execute.campaign import (INSTRUCTIONS_FILE, NVDLA_NOT_MEASURED, PATH_VECTORS, SEED_VARIABLE,  # noqa: F401
+                                       STEP_TIMING_FILE, TIMING_FILE, WARMUP, run_campaign, step_durations)
 
 log = logging.getLogger(__name__)
 
-TIMING_FILE = "timing.json"
-STEP_TIMING_FILE = "step-timing.json"
-INSTRUCTIONS_FILE = "instructions.json"
-WARMUP = 10
-PATH_VECTORS = 4      # validation vectors whose instruction counts are compared, plus zeros and specials
 NO_GENERATOR = "no item emitter (pipeline/codegen/items.py) for the target of"
 DLA_TIMEOUT_VARIABLE, DLA_TIMEOUT_MS = "NNEF_DLA_TIMEOUT_MS", 30000   # per submission (pipeline/codegen/nvdla/proxy.py)
-NVDLA_NOT_MEASURED = ("the nvdla items ran on the NVDLA emulation (emulator server): host figures (time, instructions) with an emulated "
-                      "DLA say nothing about the target")
-SEED_VARIABLE = "NNEF_EMULATE_SEED"   # read by the init of an emulated cuda item (pipeline/codegen/cuda/linked.py)
 
 
 def code_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:
@@ -80,7 +81,8 @@ def run_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") 
     return confined(step_dir(model, STEP, root), deployment)
 
 
-def codegen_objects(model: str, deployment: str, root: Path, lanes: int, sources: list[str]) -> list[Path] | None:
+def codegen_objects(model: str, deployment: str, root: Path, lanes: int, sources: list[str],
+                    platform: Platform | None = None) -> list[Path] | None:
     """The objects the codegen step compiled and judged (codegen.compile) for `deployment`, for the
     uninstrumented build to link, or None (compile from the sources) when it kept none or built
     them with another compiler or other flags. RUN-E004 when one is missing or its sha256 differs
@@ -90,8 +92,8 @@ def codegen_objects(model: str, deployment: str, root: Path, lanes: int, sources
         return None
     entry = json.loads(status_path.read_text(encoding="utf-8")).get("deployments", {}).get(deployment) or {}
     record = entry.get("objects")
-    if not isinstance(record, dict) or record.get("compiler") != compiler_version() \
-            or record.get("flags") != build_flags(lanes)[0]:
+    if not isinstance(record, dict) or record.get("compiler") != compiler_version(platform=platform) \
+            or record.get("flags") != build_flags(lanes, platform=platform)[0]:
         return None
     recorded = record.get("sources")
     if not isinstance(recorded, dict) or sorted(recorded) != sorted(sources):
@@ -110,38 +112,25 @@ def codegen_objects(model: str, deployment: str, root: Path, lanes: int, sources
     return objects
 
 
-def _canonical_trace(raw: Path, target: Path) -> dict[str, Any]:
-    """Rewrite the harness's trace as canonical JSON; returns it."""
-    data = json.loads(raw.read_text(encoding="utf-8"))
-    write_json(target, data)
-    return data
-
-
-def step_durations(trace: dict[str, Any], first_inference: int) -> dict[str, list[list[int]]]:
-    """Per item and step: the ns between start and end, for inferences >= first_inference."""
-    result: dict[str, list[list[int]]] = {}
-    for item, events in trace["items"].items():
-        started: dict[tuple[int, int], int] = {}
-        steps: dict[int, list[int]] = {}
-        for e in events:
-            if e["inference"] < first_inference:
-                continue
-            key = (e["inference"], e["step"])
-            if e["event"] == "start":
-                started[key] = e["t"]
-            else:
-                steps.setdefault(e["step"], []).append(e["t"] - started[key])
-        count = 1 + max(steps, default=-1)
-        result[item] = [steps.get(k, []) for k in range(count)]
-    return result
-
-
 def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int, runs: int,
-                   *, instructions: bool = True, noise_seeds: tuple[int, ...] = NOISE_SEEDS) -> dict[str, Any]:
-    """Build and run one deployment; returns its run.json document."""
+                   *, instructions: bool = True, noise_seeds: tuple[int, ...] = NOISE_SEEDS,
+                   platform: Platform | None = None) -> dict[str, Any]:
+    """Build and run one deployment on `platform` (default host: its compiler, flags and runner;
+    pipeline/toolchain/platforms.py); returns its run.json document."""
+    target = platform or host_platform()
     code = code_folder(model, deployment, root)
     out = run_folder(model, deployment, root)
     manifest_path = code / BUILD_FILE
+    absent = missing_tools(target)
+    if absent and manifest_path.is_file():
+        document = {"schema_version": 1, "model": model, "deployment": deployment, "status": "not run",
+                    "reason": missing_reason(target, absent), "platform": target.to_json()}
+        if out.is_dir():
+            shutil.rmtree(out)
+        write_json(out / RUN_FILE, document)
+        return document
+    vectors = min(vectors, target.vectors or vectors)
+    runs = min(runs, target.met_runs or runs)
     if not manifest_path.is_file():
         reason = "no generated C code (codegen did not produce build.json)"
         codegen_status = step_dir(model, "codegen", root) / "status.json"
@@ -167,6 +156,7 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
     nvdla_build = confined(step_dir(model, "codegen", root), "nvdla", deployment) / BUILD_FILE
 
     def harness(binary: Path, outs: Path, **options: Any) -> Any:
+        # (the session, where the program runs, comes in `options`)
         """run_harness, with an emulator server per nvdla item for this run (pipeline/execute/nvdla/server.py)."""
         if not dla_items:
             return run_harness(binary, inputs_dir, outs, vectors, **options)
@@ -183,7 +173,7 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
                                     f"{error.message}; emulator server log: {server_logs(Path(tmp))}"[:4000],
                                     error.location) from None
 
-    judged = codegen_objects(model, deployment, root, lanes, sources)   # the uninstrumented build links these
+    judged = codegen_objects(model, deployment, root, lanes, sources, target)   # the uninstrumented build links these
 
     def build(binary: Path, trace: bool, defines: list[str]) -> Any:
         c_sources: list[str] = sources
@@ -191,7 +181,8 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         if judged is not None and not trace and not defines:
             c_sources, linked = [], [os.path.relpath(p, code) for p in judged]
         if not cuda:
-            return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines, objects=linked)
+            return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines, objects=linked,
+                                    platform=target)
         objects = emulation_objects(code, cuda["sources"], out / "obj" / binary.name,
                                     (["NNEF_TRACE"] if trace else []) + defines)
         emulated.append(objects)
@@ -211,65 +202,21 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
                        "commands": [[Path(a).name if a.startswith("/") else a for a in c] for c in objects.commands],
                        "compiler": objects.version})
     outputs_dir = out / "outputs"
-    harness(plain.binary, outputs_dir)
-    reference = read_outputs(outputs_dir, output_names)
     shuffled_dir = out / "outputs-shuffled"
-    if cuda:
-        harness(plain.binary, shuffled_dir, env={SEED_VARIABLE: str(SHUFFLE_SEED)})
-    traced_runs = []
-    with tempfile.TemporaryDirectory(prefix="nnef-run-") as tmp:
-        scratch = Path(tmp)
-        for index, seed in enumerate((None,) + tuple(noise_seeds)):
-            name = "trace-plain" if seed is None else f"trace-noise-{seed}"
-            raw = scratch / f"{name}.json"
-            outs = scratch / name
-            result = harness(traced.binary, outs, trace=raw, noise_seed=seed)
-            _canonical_trace(raw, out / f"{name}.json")
-            got = read_outputs(outs, output_names)
-            identical = all(got[n].tobytes() == reference[n].tobytes() for n in output_names)
-            traced_runs.append({"name": name, "trace": project_relative(out / f"{name}.json", root),
-                                "noise_seed": seed, "vectors": vectors, "seconds": round(result.seconds, 3),
-                                "outputs_identical_to_plain": identical})
-        if dla_items:   # host figures with an emulated DLA say nothing: no MET campaign, no instruction counts
-            write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
-                                                 "reason": NVDLA_NOT_MEASURED})
-        # MET campaign, uninstrumented: whole-inference times, with no other task of this run at work
-        if not dla_items:
-            timing_raw = scratch / "timing.json"
-            steps_raw = scratch / "steps.json"
-            with measuring(root):
-                run_harness(plain.binary, inputs_dir, scratch / "timing-out", vectors, time_runs=runs,
-                            timing=timing_raw, warmup=WARMUP)
-                # per instruction, instrumented
-                run_harness(traced.binary, inputs_dir, scratch / "steps-out", vectors, time_runs=runs,
-                            timing=scratch / "steps-timing.json", warmup=WARMUP, trace=steps_raw)
-            timing = json.loads(timing_raw.read_text(encoding="utf-8"))
-            write_json(out / TIMING_FILE, {"schema_version": 1, "build": "uninstrumented", "runs": timing["runs"],
-                                           "warmup": timing["warmup"], "vectors": timing["vectors"],
-                                           "clock": "CLOCK_MONOTONIC", "ns": timing["ns"]})
-            durations = step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
-            schedule = {item["name"]: item for item in manifest["items"]}
-            write_json(out / STEP_TIMING_FILE, {"schema_version": 1, "build": "instrumented", "runs": runs,
-                                                "clock": "CLOCK_MONOTONIC",
-                                                "items": {item: [{"step": k, "ns": ns} for k, ns in enumerate(steps)]
-                                                          for item, steps in sorted(durations.items())},
-                                                "functions": {name: item["functions"] for name, item in schedule.items()}})
-            # instruction counts
-            if instructions and cuda:
-                write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
-                                                     "reason": "the cuda items run on the host emulation, whose launch "
-                                                     "loop says nothing about the instructions a GPU executes"})
-            elif instructions:
-                write_json(out / INSTRUCTIONS_FILE, _instruction_counts(plain.binary, inputs_dir, manifest, scratch))
+    with tempfile.TemporaryDirectory(prefix="nnef-runner-") as transfers, session(target, Path(transfers)) as where:
+        traced_runs = run_campaign(harness, where, plain, traced, out, outputs_dir, output_names, cuda, vectors, runs,
+                            noise_seeds, dla_items, inputs_dir, manifest, instructions, root, target)
     document = {
         "schema_version": 1,
         "model": model,
         "deployment": deployment,
-        "status": "ran",
-        "compiler": compiler_version(),
-        "host_isa": host_isa(),
-        "isa_flags": isa_for(lanes),
+        "status": "emulated" if target.runner.where == "emulation" else "ran",
+        "compiler": compiler_version(platform=target),
+        "host_isa": host_isa() if target.is_host else "",
+        "isa_flags": isa_for(lanes) if target.is_host else "platform flags",
         "lanes": lanes,
+        "platform": {**target.to_json(), "runner_version": runner_version(target.runner),
+                     "obtained": {"where": target.runner.where, "detail": described(target)}},
         "builds": builds,
         "vectors": vectors,
         "outputs": {n: project_relative(outputs_dir / f"{n}.dat", root) for n in output_names},
@@ -278,13 +225,13 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         "warmup": WARMUP,
     }
     if cuda:
-        found, answer = gpu_query()
         document.update({
             "status": "emulated", "target": "mixed", "emulation": EMULATION, "shuffle_seed": SHUFFLE_SEED,
             "cuda_items": [i["name"] for i in manifest["items"] if i.get("language") == "cuda"],
             "outputs_shuffled": {n: project_relative(shuffled_dir / f"{n}.dat", root) for n in output_names},
-            "gpu": {"found": found, "query": answer,
-                    "run": "not run: the GPU build's run is not wired in yet" if found else f"not run: no GPU ({answer})"}})
+            "gpu": run_on_gpu(model, deployment, root, inputs_dir, vectors, runs, code) if not dla_items else
+            {"found": False, "status": "not run", "run": "not run: a deployment with nvdla items runs its cuda items "
+                                                         "on the host emulation only"}})
     if dla_items:
         from pipeline.execute.nvdla.run import MODE, MODE_MEANING
 
@@ -302,25 +249,17 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
     return document
 
 
-def _instruction_counts(binary: Path, inputs_dir: Path, manifest: dict[str, Any], scratch: Path) -> dict[str, Any]:
-    version = valgrind_version()
-    if version is None:
-        return {"schema_version": 1, "status": "not run", "reason": "valgrind is not installed", "inputs": []}
-    from pipeline.nnef.tensorfile import read_tensor
-
-    stacks = {i["name"]: read_tensor(inputs_dir / f"{i['name']}.dat") for i in manifest["inputs"]}
-    cases: list[tuple[str, dict[str, np.ndarray]]] = []
-    for v in range(min(PATH_VECTORS, min(s.shape[0] for s in stacks.values()))):
-        cases.append((f"vector {v}", {n: s[v:v + 1] for n, s in stacks.items()}))
-    cases.append(("zeros", {n: np.zeros_like(s[:1]) for n, s in stacks.items()}))
-    cases.append(("special values", {n: special_vector(s[:1].shape) for n, s in stacks.items()}))
-    folder = scratch / "path"        # every case one vector of one run (pipeline/execute/instructions.py)
-    write_arrays({n: np.concatenate([arrays[n] for _, arrays in cases]) for n in stacks}, folder / "inputs")
-    counts = count_instructions_per_vector(binary, folder / "inputs", folder, len(cases))
-    counted = [{"input": label, "instructions": count} for (label, _), count in zip(cases, counts)]
-    return {"schema_version": 1, "status": "ran", "tool": f"LD_BIND_NOW=1 {version} --tool=callgrind --dump-before={BOUNDARY}",
-            "toggle_collect": ["nnef_item_*_run", "nnef_sync_wait (off)", "nnef_barrier (off)"],
-            "inputs": counted}
+def _platform_tools(spec: Any) -> dict[str, str]:
+    """The compiler and runner of every platform other than the host the spec's deployments use
+    (recorded with the step), or "not installed"."""
+    found: dict[str, str] = {}
+    for name in sorted({d.platform for d in spec.deployments.values()} - {"host"}):
+        platform = resolve(name, spec.platforms)
+        missing = {tool for tool, _ in missing_tools(platform)}
+        found[f"cc ({name})"] = "not installed" if platform.cc() in missing else compiler_version(platform=platform)
+        found[f"runner ({name})"] = ("not installed" if platform.runner.command and platform.runner.command[0] in missing
+                                     else runner_version(platform.runner))
+    return found
 
 
 def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors: int | None = None,
@@ -343,7 +282,7 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
             shutil.rmtree(child)
     for name in names:
         deployment = spec.deployments[name]
-        emulated = {"cuda": run_cuda_deployment, "nvdla": run_nvdla_deployment}
+        emulated = {"cuda": lambda *a: run_cuda_deployment(*a, runs=campaign), "nvdla": run_nvdla_deployment}
         kind = code_kind([item.target for item in deployment.items])
         if kind in emulated:
             try:
@@ -363,7 +302,8 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
             documents[name] = document
             continue
         try:
-            documents[name] = run_deployment(model, name, base, inputs_dir, count, campaign, instructions=instructions)
+            documents[name] = run_deployment(model, name, base, inputs_dir, count, campaign, instructions=instructions,
+                                             platform=spec.platform_of(name))
         except PipelineError as error:
             document = {"schema_version": 1, "model": model, "deployment": name, "status": "failed",
                         "reason": f"{error.code}: {error.message}"[:4000]}
@@ -376,5 +316,6 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
                 command=["doit", f"execute:{model}"], root=base,
                 parameters={"vectors": count, "seed": spec.validation.seed, "met_runs": campaign,
                             "noise_seeds": list(NOISE_SEEDS), "warmup": WARMUP},
-                extra_tools={"gcc": compiler_version(), **({"valgrind": v} if (v := valgrind_version()) else {})})
+                extra_tools={"gcc": compiler_version(), **({"valgrind": v} if (v := valgrind_version()) else {}),
+                             **_platform_tools(spec)})
     return documents

@@ -15,9 +15,12 @@ Added, with the reason:
     -fno-math-errno   sqrt becomes the IEEE instruction instead of a libm call that sets errno;
                       it changes no result (errno is never read)
     -pthread          one thread per item (POSIX threads, barriers)
-    -mavx2 -mno-fma   (only for code generated with 8 lanes, on an x86-64 host with AVX2)
-                      256-bit registers for the same IEEE single-precision operations;
-                      -mno-fma makes fused multiply-add instructions unavailable outright
+    -mavx2 -mno-fma   (only for code generated with 8 lanes for the `host` platform, on an x86-64
+                      host with AVX2) 256-bit registers for the same IEEE single-precision
+                      operations; -mno-fma makes fused multiply-add instructions unavailable outright
+A platform (pipeline/toolchain/platforms.py) names the compiler and adds its own flags before
+these (its sysroot, -mcpu=...; refused when forbidden or overriding one of these, so the
+qualified flags, which come after, stay in force) and its link flags (-static) at the link.
 Never: -ffast-math, -Ofast, -ffinite-math-only, -fno-trapping-math, -march=native, any flag
 enabling FMA, or -fdelete-null-pointer-checks (brings the defect back). Linking uses no -lm: a
 libm symbol left in the code fails the link.
@@ -36,6 +39,7 @@ from typing import Sequence
 
 from pipeline.atomic import write_bytes
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.toolchain.platforms import Platform, host_platform
 
 QUALIFIED_FLAGS: tuple[str, ...] = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off",
                                      "-fno-delete-null-pointer-checks")
@@ -60,18 +64,31 @@ class BuildResult:
     objects: list[Path] = field(default_factory=list)
 
 
-def compiler_path(cc: str | None = None) -> str:
-    """The C compiler: `cc`, $CC, or gcc; RUN-E001 when it is not installed."""
-    name = cc or os.environ.get("CC") or "gcc"
+def compiler_path(cc: str | None = None, platform: Platform | None = None) -> str:
+    """The C compiler: `cc`, the platform's, $CC, or gcc; RUN-E001 naming its Debian package when
+    it is not installed."""
+    name = cc or (platform or host_platform()).cc()
     found = shutil.which(name)
     if not found:
-        raise PipelineError("RUN-E001", f"C compiler '{name}' not found (install gcc: Debian package gcc)")
+        package = (platform.compiler_package if platform is not None and not cc else "") or "gcc"
+        raise PipelineError("RUN-E001", f"C compiler '{name}' not found (install it: Debian package {package})")
     return name
 
 
-def compiler_version(cc: str | None = None) -> str:
+def binutil(tool: str, cc: str | None = None, platform: Platform | None = None) -> str:
+    """The binutils program `tool` (nm, objdump) that goes with the compiler: `cc -print-prog-name`
+    (a cross compiler names its own, e.g. aarch64-linux-gnu's objdump), else `tool` on the PATH."""
+    name = compiler_path(cc, platform)
+    said = subprocess.run([name, f"-print-prog-name={tool}"], capture_output=True, text=True,
+                          check=False).stdout.strip()
+    if said and os.path.isabs(said) and os.path.isfile(said):
+        return said
+    return shutil.which(said or tool) or tool
+
+
+def compiler_version(cc: str | None = None, platform: Platform | None = None) -> str:
     """The first line of `cc --version` (recorded with every build)."""
-    name = compiler_path(cc)
+    name = compiler_path(cc, platform)
     out = subprocess.run([name, "--version"], capture_output=True, text=True, check=False)
     return (out.stdout.splitlines() or ["unknown"])[0].strip()
 
@@ -96,9 +113,11 @@ def isa_for(lanes: int) -> str:
 
 
 def build_flags(lanes: int, *, trace: bool = False, sanitize: bool = False,
-                defines: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-    """(compiler flags, -D defines) of a build; never one of FORBIDDEN_FLAGS."""
-    flags = list(QUALIFIED_FLAGS) + list(EXTRA_FLAGS) + list(ISA_FLAGS[isa_for(lanes)])
+                defines: Sequence[str] = (), platform: Platform | None = None) -> tuple[list[str], list[str]]:
+    """(compiler flags, -D defines) of a build for `platform` (default host); never one of FORBIDDEN_FLAGS."""
+    target = platform or host_platform()
+    isa = ISA_FLAGS[isa_for(lanes)] if target.is_host else ()
+    flags = list(target.compile_flags()) + list(QUALIFIED_FLAGS) + list(EXTRA_FLAGS) + list(isa)
     if sanitize:
         flags += list(SANITIZE_FLAGS)
     all_defines = (["NNEF_TRACE"] if trace else []) + list(defines)
@@ -112,40 +131,43 @@ def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], b
                      lanes: int, *, trace: bool = False, sanitize: bool = False, defines: Sequence[str] = (),
                      include_dirs: Sequence[str] = (".",), cc: str | None = None,
                      timeout: float = 600.0, objects: Sequence[str | os.PathLike[str]] = (),
-                     libraries: Sequence[str] = ()) -> BuildResult:
+                     libraries: Sequence[str] = (), platform: Platform | None = None) -> BuildResult:
     """Compile `sources` (relative to `code_dir`) into `binary`; RUN-E003 with the diagnostics on
     any error or warning (warnings are errors under -Werror, so an empty stderr is the proof
     that none was issued). Written atomically: a failed build leaves no binary. `objects` built
     by another compiler (a mixed deployment's CUDA items) are linked in, with `libraries`
-    (-l options) after them."""
-    name = compiler_path(cc)
-    flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines)
+    (-l options) after them. `platform` (default host) gives the compiler, its flags and its link
+    flags (after the libraries)."""
+    target = platform or host_platform()
+    name = compiler_path(cc, target)
+    flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines, platform=target)
     folder = Path(code_dir)
-    target = Path(binary).resolve()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f".{target.name}.tmp{os.getpid()}")
+    binary_path = Path(binary).resolve()
+    binary_path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = binary_path.with_name(f".{binary_path.name}.tmp{os.getpid()}")
     command = [name, *flags, *[f"-I{d}" for d in include_dirs], *[f"-D{d}" for d in defs], *sources,
-               *[str(o) for o in objects], *libraries, "-o", str(temporary)]
+               *[str(o) for o in objects], *libraries, *target.link_flags, "-o", str(temporary)]
     proc = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout, check=False)
     diagnostics = (proc.stdout + proc.stderr).strip()
     if proc.returncode != 0 or diagnostics:
         temporary.unlink(missing_ok=True)
         raise PipelineError("RUN-E003", f"build failed (exit {proc.returncode}) in {folder}: "
                             f"{shlex.join(command)}\n{diagnostics}", Location.in_file(folder))
-    write_bytes(target, temporary.read_bytes())
+    write_bytes(binary_path, temporary.read_bytes())
     temporary.unlink(missing_ok=True)
-    os.chmod(target, 0o755)
-    shown = [c if c != str(temporary) else target.name for c in command]
-    return BuildResult(target, shown, compiler_version(cc), flags, defs, diagnostics)
+    os.chmod(binary_path, 0o755)
+    shown = [c if c != str(temporary) else binary_path.name for c in command]
+    return BuildResult(binary_path, shown, compiler_version(cc, platform), flags, defs, diagnostics)
 
 
 def compile_objects(code_dir: str | os.PathLike[str], sources: Sequence[str], out_dir: str | os.PathLike[str],
                     lanes: int, *, defines: Sequence[str] = (), include_dirs: Sequence[str] = (".",),
-                    cc: str | None = None) -> tuple[list[Path], list[str], str]:
-    """Compile each source to an object with the build flags (for static analysis); returns the
-    objects, the command lines and the concatenated diagnostics (empty when clean)."""
-    name = compiler_path(cc)
-    flags, defs = build_flags(lanes, defines=defines)
+                    cc: str | None = None, platform: Platform | None = None) -> tuple[list[Path], list[str], str]:
+    """Compile each source to an object with the build flags of `platform` (default host; for static
+    analysis and the link); returns the objects, the command lines and the concatenated diagnostics
+    (empty when clean)."""
+    name = compiler_path(cc, platform)
+    flags, defs = build_flags(lanes, defines=defines, platform=platform)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     objects, commands, diagnostics = [], [], []

@@ -130,7 +130,7 @@ def device_build(code_dir: Path, source: Path, out_dir: Path, archs: Sequence[st
 
 
 def device_program(code_dir: Path, sources: Sequence[str], c_objects: Sequence[Path], binary: Path,
-                   archs: Sequence[str] = ARCHITECTURES) -> CudaBuild:
+                   archs: Sequence[str] = ARCHITECTURES, defines: Sequence[str] = ()) -> CudaBuild:
     """The GPU build of a mixed deployment's C program: each .cu (`sources`, relative to `code_dir`)
     compiled by nvcc with the pinned flags to an object holding SASS for every architecture and
     the PTX of the newest, then linked by nvcc (which adds the CUDA runtime) with the C program's
@@ -147,7 +147,8 @@ def device_program(code_dir: Path, sources: Sequence[str], c_objects: Sequence[P
     objects = []
     for source in sources:
         obj = binary.parent / (Path(source).name.rsplit(".", 1)[0] + ".o")
-        command = [nvcc, *DEVICE_FLAGS, "-I", str(code_dir), *gencode, "-c", source, "-o", str(obj)]
+        command = [nvcc, *DEVICE_FLAGS, "-I", str(code_dir), *[f"-D{d}" for d in defines], *gencode, "-c", source,
+                   "-o", str(obj)]
         if _run(command, code_dir).strip():
             raise PipelineError("RUN-E003", f"nvcc printed a diagnostic: {' '.join(command)}")
         build.commands.append(command)
@@ -193,6 +194,30 @@ def emulation_objects(code_dir: Path, sources: Sequence[str], out_dir: Path, def
         build.commands.append(command)
         build.outputs[source] = obj
     return build
+
+
+def gpu_device() -> dict[str, str] | None:
+    """The first GPU that answers: {"name", "sm", "driver"} (nvidia-smi, which ships with the driver; the
+    toolkit's device query for the architecture where nvidia-smi is absent), or None."""
+    found, answer = gpu_query()
+    if not found:
+        return None
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        proc = subprocess.run([smi, "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, check=False, timeout=60)
+        first = (proc.stdout.strip().splitlines() or [""])[0].split(",")
+        if proc.returncode == 0 and len(first) == 3 and first[1].strip().replace(".", "").isdigit():
+            return {"name": first[0].strip(), "sm": "sm_" + first[1].strip().replace(".", ""),
+                    "driver": first[2].strip()}
+    arch = answer.replace(",", " ").split()[0] if answer.split() else ""
+    return {"name": "CUDA device", "sm": f"sm_{arch}" if arch.isdigit() else "unknown",
+            "driver": "unknown (no nvidia-smi)"}
+
+
+def gpu_label(device: dict[str, str]) -> str:
+    """How a result obtained on this GPU is named: `gpu (<device>, sm_XX, driver <version>)`."""
+    return f"gpu ({device['name']}, {device['sm']}, driver {device['driver']})"
 
 
 def gpu_query() -> tuple[bool, str]:

@@ -68,6 +68,14 @@ def generate(split: Path, export: Path, out: Path, lanes: int, root: Path | None
     return generate_deployment(load_deployment(split, export, root or split.parent), out, lanes=lanes)
 
 
+def generated_code(root: Path, body: str, variables: Mapping[str, np.ndarray] | None = None, lanes: int = 4,
+                   **single: Sequence[str]) -> tuple[Path, Path]:
+    """`single_item` in root/split, its code generated into root/code at `lanes`: (split, code)."""
+    split = single_item(root / "split", body, variables, **single)
+    generate(split, split, root / "code", lanes, root)
+    return split, root / "code"
+
+
 def build(code: Path, lanes: int, name: str = "nnef_run", **kwargs) -> Path:
     manifest = json.loads((code / "build.json").read_text(encoding="utf-8"))
     return compile_and_link(code, manifest["sources"], code / name, lanes, **kwargs).binary

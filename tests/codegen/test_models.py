@@ -6,7 +6,10 @@ compile); 0 ULP against the reference semantics on the spec's seeded vectors (10
 the tolerance of onnxruntime; every trace (plain and under seeded noise) is a valid path of
 the net and the traced runs' outputs are identical; identical instruction counts for every
 input (not run without valgrind, with that reason). MET verdicts depend on the machine's load
-and are only required to be present and honest (not asserted to pass).
+and are only required to be present and honest (not asserted to pass). Every model's `aarch64`
+deployment (platform aarch64_qemu): built by the cross compiler, its scans passed, 0 ULP and valid
+traces under qemu-aarch64, reported `emulated` and obtained by emulation naming qemu and its
+version; `not run` naming the Debian packages where the cross compiler or qemu is missing.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import pytest
 from tests.codegen import cghelpers as H
 from tests.projects import copy_exports
 
-from pipeline.registry.checks import Verdict
+from pipeline.registry.checks import Verdict, Where
 from pipeline.layout import model_names
+from pipeline.toolchain.platforms import AARCH64, missing_tools
 
 MODELS = model_names(H.ROOT)
 MET_RUNS = 50
@@ -66,7 +70,7 @@ def test_every_cpu_deployment_ran(model_results):
     model, _, runs, _ = model_results
     assert runs, model
     for name, doc in runs.items():
-        if doc.get("target") in ("cuda", "mixed", "nvdla"):
+        if doc.get("target") in ("cuda", "mixed", "nvdla") or name == "aarch64":
             continue
         assert doc["status"] == "ran", (name, doc.get("reason"))
         assert doc["vectors"] == 100
@@ -115,12 +119,47 @@ def test_every_cuda_deployment_emulated_bit_exact(model_results):
         assert r.verdict in (Verdict.EMULATED, Verdict.PASS), f"{subject}: {r.reason}"
 
 
+def test_every_model_has_an_aarch64_result_under_emulation(model_results):
+    """The shipped AArch64 deployment (docs/execute.md "Platforms"): emulated, 0 ULP on the emulated vectors,
+    traces valid, obtained `emulation (qemu-aarch64 <version> ...)`; not run naming the packages without the tools."""
+    model, codegen, runs, compare = model_results
+    subject = f"{model}/aarch64"
+    doc = runs["aarch64"]
+    numbers = _by(compare, "compare.platform_reference")[subject]
+    traces = _by(compare, "compare.platform_traces")[subject]
+    built = _by(codegen, "codegen.platform")[subject]
+    missing = missing_tools(AARCH64)
+    if missing:
+        packages = {package for _, package in missing}
+        assert doc["status"] == "not run" and all(p in doc["reason"] for p in packages), doc
+        assert numbers.verdict is Verdict.NOT_RUN and all(p in numbers.reason for p in packages), numbers.reason
+        return
+    assert doc["status"] == "emulated" and doc["vectors"] == AARCH64.vectors and doc["lanes"] == 4, doc
+    assert doc["platform"]["name"] == "aarch64_qemu" and "-mcpu=cortex-a78ae" in doc["builds"][0]["flags"]
+    assert doc["platform"]["runner_version"].startswith("qemu-aarch64 ")
+    for r in (numbers, traces, built):
+        assert r.verdict is Verdict.EMULATED, f"{r.check_id}: {r.reason}"
+        assert r.obtained.where is Where.EMULATION and r.obtained.detail.startswith("qemu-aarch64 "), r.obtained
+    assert numbers.measured["max_ulp"] == 0 and numbers.measured["vectors"] == AARCH64.vectors
+    assert traces.measured["noise_runs"] >= 2 and traces.measured["valid"] == traces.measured["traces"]
+    assert built.measured["transcendental_mismatches"] == 0 and built.measured["transcendental_inputs_compared"] > 0
+    assert _by(codegen, "codegen.static")[subject].measured["architecture"] == "aarch64"
+    for check in ("met.budget", "met.stability"):
+        r = _by(compare, check)[subject]
+        assert r.verdict is Verdict.NOT_RUN and "never judged" in r.reason and r.measured["runs"] == AARCH64.met_runs
+    path = _by(compare, "met.platform_path")[subject]
+    assert path.verdict is Verdict.NOT_RUN and "aarch64" in path.reason
+
+
 @pytest.mark.parametrize("check", ["codegen.static", "codegen.trace", "codegen.compile"])
 def test_code_checks_pass(model_results, check):
     _, codegen, _, _ = model_results
     results = _by(codegen, check)
     assert results
     for subject, r in results.items():
+        if subject.endswith("/aarch64") and missing_tools(AARCH64):
+            assert r.verdict is not Verdict.FAIL, f"{subject}: {r.reason}"
+            continue
         assert r.verdict is Verdict.PASS, f"{subject}: {r.reason}"
 
 
@@ -178,6 +217,8 @@ def test_met_verdicts_are_honest(model_results, project):
                 assert r.verdict is Verdict.NOT_RUN and "runs" not in r.measured and "emulated DLA" in r.reason
                 continue
             assert r.verdict in (Verdict.PASS, Verdict.FAIL, Verdict.NOT_RUN)
+            if subject.endswith("/aarch64"):
+                continue                                      # test_every_model_has_an_aarch64_result_under_emulation
             assert r.measured["runs"] == MET_RUNS
             if r.verdict is not Verdict.PASS:
                 assert r.reason

@@ -33,9 +33,7 @@ def built(tmp_path_factory):
     if not shutil.which("gcc"):
         pytest.skip("gcc is not installed")
     root = tmp_path_factory.mktemp("harness")
-    split = H.single_item(root / "split", BODY, {"f": np.random.default_rng(1).standard_normal((3, 2, 3, 3))})
-    code = root / "code"
-    H.generate(split, split, code, 4, root)
+    _, code = H.generated_code(root, BODY, {"f": np.random.default_rng(1).standard_normal((3, 2, 3, 3))})
     manifest = json.loads((code / "build.json").read_text())
     plain = compile_and_link(code, manifest["sources"], root / "bin" / "plain", 4).binary
     traced = compile_and_link(code, manifest["sources"], root / "bin" / "traced", 4, trace=True,

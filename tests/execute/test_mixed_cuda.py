@@ -66,20 +66,14 @@ def test_several_cuda_items_alone_are_items_of_the_c_program(exported_project, t
     from pipeline.execute.step import run_execute_step
     from pipeline.split.step import run_split_step
     from pipeline.targets import code_kind
-    from tests.projects import ROOT as PROJECT_ROOT, copy_exports
+    from tests.projects import with_deployments
 
     assert code_kind(["cuda"]) == "cuda" and code_kind(["cuda", "cuda"]) == "program"
     assert code_kind(["cpu", "nvdla"]) == "program" and code_kind(["nvdla"]) == "nvdla" and code_kind(["nvdla"] * 2) == "program" and code_kind(["tpu"]) == "none"
-    root = copy_exports(exported_project, tmp_path / "p", ["lenet5"])
-    (root / "models").unlink()
-    shutil.copytree(PROJECT_ROOT / "models" / "lenet5", root / "models" / "lenet5")
-    spec = root / "models" / "lenet5" / "deploy.yaml"
-    text = spec.read_text()
-    start, end = text.index("deployments:\n"), text.index("\nmet:")
-    spec.write_text(text[:start] + "deployments:\n  gpu2:\n"
-                    "    items: [{name: GPU0, target: cuda}, {name: GPU1, target: cuda}]\n"
-                    "    default_item: GPU0\n    allocation:\n"
-                    "      GPU1: [flatten, fc1, relu3, fc2, relu4, fc3, prob]\n    sync: event" + text[end:])
+    root = with_deployments(exported_project, tmp_path / "p", "lenet5",
+                            "  gpu2:\n    items: [{name: GPU0, target: cuda}, {name: GPU1, target: cuda}]\n"
+                            "    default_item: GPU0\n    allocation:\n"
+                            "      GPU1: [flatten, fc1, relu3, fc2, relu4, fc3, prob]\n    sync: event")
     run_split_step("lenet5", root, vectors=1)
     codegen = {r.check_id: r for r in run_codegen_step("lenet5", root) if r.subject == "lenet5/gpu2"}
     assert codegen["codegen.static"].verdict is Verdict.PASS, codegen["codegen.static"].reason

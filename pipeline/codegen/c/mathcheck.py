@@ -6,8 +6,10 @@ generator emits as C (programs.py). This module compiles the generated `nnef_mat
 small driver under the build's flags, linked without -lm (a libm call would not link),
 runs it on a fixed sample (special values, random bit patterns, normal and uniform
 values; seeded) and compares every result with the NumPy program's, NaN payloads aside.
-The codegen step runs it as check `codegen.transcendental`; tests/codegen runs it on a
-larger sample.
+The codegen step runs it as check `codegen.transcendental` on the host, and as part of
+`codegen.platform` for a deployment on another platform (pipeline/toolchain/platforms.py): the
+driver built by the platform's compiler with its flags and link flags, run by its runner (under
+qemu-aarch64, on a board); tests/codegen runs it on a larger sample.
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from pipeline.codegen.c.generate import RUNTIME_DIR
 from pipeline.codegen.c.programs import math_header
 from pipeline.semantics import transcendental as T
-from pipeline.toolchain.cc import build_flags
+from pipeline.diagnostics import PipelineError
+from pipeline.toolchain.cc import binutil, build_flags
+from pipeline.toolchain.platforms import Platform, host_platform
+from pipeline.toolchain.runners import LOCAL
 
 LIBM_SYMBOLS = ("expf", "logf", "powf", "tanhf", "rintf", "floorf", "sqrtf", "ceilf", "exp", "log", "pow")
 
@@ -119,31 +125,41 @@ def write_headers(folder: Path, lanes: int, math: str | None = None) -> None:
     (folder / "nnef_config.h").write_text(f"#define NNEF_VL {lanes}\n", encoding="utf-8")
 
 
-def build_driver(folder: Path, lanes: int = 4, math: str | None = None) -> Path:
-    """Write and compile the driver in `folder` with the build flags, without -lm (`math`: another
-    nnef_math.h than the generated one, for tests that plant a defect)."""
-    if shutil.which("gcc") is None:
-        raise MathCheckError("gcc is not installed")
+def build_driver(folder: Path, lanes: int = 4, math: str | None = None, platform: Platform | None = None) -> Path:
+    """Write and compile the driver in `folder` with the build flags of `platform` (default host),
+    without -lm (`math`: another nnef_math.h than the generated one, for tests that plant a defect)."""
+    target = platform or host_platform()
+    cc = target.cc()
+    if shutil.which(cc) is None:
+        raise MathCheckError(f"{cc} is not installed (Debian package {target.compiler_package or 'gcc'})")
     write_headers(folder, lanes, math)
     (folder / "driver.c").write_text(DRIVER, encoding="utf-8")
-    flags, _ = build_flags(lanes)
+    flags, _ = build_flags(lanes, platform=target)
     binary = folder / "driver"
-    proc = subprocess.run(["gcc", *flags, "-I.", "driver.c", "-o", str(binary)], cwd=folder, capture_output=True,
-                          text=True)
+    proc = subprocess.run([cc, *flags, "-I.", "driver.c", *target.link_flags, "-o", str(binary)], cwd=folder,
+                          capture_output=True, text=True)
     if proc.returncode != 0 or proc.stderr:
         raise MathCheckError(f"the math driver does not build cleanly: {proc.stderr.strip()[:400]}")
-    undefined = subprocess.run(["nm", "-u", str(binary)], capture_output=True, text=True).stdout.split()
+    undefined = subprocess.run([binutil("nm", platform=target), "-u", str(binary)], capture_output=True,
+                               text=True).stdout.split()
     used = sorted(set(LIBM_SYMBOLS) & set(undefined))
     if used:
         raise MathCheckError(f"the math driver references libm: {', '.join(used)}")
     return binary
 
 
-def run_driver(binary: Path, name: str, data: np.ndarray, count: int, vector: bool = False) -> np.ndarray:
-    """`name` on `count` inputs: the scalar function, or with `vector` its nnef_v* form."""
+def run_driver(binary: Path, name: str, data: np.ndarray, count: int, vector: bool = False,
+               session: Any = None) -> np.ndarray:
+    """`name` on `count` inputs: the scalar function, or with `vector` its nnef_v* form, run in `session`
+    (a platform's runner, pipeline/toolchain/runners.py; default here)."""
+    where = session or LOCAL
     mode = ["vector"] if vector else []
-    proc = subprocess.run([str(binary), name, str(count), *mode], input=data.tobytes(), capture_output=True,
-                          check=True)
+    try:
+        proc = where.run([where.program(binary), name, str(count), *mode], timeout=600, stdin=data.tobytes())
+    except PipelineError as error:
+        raise MathCheckError(f"the math driver did not run: {error.code}: {error.message[:300]}") from None
+    if proc.returncode != 0:
+        raise MathCheckError(f"the math driver ({name}) exited {proc.returncode}: {proc.stderr.strip()[:300]}")
     return np.frombuffer(proc.stdout, np.float32)
 
 
@@ -152,13 +168,15 @@ def same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def compare(binary: Path, name: str, x: np.ndarray, y: np.ndarray | None = None,
-            vector: bool = False) -> Mismatch | None:
+            vector: bool = False, session: Any = None) -> Mismatch | None:
     """Run one function in C (its vector form with `vector`) and with the NumPy program; the
     mismatches, or None."""
     with np.errstate(all="ignore"):
         expected = np.asarray(T.pow(x, y) if name == "pow" else UNARY[name](x), np.float32)
     data = np.stack([x, y], 1) if name == "pow" else x
-    got = run_driver(binary, name, data, x.size, vector)
+    got = run_driver(binary, name, data, x.size, vector, session)
+    if got.size != x.size:
+        raise MathCheckError(f"the math driver ({name}) wrote {got.size} results for {x.size} inputs")
     wrong = ~same_bits(got, expected)
     if not wrong.any():
         return None
@@ -168,12 +186,14 @@ def compare(binary: Path, name: str, x: np.ndarray, y: np.ndarray | None = None,
     return Mismatch(label, int(wrong.sum()), first, float(got[at]), float(expected[at]))
 
 
-def check_programs(scratch: Path, random: int = 20_000, lanes: int = 4) -> tuple[list[Mismatch], int]:
-    """Every transcendental program in C against NumPy, scalar and vector forms at `lanes` lanes;
-    (mismatches, inputs compared)."""
-    binary = build_driver(scratch, lanes)
+def check_programs(scratch: Path, random: int = 20_000, lanes: int = 4, platform: Platform | None = None,
+                   session: Any = None) -> tuple[list[Mismatch], int]:
+    """Every transcendental program in C against NumPy, scalar and vector forms at `lanes` lanes, built
+    for `platform` and run in `session` (defaults: the host, here); (mismatches, inputs compared)."""
+    binary = build_driver(scratch, lanes, platform=platform)
     x = sample_inputs(random)
     y = pow_exponents(x.size)
-    mismatches = [m for vector in (False, True) for name in UNARY if (m := compare(binary, name, x, None, vector))]
-    mismatches += [m for vector in (False, True) if (m := compare(binary, "pow", x, y, vector))]
+    mismatches = [m for vector in (False, True) for name in UNARY
+                  if (m := compare(binary, name, x, None, vector, session))]
+    mismatches += [m for vector in (False, True) if (m := compare(binary, "pow", x, y, vector, session))]
     return mismatches, 2 * x.size * (len(UNARY) + 1)

@@ -1,0 +1,333 @@
+"""Named platforms: what the code of a cpu item is built for and where it runs (docs/execute.md "Platforms").
+
+A platform is an architecture, a compiler command, flags added to the qualified set (never
+one removed: a flag that is forbidden, or that would override a qualified one, is refused),
+link flags, the lane count the code is generated for, a runner (the build host itself, an
+emulator such as qemu-aarch64, or a board reached over SSH) and whether the execution times
+measured there are judged (a timing platform). Two are built in:
+
+    host          the build host: $CC or gcc, 8 lanes on x86-64 (4 elsewhere), run here
+    aarch64_qemu  Debian's gcc-aarch64-linux-gnu, -mcpu=cortex-a78ae (Jetson Orin's cores),
+                  -static, 4 lanes (NEON), run under qemu-aarch64 (Debian qemu-user): emulation
+
+Users declare their own in deploy.yaml under `platforms:` (docs/deploy.md "Platforms"); a
+deployment or a cpu item names its platform with `platform:` (default `host`). Every step that
+builds or runs generated code takes the platform from here: the codegen step's compile check,
+the compiler-defect programs and the math check, the execute step's harness runs.
+
+This module holds the definitions, the refusal rules and what a platform needs installed; the
+SSH runner itself is pipeline/toolchain/ssh.py.
+"""
+
+from __future__ import annotations
+
+import os
+import platform as _platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+HOST = "host"
+AARCH64_QEMU = "aarch64_qemu"
+BUILTIN_NAMES = (HOST, AARCH64_QEMU)
+
+LOCAL, EMULATOR, SSH = "local", "emulator", "ssh"
+RUNNER_KINDS = (LOCAL, EMULATOR, SSH)
+# Where the results of a run on a platform are obtained (the closed set of pipeline.registry.checks.Where).
+WHERE = {LOCAL: "host", EMULATOR: "emulation", SSH: "target"}
+
+# The architectures the static scans know (pipeline/codegen/static.py); another one is `not run` there.
+ARCHITECTURE_ALIASES = {"x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+# Flags a platform may not add: the forbidden ones of pipeline/toolchain/cc.py, and every flag that
+# would override or weaken a qualified one (optimisation level, language, contraction, diagnostics,
+# the null-pointer inference, the build host's own CPU).
+OVERRIDING_PREFIXES = ("-O", "-std=", "-ffp-contract", "-W", "-w", "-fdelete-null-pointer-checks",
+                       "-fno-fast-math", "-ffast-math", "-fmath-errno", "-fno-signed-zeros", "-freciprocal-math",
+                       "-fno-rounding-math", "-fexcess-precision", "-fcx-", "-fpermissive", "-fsanitize", "-fno-")
+# `-fno-...` flags that change no floating-point result and no qualified flag (the others are refused).
+HARMLESS_NEGATIONS = ("-fno-math-errno", "-fno-delete-null-pointer-checks", "-fno-pie", "-fno-pic", "-fno-plt",
+                      "-fno-omit-frame-pointer", "-fno-stack-protector", "-fno-common", "-fno-strict-aliasing")
+ALLOWED_LINK_PREFIXES = ("-Wl,", "-static", "-L", "-l", "-pthread", "-no-pie", "-pie", "-fno-pie")
+NATIVE = re.compile(r"=\s*native\b")
+FMA_FLAGS = re.compile(r"^-m(fma|fma4|avx512|arch=(haswell|broadwell|skylake|znver|x86-64-v3|x86-64-v4|native))")
+
+# Debian packages of the tools the built-in platforms and the runners use (named in every
+# `not run` and RUN-E001/E005 message).
+PACKAGES = {"gcc": "gcc", "aarch64-linux-gnu-gcc": "gcc-aarch64-linux-gnu", "qemu-aarch64": "qemu-user",
+            "ssh": "openssh-client", "valgrind": "valgrind"}
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """A board reached over SSH (docs/execute.md "Boards over SSH"): host key checking always on."""
+
+    host: str
+    user: str
+    identity: str                     # the private key (a user-given file; no agent, no password)
+    known_hosts: str | None = None    # None: ssh's own known_hosts files
+    port: int = 22
+    workdir: str = "/tmp"             # remote folder under which each session makes its own
+    connect_timeout_s: int = 10
+    timeout_s: int = 600              # per remote command
+
+
+@dataclass(frozen=True)
+class Runner:
+    """How a built program runs: here (`local`), under an emulator command, or on a board over SSH."""
+
+    kind: str = LOCAL
+    command: tuple[str, ...] = ()     # the emulator and its options (kind emulator)
+    package: str = ""                 # the Debian package of the emulator
+    ssh: SshTarget | None = None
+
+    @property
+    def where(self) -> str:
+        return WHERE[self.kind]
+
+
+@dataclass(frozen=True)
+class Platform:
+    """Where a cpu item's code is built for and run (module docstring)."""
+
+    name: str
+    architecture: str
+    compiler: str | None = None       # None: $CC, else gcc (the host platform)
+    compiler_package: str = "gcc"
+    flags: tuple[str, ...] = ()       # added to the qualified flags (cc.build_flags)
+    link_flags: tuple[str, ...] = ()
+    lanes: int = 8
+    runner: Runner = field(default_factory=Runner)
+    timing: bool = False
+    sysroot: str | None = None
+    vectors: int | None = None        # at most this many validation vectors per run (None: all)
+    met_runs: int | None = None       # at most this many timed inferences (None: met.runs)
+    builtin: bool = False
+
+    @property
+    def is_host(self) -> bool:
+        return self.name == HOST
+
+    def cc(self) -> str:
+        """The compiler command: the platform's, else $CC, else gcc."""
+        return self.compiler or os.environ.get("CC") or "gcc"
+
+    def compile_flags(self) -> tuple[str, ...]:
+        """The flags this platform adds when compiling (its sysroot first)."""
+        return ((f"--sysroot={self.sysroot}",) if self.sysroot else ()) + self.flags
+
+    def to_json(self) -> dict[str, Any]:
+        runner: dict[str, Any] = {"kind": self.runner.kind, "where": self.runner.where}
+        if self.runner.command:
+            runner["command"] = list(self.runner.command)
+        if self.runner.ssh is not None:
+            s = self.runner.ssh
+            runner.update({"host": s.host, "port": s.port, "user": s.user, "workdir": s.workdir,
+                           "connect_timeout_s": s.connect_timeout_s, "timeout_s": s.timeout_s})
+        return {"name": self.name, "architecture": self.architecture, "compiler": self.cc(),
+                "flags": list(self.compile_flags()), "link_flags": list(self.link_flags), "lanes": self.lanes,
+                "runner": runner, "timing": self.timing, "vectors": self.vectors, "met_runs": self.met_runs}
+
+
+def normalize_architecture(name: str) -> str:
+    return ARCHITECTURE_ALIASES.get(name.lower(), name.lower())
+
+
+def host_architecture() -> str:
+    """The build host's architecture, normalised (x86_64, aarch64, ...)."""
+    return normalize_architecture(_platform.machine() or "unknown")
+
+
+def host_platform() -> Platform:
+    """The built-in `host` platform: this machine, $CC or gcc, 8 lanes on x86-64 (AVX2 where the CPU
+    has it, cc.isa_for), 4 lanes elsewhere (NEON on AArch64), run here."""
+    arch = host_architecture()
+    return Platform(HOST, arch, None, "gcc", lanes=8 if arch == "x86_64" else 4, builtin=True)
+
+
+# qemu-aarch64 costs 36x to 970x per inference on the shipped models (resnet8: 0.23 s against 0.37 ms
+# here): 20 vectors and 20 timed inferences keep their AArch64 runs within seconds each
+# (docs/execute.md "How many vectors an emulated run takes").
+EMULATED_VECTORS = 20
+EMULATED_MET_RUNS = 20
+
+AARCH64 = Platform(AARCH64_QEMU, "aarch64", "aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu",
+                   flags=("-mcpu=cortex-a78ae",), link_flags=("-static",), lanes=4,
+                   runner=Runner(EMULATOR, ("qemu-aarch64",), "qemu-user"), timing=False,
+                   vectors=EMULATED_VECTORS, met_runs=EMULATED_MET_RUNS, builtin=True)
+
+
+def builtin(name: str) -> Platform | None:
+    """The built-in platform `name`, or None."""
+    if name == HOST:
+        return host_platform()
+    return AARCH64 if name == AARCH64_QEMU else None
+
+
+def resolve(name: str | None, declared: Mapping[str, Platform] | None = None) -> Platform:
+    """The platform `name` (None: host): a built-in or one `declared` in deploy.yaml; RUN-E005 otherwise
+    (deploy.yaml's loader reports an unknown name first, DEPLOY-E013, with its key path)."""
+    from pipeline.diagnostics import PipelineError
+
+    key = name or HOST
+    found = builtin(key) or (declared or {}).get(key)
+    if found is None:
+        known = sorted(set(BUILTIN_NAMES) | set(declared or {}))
+        raise PipelineError("RUN-E005", f"unknown platform '{key}' (known: {', '.join(known)})")
+    return found
+
+
+# ---------------------------------------------------------------------- refusal rules
+
+def flag_problem(flag: Any, link: bool = False) -> str | None:
+    """Why a platform may not add `flag` (a sentence), or None. Compile flags only add: a flag that
+    is forbidden (cc.FORBIDDEN_FLAGS), enables fused multiply-add on x86, names the build host's CPU
+    (`=native`) or overrides a qualified flag (optimisation, language, contraction, warnings, the
+    null-pointer inference, math options) is refused. Link flags are the linker's and the C library's."""
+    from pipeline.toolchain.cc import FORBIDDEN_FLAGS
+
+    if not isinstance(flag, str) or not flag.startswith("-") or "\n" in flag or "\0" in flag:
+        return f"{flag!r} is not a compiler option (options start with '-')"
+    if flag in FORBIDDEN_FLAGS:
+        return f"{flag} is forbidden (docs/codegen.md \"Flags\")"
+    if NATIVE.search(flag):
+        return f"{flag} names the build host's CPU, not the platform's"
+    if link:
+        if not flag.startswith(ALLOWED_LINK_PREFIXES):
+            return f"{flag} is not a link option this pipeline passes (allowed: {', '.join(ALLOWED_LINK_PREFIXES)})"
+        return None
+    if FMA_FLAGS.match(flag):
+        return f"{flag} makes fused multiply-add instructions available on x86"
+    if flag.startswith(OVERRIDING_PREFIXES) and flag not in HARMLESS_NEGATIONS:
+        return f"{flag} would override or weaken a qualified flag (platforms add flags, never remove one)"
+    return None
+
+
+# ---------------------------------------------------------------------- what a platform needs
+
+def _package(tool: str, declared: str = "") -> str:
+    return declared or PACKAGES.get(Path(tool).name, "")
+
+
+def missing_tools(p: Platform) -> list[tuple[str, str]]:
+    """(tool, Debian package) of every tool `p` needs that is not installed: its compiler, its
+    emulator, ssh for a board."""
+    needed = [(p.cc(), p.compiler_package or _package(p.cc()))]
+    if p.runner.kind == EMULATOR and p.runner.command:
+        needed.append((p.runner.command[0], _package(p.runner.command[0], p.runner.package)))
+    if p.runner.kind == SSH:
+        needed.append(("ssh", "openssh-client"))
+    return [(tool, package) for tool, package in needed if shutil.which(tool) is None]
+
+
+def missing_reason(p: Platform, missing: list[tuple[str, str]]) -> str:
+    """The `not run` reason naming each missing tool and its Debian package."""
+    tools = ", ".join(f"{tool} (Debian package {package})" if package else tool for tool, package in missing)
+    packages = " ".join(sorted({package for _, package in missing if package}))
+    install = f"; install with: apt-get install {packages}" if packages else ""
+    return f"platform {p.name} needs {tools}, not installed here{install}"
+
+
+@lru_cache(maxsize=16)
+def _first_line(command: tuple[str, ...]) -> str:
+    try:
+        proc = subprocess.run(list(command), capture_output=True, text=True, check=False, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return ((proc.stdout or proc.stderr).strip().splitlines() or [""])[0].strip()
+
+
+def runner_version(runner: Runner) -> str:
+    """What the runner is, with its version: `qemu-aarch64 7.2.22`, `OpenSSH_9.2p1`, `local`."""
+    if runner.kind == EMULATOR and runner.command:
+        line = _first_line((runner.command[0], "--version"))
+        match = re.search(r"version\s+(\S+)", line)
+        return f"{Path(runner.command[0]).name} {match.group(1) if match else line or 'version unknown'}"
+    if runner.kind == SSH:
+        return (_first_line(("ssh", "-V")).split(",")[0] or "ssh") + f" to {runner.ssh.host if runner.ssh else '?'}"
+    return "local"
+
+
+def described(p: Platform) -> str:
+    """Where the results of a run on `p` come from, in words (the `obtained` detail of its checks)."""
+    if p.runner.kind == EMULATOR:
+        return f"{runner_version(p.runner)} running {p.architecture} code for platform {p.name}"
+    if p.runner.kind == SSH:
+        return p.name
+    return f"{p.architecture} host"
+
+
+# ---------------------------------------------------------------------- deploy.yaml `platforms:`
+
+def declared_problems(platforms: Any) -> list[tuple[str, str, str]]:
+    """(code, key path, message) of what the schema cannot say about deploy.yaml's `platforms:`:
+    a name of the name grammar that is not a built-in's, refused flags, an emulator with a timing
+    verdict, the keys each runner kind needs."""
+    from pipeline.names import name_problem
+
+    problems: list[tuple[str, str, str]] = []
+    for name, body in (platforms.items() if isinstance(platforms, dict) else ()):
+        path = f"platforms.{name}"
+        problem = name_problem(name, "platform name")
+        if problem is not None:
+            problems.append(("DEPLOY-E010", path, problem))
+        elif name in BUILTIN_NAMES:
+            problems.append(("DEPLOY-E013", path, f"platform '{name}' is built in and cannot be redefined "
+                             f"(built in: {', '.join(BUILTIN_NAMES)})"))
+        if not isinstance(body, dict):
+            continue
+        for key, link in (("flags", False), ("link_flags", True)):
+            for index, flag in enumerate(body.get(key) or [] if isinstance(body.get(key), list) else []):
+                why = flag_problem(flag, link)
+                if why is not None:
+                    problems.append(("DEPLOY-E014", f"{path}.{key}[{index}]", why))
+        runner = body.get("runner")
+        if not isinstance(runner, dict):
+            continue
+        kind = runner.get("kind") if isinstance(runner.get("kind"), str) else None   # else the schema's
+        needs = {EMULATOR: ("command",), SSH: ("host", "user", "identity")}.get(kind, ())
+        for key in needs:
+            if key not in runner:
+                problems.append(("DEPLOY-E002", f"{path}.runner.{key}", f"a runner of kind {kind} needs '{key}'"))
+        foreign = {LOCAL: ("command", "package", "host", "port", "user", "identity", "known_hosts", "workdir",
+                           "connect_timeout_s", "timeout_s"),
+                   EMULATOR: ("host", "port", "user", "identity", "known_hosts", "workdir", "connect_timeout_s"),
+                   SSH: ("command", "package")}.get(kind, ())
+        for key in foreign:
+            if key in runner:
+                problems.append(("DEPLOY-E005", f"{path}.runner.{key}", f"'{key}' means nothing to a runner of kind {kind}"))
+        if kind == EMULATOR and body.get("timing") is True:
+            problems.append(("DEPLOY-E004", f"{path}.timing", "an emulator's timings are reported, never judged: "
+                             "a platform run by an emulator cannot be a timing platform"))
+    return problems
+
+
+def _local_path(value: str, base: Path) -> str:
+    path = Path(os.path.expanduser(value))
+    return str(path if path.is_absolute() else (base / path).resolve())
+
+
+def declared_platform(name: str, body: Mapping[str, Any], base: Path) -> Platform:
+    """The Platform of one validated entry of deploy.yaml's `platforms:` (paths relative to `base`,
+    the spec's folder, or `~`)."""
+    runner_body = body["runner"]
+    kind = runner_body["kind"]
+    ssh = None
+    if kind == SSH:
+        ssh = SshTarget(str(runner_body["host"]), str(runner_body["user"]), _local_path(runner_body["identity"], base),
+                        _local_path(runner_body["known_hosts"], base) if runner_body.get("known_hosts") else None,
+                        int(runner_body.get("port", 22)), str(runner_body.get("workdir", "/tmp")),
+                        int(runner_body.get("connect_timeout_s", 10)), int(runner_body.get("timeout_s", 600)))
+    runner = Runner(kind, tuple(str(c) for c in runner_body.get("command", ())), str(runner_body.get("package", "")),
+                    ssh)
+    compiler = str(body["compiler"])
+    return Platform(name, normalize_architecture(str(body["architecture"])), compiler,
+                    str(body.get("compiler_package", "")) or _package(compiler),
+                    tuple(str(f) for f in body.get("flags", ())), tuple(str(f) for f in body.get("link_flags", ())),
+                    int(body["lanes"]), runner, bool(body.get("timing", False)),
+                    _local_path(body["sysroot"], base) if body.get("sysroot") else None,
+                    body.get("vectors"), body.get("met_runs"))
