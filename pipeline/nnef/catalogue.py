@@ -31,6 +31,7 @@ EXECUTABLE: frozenset[str] = frozenset({
     "concat", "split", "reshape", "transpose", "squeeze", "unsqueeze", "pad", "slice",
     "batch_normalization", "local_response_normalization", "sum_reduce", "mean_reduce",
     "max_reduce", "copy", "nearest_upsample", "multilinear_upsample",
+    "sqrt", "pow",
 })
 
 BORDER_MODES = ("constant", "ignore", "replicate", "reflect", "reflect-even")

@@ -249,6 +249,30 @@ def linear(b: Body) -> None:
     b.emit(f"y[i] = {f'NNEF_ADD(acc, {term})' if term else 'acc'};")
 
 
+def _window_taps(b: Body, g: Any, in_shape: tuple[int, ...], xs: list[int]) -> tuple[str, list[str], int]:
+    """Open one loop per windowed axis of a pool (an axis of one tap, stride 1 and no padding on
+    either side reads the output coordinate itself); returns the test that the tap lies inside the
+    input ('' when no axis is padded), the index terms and the loop depth. Every axis padded at its
+    beginning *or its end* gets its bounds test: an axis padded only at the end (ceil-mode pools)
+    has taps past the last input element too."""
+    u = b.coords()
+    depth = 0
+    index: list[str] = []
+    tests: list[str] = []
+    for a, (k, s, d, (p, q)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
+        if k == 1 and s == 1 and p == 0 and q == 0:
+            index.append(f"{u[a]} * {xs[a]}")
+            continue
+        b.emit(f"{'    ' * depth}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
+        depth += 1
+        ind = "    " * depth
+        b.emit(f"{ind}const int p{a} = (int){u[a]} * {s} + (int)k{a} * {d} - {p};")
+        if p or q:
+            tests.append(f"p{a} >= 0 && p{a} < {in_shape[a]}")
+        index.append(f"(unsigned)p{a} * {xs[a]}")
+    return " && ".join(tests), index, depth
+
+
 @emitter("max_pool")
 def max_pool(b: Body) -> None:
     x = b.arg("input")
@@ -259,35 +283,17 @@ def max_pool(b: Body) -> None:
                         b.op.attribs.get("stride", []), b.op.attribs.get("dilation", []))
     if tuple(b.out_shape) != g.out_shape:
         raise Unsupported(f"max_pool: window extents {list(g.out_shape)} differ from {list(b.out_shape)}")
-    u, xs = b.coords(), strides(x.shape)
+    xs = strides(x.shape)
     b.emit("/* m = -inf; m = t if t > m or t is the first NaN; taps row-major; "
            + ("padded taps skipped */" if border == "ignore" else "padded taps are +0 */"))
     b.emit("float m = nnef_float(0xff800000u);")
-    padded = any(p or q for p, q in g.padding)
-    if padded:
-        b.emit("int inside = 1;")
-    depth = 0
-    index = []
-    for a, (k, s, d, (p, _)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
-        ind = "    " * depth
-        if k == 1 and s == 1 and p == 0:
-            index.append(f"{u[a]} * {xs[a]}")
-            continue
-        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
-        depth += 1
-        ind = "    " * depth
-        b.emit(f"{ind}const int p{a} = (int){u[a]} * {s} + (int)k{a} * {d} - {p};")
-        if p:
-            b.emit(f"{ind}const int in{a} = p{a} >= 0 && p{a} < {x.shape[a]};")
-            b.emit(f"{ind}inside = {' && '.join(f'in{j}' for j in range(a + 1) if g.padding[j][0] or g.padding[j][1]) or '1'};")
-        index.append(f"(unsigned)p{a} * {xs[a]}")
+    inside, index, depth = _window_taps(b, g, x.shape, xs)
     ind = "    " * depth
     read = f"{x.param}[{' + '.join(index) or '0'}]"
-    if padded:
-        if border == "ignore":
-            b.emit(f"{ind}if (inside) m = nnef_runmax(m, {read});")
-        else:
-            b.emit(f"{ind}m = nnef_runmax(m, inside ? {read} : 0.0f);")
+    if inside and border == "ignore":
+        b.emit(f"{ind}if ({inside}) m = nnef_runmax(m, {read});")
+    elif inside:
+        b.emit(f"{ind}m = nnef_runmax(m, ({inside}) ? {read} : 0.0f);")
     else:
         b.emit(f"{ind}m = nnef_runmax(m, {read});")
     for level in range(depth - 1, -1, -1):
@@ -459,7 +465,7 @@ def avg_pool(b: Body) -> None:
                         b.op.attribs.get("stride", []), b.op.attribs.get("dilation", []))
     if tuple(b.out_shape) != g.out_shape:
         raise Unsupported(f"{b.op.name}: window extents {list(g.out_shape)} differ from {list(b.out_shape)}")
-    u, xs = b.coords(), strides(x.shape)
+    xs = strides(x.shape)
     count_taps = normalize and border == "ignore" and any(p or q for p, q in g.padding)
     b.emit("/* acc = +0; acc = acc + t, taps row-major, padded taps skipped" +
            ("; / D once (D: " + ("taps inside, at least 1" if count_taps else "window volume") + ") */"
@@ -467,21 +473,10 @@ def avg_pool(b: Body) -> None:
     b.emit("float acc = 0.0f;")
     if count_taps:
         b.emit("unsigned taps = 0;")
-    depth = 0
-    index = []
-    for a, (k, s, d, (p, q)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
-        if k == 1 and s == 1 and p == 0:
-            index.append(f"{u[a]} * {xs[a]}")
-            continue
-        ind = "    " * depth
-        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
-        depth += 1
-        ind = "    " * depth
-        b.emit(f"{ind}const int p{a} = (int){u[a]} * {s} + (int)k{a} * {d} - {p};")
-        if p or q:
-            b.emit(f"{ind}if (p{a} < 0 || p{a} >= {x.shape[a]}) continue;  /* padded tap: skipped */")
-        index.append(f"(unsigned)p{a} * {xs[a]}")
+    inside, index, depth = _window_taps(b, g, x.shape, xs)
     ind = "    " * depth
+    if inside:
+        b.emit(f"{ind}if (!({inside})) continue;  /* padded tap: skipped */")
     b.emit(f"{ind}acc = NNEF_ADD(acc, {x.param}[{' + '.join(index) or '0'}]);")
     if count_taps:
         b.emit(f"{ind}taps += 1u;")
