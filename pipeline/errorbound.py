@@ -88,12 +88,12 @@ class Arithmetic:
 # Our reference: the documented order (no rewrite), the transcendental programs' measured maxima
 # rounded up (docs/semantics/transcendental.md).
 REFERENCE = Arithmetic("reference semantics (float32)", 0,
-                       {"exp": 1.0, "tanh": 1.1, "sigmoid": 2.5, "log": 1.0, "pow": 32.0})
+                       {"exp": 1.0, "tanh": 1.1, "sigmoid": 2.5, "log": 1.0, "pow": 32.0, "erf": 1.5})
 # onnxruntime (CPU provider, ORT_ENABLE_ALL): Conv+BatchNormalization folding (4 extra roundings),
 # MLAS polynomial exp/tanh/logistic: an assumption, checked on every model by the
 # onnxruntime-against-yardstick check.
 ONNXRUNTIME = Arithmetic("onnxruntime (CPUExecutionProvider, float32)", 4,
-                         {"exp": 4.0, "tanh": 4.0, "sigmoid": 4.0, "log": 4.0, "pow": 4.0}, 2.0 ** -24)
+                         {"exp": 4.0, "tanh": 4.0, "sigmoid": 4.0, "log": 4.0, "pow": 4.0, "erf": 4.0}, 2.0 ** -24)
 
 
 # NVDLA items, mode `ideal` and (an assumption to be checked on hardware) CACC accumulating at least as
@@ -825,15 +825,70 @@ def _gather(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bou
 
 
 _INTEGER = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
-            "Div": lambda x, y: np.trunc(np.true_divide(x, y)).astype(np.int64)}
+            "Div": lambda x, y: np.trunc(np.true_divide(x, y)).astype(np.int64),
+            "Mod": np.mod}  # fmod = 0 on integers: the sign of the divisor, as Python's %
+
+
+def _sqrt(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """sqrt is increasing and concave: the largest change on [v - e, v + e] is sqrt(v) - sqrt(max(v - e, 0));
+    one correct rounding (IEEE sqrt, ours and onnxruntime's) of at most u sqrt(v + e)."""
+    x = ins[0]
+    if np.any(x.v < 0):
+        raise BoundUnavailable(f"Sqrt of a negative value (node '{node.name or node.output[0]}')", DATA_DEPENDENT)
+    root = np.sqrt(x.v)
+    return [Bounded(root, root - np.sqrt(np.maximum(x.v - x.e, 0.0)) + U * np.sqrt(x.v + x.e) + TINY)]
+
+
+ERF_LIPSCHITZ = 2.0 / math.sqrt(math.pi)  # erf's largest slope, at 0
+
+
+def _erf(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """2/sqrt(pi)-Lipschitz, values in [-1, 1]: propagated min(2/sqrt(pi) e, 2), plus erf's accuracy."""
+    x = ins[0]
+    y = np.vectorize(math.erf, otypes=[np.float64])(x.v) if x.v.size else x.v
+    hi = np.minimum(np.abs(y) + ERF_LIPSCHITZ * x.e, 1.0)
+    return [Bounded(y, np.minimum(ERF_LIPSCHITZ * x.e, 2.0) + _rounding(a, hi, "erf"))]
+
+
+def _pow(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """x^2 and x^3 with an exact constant exponent (x * x, x * x * x: one and two roundings, what the
+    export writes and onnxruntime computes); any other exponent has no rule here."""
+    x, y = ins
+    exponent = np.unique(y.v) if y.v.size else y.v
+    if np.any(y.e) or exponent.size != 1 or float(exponent[0]) not in (2.0, 3.0):
+        raise BoundUnavailable(f"Pow with an exponent other than a constant 2 or 3 (node '{node.name or node.output[0]}')")
+    n = int(exponent[0])
+    mag = x.hi ** n
+    return [Bounded(x.v ** n, mag - np.abs(x.v) ** n + gamma(n - 1) * mag + TINY)]
+
+
+def _cast(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """Cast to float (from float: the identity; from integers below 2^24: exact) or from an exact value to
+    an integer type (shape arithmetic); a cast that rounds a value with an error has no rule."""
+    x = ins[0]
+    to = int(_attrs(node)["to"])
+    if to in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
+        if x.v.dtype.kind in "iu" and np.any(np.abs(x.v) >= 2 ** 24):
+            raise BoundUnavailable(f"Cast of an integer beyond 2^24 to float (node '{node.name or node.output[0]}')")
+        return [Bounded(np.asarray(x.v, np.float64), x.e)]
+    if np.any(x.e) or x.v.dtype.kind == "f":
+        raise BoundUnavailable(f"Cast of a float to {onnx.TensorProto.DataType.Name(to)} (node "
+                               f"'{node.name or node.output[0]}')")
+    target = onnx.helper.tensor_dtype_to_np_dtype(to)
+    return [Bounded(np.asarray(x.v).astype(target), np.zeros(np.shape(x.v)))]
 
 
 def _integer(node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded] | None:
     """Shape arithmetic on int64 tensors: exact, no rounding."""
     if node.op_type not in _INTEGER or not all(np.asarray(i.v).dtype.kind in "iu" for i in ins):
         return None
-    value = _INTEGER[node.op_type](ins[0].v, ins[1].v)
+    fn = np.fmod if node.op_type == "Mod" and _attrs(node).get("fmod", 0) else _INTEGER[node.op_type]
+    value = fn(ins[0].v, ins[1].v)
     return [Bounded(value, np.zeros(np.shape(value)))]
+
+
+def _float_mod(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    raise BoundUnavailable(f"no error-bound rule for Mod of floats (node '{node.name or node.output[0]}')")
 
 
 def _identity(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
@@ -874,6 +929,7 @@ RULES: dict[str, Callable[..., list[Bounded]]] = {
     "Min": _extremum(np.minimum), "Sum": _sum, "GlobalMaxPool": _global_maxpool, "ReduceMean": _reduce_mean,
     "Pad": _pad, "Slice": _slice, "Split": _split, "Shape": _shape, "Gather": _gather,
     "ConvTranspose": _conv_transpose, "LRN": _lrn, "Resize": _resize,
+    "Sqrt": _sqrt, "Erf": _erf, "Pow": _pow, "Cast": _cast, "Mod": _float_mod,
 }
 
 

@@ -1,20 +1,26 @@
-"""Static shape computations folded at export: only the data path reaches NNEF.
+"""Constant subgraphs folded at export: only the data path reaches NNEF.
 
 torch's exporter writes shape arithmetic into the graph (channel shuffle:
-`Shape -> Gather -> Unsqueeze -> Concat -> Reshape`); with static shapes every value of
-such a chain is known at export. A node is *folded* (evaluated now, no NNEF statement, its
-outputs become constants like Constant outputs) when
+`Shape -> Gather -> Unsqueeze -> Concat -> Reshape`; attention's scale:
+`Shape -> Slice -> Cast -> Sqrt -> Div -> Cast -> Sqrt`; head splitting: `Mod` on constants),
+and shares tied weights through `Identity`. With static shapes every value of such a chain is
+known at export. A node is *folded* (evaluated now, no NNEF statement, its outputs become
+constants like Constant outputs) when
 
-- it is a `Shape` (its input's shape is static after ONNX shape inference), or
-- it is one of FOLDABLE, every input is a constant (initializer, Constant output or a
-  folded output), and either the operator has no data-path converter (Gather, Cast,
-  ConstantOfShape, Range, ...) or no output is float32 (integer shape arithmetic; float
-  data keeps its NNEF statements, so what the exporter writes for float models is unchanged).
+- it is a `Shape` or `Size` (its input's shape is static after ONNX shape inference), or
+- it is one of FOLDABLE (deterministic arithmetic, comparisons, data movement and casts, whether
+  or not a data-path converter exists for it) and every input is a constant (initializer,
+  Constant output or a folded output).
+
+So the support of an operator is judged only on the nodes that remain: a `Mod` or `Sqrt` of
+constants is no blocker, and the refusal (EXPORT-E003) lists the blockers on the data path, then
+the folded nodes whose operator has no converter, as folded (`folded_without_converter`).
 
 The values are computed by onnx.reference (onnx's own evaluator, not our code), one node at a
-time at the model's opset. Whether the folding is right is checked like everything else the
-exporter does: ONNX shape inference must agree with the NNEF checker on every data tensor,
-and the export validation runs the unfolded ONNX model in onnxruntime against the NNEF.
+time at the model's opset, in the node's own types (float32 arithmetic on float32 constants).
+Whether the folding is right is checked like everything else the exporter does: ONNX shape
+inference must agree with the NNEF checker on every data tensor, and the export validation runs
+the unfolded ONNX model in onnxruntime against the NNEF.
 """
 
 from __future__ import annotations
@@ -23,19 +29,28 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from pipeline.export.errors import node_error
 from pipeline.export.onnx_model import TensorInfo, _shape_of
 from pipeline.export.registry import find
 
 if TYPE_CHECKING:
-    from pipeline.export.onnx_model import OnnxModel
+    from pipeline.export.onnx_model import Node, OnnxModel
 
+# Deterministic operators onnx.reference evaluates (no random operator, no subgraph, no sequence).
 FOLDABLE: frozenset[str] = frozenset({
-    "Shape", "Size", "Gather", "Slice", "Concat", "Unsqueeze", "Squeeze", "Cast", "Mul", "Div", "Add", "Sub",
-    "ConstantOfShape", "Reshape", "Range", "Identity", "Floor", "Ceil", "Equal", "Where", "ReduceProd",
+    # shapes and data movement
+    "Shape", "Size", "Gather", "GatherElements", "Slice", "Concat", "Unsqueeze", "Squeeze", "Reshape", "Flatten",
+    "Transpose", "Expand", "Tile", "Split", "Identity", "ConstantOfShape", "Range", "Cast", "CastLike",
+    # arithmetic
+    "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Sqrt", "Reciprocal", "Neg", "Abs", "Exp", "Log", "Floor", "Ceil",
+    "Round", "Sign", "Max", "Min", "Sum", "Mean", "Clip", "Relu",
+    "ReduceProd", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+    # comparisons and logic
+    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where",
 })
+SHAPE_READERS = frozenset({"Shape", "Size"})
 
 
 def folded_nodes(model: OnnxModel) -> set[int]:
@@ -51,18 +66,19 @@ def folded_nodes(model: OnnxModel) -> set[int]:
         if node.op_type not in FOLDABLE:
             continue
         inputs = [n for n in node.inputs if n]
-        if node.op_type != "Shape":
-            if not inputs or not all(n in known for n in inputs):
+        if node.op_type in SHAPE_READERS:
+            if not inputs or model.tensors.get(inputs[0]) is None or not model.tensors[inputs[0]].static:
                 continue
-            if find(node.op_type) is not None and any(
-                    model.tensors.get(n) is None or model.tensors[n].elem_type == TensorProto.FLOAT
-                    for n in node.outputs if n):
-                continue
-        elif not inputs or model.tensors.get(inputs[0]) is None or not model.tensors[inputs[0]].static:
+        elif not inputs or not all(n in known for n in inputs):
             continue
         folded.add(node.index)
         known.update(n for n in node.outputs if n)
     return folded
+
+
+def folded_without_converter(model: OnnxModel, folded: set[int]) -> list[Node]:
+    """The folded nodes whose operator has no data-path converter: what a refusal lists as folded."""
+    return [node for node in model.nodes if node.index in folded and find(node.op_type) is None]
 
 
 def _run(model: OnnxModel, index: int, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -85,7 +101,7 @@ def evaluate(model: OnnxModel, folded: set[int], supported: list[str]) -> dict[s
         for name in node.inputs:
             if not name:
                 continue
-            if node.op_type == "Shape":  # only the (static) shape of the input is read
+            if node.op_type in SHAPE_READERS:  # only the (static) shape of the input is read
                 info = model.tensors[name]
                 feeds[name] = np.zeros([int(d) for d in info.shape or ()],
                                        dtype=helper.tensor_dtype_to_np_dtype(info.elem_type))
@@ -96,7 +112,7 @@ def evaluate(model: OnnxModel, folded: set[int], supported: list[str]) -> dict[s
         except Exception as exc:  # noqa: BLE001 - the evaluator's own errors, reported coded
             if node.op_type == "Constant":
                 continue  # the Constant converter reports what it cannot read
-            raise node_error("EXPORT-E004", f"cannot evaluate this static shape computation: {exc}",
+            raise node_error("EXPORT-E004", f"cannot evaluate this constant computation: {exc}",
                              node_name=node.label, op_type=node.op_type, opset=node.opset,
                              supported=supported) from None
         for name, value in zip(node.outputs, outputs):

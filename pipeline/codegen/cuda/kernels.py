@@ -96,7 +96,8 @@ BINARY = {"add": "NNEF_ADD({0}, {1})", "sub": "NNEF_SUB({0}, {1})", "mul": "NNEF
 UNARY = {"relu": "nnef_relu({0})", "neg": "nnef_float(nnef_bits({0}) ^ 0x80000000u)",
          "abs": "nnef_float(nnef_bits({0}) & 0x7fffffffu)", "sqrt": "NNEF_SQRT({0})",
          "exp": "nnef_exp({0})", "log": "nnef_log({0})", "tanh": "nnef_tanh({0})", "sigmoid": "nnef_sigmoid({0})",
-         "softplus": "nnef_softplus({0})", "rcp": "NNEF_DIV(1.0f, {0})", "sqr": "NNEF_MUL({0}, {0})",
+         "softplus": "nnef_softplus({0})", "erf": "nnef_erf({0})", "rcp": "NNEF_DIV(1.0f, {0})",
+         "sqr": "NNEF_MUL({0}, {0})",
          "floor": "nnef_floor({0})", "round": "nnef_rint({0})"}
 
 
@@ -231,22 +232,55 @@ def deconv(b: Body) -> None:
 
 @emitter("linear", "matmul")
 def linear(b: Body) -> None:
+    """acc = +0; acc = acc + A'[.., m, k] * B'[.., k, n] for k increasing; bias last (linear). matmul's
+    batch axes (all but the last two) broadcast NNEF-style: an operand's axis of extent 1 is read at 0."""
     a = b.arg("input" if b.op.name == "linear" else "A")
     w = b.arg("filter" if b.op.name == "linear" else "B")
-    if a.is_literal or w.is_literal or len(a.shape) != 2 or len(w.shape) != 2:
-        raise Unsupported(f"{b.op.name}: operands must be rank-2 tensors")
+    if a.is_literal or w.is_literal or len(a.shape) < 2 or len(a.shape) != len(w.shape) or \
+            (b.op.name == "linear" and len(a.shape) != 2):
+        raise Unsupported(f"{b.op.name}: operands must be tensors of equal rank >= 2 (linear: 2)")
     if b.op.name == "linear":
         ta, tb, bias = False, True, b.arg("bias")
     else:
         ta, tb, bias = bool(b.op.attribs.get("transposeA")), bool(b.op.attribs.get("transposeB")), None
-    k = a.shape[0] if ta else a.shape[1]
-    ai = "k * {0} + u0".format(a.shape[1]) if ta else f"u0 * {a.shape[1]} + k"
-    wi = f"u1 * {w.shape[1]} + k" if tb else f"k * {w.shape[1]} + u1"
+    rank = len(b.out_shape)
+    m, n = f"u{rank - 2}", f"u{rank - 1}"
+    k = a.shape[-2] if ta else a.shape[-1]
+
+    def batch(arg: Arg) -> str:
+        st = strides(arg.shape)
+        return "".join(f"u{d} * {st[d]}u + " for d in range(rank - 2) if arg.shape[d] != 1)
+
+    ai = f"{batch(a)}k * {a.shape[-1]}u + {m}" if ta else f"{batch(a)}{m} * {a.shape[-1]}u + k"
+    wi = f"{batch(w)}{n} * {w.shape[-1]}u + k" if tb else f"{batch(w)}k * {w.shape[-1]}u + {n}"
     b.emit("/* acc = +0; acc = acc + a[k] * b[k] for k increasing; bias last */")
     b.emit("float acc = 0.0f;")
     b.emit(f"for (unsigned k = 0; k < {k}u; ++k) acc = NNEF_ADD(acc, NNEF_MUL({a.param}[{ai}], {w.param}[{wi}]));")
-    term = _bias(b, bias, "u1") if bias is not None else None
+    term = _bias(b, bias, n) if bias is not None else None
     b.emit(f"y[i] = {f'NNEF_ADD(acc, {term})' if term else 'acc'};")
+
+
+@emitter("slice")
+def slice_(b: Body) -> None:
+    """y[u] = x[begin + u * stride] per sliced axis (the begin resolved as NNEF says: negative counts from
+    the end, clamped to the extent); a copy, no arithmetic."""
+    x = b.arg("input")
+    if x.is_literal:
+        raise Unsupported("slice: literal operand")
+    rank = len(x.shape)
+    axes = [int(v) for v in b.op.attribs["axes"]]
+    begin = [int(v) for v in b.op.attribs["begin"]]
+    stride = [int(v) for v in b.op.attribs.get("stride", [])] or [1] * len(axes)
+    if not len(begin) == len(stride) == len(axes) or 0 in stride:
+        raise Unsupported(f"slice: axes {axes}, begin {begin}, stride {stride} do not agree")
+    first, step = [0] * rank, [1] * rank
+    for axis, start, s in zip(axes, begin, stride):
+        extent = x.shape[axis]
+        first[axis] = max(-1, min(extent, start + extent if start < 0 else start))
+        step[axis] = s
+    st = strides(list(x.shape))
+    terms = [f"({first[a]} + (int)u{a} * {step[a]}) * {st[a]}" for a in range(rank) if x.shape[a] != 1]
+    b.emit(f"y[i] = {x.param}[{' + '.join(terms) or '0'}];")
 
 
 def _window_taps(b: Body, g: Any, in_shape: tuple[int, ...], xs: list[int]) -> tuple[str, list[str], int]:
