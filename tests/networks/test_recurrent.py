@@ -1,7 +1,8 @@
 """Issue 29, recurrent layers: GRU and LSTM with a static sequence length, unrolled at export
 (pipeline/export/ops/recurrent.py), against onnxruntime on forward, reverse and bidirectional layers,
-both GRU reset modes, zero, constant and computed initial states, a batch of 2, LSTM peepholes; and
-bit-exact in C (one CPU item) and in the CUDA host emulation. Refusals name what is not unrolled."""
+both GRU reset modes, zero, constant and computed initial states, a batch of 2, LSTM peepholes, the
+batch-first layout; and bit-exact in C (one CPU item) and in the CUDA host emulation. Refusals name what
+is not unrolled."""
 
 from __future__ import annotations
 
@@ -80,16 +81,25 @@ def test_unrolled_layer_matches_onnxruntime_and_is_bit_exact(case, tmp_path):
     assert "linear(" in run.text and "GRU" not in run.text
 
 
-@pytest.mark.parametrize("attrs, what", [({"clip": 3.0}, "clip"), ({"layout": 1}, "layout"),
-                                         ({"activations": ["Relu", "Tanh"]}, "activations")])
+@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+def test_batch_first_layout_matches_onnxruntime(op, tmp_path):
+    """layout = 1: X [batch, seq, input], Y [batch, seq, directions, hidden], states [batch, directions, hidden]."""
+    model = recurrent(op, direction="bidirectional", initial="computed")
+    graph = model.graph
+    graph.node[-1].attribute.append(helper.make_attribute("layout", 1))
+    swap = {"x": [BATCH, SEQ, INPUT], "h0_in": [BATCH, 2, HIDDEN], "c0_in": [BATCH, 2, HIDDEN],
+            "y": [BATCH, SEQ, 2, HIDDEN], "yh": [BATCH, 2, HIDDEN], "yc": [BATCH, 2, HIDDEN]}
+    for value in list(graph.input) + list(graph.output):
+        value.CopyFrom(helper.make_tensor_value_info(value.name, 1, swap[value.name]))
+    inputs = N.vectors(model, count=3)
+    run = N.through_chain(model, tmp_path, inputs, targets=("c",))
+    theirs = N.onnxruntime_outputs(model, inputs)
+    for name, value in run.reference.items():
+        np.testing.assert_allclose(value, theirs[name], atol=2e-6, rtol=0, err_msg=name)
+
+
+@pytest.mark.parametrize("attrs, what", [({"clip": 3.0}, "clip"), ({"activations": ["Relu", "Tanh"]}, "activations")])
 def test_what_is_not_unrolled_is_refused_with_a_coded_message(attrs, what):
-    model = recurrent("GRU", **attrs) if what != "layout" else recurrent("GRU")
-    if what == "layout":
-        model.graph.node[-1].attribute.append(helper.make_attribute("layout", 1))
-        del model.graph.output[:]
-        model.graph.output.extend([helper.make_tensor_value_info("y", 1, [BATCH, SEQ, 1, HIDDEN]),
-                                   helper.make_tensor_value_info("yh", 1, [BATCH, 1, HIDDEN])])
-        model.graph.input[0].CopyFrom(helper.make_tensor_value_info("x", 1, [BATCH, SEQ, INPUT]))
     with pytest.raises(ExportError) as error:
-        convert(model)
+        convert(recurrent("GRU", **attrs))
     assert error.value.code == "EXPORT-E004" and what in str(error.value)

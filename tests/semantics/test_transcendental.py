@@ -228,7 +228,8 @@ def test_erf_edge_cases():
     y = T.erf(f(0.0, -0.0, inf, -inf, nan, 4.0, -7.5, 1e-30, -1e-30, 0.5))
     assert bits(y[0]) == 0 and bits(y[1]) == 0x80000000
     assert y[2] == 1.0 and y[3] == -1.0 and np.isnan(y[4]) and y[5] == 1.0 and y[6] == -1.0
-    assert y[7] == F32(1e-30 * 2 / np.sqrt(np.pi)) and y[8] == -y[7]
+    tiny = float(F32(1e-30)) * 2 / np.sqrt(np.pi)
+    assert accuracy_sweep.ulp_error(y[7:8], np.array([tiny]))[0] <= 1 and y[8] == -y[7]
     assert accuracy_sweep.ulp_error(y[9:10], np.array([0.5204998778130465]))[0] < 1
     below = np.nextafter(F32(0.921875), F32(0))
     ends = T.erf(f(below, 0.921875)).astype(np.float64)

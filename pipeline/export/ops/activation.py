@@ -87,7 +87,7 @@ GELU_C0 = float(np.float32(0.044715))
 
 @converter("Gelu", versions=(20,), attributes=("approximate",))
 def gelu(ctx: ExportContext, node: Node) -> None:
-    """Gelu(X), ONNX's function body operation by operation:
+    """Gelu(X) -> ONNX's function body operation by operation:
     approximate = 'none': h = mul(X, 0.5); d = div(X, sqrt(2)); e = erf(d); p = add(e, 1.0); Y = mul(h, p);
     approximate = 'tanh': c = mul(mul(X, X), X) (Pow(X, 3) as onnxruntime computes it); t = mul(c, 0.044715);
     s = add(X, t); a = mul(s, sqrt(2 / pi)); u = tanh(a); p = add(u, 1.0); h = mul(X, 0.5); Y = mul(h, p).

@@ -91,21 +91,16 @@ def lrn(ctx: ExportContext, node: Node) -> None:
 
 @converter("LayerNormalization", versions=(17,), attributes=("axis", "epsilon", "stash_type"))
 def layer_normalization(ctx: ExportContext, node: Node) -> None:
-    """LayerNormalization(X, Scale, B), ONNX's function body operation by operation over the axes
+    """LayerNormalization(X, Scale, B) -> ONNX's function body operation by operation over the axes
     A = [axis .. rank - 1] (its Flatten to 2-D and ReduceMean over axis 1 are a reduction over A):
     m = mean_reduce(X, A); q = mul(X, X); mq = mean_reduce(q, A); mm = mul(m, m); v = sub(mq, mm);
     ve = add(v, epsilon); s = sqrt(ve); d = sub(X, m); n = div(d, s); t = mul(n, Scale');
     Y = add(t, B') (no add without B; Scale', B' with leading unit axes up to X's rank). The variance is
-    E[x^2] - E[x]^2 as the function body (and onnxruntime) compute it. stash_type must be 1 (float32);
-    the Mean and InvStdDev outputs (training) are refused when used."""
+    E[x^2] - E[x]^2 as the function body (and onnxruntime) compute it. The optional outputs: Mean is m
+    (NNEF keeps the reduced axes as 1, ONNX's shape), InvStdDev = div(1.0, s) (the body's Reciprocal).
+    stash_type must be 1 (float32)."""
     if int(node.attr("stash_type", 1)) != 1:
         raise ctx.fail("EXPORT-E004", f"stash_type = {node.attr('stash_type')}: only 1 (float32) is supported")
-    for index in (1, 2):
-        if node.has_output(index):
-            if ctx.is_used(node.outputs[index]):
-                raise ctx.fail("EXPORT-E004", f"output {index} ('{node.outputs[index]}', Mean or InvStdDev) is not "
-                               "supported")
-            ctx.drop(index)
     rank = len(ctx.in_shape(0))
     axis = int(node.attr("axis", -1))
     if not -rank <= axis < rank:
@@ -113,8 +108,9 @@ def layer_normalization(ctx: ExportContext, node: Node) -> None:
     axes = list(range(axis % rank, rank))
     epsilon = float(np.float32(node.attr("epsilon", 1e-5)))
     x = ctx.input(0)
-    step = {name: ctx.temp_for(name) for name in ("mean", "square", "mean_square", "square_mean", "variance",
+    step = {name: ctx.temp_for(name) for name in ("square", "mean_square", "square_mean", "variance",
                                                    "variance_eps", "std", "deviation", "normalized")}
+    step["mean"] = ctx.output(1) if node.has_output(1) else ctx.temp_for("mean")
     ctx.emit(step["mean"], "mean_reduce", x, axes=axes)
     ctx.emit(step["square"], "mul", x, x)
     ctx.emit(step["mean_square"], "mean_reduce", step["square"], axes=axes)
@@ -122,6 +118,8 @@ def layer_normalization(ctx: ExportContext, node: Node) -> None:
     ctx.emit(step["variance"], "sub", step["mean_square"], step["square_mean"])
     ctx.emit(step["variance_eps"], "add", step["variance"], epsilon)
     ctx.emit(step["std"], "sqrt", step["variance_eps"])
+    if node.has_output(2):
+        ctx.emit(ctx.output(2), "div", 1.0, step["std"])
     ctx.emit(step["deviation"], "sub", x, step["mean"])
     ctx.emit(step["normalized"], "div", step["deviation"], step["std"])
     has_bias = ctx.has_input(2)

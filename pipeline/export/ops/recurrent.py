@@ -12,8 +12,10 @@ bias last. onnxruntime sums in another order; the export validation compares the
 tolerance, and tests/networks/test_recurrent.py checks the unrolling against onnxruntime on
 forward, reverse and bidirectional layers, both GRU reset modes, given and zero initial states.
 
-Refused with EXPORT-E004: sequence_lens other than the full length, layout 1, activations other
-than the defaults (Sigmoid, Tanh, Tanh), clip, LSTM input_forget.
+layout 1 (batch first: X [batch, seq, input], Y [batch, seq, directions, hidden], states [batch,
+directions, hidden]) reads and writes the same steps on the other axes. Refused with EXPORT-E004:
+sequence_lens other than the full length, activations other than the defaults (Sigmoid, Tanh, Tanh),
+clip, LSTM input_forget.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ DEFAULT_ACTIVATIONS = {"GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "
 
 def _check(ctx: ExportContext, node: Node, seq: int, batch: int) -> list[str]:
     """The directions to unroll; refuses what the unrolling does not implement."""
-    if int(node.attr("layout", 0)) != 0:
-        raise ctx.fail("EXPORT-E004", "layout = 1 (batch first) is not supported; export with layout 0")
+    if int(node.attr("layout", 0)) not in (0, 1):
+        raise ctx.fail("EXPORT-E004", f"layout = {node.attr('layout')} (ONNX defines 0 and 1)")
     if node.attr("clip") is not None:
         raise ctx.fail("EXPORT-E004", "clip is not supported")
     if int(node.attr("input_forget", 0)):
@@ -58,7 +60,9 @@ class _Unroller:
 
     def __init__(self, ctx: ExportContext, node: Node, gates: int) -> None:
         self.ctx, self.node = ctx, node
-        self.seq, self.batch, self.inputs = ctx.in_shape(0)
+        self.batch_first = int(node.attr("layout", 0)) == 1
+        shape = ctx.in_shape(0)
+        self.seq, self.batch, self.inputs = (shape[1], shape[0], shape[2]) if self.batch_first else shape
         self.hidden = int(node.attr("hidden_size", 0)) or ctx.in_shape(2)[-1]
         self.w = ctx.constant(1, "W")
         self.r = ctx.constant(2, "R")
@@ -95,22 +99,24 @@ class _Unroller:
         ctx = self.ctx
         if not ctx.has_input(index):
             return self.constant(f"{what}0_{d}", np.zeros((self.batch, self.hidden), np.float32))
+        axis = 1 if self.batch_first else 0
         if ctx.is_constant(index):
-            return self.constant(f"{what}0_{d}", ctx.constant(index, what)[d])
+            return self.constant(f"{what}0_{d}", np.take(ctx.constant(index, what), d, axis=axis))
         source = ctx.input(index)
         part = ctx.temp_for(f"{what}0_slice{d}")
-        ctx.emit(part, "slice", source, axes=[0], begin=[d], end=[d + 1], stride=[1])
+        ctx.emit(part, "slice", source, axes=[axis], begin=[d], end=[d + 1], stride=[1])
         out = ctx.temp_for(f"{what}0_{d}")
-        ctx.emit(out, "squeeze", part, axes=[0])
+        ctx.emit(out, "squeeze", part, axes=[axis])
         return out
 
     def step_input(self, t: int) -> TensorName:
         """x_t [B, I] (shared by both directions)."""
         if t not in self.steps:
+            axis = 1 if self.batch_first else 0
             part = self.ctx.temp_for(f"x{t}_slice")
-            self.ctx.emit(part, "slice", self.x, axes=[0], begin=[t], end=[t + 1], stride=[1])
+            self.ctx.emit(part, "slice", self.x, axes=[axis], begin=[t], end=[t + 1], stride=[1])
             self.steps[t] = self.ctx.temp_for(f"x{t}")
-            self.ctx.emit(self.steps[t], "squeeze", part, axes=[0])
+            self.ctx.emit(self.steps[t], "squeeze", part, axes=[axis])
         return self.steps[t]
 
     def emit(self, op: str, *args: object, hint: str, **named: object) -> TensorName:
@@ -126,25 +132,29 @@ class _Unroller:
         return self.emit("add", xw, hr, hint=hint)
 
     def outputs(self, sequences: list[list[TensorName]], finals: list[list[TensorName]]) -> None:
-        """Y [seq, dirs, B, H] from each direction's h per time step, and each final state [dirs, B, H]."""
+        """Y [seq, dirs, B, H] from each direction's h per time step, and each final state [dirs, B, H]
+        (layout 1: Y [B, seq, dirs, H], states [B, dirs, H])."""
         ctx, node = self.ctx, self.node
+        time_axis, dir_axis = (1, 2) if self.batch_first else (0, 1)
         if node.has_output(0):
             per_time = []
             for t in range(self.seq):
-                parts = [self.emit("unsqueeze", hs[t], axes=[0, 1], hint=f"y{t}_{d}") for d, hs in enumerate(sequences)]
-                per_time.append(parts[0] if len(parts) == 1 else self.emit("concat", parts, axis=1, hint=f"y{t}"))
+                parts = [self.emit("unsqueeze", hs[t], axes=[time_axis, dir_axis], hint=f"y{t}_{d}")
+                         for d, hs in enumerate(sequences)]
+                per_time.append(parts[0] if len(parts) == 1 else self.emit("concat", parts, axis=dir_axis, hint=f"y{t}"))
             if len(per_time) == 1:
                 ctx.emit(ctx.output(0), "copy", per_time[0])
             else:
-                ctx.emit(ctx.output(0), "concat", per_time, axis=0)
+                ctx.emit(ctx.output(0), "concat", per_time, axis=time_axis)
+        state_axis = 1 if self.batch_first else 0
         for index, states in enumerate(finals, start=1):
             if not node.has_output(index):
                 continue
-            parts = [self.emit("unsqueeze", s, axes=[0], hint=f"final{index}_{d}") for d, s in enumerate(states)]
+            parts = [self.emit("unsqueeze", s, axes=[state_axis], hint=f"final{index}_{d}") for d, s in enumerate(states)]
             if len(parts) == 1:
                 ctx.emit(ctx.output(index), "copy", parts[0])
             else:
-                ctx.emit(ctx.output(index), "concat", parts, axis=0)
+                ctx.emit(ctx.output(index), "concat", parts, axis=state_axis)
 
 
 def _times(direction: str, seq: int) -> list[int]:
@@ -160,9 +170,9 @@ def gru(ctx: ExportContext, node: Node) -> None:
     linear_before_reset = 0: n = tanh(add(linear(x_t, W_h, Wb_h), linear(mul(r, h), R_h, Rb_h)));
     h' = add(mul(sub(1.0, z), n), mul(z, h)) (ONNX's (1 - z) . n + z . h); Y = concat over t of
     unsqueeze(h'), Y_h = the last step's h' (module docstring; gate rows z, r, h as ONNX orders them)."""
-    seq, batch, _ = ctx.in_shape(0)
-    directions = _check(ctx, node, seq, batch)
     u = _Unroller(ctx, node, 3)
+    seq = u.seq
+    directions = _check(ctx, node, seq, u.batch)
     reset_first = int(node.attr("linear_before_reset", 0)) != 0
     sequences, finals = [], []
     for d, direction in enumerate(directions):
@@ -198,9 +208,9 @@ def lstm(ctx: ExportContext, node: Node) -> None:
     Rb_c))); c' = add(mul(f, c), mul(i, g)); o = sigmoid(... + mul(P_o, c')); h' = mul(o, tanh(c'));
     Y = concat over t of unsqueeze(h'), Y_h and Y_c the last step's (gate rows i, o, f, c as ONNX orders
     them; module docstring)."""
-    seq, batch, _ = ctx.in_shape(0)
-    directions = _check(ctx, node, seq, batch)
     u = _Unroller(ctx, node, 4)
+    seq = u.seq
+    directions = _check(ctx, node, seq, u.batch)
     peephole = ctx.constant(7, "P") if ctx.has_input(7) else None
     sequences, h_finals, c_finals = [], [], []
     for d, direction in enumerate(directions):
