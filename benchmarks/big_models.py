@@ -17,36 +17,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
 
-from benchmarks.bench_models import IR_VERSION, OPSET, SIDE, _Net
+from benchmarks import bench_models
+from benchmarks.bench_models import SIDE, _Net
 
 CLASSES = 1000
 
 
 class _Big(_Net):
-    """bench_models' builder with SiLU, squeeze-and-excitation and a 1,000-class head."""
+    """bench_models' builder with SiLU and a 1,000-class head."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.classes = CLASSES
 
     def silu(self, x: str) -> str:
         return self.node("Mul", [x, self.node("Sigmoid", [x], f"{x}_sigmoid")], f"{x}_silu")
-
-    def fc(self, x: str, channels: int) -> str:
-        flat = self.node("Flatten", [self.node("GlobalAveragePool", [x], "pool")], "flat", axis=1)
-        self.inits["fc_weight"] = (self.rng.standard_normal((CLASSES, channels)) / np.sqrt(channels)).astype(np.float32)
-        self.inits["fc_bias"] = self.rng.uniform(-0.1, 0.1, CLASSES).astype(np.float32)
-        self.macs += CLASSES * channels
-        return self.node("Gemm", [flat, "fc_weight", "fc_bias"], "logits", transB=1)
-
-    def model(self, name: str) -> onnx.ModelProto:
-        graph = helper.make_graph(
-            self.nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, SIDE, SIDE])],
-            [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, CLASSES])],
-            initializer=[numpy_helper.from_array(v, k) for k, v in self.inits.items()])
-        model = helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)],
-                                  producer_name="nncert benchmarks/big_models.py")
-        onnx.checker.check_model(model, full_check=True)
-        return model
 
     @property
     def parameters(self) -> int:
@@ -81,7 +67,7 @@ def efficientnet_b0() -> _Big:
             cin = cout
             block += 1
     x = n.silu(n.conv(x, "head", cin, 1280, side, k=1))
-    n.fc(x, 1280)
+    n.head(x, 1280)
     return n
 
 
@@ -105,34 +91,16 @@ def regnet_x_400mf() -> _Big:
             shortcut = n.conv(x, f"{p}_proj", cin, width, side, k=1, stride=stride) if stride != 1 or cin != width else x
             x = n.relu(n.node("Add", [y, shortcut], f"{p}_add"))
             cin = width
-    n.fc(x, cin)
+    n.head(x, cin)
     return n
 
 
 BUILDERS = {"efficientnet_b0": efficientnet_b0, "regnet_x_400mf": regnet_x_400mf}
 
-DEPLOY = """schema_version: 1
-model: {name}
-description: 5 M-parameter benchmark network built by benchmarks/big_models.py (random weights)
-inputs:
-  input:
-    shape: [1, 3, {side}, {side}]
-    distribution: {{kind: uniform, low: -1.0, high: 1.0}}
-validation:
-  vectors: 100
-  seed: 1234
-  tolerance:
-    max_abs_error: 1.0e-3
-    max_rel_error: null
-deployments:
-  single:
-    items: [{{name: CPU0, target: cpu}}]
-    default_item: CPU0
-    sync: event
-met:
-  runs: 20
-  budget_us: 1000000
-"""
+# bench_models' deploy.yaml with 100 validation vectors (what an export of a real network validates on)
+DEPLOY = bench_models.DEPLOY.replace("vectors: 4", "vectors: 100").replace(
+    "benchmark model built by benchmarks/bench_models.py", "5 M-parameter benchmark network built by benchmarks/big_models.py")
+assert "vectors: 100" in DEPLOY and "big_models.py" in DEPLOY
 
 
 def write_model(name: str, folder: Path) -> int:
