@@ -1007,6 +1007,11 @@ class ErrorBound:
         env[""] = Bounded(np.zeros(0), np.zeros(0))
         outputs = {o.name for o in self.model.graph.output}
         last = self._last_reader()
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is a non-finite bound: caught below
+            self._walk(env, outputs, last)
+        return {o.name: env[o.name] for o in self.model.graph.output}
+
+    def _walk(self, env: dict[str, Bounded], outputs: set[str], last: dict[str, int]) -> None:
         for index, node in enumerate(self.model.graph.node):
             if node.op_type == "Constant":
                 env[node.output[0]] = self._known(node.output[0], numpy_helper.to_array(_attrs(node)["value"]))
@@ -1030,7 +1035,6 @@ class ErrorBound:
             for name in set(node.input):
                 if name and last.get(name) == index and name not in outputs:
                     del env[name]
-        return {o.name: env[o.name] for o in self.model.graph.output}
 
     def _last_reader(self) -> dict[str, int]:
         """Tensor name -> index of the last node that reads it."""

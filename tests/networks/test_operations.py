@@ -123,3 +123,37 @@ def test_an_unsupported_operator_on_constants_is_folded_and_the_export_succeeds(
     result = convert(model)
     assert [op.name for op in result.graph.operations] == ["external", "mul"]
     assert "y = mul(x, 1.0);" in result.text  # sqrt(float(7 mod 3)), a literal
+
+
+CUDA_KERNELS = """
+    x = external<scalar>(shape = [2, 3, 5, 4]);
+    a = variable<scalar>(shape = [1, 3], label = 'a');
+    p0 = pad(x, padding = [(0, 0), (0, 1), (2, 1), (1, 3)], border = 'constant', value = 0.5);
+    p1 = pad(x, padding = [(0, 0), (0, 0), (2, 3), (1, 0)], border = 'replicate', value = 0.0);
+    p2 = pad(x, padding = [(0, 0), (1, 1), (4, 6), (3, 3)], border = 'reflect', value = 0.0);
+    p3 = pad(x, padding = [(0, 0), (2, 0), (5, 1), (0, 4)], border = 'reflect-even', value = 0.0);
+    l = leaky_relu(x, alpha = 0.1);
+    r = prelu(x, a);
+    n = local_response_normalization(x, size = [1, 3, 1, 1], alpha = 0.0002, beta = 0.75, bias = 1.0);
+    m = local_response_normalization(x, size = [1, 2, 3, 1], alpha = 0.5, beta = 0.5, bias = 2.0);
+"""
+CUDA_OUTPUTS = ["p0", "p1", "p2", "p3", "l", "r", "n", "m"]
+
+
+def test_cuda_pad_prelu_leaky_relu_lrn_reproduce_the_reference(tmp_path):
+    """The CUDA kernels added for the networks issue 29 ran (AveragePool with ceil rows and
+    count_include_pad exports a pad; LeakyRelu, PRelu, LRN): every border of pad, -0, NaN, infinities."""
+    x = RNG.standard_normal((6, 2, 3, 5, 4)).astype(np.float32)
+    flat = x.reshape(6, -1)
+    flat[1, :4] = [-0.0, np.nan, np.inf, -np.inf]
+    weights = {"a": np.array([[0.25, -1.5, 0.0]], np.float32)}
+    text = (f"version 1.0;\n\ngraphitem {C.ITEM} g( x ) -> ( {', '.join(CUDA_OUTPUTS)} )\n{{\n"
+            + "\n".join(f"    {line.strip()}" for line in CUDA_KERNELS.strip().splitlines()) + "\n}\n")
+    split = C.one_item(tmp_path / "split", text)
+    from pipeline.nnef.tensorfile import write_tensor
+
+    write_tensor(split / "a.dat", weights["a"])
+    manifest = C.generate(split, split, tmp_path / "code")
+    expected = H.reference(split / f"{C.ITEM}.nnef", {"x": x}, weights, CUDA_OUTPUTS)
+    for got in C.emulate(tmp_path / "code", manifest, {"x": x}, tmp_path / "run"):
+        H.assert_bit_identical(got, expected, "CUDA emulation")

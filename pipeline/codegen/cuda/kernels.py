@@ -522,3 +522,99 @@ def avg_pool(b: Body) -> None:
         b.emit("y[i] = NNEF_DIV(acc, (float)(taps ? taps : 1u));")
     else:
         b.emit(f"y[i] = NNEF_DIV(acc, {flit(F32(math.prod(g.size)))});")
+
+
+@emitter("leaky_relu", "prelu")
+def leaky_relu(b: Body) -> None:
+    """select(x < 0, alpha * x, x): -0 and NaN are never < 0 and pass unchanged (elementwise.md); prelu's
+    alpha a tensor broadcast NNEF-style, leaky_relu's a float attribute."""
+    c = b.coords()
+    x = b.read(b.arg("x"), c)
+    alpha = b.read(b.arg("alpha"), c) if b.op.name == "prelu" else flit(F32(b.op.attribs["alpha"]))
+    b.emit(f"const float x = {x};")
+    b.emit(f"y[i] = (x < 0.0f) ? NNEF_MUL({alpha}, x) : x;")
+
+
+def _border_index(j: str, n: int, border: str) -> str:
+    """The input index an int position `j` (possibly outside [0, n)) reads under `border`
+    (pipeline/semantics/windows.py: replicate clamps, reflect mirrors without the edge, reflect-even
+    with it, both periodically)."""
+    if border == "replicate":
+        return f"({j} < 0 ? 0 : ({j} > {n - 1} ? {n - 1} : {j}))"
+    if border == "reflect":
+        if n == 1:
+            return "0"
+        period = 2 * (n - 1)
+        m = f"((({j}) % {period} + {period}) % {period})"
+        return f"({m} < {n} ? {m} : {period} - {m})"
+    period = 2 * n
+    m = f"((({j}) % {period} + {period}) % {period})"
+    return f"({m} < {n} ? {m} : {period - 1} - {m})"
+
+
+@emitter("pad")
+def pad(b: Body) -> None:
+    """y[u] = x[u - p] inside the input; outside: `value` (constant) or the element the border names
+    (replicate, reflect, reflect-even). A copy: no arithmetic."""
+    x = b.arg("input")
+    if x.is_literal:
+        raise Unsupported("pad: literal operand")
+    border = str(b.op.attribs.get("border", "constant"))
+    if border not in ("constant", "replicate", "reflect", "reflect-even"):
+        raise Unsupported(f"pad: border '{border}'")
+    padding = [(int(p), int(q)) for p, q in b.op.attribs["padding"]]
+    if len(padding) != len(x.shape) or any(p < 0 or q < 0 for p, q in padding):
+        raise Unsupported(f"pad: padding {padding} for rank {len(x.shape)} (non-negative pairs)")
+    st = strides(list(x.shape))
+    terms, tests = [], []
+    for a, (n, (p, q)) in enumerate(zip(x.shape, padding)):
+        j = f"((int)u{a} - {p})" if p else f"(int)u{a}"
+        if p or q:
+            if border == "constant":
+                tests.append(f"{j} >= 0 && {j} < {n}")
+            else:
+                j = _border_index(j, n, border)
+        if n != 1:
+            terms.append(f"{j} * {st[a]}")
+    read = f"{x.param}[{' + '.join(terms) or '0'}]"
+    if tests:
+        b.emit(f"y[i] = ({' && '.join(tests)}) ? {read} : {flit(F32(b.op.attribs.get('value', 0.0)))};")
+    else:
+        b.emit(f"y[i] = {read};")
+
+
+@emitter("local_response_normalization")
+def local_response_normalization(b: Body) -> None:
+    """sigma = bias + alpha * ((+0 + t over the window's taps inside the input, row-major) / volume),
+    t = x * x, the window centred by NNEF's automatic padding; y = x / pow(sigma, beta)
+    (normalization.md, as the C kernel)."""
+    x = b.arg("input")
+    size = [int(v) for v in b.op.attribs["size"]]
+    if x.is_literal or len(size) != len(x.shape):
+        raise Unsupported(f"local_response_normalization: size {size} for input {list(x.shape)}")
+    u, st = b.coords(), strides(list(x.shape))
+    b.emit("/* acc = +0; acc = acc + t * t over the window row-major, padded taps skipped */")
+    b.emit("float acc = 0.0f;")
+    depth, index, tests = 0, [], []
+    for a, (n, k) in enumerate(zip(x.shape, size)):
+        if k == 1:
+            if n != 1:
+                index.append(f"{u[a]} * {st[a]}")
+            continue
+        before = (k - 1) // 2  # NNEF automatic padding, stride 1: the odd unit after
+        b.emit(f"{'    ' * depth}for (unsigned t{a} = 0; t{a} < {k}u; ++t{a}) {{")
+        depth += 1
+        b.emit(f"{'    ' * depth}const int p{a} = (int){u[a]} + (int)t{a} - {before};")
+        tests.append(f"p{a} >= 0 && p{a} < {n}")
+        index.append(f"p{a} * {st[a]}")
+    ind = "    " * depth
+    if tests:
+        b.emit(f"{ind}if (!({' && '.join(tests)})) continue;")
+    b.emit(f"{ind}const float v = {x.param}[{' + '.join(index) or '0'}];")
+    b.emit(f"{ind}acc = NNEF_ADD(acc, NNEF_MUL(v, v));")
+    for level in range(depth - 1, -1, -1):
+        b.emit("    " * level + "}")
+    alpha, beta, bias = (flit(F32(b.op.attribs[key])) for key in ("alpha", "beta", "bias"))
+    volume = flit(F32(math.prod(size)))
+    b.emit(f"const float sigma = NNEF_ADD({bias}, NNEF_MUL({alpha}, NNEF_DIV(acc, {volume})));")
+    b.emit(f"y[i] = NNEF_DIV({b.read(x, u)}, nnef_pow(sigma, {beta}));")
