@@ -79,7 +79,8 @@ def _project(folder: Path, name: str, onnx_path: Path | None) -> int:
     models.mkdir(parents=True)
     shutil.copy(onnx_path, models / "model.onnx")
     model = onnx.load(str(onnx_path))
-    (models / "deploy.yaml").write_text(big_models.DEPLOY.format(name=name, side=64).replace(
+    side = model.graph.input[0].type.tensor_type.shape.dim[-1].dim_value
+    (models / "deploy.yaml").write_text(big_models.DEPLOY.format(name=name, side=side).replace(
         "  input:\n", f"  {model.graph.input[0].name}:\n"))
     return sum(int(__import__("math").prod(t.dims)) for t in model.graph.initializer)
 
@@ -96,7 +97,8 @@ def bench(name: str, onnx_path: Path | None) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="*", default=["efficientnet_b0", "regnet_x_400mf"])
-    parser.add_argument("--onnx", nargs="*", default=[], type=Path, help="ONNX files (64x64 input) to bench too")
+    parser.add_argument("--onnx", nargs="*", default=[], type=Path,
+                        help="ONNX files ([1, 3, side, side] input) to bench too")
     parser.add_argument("--json", action="store_true", help="print the measures as JSON too")
     args = parser.parse_args(argv)
     rows = [["network", "parameters", "export CPU s", "peak MB", "onnxruntime CPU s", "ratio", "goals (30 s, 1 GB)"]]
