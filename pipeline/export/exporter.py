@@ -33,7 +33,7 @@ from pipeline.atomic import canonical_json, write_bytes
 from pipeline.export.context import ExportContext
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError, node_error
-from pipeline.export.fold import evaluate, folded_nodes, folded_without_converter, refine_shapes
+from pipeline.export.fold import fold, folded_without_converter, refine_shapes
 from pipeline.export.names import sanitize
 from pipeline.export.onnx_model import DEFAULT_DOMAINS, Node, OnnxModel, load_onnx
 from pipeline.export.provenance import build_provenance
@@ -86,7 +86,7 @@ def _unsupported(ctx: ExportContext, folded: set[int]) -> list[tuple[Node, str]]
 def _convert_nodes(ctx: ExportContext) -> None:
     """Every unsupported operator of the model is reported in one EXPORT-E003 before any conversion."""
     model = ctx.model
-    folded = folded_nodes(model)
+    folded, values = fold(model, ctx.supported)
     problems = _unsupported(ctx, folded)
     if problems:
         first = problems[0][0]
@@ -98,7 +98,6 @@ def _convert_nodes(ctx: ExportContext) -> None:
                        + "; ".join(f"{n.op_type} at node '{n.label}' (index {n.index})" for n in constant))
         raise node_error("EXPORT-E003", f"{count}: {listed}", node_name=first.label,
                          op_type=first.op_type, opset=first.opset, supported=ctx.supported)
-    values = evaluate(model, folded, ctx.supported)
     try:
         refine_shapes(model, values)
     except Exception as exc:  # noqa: BLE001 - InferenceError and friends

@@ -157,3 +157,18 @@ def test_cuda_pad_prelu_leaky_relu_lrn_reproduce_the_reference(tmp_path):
     expected = H.reference(split / f"{C.ITEM}.nnef", {"x": x}, weights, CUDA_OUTPUTS)
     for got in C.emulate(tmp_path / "code", manifest, {"x": x}, tmp_path / "run"):
         H.assert_bit_identical(got, expected, "CUDA emulation")
+
+
+def test_a_constant_node_onnx_reference_cannot_evaluate_goes_to_its_converter():
+    """onnx.reference 1.23 fails on Unsqueeze at opset 8 (it picks its opset-13 form); the Squeeze before
+    it is folded, the Unsqueeze converted, and ONNX shape inference still sees every folded value (an
+    IR 3 model declares initializers as graph inputs too)."""
+    model = _case([node("Squeeze", ["k"], ["s"], axes=[0]), node("Unsqueeze", ["s"], ["u"], axes=[0]),
+                   node("Add", ["x", "u"], ["y"])], {"x": [1, 4]}, {"y": [1, 4]},
+                  {"k": np.arange(4, dtype=np.float32).reshape(1, 4)}, opset=8)
+    model.ir_version = 3
+    model.graph.input.extend([helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, 4])])
+    result = convert(model)
+    assert [op.name for op in result.graph.operations] == ["external", "variable", "unsqueeze", "add"]
+    folded = [n["op_type"] for n in result.provenance["nodes"] if n.get("folded") is not None]
+    assert folded == ["Squeeze"]
