@@ -31,6 +31,7 @@ class _Net:
         self.nodes: list[onnx.NodeProto] = []
         self.inits: dict[str, np.ndarray] = {}
         self.macs = 0
+        self.classes = CLASSES
 
     def node(self, op: str, inputs: list[str], out: str, **attrs) -> str:
         self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
@@ -51,15 +52,15 @@ class _Net:
 
     def head(self, x: str, channels: int) -> str:
         flat = self.node("Flatten", [self.node("GlobalAveragePool", [x], "pool")], "flat", axis=1)
-        self.inits["fc_weight"] = (self.rng.standard_normal((CLASSES, channels)) / np.sqrt(channels)).astype(np.float32)
-        self.inits["fc_bias"] = self.rng.uniform(-0.1, 0.1, CLASSES).astype(np.float32)
-        self.macs += CLASSES * channels
+        self.inits["fc_weight"] = (self.rng.standard_normal((self.classes, channels)) / np.sqrt(channels)).astype(np.float32)
+        self.inits["fc_bias"] = self.rng.uniform(-0.1, 0.1, self.classes).astype(np.float32)
+        self.macs += self.classes * channels
         return self.node("Gemm", [flat, "fc_weight", "fc_bias"], "logits", transB=1)
 
     def model(self, name: str) -> onnx.ModelProto:
         graph = helper.make_graph(
             self.nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, SIDE, SIDE])],
-            [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, CLASSES])],
+            [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, self.classes])],
             initializer=[numpy_helper.from_array(v, k) for k, v in self.inits.items()])
         model = helper.make_model(graph, ir_version=IR_VERSION, opset_imports=[helper.make_opsetid("", OPSET)],
                                   producer_name="nncert benchmarks/bench_models.py")

@@ -88,12 +88,12 @@ class Arithmetic:
 # Our reference: the documented order (no rewrite), the transcendental programs' measured maxima
 # rounded up (docs/semantics/transcendental.md).
 REFERENCE = Arithmetic("reference semantics (float32)", 0,
-                       {"exp": 1.0, "tanh": 1.1, "sigmoid": 2.5, "log": 1.0, "pow": 32.0})
+                       {"exp": 1.0, "tanh": 1.1, "sigmoid": 2.5, "log": 1.0, "pow": 32.0, "erf": 1.5})
 # onnxruntime (CPU provider, ORT_ENABLE_ALL): Conv+BatchNormalization folding (4 extra roundings),
 # MLAS polynomial exp/tanh/logistic: an assumption, checked on every model by the
 # onnxruntime-against-yardstick check.
 ONNXRUNTIME = Arithmetic("onnxruntime (CPUExecutionProvider, float32)", 4,
-                         {"exp": 4.0, "tanh": 4.0, "sigmoid": 4.0, "log": 4.0, "pow": 4.0}, 2.0 ** -24)
+                         {"exp": 4.0, "tanh": 4.0, "sigmoid": 4.0, "log": 4.0, "pow": 4.0, "erf": 4.0}, 2.0 ** -24)
 
 
 # NVDLA items, mode `ideal` and (an assumption to be checked on hardware) CACC accumulating at least as
@@ -102,6 +102,7 @@ ONNXRUNTIME = Arithmetic("onnxruntime (CPUExecutionProvider, float32)", 4,
 NVDLA_FP16 = Arithmetic("NVDLA FP16 (FP16 storage, float32 accumulation)", 0, {"exp": 4.0}, storage=FP16)
 
 NO_RULE, DATA_DEPENDENT, STORAGE_OVERFLOW, NO_STORAGE_RULE = "BOUND-E001", "BOUND-E002", "BOUND-E003", "BOUND-E004"
+NOT_FINITE = "BOUND-E005"
 
 
 class BoundUnavailable(Exception):
@@ -109,7 +110,8 @@ class BoundUnavailable(Exception):
 
     `code`: BOUND-E001 no rule for an operator or attribute, BOUND-E002 a data-dependent refusal,
     BOUND-E003 a value whose bound reaches the storage format's largest value, BOUND-E004 an
-    operator the storage arithmetic has no rule for (docs/compare.md, "Errors")."""
+    operator the storage arithmetic has no rule for, BOUND-E005 a tensor whose bound is not finite
+    (the pass stops there: a bound that says nothing costs no further work; docs/compare.md, "Errors")."""
 
     def __init__(self, message: str, code: str = NO_RULE) -> None:
         super().__init__(message)
@@ -157,7 +159,11 @@ def _rounding(a: Arithmetic, y: np.ndarray, fn: str) -> np.ndarray:
 
 def _conv64(x: np.ndarray, w: np.ndarray, pads: list[int], strides: list[int], dilations: list[int],
             group: int) -> np.ndarray:
-    """Cross-correlation (ONNX Conv without bias) in float64, any number of spatial axes."""
+    """Cross-correlation (ONNX Conv without bias) in float64, any number of spatial axes.
+
+    Per kernel tap, every group at once: a depthwise tap is one broadcast product, any other a
+    batched matrix product [G, Og, Cg] @ [N, G, Cg, positions] (no Python loop over groups:
+    efficientnet_b0's depthwise convolutions have up to 1,152 of them)."""
     spatial = x.ndim - 2
     half = len(pads) // 2
     x = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[i + half]) for i in range(spatial)])
@@ -165,17 +171,21 @@ def _conv64(x: np.ndarray, w: np.ndarray, pads: list[int], strides: list[int], d
     o, cg = w.shape[:2]
     kernel = w.shape[2:]
     out_shape = [(x.shape[2 + i] - dilations[i] * (kernel[i] - 1) - 1) // strides[i] + 1 for i in range(spatial)]
-    out = np.zeros([n, o, *out_shape])
     og = o // group
-    for g in range(group):
-        xg = x[:, g * cg:(g + 1) * cg]
-        wg = w[g * og:(g + 1) * og]
-        for k in np.ndindex(*kernel):
-            sl = tuple(slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (out_shape[i] - 1) + 1, strides[i])
-                       for i in range(spatial))
-            out[:, g * og:(g + 1) * og] += np.einsum("nc...,oc->no...", xg[(slice(None), slice(None), *sl)],
-                                                    wg[(slice(None), slice(None), *k)])
-    return out
+    positions = int(np.prod(out_shape))
+    xg = x.reshape(n, group, cg, *x.shape[2:])
+    wg = w.reshape(group, og, cg, *kernel)
+    out = np.zeros([n, group, og, positions])
+    for k in np.ndindex(*kernel):
+        sl = tuple(slice(k[i] * dilations[i], k[i] * dilations[i] + strides[i] * (out_shape[i] - 1) + 1, strides[i])
+                   for i in range(spatial))
+        patch = xg[(slice(None), slice(None), slice(None), *sl)].reshape(n, group, cg, positions)
+        tap = wg[(slice(None), slice(None), slice(None), *k)]
+        if cg == 1 and og == 1:
+            out += patch * tap.reshape(1, group, 1, 1)
+        else:
+            out += np.matmul(tap[None], patch)
+    return out.reshape(n, o, *out_shape)
 
 
 def _bilinear(a: Arithmetic, f: Callable[[np.ndarray, np.ndarray], np.ndarray], x: Bounded, w: Bounded,
@@ -423,17 +433,35 @@ def _window(x: np.ndarray, kernel: list[int], pads: list[int], strides: list[int
     return windows[(slice(None), slice(None), *[slice(None, None, s) for s in strides])]
 
 
-def _pool_attrs(node: onnx.NodeProto, spatial: int) -> tuple[list[int], list[int], list[int], dict[str, object]]:
+def _pool_attrs(node: onnx.NodeProto, shape: tuple[int, ...]) -> tuple[list[int], list[int], list[int], dict[str, object]]:
+    """kernel, pads, strides and attributes of a pool; ceil_mode as end padding: the output extent
+    ceil((n + p + q - span) / s) + 1, less one where that last window would start in the end padding
+    (ONNX), the taps past the input's end padded like the others (MaxPool: never the maximum;
+    AveragePool without count_include_pad: not counted)."""
     at = _attrs(node)
-    if at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") or at.get("ceil_mode", 0):
-        raise BoundUnavailable(f"{node.op_type} with auto_pad or ceil_mode")
+    spatial = len(shape) - 2
+    if at.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        raise BoundUnavailable(f"{node.op_type} with auto_pad")
     kernel = list(at["kernel_shape"])
-    return kernel, list(at.get("pads", [0] * 2 * spatial)), list(at.get("strides", [1] * spatial)), at
+    pads = list(at.get("pads", [0] * 2 * spatial))
+    strides = list(at.get("strides", [1] * spatial))
+    if at.get("ceil_mode", 0):
+        if node.op_type == "AveragePool" and at.get("count_include_pad", 0):
+            raise BoundUnavailable("AveragePool with ceil_mode and count_include_pad")
+        dilations = list(at.get("dilations", [1] * spatial))
+        for i in range(spatial):
+            extent = shape[2 + i] + pads[i] + pads[i + spatial]
+            span = (kernel[i] - 1) * dilations[i] + 1
+            out = -(-(extent - span) // strides[i]) + 1
+            if (out - 1) * strides[i] >= shape[2 + i] + pads[i]:
+                out -= 1
+            pads[i + spatial] += max(0, (out - 1) * strides[i] + span - extent)
+    return kernel, pads, strides, at
 
 
 def _maxpool(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
     x = ins[0]
-    kernel, pads, strides, at = _pool_attrs(node, x.v.ndim - 2)
+    kernel, pads, strides, at = _pool_attrs(node, x.v.shape)
     dil = list(at.get("dilations", [1] * len(kernel)))
     axes = tuple(range(-len(kernel), 0))
     v = _window(x.v, kernel, pads, strides, -np.inf, dil).max(axis=axes)
@@ -451,7 +479,7 @@ def _average(x: Bounded, axes: tuple[int, ...], count: np.ndarray | int, a: Arit
 
 def _avgpool(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
     x = ins[0]
-    kernel, pads, strides, at = _pool_attrs(node, x.v.ndim - 2)
+    kernel, pads, strides, at = _pool_attrs(node, x.v.shape)
     axes = tuple(range(-len(kernel), 0))
     windows = Bounded(_window(x.v, kernel, pads, strides, 0.0), _window(x.e, kernel, pads, strides, 0.0))
     if at.get("count_include_pad", 0):
@@ -612,25 +640,29 @@ def _batchnorm_folded(storage: Storage, x: Bounded, f: np.ndarray, m: np.ndarray
 
 
 def _hardsigmoid_parts(x: Bounded, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray]:
-    """max(0, min(1, alpha x + beta)): Lipschitz |alpha|; alpha x, + beta: two roundings, a third for an
-    implementation that rounds alpha to float32 (HardSwish's 1/6) or divides by 6."""
+    """max(0, min(1, alpha x + beta)) and the rounding of its evaluation on the computed x^ (alpha x, + beta:
+    two roundings, a third for an implementation that rounds alpha to float32 (HardSwish's 1/6) or divides
+    by 6; the clamp is exact). The propagated error is the caller's: Lipschitz |alpha| here."""
     v = np.clip(alpha * x.v + beta, 0.0, 1.0)
-    return v, abs(alpha) * x.e + gamma(3) * (abs(alpha) * x.hi + abs(beta)) + TINY
+    return v, gamma(3) * (abs(alpha) * x.hi + abs(beta)) + TINY
 
 
 def _hardsigmoid(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
     at = _attrs(node)
-    v, e = _hardsigmoid_parts(ins[0], float(at.get("alpha", 0.2)), float(at.get("beta", 0.5)))
-    return [Bounded(v, e)]
+    alpha = float(at.get("alpha", 0.2))
+    v, rounding = _hardsigmoid_parts(ins[0], alpha, float(at.get("beta", 0.5)))
+    return [Bounded(v, abs(alpha) * ins[0].e + rounding)]
 
 
 def _hardswish(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
-    """x * hardsigmoid(x; 1/6, 1/2): slope in [-1/2, 3/2]; the product of x^ and h^ rounds once more."""
+    """y = x h(x), h = hardsigmoid(x; 1/6, 1/2). The exact function is 3/2-Lipschitz (its slope lies in
+    [-1/2, 3/2]), so the incoming error contributes 1.5 e_x, linearly; evaluating on x^ adds |x^| times
+    h's rounding, and the product one rounding of |x^| h^ <= |x^| (h^ <= 1). The rule once multiplied the
+    incoming error by itself (|x^| e_h with e_h holding e_x / 6): quadratic, it overflowed to inf over
+    17 convolution + HardSwish layers (issue 29)."""
     x = ins[0]
-    h, eh = _hardsigmoid_parts(x, 1.0 / 6.0, 0.5)
-    v = x.v * h
-    hi_h = np.minimum(h + eh, 1.0)
-    return [Bounded(v, 1.5 * x.e + x.hi * eh + gamma(2) * x.hi * hi_h + TINY)]
+    h, rounding = _hardsigmoid_parts(x, 1.0 / 6.0, 0.5)
+    return [Bounded(x.v * h, 1.5 * x.e + x.hi * rounding + U * x.hi + TINY)]
 
 
 def _prelu(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
@@ -793,15 +825,70 @@ def _gather(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bou
 
 
 _INTEGER = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
-            "Div": lambda x, y: np.trunc(np.true_divide(x, y)).astype(np.int64)}
+            "Div": lambda x, y: np.trunc(np.true_divide(x, y)).astype(np.int64),
+            "Mod": np.mod}  # fmod = 0 on integers: the sign of the divisor, as Python's %
+
+
+def _sqrt(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """sqrt is increasing and concave: the largest change on [v - e, v + e] is sqrt(v) - sqrt(max(v - e, 0));
+    one correct rounding (IEEE sqrt, ours and onnxruntime's) of at most u sqrt(v + e)."""
+    x = ins[0]
+    if np.any(x.v < 0):
+        raise BoundUnavailable(f"Sqrt of a negative value (node '{node.name or node.output[0]}')", DATA_DEPENDENT)
+    root = np.sqrt(x.v)
+    return [Bounded(root, root - np.sqrt(np.maximum(x.v - x.e, 0.0)) + U * np.sqrt(x.v + x.e) + TINY)]
+
+
+ERF_LIPSCHITZ = 2.0 / math.sqrt(math.pi)  # erf's largest slope, at 0
+
+
+def _erf(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """2/sqrt(pi)-Lipschitz, values in [-1, 1]: propagated min(2/sqrt(pi) e, 2), plus erf's accuracy."""
+    x = ins[0]
+    y = np.vectorize(math.erf, otypes=[np.float64])(x.v) if x.v.size else x.v
+    hi = np.minimum(np.abs(y) + ERF_LIPSCHITZ * x.e, 1.0)
+    return [Bounded(y, np.minimum(ERF_LIPSCHITZ * x.e, 2.0) + _rounding(a, hi, "erf"))]
+
+
+def _pow(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """x^2 and x^3 with an exact constant exponent (x * x, x * x * x: one and two roundings, what the
+    export writes and onnxruntime computes); any other exponent has no rule here."""
+    x, y = ins
+    exponent = np.unique(y.v) if y.v.size else y.v
+    if np.any(y.e) or exponent.size != 1 or float(exponent[0]) not in (2.0, 3.0):
+        raise BoundUnavailable(f"Pow with an exponent other than a constant 2 or 3 (node '{node.name or node.output[0]}')")
+    n = int(exponent[0])
+    mag = x.hi ** n
+    return [Bounded(x.v ** n, mag - np.abs(x.v) ** n + gamma(n - 1) * mag + TINY)]
+
+
+def _cast(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """Cast to float (from float: the identity; from integers below 2^24: exact) or from an exact value to
+    an integer type (shape arithmetic); a cast that rounds a value with an error has no rule."""
+    x = ins[0]
+    to = int(_attrs(node)["to"])
+    if to in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
+        if x.v.dtype.kind in "iu" and np.any(np.abs(x.v) >= 2 ** 24):
+            raise BoundUnavailable(f"Cast of an integer beyond 2^24 to float (node '{node.name or node.output[0]}')")
+        return [Bounded(np.asarray(x.v, np.float64), x.e)]
+    if np.any(x.e) or x.v.dtype.kind == "f":
+        raise BoundUnavailable(f"Cast of a float to {onnx.TensorProto.DataType.Name(to)} (node "
+                               f"'{node.name or node.output[0]}')")
+    target = onnx.helper.tensor_dtype_to_np_dtype(to)
+    return [Bounded(np.asarray(x.v).astype(target), np.zeros(np.shape(x.v)))]
 
 
 def _integer(node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded] | None:
     """Shape arithmetic on int64 tensors: exact, no rounding."""
     if node.op_type not in _INTEGER or not all(np.asarray(i.v).dtype.kind in "iu" for i in ins):
         return None
-    value = _INTEGER[node.op_type](ins[0].v, ins[1].v)
+    fn = np.fmod if node.op_type == "Mod" and _attrs(node).get("fmod", 0) else _INTEGER[node.op_type]
+    value = fn(ins[0].v, ins[1].v)
     return [Bounded(value, np.zeros(np.shape(value)))]
+
+
+def _float_mod(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    raise BoundUnavailable(f"no error-bound rule for Mod of floats (node '{node.name or node.output[0]}')")
 
 
 def _identity(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
@@ -842,6 +929,7 @@ RULES: dict[str, Callable[..., list[Bounded]]] = {
     "Min": _extremum(np.minimum), "Sum": _sum, "GlobalMaxPool": _global_maxpool, "ReduceMean": _reduce_mean,
     "Pad": _pad, "Slice": _slice, "Split": _split, "Shape": _shape, "Gather": _gather,
     "ConvTranspose": _conv_transpose, "LRN": _lrn, "Resize": _resize,
+    "Sqrt": _sqrt, "Erf": _erf, "Pow": _pow, "Cast": _cast, "Mod": _float_mod,
 }
 
 
@@ -879,6 +967,7 @@ class ErrorBound:
         used = {name for n in model.graph.node if n.op_type != "BatchNormalization" for name in n.input}
         used |= {name for n in model.graph.node if n.op_type == "BatchNormalization" for name in n.input[:1]}
         self.exact = folded - used
+        self._last: dict[str, int] | None = None
 
     def _known(self, name: str, value: np.ndarray) -> Bounded:
         """A constant or an input: exact, or stored (its rounding error known exactly)."""
@@ -909,11 +998,21 @@ class ErrorBound:
         return x
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, Bounded]:
+        """Every output's value and bound on one input vector. A tensor is dropped after its last
+        reader (memory: one vector of resnet18 at 224x224 held 1.77 GB of float64 pairs); a tensor
+        whose bound is not finite stops the pass (BOUND-E005, naming it)."""
         env: dict[str, Bounded] = {name: self._known(name, c) for name, c in self.constants.items()}
         for name, value in inputs.items():
             env[name] = self._known(name, np.asarray(value, np.float32))
         env[""] = Bounded(np.zeros(0), np.zeros(0))
-        for node in self.model.graph.node:
+        outputs = {o.name for o in self.model.graph.output}
+        last = self._last_reader()
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is a non-finite bound: caught below
+            self._walk(env, outputs, last)
+        return {o.name: env[o.name] for o in self.model.graph.output}
+
+    def _walk(self, env: dict[str, Bounded], outputs: set[str], last: dict[str, int]) -> None:
+        for index, node in enumerate(self.model.graph.node):
             if node.op_type == "Constant":
                 env[node.output[0]] = self._known(node.output[0], numpy_helper.to_array(_attrs(node)["value"]))
                 continue
@@ -928,8 +1027,20 @@ class ErrorBound:
             else:
                 outs = RULES[node.op_type](self.arithmetic, node, ins)
             for name, value in zip(node.output, outs):
-                env[name] = self._store(node, name, value)
-        return {o.name: env[o.name] for o in self.model.graph.output}
+                value = self._store(node, name, value)
+                if value.e.size and not np.isfinite(value.e).all():
+                    raise BoundUnavailable(f"the bound of '{name}' (node '{node.name or node.output[0]}', "
+                                           f"{node.op_type}) is not finite", NOT_FINITE)
+                env[name] = value
+            for name in set(node.input):
+                if name and last.get(name) == index and name not in outputs:
+                    del env[name]
+
+    def _last_reader(self) -> dict[str, int]:
+        """Tensor name -> index of the last node that reads it."""
+        if self._last is None:
+            self._last = {name: index for index, node in enumerate(self.model.graph.node) for name in node.input}
+        return self._last
 
 
 def tolerance_bound(model: onnx.ModelProto) -> tuple[ErrorBound, ErrorBound]:

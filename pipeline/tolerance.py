@@ -16,6 +16,7 @@ Used by the export validation (reference semantics vs onnxruntime) and by the co
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,8 +36,13 @@ class EffectiveTolerance:
     reason: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"effective_max_abs_error": self.effective, "limit_max_abs_error": self.limit,
-                "computed_max_abs_error": self.computed, "measured_rounding_max_abs_error": self.measured_rounding,
+        """The rule's figures; a non-finite one (never expected: such a bound is not discriminating) as text."""
+        def number(value: float | None) -> float | str | None:
+            return value if value is None or math.isfinite(value) else str(value)
+
+        return {"effective_max_abs_error": number(self.effective), "limit_max_abs_error": number(self.limit),
+                "computed_max_abs_error": number(self.computed),
+                "measured_rounding_max_abs_error": number(self.measured_rounding),
                 "basis": self.basis, "justified": self.justified, "reason": self.reason}
 
 
@@ -63,6 +69,26 @@ def effective_tolerance(limit: float, computed: float | None, measured_rounding:
                               f"(rounding, not a defect, if export.bound_reference and export.bound_onnxruntime pass; "
                               f"a deploy.yaml validation.tolerance.max_abs_error of at least {measured_rounding:.1e} "
                               f"would be justified by the measured rounding)")
+
+
+# A computed bound more than this many times the measured distance to the float64 yardstick says
+# nothing a tolerance could use: it is reported as not discriminating and no longer computed.
+DISCRIMINATION_RATIO = 100.0
+UNIT_ROUNDOFF = 2.0 ** -24
+
+
+def bound_discrimination(bound: float, measured: float, magnitude: float) -> tuple[bool, str]:
+    """Whether a computed forward error bound discriminates: finite and at most DISCRIMINATION_RATIO
+    times the measured distance to the float64 yardstick. The distance counts as at least one float32
+    rounding of the output's largest magnitude (a float32 result that happens to be exact on the
+    validation vectors is no reason to refuse a bound of a few roundings); '' or why not."""
+    floor = max(measured, UNIT_ROUNDOFF * magnitude, 2.0 ** -149)
+    if not math.isfinite(bound):
+        return False, f"bound {bound} is not finite"
+    if bound > DISCRIMINATION_RATIO * floor:
+        return False, (f"bound {bound:.3e} is {bound / floor:.3g} times the measured distance {floor:.3e} to the "
+                       f"float64 yardstick (more than {DISCRIMINATION_RATIO:g} times)")
+    return True, ""
 
 
 def spread(values: np.ndarray) -> float:

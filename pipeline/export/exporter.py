@@ -33,7 +33,7 @@ from pipeline.atomic import canonical_json, write_bytes
 from pipeline.export.context import ExportContext
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError, node_error
-from pipeline.export.fold import evaluate, folded_nodes, refine_shapes
+from pipeline.export.fold import fold, folded_without_converter, refine_shapes
 from pipeline.export.names import sanitize
 from pipeline.export.onnx_model import DEFAULT_DOMAINS, Node, OnnxModel, load_onnx
 from pipeline.export.provenance import build_provenance
@@ -86,15 +86,18 @@ def _unsupported(ctx: ExportContext, folded: set[int]) -> list[tuple[Node, str]]
 def _convert_nodes(ctx: ExportContext) -> None:
     """Every unsupported operator of the model is reported in one EXPORT-E003 before any conversion."""
     model = ctx.model
-    folded = folded_nodes(model)
+    folded, values = fold(model, ctx.supported)
     problems = _unsupported(ctx, folded)
     if problems:
         first = problems[0][0]
         count = f"{len(problems)} unsupported operator{'s' if len(problems) > 1 else ''}"
         listed = "; ".join(text for _, text in problems)
+        constant = folded_without_converter(model, folded)
+        if constant:
+            listed += (f"; folded at export (constant, not blockers): "
+                       + "; ".join(f"{n.op_type} at node '{n.label}' (index {n.index})" for n in constant))
         raise node_error("EXPORT-E003", f"{count}: {listed}", node_name=first.label,
                          op_type=first.op_type, opset=first.opset, supported=ctx.supported)
-    values = evaluate(model, folded, ctx.supported)
     try:
         refine_shapes(model, values)
     except Exception as exc:  # noqa: BLE001 - InferenceError and friends
@@ -105,7 +108,7 @@ def _convert_nodes(ctx: ExportContext) -> None:
             ctx.records[node.index].folded = True
             for index, name in enumerate(node.inputs):
                 if name and name in ctx.constants:
-                    ctx.constant(index, "folded shape computation")  # recorded as a parameter
+                    ctx.constant(index, "folded constant computation")  # recorded as a parameter
             for name in node.outputs:
                 if name:
                     ctx.define_constant(name, values[name])
@@ -166,6 +169,7 @@ def convert(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> ExportR
     outputs = _graph_outputs(ctx)
     graph_name = sanitize(model.graph_name) if model.graph_name else "main"
     document = build.document([build.graph(graph_name, inputs, outputs, ctx.body)])
+    document = build.with_operation_extensions(document)
     text = print_document(document)
     graph, lines = _self_check(ctx, text)
     files: dict[str, bytes] = {GRAPH_FILE: text.encode("utf-8")}

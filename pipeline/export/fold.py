@@ -1,20 +1,28 @@
-"""Static shape computations folded at export: only the data path reaches NNEF.
+"""Constant subgraphs folded at export: only the data path reaches NNEF.
 
 torch's exporter writes shape arithmetic into the graph (channel shuffle:
-`Shape -> Gather -> Unsqueeze -> Concat -> Reshape`); with static shapes every value of
-such a chain is known at export. A node is *folded* (evaluated now, no NNEF statement, its
-outputs become constants like Constant outputs) when
+`Shape -> Gather -> Unsqueeze -> Concat -> Reshape`; attention's scale:
+`Shape -> Slice -> Cast -> Sqrt -> Div -> Cast -> Sqrt`; head splitting: `Mod` on constants),
+and shares tied weights through `Identity`. With static shapes every value of such a chain is
+known at export. A node is *folded* (evaluated now, no NNEF statement, its outputs become
+constants like Constant outputs) when
 
-- it is a `Shape` (its input's shape is static after ONNX shape inference), or
-- it is one of FOLDABLE, every input is a constant (initializer, Constant output or a
-  folded output), and either the operator has no data-path converter (Gather, Cast,
-  ConstantOfShape, Range, ...) or no output is float32 (integer shape arithmetic; float
-  data keeps its NNEF statements, so what the exporter writes for float models is unchanged).
+- it is a `Shape` or `Size` (its input's shape is static after ONNX shape inference), or
+- it is one of FOLDABLE (deterministic arithmetic, comparisons, data movement and casts, whether
+  or not a data-path converter exists for it) and every input is a constant (initializer,
+  Constant output or a folded output).
+
+So the support of an operator is judged only on the nodes that remain: a `Mod` or `Sqrt` of
+constants is no blocker, and the refusal (EXPORT-E003) lists the blockers on the data path, then
+the folded nodes whose operator has no converter, as folded (`folded_without_converter`).
 
 The values are computed by onnx.reference (onnx's own evaluator, not our code), one node at a
-time at the model's opset. Whether the folding is right is checked like everything else the
-exporter does: ONNX shape inference must agree with the NNEF checker on every data tensor,
-and the export validation runs the unfolded ONNX model in onnxruntime against the NNEF.
+time at the model's opset, in the node's own types (float32 arithmetic on float32 constants), while
+the nodes are chosen: a node onnx.reference cannot evaluate (its Unsqueeze at opset 8, say) and that
+has a converter is converted instead.
+Whether the folding is right is checked like everything else the exporter does: ONNX shape
+inference must agree with the NNEF checker on every data tensor, and the export validation runs
+the unfolded ONNX model in onnxruntime against the NNEF.
 """
 
 from __future__ import annotations
@@ -23,46 +31,74 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 from pipeline.export.errors import node_error
 from pipeline.export.onnx_model import TensorInfo, _shape_of
 from pipeline.export.registry import find
 
 if TYPE_CHECKING:
-    from pipeline.export.onnx_model import OnnxModel
+    from pipeline.export.onnx_model import Node, OnnxModel
 
+# Deterministic operators onnx.reference evaluates (no random operator, no subgraph, no sequence).
 FOLDABLE: frozenset[str] = frozenset({
-    "Shape", "Size", "Gather", "Slice", "Concat", "Unsqueeze", "Squeeze", "Cast", "Mul", "Div", "Add", "Sub",
-    "ConstantOfShape", "Reshape", "Range", "Identity", "Floor", "Ceil", "Equal", "Where", "ReduceProd",
+    # shapes and data movement
+    "Shape", "Size", "Gather", "GatherElements", "Slice", "Concat", "Unsqueeze", "Squeeze", "Reshape", "Flatten",
+    "Transpose", "Expand", "Tile", "Split", "Identity", "ConstantOfShape", "Range", "Cast", "CastLike",
+    # arithmetic
+    "Add", "Sub", "Mul", "Div", "Mod", "Pow", "Sqrt", "Reciprocal", "Neg", "Abs", "Exp", "Log", "Floor", "Ceil",
+    "Round", "Sign", "Max", "Min", "Sum", "Mean", "Clip", "Relu",
+    "ReduceProd", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+    # comparisons and logic
+    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where",
 })
+SHAPE_READERS = frozenset({"Shape", "Size"})
 
 
-def folded_nodes(model: OnnxModel) -> set[int]:
-    """Indices of the nodes evaluated at export (decided before any conversion, in graph order)."""
-    known = set(model.initializers)
+def fold(model: OnnxModel, supported: list[str]) -> tuple[set[int], dict[str, np.ndarray]]:
+    """The nodes evaluated at export (in graph order, before any conversion) and the value of each of
+    their outputs. A candidate onnx.reference cannot evaluate is left to its converter when it has one
+    (a Constant to the Constant converter, which reports what it cannot read); without one it is
+    EXPORT-E004 naming the evaluator's error."""
+    values: dict[str, np.ndarray] = dict(model.initializers)
     folded: set[int] = set()
+    result: dict[str, np.ndarray] = {}
     for node in model.nodes:
-        if node.domain not in ("", "ai.onnx"):
-            continue
-        if node.op_type == "Constant":
-            known.update(n for n in node.outputs if n)
-            continue
-        if node.op_type not in FOLDABLE:
+        if node.domain not in ("", "ai.onnx") or (node.op_type != "Constant" and node.op_type not in FOLDABLE):
             continue
         inputs = [n for n in node.inputs if n]
-        if node.op_type != "Shape":
-            if not inputs or not all(n in known for n in inputs):
+        if node.op_type in SHAPE_READERS:
+            info = model.tensors.get(inputs[0]) if inputs else None
+            if info is None or not info.static:
                 continue
-            if find(node.op_type) is not None and any(
-                    model.tensors.get(n) is None or model.tensors[n].elem_type == TensorProto.FLOAT
-                    for n in node.outputs if n):
-                continue
-        elif not inputs or model.tensors.get(inputs[0]) is None or not model.tensors[inputs[0]].static:
+            # only the (static) shape of the input is read
+            feeds = {inputs[0]: np.zeros([int(d) for d in info.shape or ()],
+                                         dtype=helper.tensor_dtype_to_np_dtype(info.elem_type))}
+        elif node.op_type != "Constant" and (not inputs or not all(n in values for n in inputs)):
             continue
-        folded.add(node.index)
-        known.update(n for n in node.outputs if n)
-    return folded
+        else:
+            feeds = {name: values[name] for name in inputs}
+        try:
+            outputs = _run(model, node.index, feeds)
+        except Exception as exc:  # noqa: BLE001 - the evaluator's own errors
+            if node.op_type == "Constant" or find(node.op_type) is not None:
+                continue
+            raise node_error("EXPORT-E004", f"cannot evaluate this constant computation: {exc}",
+                             node_name=node.label, op_type=node.op_type, opset=node.opset,
+                             supported=supported) from None
+        for name, value in zip(node.outputs, outputs):
+            if name:
+                values[name] = value
+                if node.op_type != "Constant":
+                    result[name] = value
+        if node.op_type != "Constant":
+            folded.add(node.index)
+    return folded, result
+
+
+def folded_without_converter(model: OnnxModel, folded: set[int]) -> list[Node]:
+    """The folded nodes whose operator has no data-path converter: what a refusal lists as folded."""
+    return [node for node in model.nodes if node.index in folded and find(node.op_type) is None]
 
 
 def _run(model: OnnxModel, index: int, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -72,39 +108,6 @@ def _run(model: OnnxModel, index: int, feeds: dict[str, np.ndarray]) -> list[np.
     bare = helper.make_node(proto.op_type, list(proto.input), list(proto.output), domain=proto.domain)
     bare.attribute.extend(proto.attribute)
     return [np.asarray(v) for v in ReferenceEvaluator(bare, opsets={"": model.opset}).run(None, feeds)]
-
-
-def evaluate(model: OnnxModel, folded: set[int], supported: list[str]) -> dict[str, np.ndarray]:
-    """The value of every output of the folded nodes (and of the Constant nodes they read)."""
-    values: dict[str, np.ndarray] = dict(model.initializers)
-    result: dict[str, np.ndarray] = {}
-    for node in model.nodes:
-        if node.op_type != "Constant" and node.index not in folded:
-            continue
-        feeds: dict[str, np.ndarray] = {}
-        for name in node.inputs:
-            if not name:
-                continue
-            if node.op_type == "Shape":  # only the (static) shape of the input is read
-                info = model.tensors[name]
-                feeds[name] = np.zeros([int(d) for d in info.shape or ()],
-                                       dtype=helper.tensor_dtype_to_np_dtype(info.elem_type))
-            else:
-                feeds[name] = values[name]
-        try:
-            outputs = _run(model, node.index, feeds)
-        except Exception as exc:  # noqa: BLE001 - the evaluator's own errors, reported coded
-            if node.op_type == "Constant":
-                continue  # the Constant converter reports what it cannot read
-            raise node_error("EXPORT-E004", f"cannot evaluate this static shape computation: {exc}",
-                             node_name=node.label, op_type=node.op_type, opset=node.opset,
-                             supported=supported) from None
-        for name, value in zip(node.outputs, outputs):
-            if name:
-                values[name] = value
-                if node.index in folded:
-                    result[name] = value
-    return result
 
 
 def refine_shapes(model: OnnxModel, values: dict[str, np.ndarray]) -> None:
@@ -122,6 +125,9 @@ def refine_shapes(model: OnnxModel, values: dict[str, np.ndarray]) -> None:
     del graph.value_info[:]
     graph.value_info.extend(known)
     graph.initializer.extend(numpy_helper.from_array(v, name) for name, v in values.items())
+    if proto.ir_version < 4:  # IR 3: an initializer has its type only as a graph input too
+        graph.input.extend(helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                           for name, v in values.items())
     inferred = onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True)
     for value in list(inferred.graph.value_info) + list(inferred.graph.output):
         current = model.tensors.get(value.name)

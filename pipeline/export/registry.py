@@ -37,6 +37,7 @@ CONVERTER_MODULES: tuple[str, ...] = (
     "pipeline.export.ops.shape",
     "pipeline.export.ops.misc",
     "pipeline.export.ops.resize",
+    "pipeline.export.ops.recurrent",
 )
 
 

@@ -27,12 +27,12 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
 
-from pipeline.errorbound import ONNXRUNTIME, REFERENCE, BoundUnavailable, ErrorBound
+from pipeline.errorbound import NOT_FINITE, ONNXRUNTIME, REFERENCE, BoundUnavailable, ErrorBound
 from pipeline.layout import EXPORT_VALIDATION_FILE
 from pipeline.metrics import ErrorAccumulator, ErrorStats, _json_float, within_tolerance
 from pipeline.deploy import DeploySpec, Tolerance, check_inputs_match
@@ -42,7 +42,8 @@ from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE
 from pipeline.onnx_runner import ReferenceRunner, reference_runner
 from pipeline.nnef.checker import check_paths
 from pipeline.semantics import interpret_batch, load_variables
-from pipeline.tolerance import EffectiveTolerance, discriminating, effective_tolerance, spread
+from pipeline.tolerance import (DISCRIMINATION_RATIO, EffectiveTolerance, bound_discrimination, discriminating,
+                                effective_tolerance, spread)
 from pipeline.vectors import RULE, Distribution, InputSpec, iter_vectors
 from pipeline.yardstick import DESCRIPTION as YARDSTICK_DESCRIPTION
 from pipeline.yardstick import Yardstick
@@ -199,9 +200,7 @@ def validate_export(onnx_path: str | os.PathLike[str], export_dir: str | os.Path
     seen: dict[str, list[np.ndarray]] = {name: [] for name in output_names}
     yard = _YardstickRun(model, output_names)
     vectors = list(iter_vectors(settings.inputs, settings.vectors, settings.seed))
-    # interpret_batch: interpret's bits for every vector, with the convolutions run once on the stack
-    actuals = interpret_batch(graph, [{input_names[n]: v for n, v in vector.items()} for vector in vectors], variables)
-    for index, (vector, actual) in enumerate(zip(vectors, actuals)):
+    for index, (vector, actual) in enumerate(zip(vectors, _interpreted(graph, vectors, input_names, variables))):
         expected = runner.run(vector)
         for onnx_name, nnef_name in output_names.items():
             shapes[onnx_name] = list(np.shape(expected[onnx_name]))
@@ -235,14 +234,36 @@ def validate_export(onnx_path: str | os.PathLike[str], export_dir: str | os.Path
 
 
 
+# interpret_batch holds every activation of the vectors it runs together: at most this many at once
+# (efficientnet_b0 at 224x224: 1.9 GB for 100 vectors, a tenth of it for 10; the same bits either way).
+BATCH_VECTORS = 10
+
+
+def _interpreted(graph: Any, vectors: Sequence[Mapping[str, np.ndarray]], input_names: Mapping[str, str],
+                 variables: Mapping[str, np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
+    """The reference's outputs of each vector: interpret's bits, BATCH_VECTORS vectors per interpret_batch
+    (the convolutions of a batch run once on its stack)."""
+    for start in range(0, len(vectors), BATCH_VECTORS):
+        chunk = [{input_names[n]: v for n, v in vector.items()} for vector in vectors[start:start + BATCH_VECTORS]]
+        yield from interpret_batch(graph, chunk, variables)
+
+
 class _YardstickRun:
-    """The float64 yardstick and both error bounds on the first vectors, accumulated per output."""
+    """The float64 yardstick and both error bounds on the first vectors, accumulated per output.
+
+    The bounds are computed only while they discriminate (pipeline.tolerance.bound_discrimination):
+    after each vector, a bound that is not finite, or more than 100 times its side's measured
+    distance to the yardstick on some output, is reported as not discriminating with its figures,
+    and no further vector pays for it (docs/compare.md, "When the bound does not discriminate")."""
 
     def __init__(self, model: onnx.ModelProto, outputs: Mapping[str, str]) -> None:
         self.vectors = 0
+        self.bound_vectors = 0
         self.unavailable = ""
         self.bound_unavailable = ""
+        self.not_discriminating: dict[str, dict[str, Any]] = {}
         self.measures: dict[str, dict[str, float]] = {name: {} for name in outputs}
+        self.magnitude: dict[str, float] = {name: 0.0 for name in outputs}
         try:
             self.yardstick: Yardstick | None = Yardstick(model)
         except Exception as error:  # onnx.reference refusing the model: recorded, never a pass
@@ -252,6 +273,13 @@ class _YardstickRun:
                                                                   ErrorBound(model, ONNXRUNTIME))
         except BoundUnavailable as error:
             self.bounds, self.bound_unavailable = None, str(error)
+
+    def _drop_bounds(self, why: str) -> None:
+        """No computed bound at all: its measures leave every output (the tolerance rule never sees them)."""
+        self.bounds, self.bound_unavailable = None, why
+        for m in self.measures.values():
+            for key in [k for k in m if "bound" in k or k == "computed_tolerance"]:
+                del m[key]
 
     def add(self, vector: Mapping[str, np.ndarray], ours: Mapping[str, np.ndarray],
             ort: Mapping[str, np.ndarray]) -> None:
@@ -267,13 +295,15 @@ class _YardstickRun:
             try:
                 bounds = [b.run(vector) for b in self.bounds]
             except BoundUnavailable as error:  # data-dependent (LRN's denominator near 0): no bound at all
-                self.bounds, self.bound_unavailable = None, str(error)
-                for m in self.measures.values():
-                    for key in [k for k in m if "bound" in k or k == "computed_tolerance"]:
-                        del m[key]
+                if error.code == NOT_FINITE:
+                    self.not_discriminating = {"*": {"figure": "inf", "why": str(error)}}
+                    self._drop_bounds(f"not discriminating: {error} ({error.code}); no further vector computes it")
+                else:
+                    self._drop_bounds(str(error))
         self.vectors += 1
         for name, m in self.measures.items():
             y = exact[name]
+            self.magnitude[name] = max(self.magnitude[name], float(np.abs(y).max(initial=0.0)))
             scale = np.maximum(np.abs(y), np.finfo(np.float32).tiny)
             d_ours = np.abs(np.asarray(ours[name], np.float64) - y)
             d_ort = np.abs(np.asarray(ort[name], np.float64).reshape(y.shape) - y)
@@ -292,6 +322,29 @@ class _YardstickRun:
                     _grow(m, "onnxruntime_to_bound", float(np.nan_to_num(d_ort / b_ort, nan=np.inf).max(initial=0.0)))
                 m["reference_over_bound"] = m.get("reference_over_bound", 0) + int((d_ours > b_ours).sum())
                 m["onnxruntime_over_bound"] = m.get("onnxruntime_over_bound", 0) + int((d_ort > b_ort).sum())
+        if bounds is not None:
+            self.bound_vectors += 1
+            self._judge_discrimination()
+
+    def _judge_discrimination(self) -> None:
+        """Stop computing the bounds once one of them does not discriminate on some output."""
+        failing: dict[str, dict[str, Any]] = {}
+        for name, m in self.measures.items():
+            for side in ("reference", "onnxruntime"):
+                bound, measured = m[f"{side}_bound_max"], m[f"{side}_max_abs"]
+                telling, why = bound_discrimination(bound, measured, self.magnitude[name])
+                if not telling:
+                    failing[f"{name}.{side}"] = {"figure": _json_float(bound), "measured": measured, "why": why}
+        if not failing:
+            return
+        self.not_discriminating = failing
+        first = next(iter(failing))
+        output, side = first.rsplit(".", 1)
+        self.bounds = None
+        self.bound_unavailable = (f"not discriminating: output '{output}', {side}: {failing[first]['why']}; "
+                                  f"judged on {self.bound_vectors} vector(s), no further vector computes it")
+        for m in self.measures.values():
+            m.pop("computed_tolerance", None)
 
     def tolerance(self, name: str, limit: float) -> EffectiveTolerance:
         m = self.measures[name]
@@ -307,7 +360,11 @@ class _YardstickRun:
                 "unavailable": self.unavailable,
                 "bound": {"method": "worst-case forward error bound (pipeline.errorbound, docs/compare.md)",
                           "reference": REFERENCE.to_json(), "onnxruntime": ONNXRUNTIME.to_json(),
-                          "unavailable": self.bound_unavailable}}
+                          "unavailable": self.bound_unavailable, "vectors": self.bound_vectors,
+                          "discriminating": None if self.bound_vectors == 0 and not self.not_discriminating
+                          else not self.not_discriminating,
+                          "discrimination_ratio": DISCRIMINATION_RATIO,
+                          "not_discriminating": dict(sorted(self.not_discriminating.items()))}}
 
 
 def _grow(measures: dict[str, float], key: str, value: float) -> None:

@@ -13,6 +13,7 @@ canonical form and re-parses to the same AST.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -114,3 +115,20 @@ def operation_invocation(name: str, inputs: Mapping[str, Any], attribs: Mapping[
         [(k, v) for k, v in values.items() if k not in positional],
         type_arg,
     )
+
+
+def with_operation_extensions(document: ast.Document) -> ast.Document:
+    """`document` with the declaration of every operation extension its graphs invoke (`erf`, from
+    pipeline.nnef.catalogue.OPERATION_EXTENSIONS) after `extension KHR_enable_fragment_definitions`:
+    a standard NNEF file any parser reads (our checker takes the declaration as the catalogue's)."""
+    from pipeline.nnef.catalogue import FRAGMENT_DEFINITIONS, operation_extension_declarations
+
+    used = {a.rhs.name.value for g in document.graphs for a in g.body if isinstance(a.rhs, ast.Invocation)}
+    declared = {f.name.value for f in document.fragments}
+    missing = tuple(f for f in operation_extension_declarations() if f.name.value in used - declared)
+    if not missing:
+        return document
+    names = {n.value for ext in document.extensions for n in ext.names}
+    extensions = document.extensions if FRAGMENT_DEFINITIONS in names else \
+        document.extensions + (ast.Extension((ast.Name(FRAGMENT_DEFINITIONS),)),)
+    return dataclasses.replace(document, extensions=extensions, fragments=document.fragments + missing)

@@ -4,6 +4,9 @@
   stdlib.nnef with our own parser: typed signature, defaults, compound definition;
 - the multi-item extension (docs/design.md, "The multi-item extension"): `variablesync`, `send_var`,
   `get_var`, and the `graphitem` declaration form;
+- the operations the pipeline adds to NNEF 1.0.5 (OPERATION_EXTENSIONS: `erf`), primitive
+  fragments whose declaration an exported document carries (KHR_enable_fragment_definitions),
+  so that the file stays standard NNEF for any parser; known here with or without it;
 - per operation: the spec section it belongs to, whether the reference semantics
   executes it, and the allowed values of its enumerated string attributes.
 
@@ -31,7 +34,15 @@ EXECUTABLE: frozenset[str] = frozenset({
     "concat", "split", "reshape", "transpose", "squeeze", "unsqueeze", "pad", "slice",
     "batch_normalization", "local_response_normalization", "sum_reduce", "mean_reduce",
     "max_reduce", "copy", "nearest_upsample", "multilinear_upsample",
+    "sqrt", "pow", "erf",
 })
+
+# Operations beyond NNEF 1.0.5: name -> the primitive fragment declaration an exported document
+# writes before its graph (docs/semantics/index.md lists their definitions).
+OPERATION_EXTENSIONS: dict[str, str] = {
+    "erf": "fragment erf( x: tensor<scalar> ) -> ( y: tensor<scalar> );",
+}
+FRAGMENT_DEFINITIONS = "KHR_enable_fragment_definitions"
 
 BORDER_MODES = ("constant", "ignore", "replicate", "reflect", "reflect-even")
 RESAMPLE_METHODS = ("symmetric", "asymmetric", "aligned")
@@ -201,6 +212,25 @@ def _extension_fragments() -> dict[str, FragmentSig]:
 
 
 @lru_cache(maxsize=1)
+def operation_extension_declarations() -> tuple[ast.Fragment, ...]:
+    """The parsed declarations of OPERATION_EXTENSIONS, in name order (what an export prints)."""
+    from pipeline.nnef.parser import parse_text  # the parser imports nothing from here
+
+    text = (f"version 1.0;\nextension {FRAGMENT_DEFINITIONS};\n"
+            + "\n".join(OPERATION_EXTENSIONS[name] for name in sorted(OPERATION_EXTENSIONS)) + "\n")
+    parsed = parse_text(text, "<operation extensions>")
+    if parsed.document is None:
+        raise RuntimeError(f"an operation extension does not parse: {parsed.findings[0].message}")
+    return tuple(parsed.document.fragments)
+
+
+def operation_extension_fragments() -> dict[str, FragmentSig]:
+    """The signatures of OPERATION_EXTENSIONS (origin 'extension')."""
+    return {f.name.value: signature_of(f, "extension", "operation extensions")
+            for f in operation_extension_declarations()}
+
+
+@lru_cache(maxsize=1)
 def standard_catalogue() -> Mapping[str, FragmentSig]:
     """Every standard fragment and the extension's fragments, by name."""
     from pipeline.nnef.parser import parse_text  # the parser imports nothing from here
@@ -215,4 +245,5 @@ def standard_catalogue() -> Mapping[str, FragmentSig]:
         for f in parsed.document.fragments
     }
     catalogue.update(_extension_fragments())
+    catalogue.update(operation_extension_fragments())
     return catalogue

@@ -14,7 +14,7 @@ from typing import Iterator, Mapping
 from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.nnef import ast, limits
 from pipeline.nnef import types as T
-from pipeline.nnef.catalogue import FragmentSig, literal_value, signature_of
+from pipeline.nnef.catalogue import FragmentSig, literal_value, operation_extension_declarations, signature_of
 from pipeline.nnef.lowering import lvalue_names
 
 
@@ -25,7 +25,7 @@ def _error(code: str, message: str, span: Span) -> Finding:
 def check_prototype(fragment: ast.Fragment, known: Mapping[str, FragmentSig]) -> list[Finding]:
     findings = []
     name = fragment.name.value
-    if name in known:
+    if name in known and not declares_operation_extension(fragment):
         origin = "standard" if known[name].origin == "standard" else "already"
         findings.append(_error("NNEF-E019", f"operation '{name}' is {origin} defined", fragment.name.span))
     seen: set[str] = set()
@@ -64,6 +64,16 @@ def check_prototype(fragment: ast.Fragment, known: Mapping[str, FragmentSig]) ->
         findings.append(_error("NNEF-E019", f"'{name}' is declared generic but has no generic parameter or result",
                                fragment.name.span))
     return findings
+
+
+def declares_operation_extension(fragment: ast.Fragment) -> bool:
+    """Whether `fragment` is the declaration, word for word, of one of the catalogue's operation
+    extensions (an exported document declares those it uses: the catalogue's definition applies)."""
+    from pipeline.nnef.printer import format_fragment
+
+    declared = {f.name.value: f for f in operation_extension_declarations()}
+    known = declared.get(fragment.name.value)
+    return known is not None and fragment.body is None and format_fragment(fragment) == format_fragment(known)
 
 
 def _walk(expr: ast.Expr) -> Iterator[ast.Expr]:

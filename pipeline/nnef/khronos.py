@@ -56,8 +56,13 @@ def load(path: str | os.PathLike[str], load_variables: bool = False) -> Any:
     import nnef
 
     graph = nnef.load_graph(str(path), lowered=[], load_variables=load_variables)
-    nnef.infer_shapes(graph)
+    nnef.infer_shapes(graph, custom_shapes=EXTENSION_SHAPES)
     return graph
+
+
+# The Khronos shape functions of the operation extensions (pipeline.nnef.catalogue.OPERATION_EXTENSIONS),
+# which an exported document declares as custom fragments: element-wise, the input's shape.
+EXTENSION_SHAPES: dict[str, Any] = {"erf": lambda x: x}
 
 
 def load_text(text: str) -> Any:

@@ -494,7 +494,7 @@ def _transposed(rule: Callable[..., list[Any]]) -> ShapeRule:
 _UNARY_OPS = (
     "copy neg not rcp exp log sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh "
     "abs sign floor ceil round sqr sqrt rsqr rsqrt log2 sigmoid relu elu selu gelu silu "
-    "softabs softplus leaky_relu cast"
+    "softabs softplus leaky_relu cast erf"
 ).split()
 _BINARY_OPS = "add sub mul div pow min max lt le gt ge eq ne and or".split()
 

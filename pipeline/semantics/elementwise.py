@@ -164,6 +164,7 @@ _UNARY: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
     "rsqrt": (lambda x: ONE / np.sqrt(x), "y = 1 / sqrt(x) (two roundings)"),
     "exp": (transcendental.exp, "y = e^x by the exp program of transcendental.py"),
     "log": (transcendental.log, "y = ln x by the log program of transcendental.py"),
+    "erf": (transcendental.erf, "y = erf x by the erf program of transcendental.py (an operation extension)"),
     "log2": (lambda x: transcendental.log(x) / LOG_OF_TWO, "y = log(x) / log(2.0), as the fragment"),
     "sign": (sign, sign.__doc__ or ""),
     "floor": (np.floor, "round toward -inf (exact)"),

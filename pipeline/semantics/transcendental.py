@@ -1,4 +1,4 @@
-"""exp, log, tanh, sigmoid, softplus and pow from IEEE basic operations, written once.
+"""exp, log, tanh, sigmoid, softplus, pow and erf from IEEE basic operations, written once.
 
 Library transcendentals differ between platforms (NumPy's float32 `exp` and glibc's
 `expf` disagree by up to 2-3 ULP), so the reference semantics cannot use them if C and
@@ -374,7 +374,65 @@ POW = Program(
     summary="x^y = e^(y ln|x|) with the sign and special cases of C99 powf listed in the documentation",
 )
 
-PROGRAMS: Mapping[str, Program] = {p.name: p for p in (EXP, LOG, TANH, SIGMOID, SOFTPLUS, POW)}
+ERF = Program(
+    name="erf",
+    params=("x",),
+    constants=(
+        ONE,
+        _f("T1", "0x1.d8p-1", "0.921875: polynomial in x^2 below, 1 - e^Q(|x|) from here"),
+        _f("T2", "0x1p+2", "4.0: erfc(4) = 1.5e-8 < 2^-25, so erf rounds to 1 above (and 1 - e^Q(4) does)"),
+        _f("S0", "0x1.06eba8p-3", "least squares for erf(x)/x - 1 in s = x^2 on [0, T1^2], relative (issue 29, docs)"),
+        _f("S1", "-0x1.812744p-2"),
+        _f("S2", "0x1.ce2e1cp-4"),
+        _f("S3", "-0x1.b8103ep-6"),
+        _f("S4", "0x1.54d8b6p-8"),
+        _f("S5", "-0x1.aad7eap-11"),
+        _f("S6", "0x1.5eda92p-14"),
+        _f("L0", "0x1.c9199p-13", "least squares for ln(erfc(t)) on [T1, T2] (issue 29, docs)"),
+        _f("L1", "-0x1.2133fap+0"),
+        _f("L2", "-0x1.441f82p-1"),
+        _f("L3", "-0x1.bc364ep-4"),
+        _f("L4", "0x1.9a2d86p-6"),
+        _f("L5", "-0x1.044bdep-8"),
+        _f("L6", "0x1.33e478p-12"),
+        _f("L7", "0x1.0c2266p-15"),
+        _f("L8", "-0x1.7880f8p-17"),
+        _f("L9", "0x1.492f32p-20"),
+        _f("L10", "-0x1.b9f918p-25"),
+    ),
+    steps=(
+        _s("ax", "abs", "x"),
+        _s("s", "mul", "ax", "ax"),
+        _s("p5", "add", "mul(S6, s)", "S5", note="Horner: p = S0 + s*(S1 + ... + s*S6)"),
+        _s("p4", "add", "mul(p5, s)", "S4"),
+        _s("p3", "add", "mul(p4, s)", "S3"),
+        _s("p2", "add", "mul(p3, s)", "S2"),
+        _s("p1", "add", "mul(p2, s)", "S1"),
+        _s("p", "add", "mul(p1, s)", "S0"),
+        _s("ys", "add", "ax", "mul(ax, p)", note="|x| < T1: |x| + |x| p(x^2); = |x| (1 + S0) for tiny x"),
+        _s("t", "select", "gt(ax, T2)", "T2", "ax", note="t = min(|x|, 4); NaN stays NaN"),
+        _s("q9", "add", "mul(L10, t)", "L9", note="Horner: q = L0 + t*(L1 + ... + t*L10) ~ ln(erfc(t))"),
+        _s("q8", "add", "mul(q9, t)", "L8"),
+        _s("q7", "add", "mul(q8, t)", "L7"),
+        _s("q6", "add", "mul(q7, t)", "L6"),
+        _s("q5", "add", "mul(q6, t)", "L5"),
+        _s("q4", "add", "mul(q5, t)", "L4"),
+        _s("q3", "add", "mul(q4, t)", "L3"),
+        _s("q2", "add", "mul(q3, t)", "L2"),
+        _s("q1", "add", "mul(q2, t)", "L1"),
+        _s("q", "add", "mul(q1, t)", "L0"),
+        _s("e", "call", "exp", "q", note="erfc(t) in [1.5e-8, 0.19]"),
+        _s("yl", "sub", "ONE", "e", note="|x| >= T1: 1 - erfc(t)"),
+        _s("y0", "select", "lt(ax, T1)", "ys", "yl"),
+        _s("ya", "select", "gt(ax, T2)", "ONE", "y0", note="erf|x| = 1 above 4, +inf included"),
+        _s("y1", "select", "signbit(x)", "neg(ya)", "ya", note="odd: the sign of x, -0 included"),
+        _s("y", "select", "ne(x, x)", "x", "y1", note="NaN in, the same NaN out"),
+    ),
+    result="y",
+    summary="erf x: on |x|, |x| (1 + p(x^2)) below 0.921875, 1 - e^q(|x|) (q ~ ln erfc) up to 4, 1 above; then the sign of x",
+)
+
+PROGRAMS: Mapping[str, Program] = {p.name: p for p in (EXP, LOG, TANH, SIGMOID, SOFTPLUS, POW, ERF)}
 
 
 # --------------------------------------------------------------------------------------
@@ -482,6 +540,11 @@ def sigmoid(x: np.ndarray) -> np.ndarray:
 def softplus(x: np.ndarray) -> np.ndarray:
     """ln(1 + e^x) in float32."""
     return evaluate(SOFTPLUS, x)
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """The error function in float32 (max error 1.28 ULP, see docs/semantics/transcendental.md)."""
+    return evaluate(ERF, x)
 
 
 def pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:  # noqa: A001 - the NNEF name

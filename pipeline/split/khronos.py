@@ -73,7 +73,8 @@ def strip_extension(text: str, file: str = "<item>") -> str:
         raise ValueError(f"{file} does not parse: {parsed.findings[0].message if parsed.findings else ''}")
     document = parsed.document
     graphs = tuple(strip_graphitem(g) if g.item is not None else g for g in document.graphs)
-    return print_document(ast.Document(document.version, document.extensions, document.fragments, graphs))
+    plain = ast.Document(document.version, document.extensions, document.fragments, graphs)
+    return print_document(build.with_operation_extensions(plain))  # erf & co. declared, as the export does
 
 
 def compare_with_khronos(text: str) -> str:

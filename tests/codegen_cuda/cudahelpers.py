@@ -30,7 +30,7 @@ def one_item(folder: Path, text: str, item: str = ITEM) -> Path:
     graph = check_paths([folder / f"{item}.nnef"], tensors=False).graphs[0]
     steps = [{"kind": "compute", "result": op.output_refs()[0].name, "op": op.name} for op in graph.operations
              if op.name not in ("external", "variable", "constant", "variablesync")]
-    outputs = re.search(r"->\s*\(([^)]*)\)", text).group(1).replace(" ", "").split(",")
+    outputs = re.search(r"graphitem\s+\w+\s+\w+\s*\([^)]*\)\s*->\s*\(([^)]*)\)", text).group(1).replace(" ", "").split(",")
     plan = {"schema_version": 1, "model": "test", "deployment": "gpu", "sync": "event", "pipeline_depth": 1,
             "items": [{"name": item, "target": "cuda", "file": f"{item}.nnef"}], "sync_variables": [],
             "allocation": {s["result"]: item for s in steps}, "outputs": {o: item for o in outputs},

@@ -26,7 +26,7 @@ pytest.importorskip("nnef")
 
 EXPECTED = Path(__file__).with_name("backend_expected.json")
 # The issue's goal was stated for all element types; ours is the float32 part (see report).
-MINIMUM_PASSED = 228
+MINIMUM_PASSED = 278  # 228 before issue 29 added Cast, Sqrt, Pow, Erf, Gelu, LayerNormalization, Gather, GRU, LSTM
 
 
 @pytest.fixture(scope="module")

@@ -31,23 +31,23 @@ def _expect(model: onnx.ModelProto, tmp_path: Path, code: str, *fragments: str) 
 
 
 def test_unsupported_operator_names_node_op_opset_and_supported_list(tmp_path: Path) -> None:
-    model = make_model([node("Relu", ["x"], ["r"]), helper.make_node("Erf", ["r"], ["y"], name="my_erf")],
+    model = make_model([node("Relu", ["x"], ["r"]), helper.make_node("Hardmax", ["r"], ["y"], name="my_hardmax")],
                        {"x": [2, 3]}, {"y": [2, 3]}, opset=13)
-    error = _expect(model, tmp_path, "EXPORT-E003", "node 'my_erf'", "op type Erf", "opset 13")
+    error = _expect(model, tmp_path, "EXPORT-E003", "node 'my_hardmax'", "op type Hardmax", "opset 13")
     assert f"supported operators: {', '.join(supported_operators())}" in str(error)
-    assert error.location.element == "node 'my_erf'" and str(error.location) == "node 'my_erf'"
+    assert error.location.element == "node 'my_hardmax'" and str(error.location) == "node 'my_hardmax'"
 
 
 def test_every_unsupported_operator_is_reported_at_once(tmp_path: Path) -> None:
     """Issue 15: one EXPORT-E003 lists each unsupported node (op type, name, index), not only the first."""
-    model = make_model([helper.make_node("Erf", ["x"], ["a"], name="first_erf"), node("Relu", ["a"], ["b"]),
+    model = make_model([helper.make_node("Hardmax", ["x"], ["a"], name="first_hardmax"), node("Relu", ["a"], ["b"]),
                         helper.make_node("Cos", ["b"], ["c"], name="the_cos"),
-                        helper.make_node("Erf", ["c"], ["y"], name="second_erf")],
+                        helper.make_node("Hardmax", ["c"], ["y"], name="second_hardmax")],
                        {"x": [2, 3]}, {"y": [2, 3]}, opset=13)
     error = _expect(model, tmp_path, "EXPORT-E003", "3 unsupported operators",
-                    "Erf at node 'first_erf' (index 0)", "Cos at node 'the_cos' (index 2)",
-                    "Erf at node 'second_erf' (index 3)")
-    assert error.location.element == "node 'first_erf'"
+                    "Hardmax at node 'first_hardmax' (index 0)", "Cos at node 'the_cos' (index 2)",
+                    "Hardmax at node 'second_hardmax' (index 3)")
+    assert error.location.element == "node 'first_hardmax'"
     assert "Relu at" not in str(error)
 
 
@@ -185,7 +185,7 @@ def test_previous_export_is_replaced_whole(tmp_path: Path) -> None:
 
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = make_model([node("Relu", ["x"], ["y"])], {"x": [1, 4]}, {"y": [1, 4]})
-    bad = make_model([helper.make_node("Erf", ["x"], ["y"], name="e")], {"x": [1, 4]}, {"y": [1, 4]})
+    bad = make_model([helper.make_node("Hardmax", ["x"], ["y"], name="e")], {"x": [1, 4]}, {"y": [1, 4]})
     onnx.save(good, tmp_path / "good.onnx")
     onnx.save(bad, tmp_path / "bad.onnx")
     assert main(["export", str(tmp_path / "good.onnx"), str(tmp_path / "g"), "--vectors", "3"]) == 0

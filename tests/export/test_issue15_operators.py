@@ -109,25 +109,25 @@ def test_folded_float_constant_becomes_a_variable(tmp_path: Path) -> None:
     assert operations(export) == ["mul"] and "variable<scalar>(shape = [2, 3]" in export.text
 
 
-def test_float_arithmetic_on_constants_is_not_folded(tmp_path: Path) -> None:
-    """Float data keeps its statements: only integer shape arithmetic and operators without a
-    data-path converter are folded."""
+def test_float_arithmetic_on_constants_is_folded(tmp_path: Path) -> None:
+    """Issue 29: constant float arithmetic is folded too (evaluated in float32 by onnx.reference, the
+    bits onnxruntime computes): only the data path keeps statements."""
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     model = make_model([node("Add", ["a", "b"], ["c"]), node("Mul", ["x", "c"], ["y"])], {"x": [2, 3]}, {"y": [2, 3]},
                        initializers={"a": a, "b": a + 1})
     export = check_against_ort(model, tmp_path / "ort")
-    assert operations(export) == ["add", "mul"]
+    assert operations(export) == ["mul"]
 
 
-def test_shape_arithmetic_on_data_is_refused_with_every_operator_named(tmp_path: Path) -> None:
-    """Gather of activations is data, not shape: not folded, refused, and listed with the others."""
-    nodes = [node("Gather", ["x", "idx"], ["g"], axis=1), node("Erf", ["g"], ["y"])]
+def test_gather_of_activations_is_converted_and_only_the_blocker_named(tmp_path: Path) -> None:
+    """Gather of activations with constant indices is data movement (issue 29: slices, no longer refused);
+    the Hardmax after it is the one blocker the refusal names."""
+    nodes = [node("Gather", ["x", "idx"], ["g"], axis=1), node("Hardmax", ["g"], ["y"])]
     model = make_model(nodes, {"x": [2, 3]}, {"y": [2, 2]}, initializers={"idx": np.array([0, 2], np.int64)})
     with pytest.raises(ExportError) as info:
         export_model(model, tmp_path / "out")
     assert info.value.code == "EXPORT-E003"
-    assert "2 unsupported operators" in str(info.value) and "Gather at node 'g'" in str(info.value)
-    assert "Erf at node 'y'" in str(info.value)
+    assert "1 unsupported operator: Hardmax at node 'y'" in str(info.value) and "Gather at" not in str(info.value)
 
 
 def test_onnx_reference_agrees_on_the_folded_chain(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ correctly rounded result has error <= 0.5; "faithful" means < 1. The float64 ref
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -34,6 +35,10 @@ def _ref_softplus(x: np.ndarray) -> np.ndarray:
     return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
 
 
+def _ref_erf(x: np.ndarray) -> np.ndarray:
+    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64)
+
+
 # name -> (function under test, float64 reference, input range [lo, hi] swept)
 FUNCTIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], np.ndarray], float, float]] = {
     "exp": (T.exp, np.exp, -104.0, 89.0),
@@ -41,6 +46,7 @@ FUNCTIONS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], Callable[[np.ndar
     "tanh": (T.tanh, np.tanh, -10.0, 10.0),
     "sigmoid": (T.sigmoid, _ref_sigmoid, -104.0, 20.0),
     "softplus": (T.softplus, _ref_softplus, -104.0, 100.0),
+    "erf": (T.erf, _ref_erf, -4.5, 4.5),
 }
 
 

@@ -1,4 +1,4 @@
-"""exp, log, tanh, sigmoid, softplus, pow: accuracy against float64, edge cases, exact
+"""exp, log, tanh, sigmoid, softplus, pow, erf: accuracy against float64, edge cases, exact
 constants, documentation in sync, and bit-exact reproduction by C compiled from the
 programs (the claim the code generators rely on)."""
 
@@ -24,7 +24,7 @@ DOC = ROOT / "docs" / "semantics" / "transcendental.md"
 
 # Documented bounds (docs/semantics/transcendental.md), with a little room: the sweep
 # here is sparse, the documented figures come from the exhaustive sweep.
-BOUNDS_ULP = {"exp": 1.0, "log": 1.0, "tanh": 1.1, "sigmoid": 2.45, "softplus": 2.0}
+BOUNDS_ULP = {"exp": 1.0, "log": 1.0, "tanh": 1.1, "sigmoid": 2.45, "softplus": 2.0, "erf": 1.3}
 
 
 @pytest.mark.parametrize("name", sorted(BOUNDS_ULP))
@@ -219,3 +219,23 @@ def test_c_code_from_the_programs_reproduces_numpy_bit_for_bit(tmp_path, flags):
 def test_c_rendering_has_no_fused_or_library_transcendental_calls():
     text = c_render.render(list(T.PROGRAMS.values()))
     assert not re.search(r"\b(fmaf?|expf?|logf?|tanhf?|powf?)\(", text)
+
+
+def test_erf_edge_cases():
+    """Odd (the sign of -0 kept), +-1 at and beyond 4 and at infinities, NaN propagated, tiny inputs
+    scaled by 2/sqrt(pi), the two branches meeting at 0.921875 within an ULP of each other."""
+    inf, nan = np.inf, np.nan
+    y = T.erf(f(0.0, -0.0, inf, -inf, nan, 4.0, -7.5, 1e-30, -1e-30, 0.5))
+    assert bits(y[0]) == 0 and bits(y[1]) == 0x80000000
+    assert y[2] == 1.0 and y[3] == -1.0 and np.isnan(y[4]) and y[5] == 1.0 and y[6] == -1.0
+    tiny = float(F32(1e-30)) * 2 / np.sqrt(np.pi)
+    assert accuracy_sweep.ulp_error(y[7:8], np.array([tiny]))[0] <= 1 and y[8] == -y[7]
+    assert accuracy_sweep.ulp_error(y[9:10], np.array([0.5204998778130465]))[0] < 1
+    below = np.nextafter(F32(0.921875), F32(0))
+    ends = T.erf(f(below, 0.921875)).astype(np.float64)
+    assert 0 <= ends[1] - ends[0] <= 2.0 ** -23
+
+
+def test_erf_is_odd_everywhere_swept():
+    x = np.arange(0, np.array([F32(4.5)]).view(np.int32)[0], 4099, dtype=np.int32).view(F32)
+    assert np.array_equal(bits(T.erf(-x)), bits(T.erf(x)) ^ np.uint32(0x80000000))

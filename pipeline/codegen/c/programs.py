@@ -1,4 +1,4 @@
-"""exp, log, tanh, sigmoid, softplus and pow in C, one statement per step of the reference's
+"""exp, log, tanh, sigmoid, softplus, pow and erf in C, one statement per step of the reference's
 straight-line programs (pipeline.semantics.transcendental.PROGRAMS).
 
 The reference evaluates the same steps with NumPy, so emitting each flattened step with

@@ -96,7 +96,8 @@ BINARY = {"add": "NNEF_ADD({0}, {1})", "sub": "NNEF_SUB({0}, {1})", "mul": "NNEF
 UNARY = {"relu": "nnef_relu({0})", "neg": "nnef_float(nnef_bits({0}) ^ 0x80000000u)",
          "abs": "nnef_float(nnef_bits({0}) & 0x7fffffffu)", "sqrt": "NNEF_SQRT({0})",
          "exp": "nnef_exp({0})", "log": "nnef_log({0})", "tanh": "nnef_tanh({0})", "sigmoid": "nnef_sigmoid({0})",
-         "softplus": "nnef_softplus({0})", "rcp": "NNEF_DIV(1.0f, {0})", "sqr": "NNEF_MUL({0}, {0})",
+         "softplus": "nnef_softplus({0})", "erf": "nnef_erf({0})", "rcp": "NNEF_DIV(1.0f, {0})",
+         "sqr": "NNEF_MUL({0}, {0})",
          "floor": "nnef_floor({0})", "round": "nnef_rint({0})"}
 
 
@@ -231,22 +232,79 @@ def deconv(b: Body) -> None:
 
 @emitter("linear", "matmul")
 def linear(b: Body) -> None:
+    """acc = +0; acc = acc + A'[.., m, k] * B'[.., k, n] for k increasing; bias last (linear). matmul's
+    batch axes (all but the last two) broadcast NNEF-style: an operand's axis of extent 1 is read at 0."""
     a = b.arg("input" if b.op.name == "linear" else "A")
     w = b.arg("filter" if b.op.name == "linear" else "B")
-    if a.is_literal or w.is_literal or len(a.shape) != 2 or len(w.shape) != 2:
-        raise Unsupported(f"{b.op.name}: operands must be rank-2 tensors")
+    if a.is_literal or w.is_literal or len(a.shape) < 2 or len(a.shape) != len(w.shape) or \
+            (b.op.name == "linear" and len(a.shape) != 2):
+        raise Unsupported(f"{b.op.name}: operands must be tensors of equal rank >= 2 (linear: 2)")
     if b.op.name == "linear":
         ta, tb, bias = False, True, b.arg("bias")
     else:
         ta, tb, bias = bool(b.op.attribs.get("transposeA")), bool(b.op.attribs.get("transposeB")), None
-    k = a.shape[0] if ta else a.shape[1]
-    ai = "k * {0} + u0".format(a.shape[1]) if ta else f"u0 * {a.shape[1]} + k"
-    wi = f"u1 * {w.shape[1]} + k" if tb else f"k * {w.shape[1]} + u1"
+    rank = len(b.out_shape)
+    m, n = f"u{rank - 2}", f"u{rank - 1}"
+    k = a.shape[-2] if ta else a.shape[-1]
+
+    def batch(arg: Arg) -> str:
+        st = strides(arg.shape)
+        return "".join(f"u{d} * {st[d]}u + " for d in range(rank - 2) if arg.shape[d] != 1)
+
+    ai = f"{batch(a)}k * {a.shape[-1]}u + {m}" if ta else f"{batch(a)}{m} * {a.shape[-1]}u + k"
+    wi = f"{batch(w)}{n} * {w.shape[-1]}u + k" if tb else f"{batch(w)}k * {w.shape[-1]}u + {n}"
     b.emit("/* acc = +0; acc = acc + a[k] * b[k] for k increasing; bias last */")
     b.emit("float acc = 0.0f;")
     b.emit(f"for (unsigned k = 0; k < {k}u; ++k) acc = NNEF_ADD(acc, NNEF_MUL({a.param}[{ai}], {w.param}[{wi}]));")
-    term = _bias(b, bias, "u1") if bias is not None else None
+    term = _bias(b, bias, n) if bias is not None else None
     b.emit(f"y[i] = {f'NNEF_ADD(acc, {term})' if term else 'acc'};")
+
+
+@emitter("slice")
+def slice_(b: Body) -> None:
+    """y[u] = x[begin + u * stride] per sliced axis (the begin resolved as NNEF says: negative counts from
+    the end, clamped to the extent); a copy, no arithmetic."""
+    x = b.arg("input")
+    if x.is_literal:
+        raise Unsupported("slice: literal operand")
+    rank = len(x.shape)
+    axes = [int(v) for v in b.op.attribs["axes"]]
+    begin = [int(v) for v in b.op.attribs["begin"]]
+    stride = [int(v) for v in b.op.attribs.get("stride", [])] or [1] * len(axes)
+    if not len(begin) == len(stride) == len(axes) or 0 in stride:
+        raise Unsupported(f"slice: axes {axes}, begin {begin}, stride {stride} do not agree")
+    first, step = [0] * rank, [1] * rank
+    for axis, start, s in zip(axes, begin, stride):
+        extent = x.shape[axis]
+        first[axis] = max(-1, min(extent, start + extent if start < 0 else start))
+        step[axis] = s
+    st = strides(list(x.shape))
+    terms = [f"({first[a]} + (int)u{a} * {step[a]}) * {st[a]}" for a in range(rank) if x.shape[a] != 1]
+    b.emit(f"y[i] = {x.param}[{' + '.join(terms) or '0'}];")
+
+
+def _window_taps(b: Body, g: Any, in_shape: tuple[int, ...], xs: list[int]) -> tuple[str, list[str], int]:
+    """Open one loop per windowed axis of a pool (an axis of one tap, stride 1 and no padding on
+    either side reads the output coordinate itself); returns the test that the tap lies inside the
+    input ('' when no axis is padded), the index terms and the loop depth. Every axis padded at its
+    beginning *or its end* gets its bounds test: an axis padded only at the end (ceil-mode pools)
+    has taps past the last input element too."""
+    u = b.coords()
+    depth = 0
+    index: list[str] = []
+    tests: list[str] = []
+    for a, (k, s, d, (p, q)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
+        if k == 1 and s == 1 and p == 0 and q == 0:
+            index.append(f"{u[a]} * {xs[a]}")
+            continue
+        b.emit(f"{'    ' * depth}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
+        depth += 1
+        ind = "    " * depth
+        b.emit(f"{ind}const int p{a} = (int){u[a]} * {s} + (int)k{a} * {d} - {p};")
+        if p or q:
+            tests.append(f"p{a} >= 0 && p{a} < {in_shape[a]}")
+        index.append(f"(unsigned)p{a} * {xs[a]}")
+    return " && ".join(tests), index, depth
 
 
 @emitter("max_pool")
@@ -259,35 +317,17 @@ def max_pool(b: Body) -> None:
                         b.op.attribs.get("stride", []), b.op.attribs.get("dilation", []))
     if tuple(b.out_shape) != g.out_shape:
         raise Unsupported(f"max_pool: window extents {list(g.out_shape)} differ from {list(b.out_shape)}")
-    u, xs = b.coords(), strides(x.shape)
+    xs = strides(x.shape)
     b.emit("/* m = -inf; m = t if t > m or t is the first NaN; taps row-major; "
            + ("padded taps skipped */" if border == "ignore" else "padded taps are +0 */"))
     b.emit("float m = nnef_float(0xff800000u);")
-    padded = any(p or q for p, q in g.padding)
-    if padded:
-        b.emit("int inside = 1;")
-    depth = 0
-    index = []
-    for a, (k, s, d, (p, _)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
-        ind = "    " * depth
-        if k == 1 and s == 1 and p == 0:
-            index.append(f"{u[a]} * {xs[a]}")
-            continue
-        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
-        depth += 1
-        ind = "    " * depth
-        b.emit(f"{ind}const int p{a} = (int){u[a]} * {s} + (int)k{a} * {d} - {p};")
-        if p:
-            b.emit(f"{ind}const int in{a} = p{a} >= 0 && p{a} < {x.shape[a]};")
-            b.emit(f"{ind}inside = {' && '.join(f'in{j}' for j in range(a + 1) if g.padding[j][0] or g.padding[j][1]) or '1'};")
-        index.append(f"(unsigned)p{a} * {xs[a]}")
+    inside, index, depth = _window_taps(b, g, x.shape, xs)
     ind = "    " * depth
     read = f"{x.param}[{' + '.join(index) or '0'}]"
-    if padded:
-        if border == "ignore":
-            b.emit(f"{ind}if (inside) m = nnef_runmax(m, {read});")
-        else:
-            b.emit(f"{ind}m = nnef_runmax(m, inside ? {read} : 0.0f);")
+    if inside and border == "ignore":
+        b.emit(f"{ind}if ({inside}) m = nnef_runmax(m, {read});")
+    elif inside:
+        b.emit(f"{ind}m = nnef_runmax(m, ({inside}) ? {read} : 0.0f);")
     else:
         b.emit(f"{ind}m = nnef_runmax(m, {read});")
     for level in range(depth - 1, -1, -1):
@@ -459,7 +499,7 @@ def avg_pool(b: Body) -> None:
                         b.op.attribs.get("stride", []), b.op.attribs.get("dilation", []))
     if tuple(b.out_shape) != g.out_shape:
         raise Unsupported(f"{b.op.name}: window extents {list(g.out_shape)} differ from {list(b.out_shape)}")
-    u, xs = b.coords(), strides(x.shape)
+    xs = strides(x.shape)
     count_taps = normalize and border == "ignore" and any(p or q for p, q in g.padding)
     b.emit("/* acc = +0; acc = acc + t, taps row-major, padded taps skipped" +
            ("; / D once (D: " + ("taps inside, at least 1" if count_taps else "window volume") + ") */"
@@ -467,21 +507,10 @@ def avg_pool(b: Body) -> None:
     b.emit("float acc = 0.0f;")
     if count_taps:
         b.emit("unsigned taps = 0;")
-    depth = 0
-    index = []
-    for a, (k, s, d, (p, q)) in enumerate(zip(g.size, g.stride, g.dilation, g.padding)):
-        if k == 1 and s == 1 and p == 0:
-            index.append(f"{u[a]} * {xs[a]}")
-            continue
-        ind = "    " * depth
-        b.emit(f"{ind}for (unsigned k{a} = 0; k{a} < {k}u; ++k{a}) {{")
-        depth += 1
-        ind = "    " * depth
-        b.emit(f"{ind}const int p{a} = (int){u[a]} * {s} + (int)k{a} * {d} - {p};")
-        if p or q:
-            b.emit(f"{ind}if (p{a} < 0 || p{a} >= {x.shape[a]}) continue;  /* padded tap: skipped */")
-        index.append(f"(unsigned)p{a} * {xs[a]}")
+    inside, index, depth = _window_taps(b, g, x.shape, xs)
     ind = "    " * depth
+    if inside:
+        b.emit(f"{ind}if (!({inside})) continue;  /* padded tap: skipped */")
     b.emit(f"{ind}acc = NNEF_ADD(acc, {x.param}[{' + '.join(index) or '0'}]);")
     if count_taps:
         b.emit(f"{ind}taps += 1u;")
@@ -493,3 +522,99 @@ def avg_pool(b: Body) -> None:
         b.emit("y[i] = NNEF_DIV(acc, (float)(taps ? taps : 1u));")
     else:
         b.emit(f"y[i] = NNEF_DIV(acc, {flit(F32(math.prod(g.size)))});")
+
+
+@emitter("leaky_relu", "prelu")
+def leaky_relu(b: Body) -> None:
+    """select(x < 0, alpha * x, x): -0 and NaN are never < 0 and pass unchanged (elementwise.md); prelu's
+    alpha a tensor broadcast NNEF-style, leaky_relu's a float attribute."""
+    c = b.coords()
+    x = b.read(b.arg("x"), c)
+    alpha = b.read(b.arg("alpha"), c) if b.op.name == "prelu" else flit(F32(b.op.attribs["alpha"]))
+    b.emit(f"const float x = {x};")
+    b.emit(f"y[i] = (x < 0.0f) ? NNEF_MUL({alpha}, x) : x;")
+
+
+def _border_index(j: str, n: int, border: str) -> str:
+    """The input index an int position `j` (possibly outside [0, n)) reads under `border`
+    (pipeline/semantics/windows.py: replicate clamps, reflect mirrors without the edge, reflect-even
+    with it, both periodically)."""
+    if border == "replicate":
+        return f"({j} < 0 ? 0 : ({j} > {n - 1} ? {n - 1} : {j}))"
+    if border == "reflect":
+        if n == 1:
+            return "0"
+        period = 2 * (n - 1)
+        m = f"((({j}) % {period} + {period}) % {period})"
+        return f"({m} < {n} ? {m} : {period} - {m})"
+    period = 2 * n
+    m = f"((({j}) % {period} + {period}) % {period})"
+    return f"({m} < {n} ? {m} : {period - 1} - {m})"
+
+
+@emitter("pad")
+def pad(b: Body) -> None:
+    """y[u] = x[u - p] inside the input; outside: `value` (constant) or the element the border names
+    (replicate, reflect, reflect-even). A copy: no arithmetic."""
+    x = b.arg("input")
+    if x.is_literal:
+        raise Unsupported("pad: literal operand")
+    border = str(b.op.attribs.get("border", "constant"))
+    if border not in ("constant", "replicate", "reflect", "reflect-even"):
+        raise Unsupported(f"pad: border '{border}'")
+    padding = [(int(p), int(q)) for p, q in b.op.attribs["padding"]]
+    if len(padding) != len(x.shape) or any(p < 0 or q < 0 for p, q in padding):
+        raise Unsupported(f"pad: padding {padding} for rank {len(x.shape)} (non-negative pairs)")
+    st = strides(list(x.shape))
+    terms, tests = [], []
+    for a, (n, (p, q)) in enumerate(zip(x.shape, padding)):
+        j = f"((int)u{a} - {p})" if p else f"(int)u{a}"
+        if p or q:
+            if border == "constant":
+                tests.append(f"{j} >= 0 && {j} < {n}")
+            else:
+                j = _border_index(j, n, border)
+        if n != 1:
+            terms.append(f"{j} * {st[a]}")
+    read = f"{x.param}[{' + '.join(terms) or '0'}]"
+    if tests:
+        b.emit(f"y[i] = ({' && '.join(tests)}) ? {read} : {flit(F32(b.op.attribs.get('value', 0.0)))};")
+    else:
+        b.emit(f"y[i] = {read};")
+
+
+@emitter("local_response_normalization")
+def local_response_normalization(b: Body) -> None:
+    """sigma = bias + alpha * ((+0 + t over the window's taps inside the input, row-major) / volume),
+    t = x * x, the window centred by NNEF's automatic padding; y = x / pow(sigma, beta)
+    (normalization.md, as the C kernel)."""
+    x = b.arg("input")
+    size = [int(v) for v in b.op.attribs["size"]]
+    if x.is_literal or len(size) != len(x.shape):
+        raise Unsupported(f"local_response_normalization: size {size} for input {list(x.shape)}")
+    u, st = b.coords(), strides(list(x.shape))
+    b.emit("/* acc = +0; acc = acc + t * t over the window row-major, padded taps skipped */")
+    b.emit("float acc = 0.0f;")
+    depth, index, tests = 0, [], []
+    for a, (n, k) in enumerate(zip(x.shape, size)):
+        if k == 1:
+            if n != 1:
+                index.append(f"{u[a]} * {st[a]}")
+            continue
+        before = (k - 1) // 2  # NNEF automatic padding, stride 1: the odd unit after
+        b.emit(f"{'    ' * depth}for (unsigned t{a} = 0; t{a} < {k}u; ++t{a}) {{")
+        depth += 1
+        b.emit(f"{'    ' * depth}const int p{a} = (int){u[a]} + (int)t{a} - {before};")
+        tests.append(f"p{a} >= 0 && p{a} < {n}")
+        index.append(f"p{a} * {st[a]}")
+    ind = "    " * depth
+    if tests:
+        b.emit(f"{ind}if (!({' && '.join(tests)})) continue;")
+    b.emit(f"{ind}const float v = {x.param}[{' + '.join(index) or '0'}];")
+    b.emit(f"{ind}acc = NNEF_ADD(acc, NNEF_MUL(v, v));")
+    for level in range(depth - 1, -1, -1):
+        b.emit("    " * level + "}")
+    alpha, beta, bias = (flit(F32(b.op.attribs[key])) for key in ("alpha", "beta", "bias"))
+    volume = flit(F32(math.prod(size)))
+    b.emit(f"const float sigma = NNEF_ADD({bias}, NNEF_MUL({alpha}, NNEF_DIV(acc, {volume})));")
+    b.emit(f"y[i] = NNEF_DIV({b.read(x, u)}, nnef_pow(sigma, {beta}));")

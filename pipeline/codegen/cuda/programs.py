@@ -1,4 +1,4 @@
-"""exp, log, tanh, sigmoid, softplus and pow for CUDA items: one statement per step of the
+"""exp, log, tanh, sigmoid, softplus, pow and erf for CUDA items: one statement per step of the
 reference's straight-line programs (pipeline.semantics.transcendental.PROGRAMS), the one
 deliberate sharing with the reference that docs/codegen.md names (no CUDA math library: a
 library expf is not a specification, and `__expf` is an approximation).

@@ -1,4 +1,4 @@
-"""Element-wise arithmetic: Add, Sub, Mul, Div, Sum, Max, Min, Clip.
+"""Element-wise arithmetic: Add, Sub, Mul, Div, Pow, Sqrt, Sum, Max, Min, Clip.
 
 ONNX broadcasts numpy-style (shapes aligned on the RIGHT); NNEF aligns on the LEFT
 (trailing unit axes implied). Every operand of lower rank than the result therefore gets
@@ -50,6 +50,32 @@ def mul(ctx: ExportContext, node: Node) -> None:
 def div(ctx: ExportContext, node: Node) -> None:
     """Div(A, B) -> div(A', B')."""
     _binary(ctx, "div")
+
+
+@converter("Sqrt", versions=(6, 13))
+def sqrt(ctx: ExportContext, node: Node) -> None:
+    """Sqrt(X) -> sqrt(X) (IEEE square root, correctly rounded: the same bits as any IEEE sqrtf)."""
+    ctx.emit(ctx.output(), "sqrt", ctx.input(0))
+
+
+@converter("Pow", versions=(7, 12, 13, 15))
+def pow_(ctx: ExportContext, node: Node) -> None:
+    """Pow(X, Y) -> with Y the constant 2: mul(X, X) (x * x, one rounding: the correctly rounded
+    square, as torch writes layer norms below opset 17); 3: mul(mul(X, X), X) (what onnxruntime
+    computes, measured bit for bit on 10^5 values; not the correctly rounded cube); 1: copy(X); else
+    pow(X', Y') (the pow program of docs/semantics/transcendental.md, operands broadcast as Add)."""
+    literal = ctx.literal(1)
+    if literal in (2.0, 3.0):
+        x = ctx.input(0)
+        square = ctx.output() if literal == 2.0 else ctx.temp_for("square")
+        ctx.emit(square, "mul", x, x)
+        if literal == 3.0:
+            ctx.emit(ctx.output(), "mul", square, x)
+        return
+    if literal == 1.0:
+        ctx.emit(ctx.output(), "copy", ctx.input(0))
+        return
+    _binary(ctx, "pow")
 
 
 def _variadic(ctx: ExportContext, node: Node, op: str) -> None:

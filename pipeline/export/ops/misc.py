@@ -1,9 +1,9 @@
-"""Identity, Dropout (inference), Constant."""
+"""Identity, Dropout (inference), Constant, Cast to float32 of a float32 tensor."""
 
 from __future__ import annotations
 
 import numpy as np
-from onnx import numpy_helper
+from onnx import TensorProto, numpy_helper
 
 from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
@@ -55,3 +55,16 @@ def constant(ctx: ExportContext, node: Node) -> None:
     else:
         value = np.array(list(raw), dtype=np.int64)
     ctx.define_constant(node.outputs[0], value)
+
+
+@converter("Cast", versions=(6, 9, 13, 19, 21, 23, 24, 25, 28), attributes=("to", "saturate", "round_mode"))
+def cast(ctx: ExportContext, node: Node) -> None:
+    """Cast(X, to = FLOAT) of a float32 X -> copy(X): the identity (skl2onnx writes it on every
+    input). Any other cast of data is refused (the data path is float32 only); casts of constants
+    and of shape values are folded at export (pipeline.export.fold). saturate and round_mode only
+    concern casts to 8-bit floats."""
+    to = int(node.attr("to", 0))
+    if to != TensorProto.FLOAT:
+        raise ctx.fail("EXPORT-E006", f"Cast to {TensorProto.DataType.Name(to) if to in TensorProto.DataType.values() else to}"
+                       " on the data path; only the identity Cast to FLOAT of a float32 tensor is supported")
+    ctx.emit(ctx.output(), "copy", ctx.input(0))

@@ -1,4 +1,4 @@
-"""Softmax, LogSoftmax, BatchNormalization, LRN.
+"""Softmax, LogSoftmax, BatchNormalization, LayerNormalization, LRN.
 
 Softmax/LogSoftmax before opset 13 flatten the input to 2-D at `axis` (default 1) and
 normalise over everything from `axis` on: NNEF `axes = [axis, ..., rank - 1]` is the same
@@ -87,3 +87,43 @@ def lrn(ctx: ExportContext, node: Node) -> None:
     f32 = lambda v: float(np.float32(v))  # noqa: E731 - attribute values as float32
     ctx.emit(ctx.output(), "local_response_normalization", ctx.input(0), size=[1, size] + [1] * (rank - 2),
              alpha=f32(node.attr("alpha", 1e-4)), beta=f32(node.attr("beta", 0.75)), bias=f32(node.attr("bias", 1.0)))
+
+
+@converter("LayerNormalization", versions=(17,), attributes=("axis", "epsilon", "stash_type"))
+def layer_normalization(ctx: ExportContext, node: Node) -> None:
+    """LayerNormalization(X, Scale, B) -> ONNX's function body operation by operation over the axes
+    A = [axis .. rank - 1] (its Flatten to 2-D and ReduceMean over axis 1 are a reduction over A):
+    m = mean_reduce(X, A); q = mul(X, X); mq = mean_reduce(q, A); mm = mul(m, m); v = sub(mq, mm);
+    ve = add(v, epsilon); s = sqrt(ve); d = sub(X, m); n = div(d, s); t = mul(n, Scale');
+    Y = add(t, B') (no add without B; Scale', B' with leading unit axes up to X's rank). The variance is
+    E[x^2] - E[x]^2 as the function body (and onnxruntime) compute it. The optional outputs: Mean is m
+    (NNEF keeps the reduced axes as 1, ONNX's shape), InvStdDev = div(1.0, s) (the body's Reciprocal).
+    stash_type must be 1 (float32)."""
+    if int(node.attr("stash_type", 1)) != 1:
+        raise ctx.fail("EXPORT-E004", f"stash_type = {node.attr('stash_type')}: only 1 (float32) is supported")
+    rank = len(ctx.in_shape(0))
+    axis = int(node.attr("axis", -1))
+    if not -rank <= axis < rank:
+        raise ctx.fail("EXPORT-E004", f"axis {axis} out of range for rank {rank}")
+    axes = list(range(axis % rank, rank))
+    epsilon = float(np.float32(node.attr("epsilon", 1e-5)))
+    x = ctx.input(0)
+    step = {name: ctx.temp_for(name) for name in ("square", "mean_square", "square_mean", "variance",
+                                                   "variance_eps", "std", "deviation", "normalized")}
+    step["mean"] = ctx.output(1) if node.has_output(1) else ctx.temp_for("mean")
+    ctx.emit(step["mean"], "mean_reduce", x, axes=axes)
+    ctx.emit(step["square"], "mul", x, x)
+    ctx.emit(step["mean_square"], "mean_reduce", step["square"], axes=axes)
+    ctx.emit(step["square_mean"], "mul", step["mean"], step["mean"])
+    ctx.emit(step["variance"], "sub", step["mean_square"], step["square_mean"])
+    ctx.emit(step["variance_eps"], "add", step["variance"], epsilon)
+    ctx.emit(step["std"], "sqrt", step["variance_eps"])
+    if node.has_output(2):
+        ctx.emit(ctx.output(2), "div", 1.0, step["std"])
+    ctx.emit(step["deviation"], "sub", x, step["mean"])
+    ctx.emit(step["normalized"], "div", step["deviation"], step["std"])
+    has_bias = ctx.has_input(2)
+    scaled = ctx.temp_for("scaled") if has_bias else ctx.output()
+    ctx.emit(scaled, "mul", step["normalized"], ctx.aligned(1, rank))
+    if has_bias:
+        ctx.emit(ctx.output(), "add", scaled, ctx.aligned(2, rank))

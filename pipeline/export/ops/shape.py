@@ -1,4 +1,4 @@
-"""Data movement: Concat, Split, Slice, Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Pad.
+"""Data movement: Concat, Split, Slice, Flatten, Reshape, Transpose, Squeeze, Unsqueeze, Pad, Gather.
 
 Parameters that ONNX passes as inputs from some opset on (split sizes, slice bounds,
 shapes, axes, pads) must be constants; they are resolved here to the explicit values NNEF
@@ -232,3 +232,46 @@ def pad(ctx: ExportContext, node: Node) -> None:
     if not math.isfinite(value):
         raise ctx.fail("EXPORT-E004", f"pad value {value} has no NNEF literal (must be finite)")
     ctx.emit(ctx.output(), "pad", ctx.input(0), padding=padding, border=PAD_BORDERS[mode], value=value)
+
+
+@converter("Gather", versions=(1, 11, 13), attributes=("axis",))
+def gather(ctx: ExportContext, node: Node) -> None:
+    """Gather(data, indices) with constant indices on a computed tensor (on constants it is folded) ->
+    per index i (negative: + extent) slice(data, axes = [axis], begin = [i], end = [i + 1]); a scalar
+    index then squeeze(axes = [axis]); several indices concat([...], axis) of their slices, then
+    reshape to the output shape when the indices have more than one axis. Only copies: no arithmetic.
+    (Attention's q, k, v = qkv[0], qkv[1], qkv[2] is three scalar Gathers.)"""
+    shape = ctx.in_shape(0)
+    rank = len(shape)
+    axis = _axis(ctx, int(node.attr("axis", 0)), rank)
+    value = ctx.constant(1, "indices")
+    if value.dtype.kind not in "iu":
+        raise ctx.fail("EXPORT-E006", f"indices '{ctx.input_name(1)}' are {value.dtype}; integers expected")
+    extent = shape[axis]
+    indices = [int(i) for i in value.reshape(-1)]
+    if any(not -extent <= i < extent for i in indices):
+        raise ctx.fail("EXPORT-E004", f"indices {indices} out of range for axis {axis} of extent {extent}")
+    indices = [i % extent for i in indices]
+    x = ctx.input(0)
+    out_shape = ctx.out_shape()
+    if value.ndim == 0:
+        part = ctx.temp_for("slice")
+        ctx.emit(part, "slice", x, axes=[axis], begin=[indices[0]], end=[indices[0] + 1], stride=[1])
+        ctx.emit(ctx.output(), "squeeze", part, axes=[axis])
+        return
+    parts = []
+    for n, i in enumerate(indices):
+        part = ctx.temp_for(f"slice{n}")
+        ctx.emit(part, "slice", x, axes=[axis], begin=[i], end=[i + 1], stride=[1])
+        parts.append(part)
+    if value.ndim == 1:
+        if len(parts) == 1:
+            ctx.emit(ctx.output(), "copy", parts[0])
+        else:
+            ctx.emit(ctx.output(), "concat", parts, axis=axis)
+        return
+    joined = parts[0]
+    if len(parts) > 1:
+        joined = ctx.temp_for("concat")
+        ctx.emit(joined, "concat", parts, axis=axis)
+    ctx.emit(ctx.output(), "reshape", joined, shape=out_shape, axis_start=0, axis_count=-1)

@@ -27,7 +27,7 @@ SCALAR: dict[str, str] = {
     "max": "nnef_max({0}, {1})", "min": "nnef_min({0}, {1})", "pow": "nnef_pow({0}, {1})",
     "neg": "nnef_fneg({0})", "abs": "nnef_fabs({0})", "relu": "nnef_relu({0})", "sqrt": "nnef_sqrt({0})",
     "exp": "nnef_exp({0})", "log": "nnef_log({0})", "tanh": "nnef_tanh({0})", "sigmoid": "nnef_sigmoid({0})",
-    "softplus": "nnef_softplus({0})", "floor": "nnef_floor({0})", "ceil": "nnef_ceil({0})",
+    "softplus": "nnef_softplus({0})", "erf": "nnef_erf({0})", "floor": "nnef_floor({0})", "ceil": "nnef_ceil({0})",
     "rint": "nnef_rint({0})", "sign": "nnef_sign({0})",
     "select_lt0": "nnef_select({0} < 0.0f, {1}, {2})",
 }
@@ -36,7 +36,8 @@ VECTOR: dict[str, str] = {
     "div": "nnef_vdiv({0}, {1})", "max": "nnef_vmax({0}, {1})", "min": "nnef_vmin({0}, {1})",
     "pow": "nnef_vpow({0}, {1})", "neg": "nnef_vneg({0})", "abs": "nnef_vabs({0})", "relu": "nnef_vrelu({0})",
     "sqrt": "nnef_vsqrt({0})", "exp": "nnef_vexp({0})", "log": "nnef_vlog({0})", "tanh": "nnef_vtanh({0})",
-    "sigmoid": "nnef_vsigmoid({0})", "softplus": "nnef_vsoftplus({0})", "floor": "nnef_vfloor({0})",
+    "sigmoid": "nnef_vsigmoid({0})", "softplus": "nnef_vsoftplus({0})", "erf": "nnef_verf({0})",
+    "floor": "nnef_vfloor({0})",
     "ceil": "nnef_vceil({0})", "rint": "nnef_vrint({0})", "sign": "nnef_vsign({0})",
     "select_lt0": "nnef_vselect(nnef_vlt({0}, nnef_vzero()), {1}, {2})",
 }
@@ -57,6 +58,7 @@ def _unary(op_name: str, op: Any) -> Node:
         "exp": ("exp", X), "log": ("log", X), "log2": ("div", ("log", X), ("log", const(2.0))),
         "sign": ("sign", X), "floor": ("floor", X), "ceil": ("ceil", X), "round": ("rint", X),
         "relu": ("relu", X), "sigmoid": ("sigmoid", X), "tanh": ("tanh", X), "softplus": ("softplus", X),
+        "erf": ("erf", X),
         "silu": ("mul", X, ("sigmoid", X)),
         "gelu": ("mul", X, ("sigmoid", ("mul", const(F32(1.702)), X))),
     }
@@ -75,7 +77,8 @@ def _unary(op_name: str, op: Any) -> Node:
 
 
 UNARY_OPS = ("neg", "abs", "rcp", "sqr", "sqrt", "rsqr", "rsqrt", "exp", "log", "log2", "sign", "floor", "ceil",
-             "round", "relu", "sigmoid", "tanh", "softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "softabs")
+             "round", "relu", "sigmoid", "tanh", "softplus", "silu", "gelu", "leaky_relu", "elu", "selu", "softabs",
+             "erf")
 BINARY_OPS = ("add", "sub", "mul", "div", "max", "min", "pow")
 
 

@@ -175,10 +175,12 @@ def matmul(k: Kernel) -> None:
         return " + ".join(terms) or "0"
 
     k.line(f"const float *const ab = {a.c} + {base(a.shape, ast)};")
-    k.line(f"const float *const bb = {b.c} + {base(b.shape, bst)};")
+    b_rearranged = b.is_constant and math.prod(batch) == 1
+    if not b_rearranged:  # a rearranged constant B is read through its own array: no pointer into B
+        k.line(f"const float *const bb = {b.c} + {base(b.shape, bst)};")
     k.line(f"float *const cb = {k.out.c} + {base(k.out.shape, ost)};")
     a_elem = f"ab[{{k}} * {a.shape[-1]} + {{r}}]" if ta else f"ab[{{r}} * {a.shape[-1]} + {{k}}]"
-    if b.is_constant and math.prod(batch) == 1:
+    if b_rearranged:
         arranged = np.asarray(b.value, F32).reshape(b.shape[-2], b.shape[-1])
         arranged = np.ascontiguousarray(arranged.T if tb else arranged)
         wname = k.const_array(f"W_{b.label or b.name}_kn", arranged, "float",
