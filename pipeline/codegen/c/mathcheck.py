@@ -1,6 +1,6 @@
 """The transcendental programs in generated C against the reference's, bit for bit.
 
-Requirement LLR-SEM-002: exp, log, tanh, sigmoid, softplus and pow have one implementation
+Requirement LLR-SEM-002: exp, log, tanh, sigmoid, softplus, erf and pow have one implementation
 (pipeline.semantics.transcendental), which the reference evaluates with NumPy and the
 generator emits as C (programs.py). This module compiles the generated `nnef_math.h` with a
 small driver under the build's flags, linked without -lm (a libm call would not link),
@@ -40,7 +40,7 @@ DRIVER = r"""
 #define CAPACITY 700000
 static float in[2 * CAPACITY], out[CAPACITY + NNEF_VL], xs[CAPACITY + NNEF_VL], ys[CAPACITY + NNEF_VL];
 /* The functions of one argument; pow (two) apart. */
-#define UNARY_FUNCTIONS(F) F(exp) F(log) F(tanh) F(sigmoid) F(softplus) F(rint) F(floor) F(ceil) F(sqrt) F(sign)
+#define UNARY_FUNCTIONS(F) F(exp) F(log) F(tanh) F(sigmoid) F(softplus) F(erf) F(rint) F(floor) F(ceil) F(sqrt) F(sign)
 /* nnef_<name> on each input. */
 static int scalar_forms(const char *name, long n)
 {
@@ -82,7 +82,7 @@ int main(int argc, char **argv)
 }
 """
 
-UNARY = {"exp": T.exp, "log": T.log, "tanh": T.tanh, "sigmoid": T.sigmoid, "softplus": T.softplus}
+UNARY = {"exp": T.exp, "log": T.log, "tanh": T.tanh, "sigmoid": T.sigmoid, "softplus": T.softplus, "erf": T.erf}
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 2.0 ** 22 + 0.5, 2.0 ** 23 - 0.5,
            -(2.0 ** 23 - 0.5), 2.0 ** 23, 1e-45, -1e-45, 0.49999997, -0.49999997, 88.72283, 88.72284, -103.972,
            -104.0, 9.01, 44.4, 1e-30]
