@@ -139,15 +139,19 @@ def _model_counts(per_model: Mapping[str, str]) -> str:
 
 
 def owed_rows(document: Mapping[str, Any]) -> tuple[list[list[str]], list[str]]:
-    """One row per requirement judged on its own checks that is not verified; and the parents judged through them."""
+    """One row per requirement judged on its own checks that is not verified (with the checks that are not
+    `pass` on some model); and the parents judged through them."""
     rows, parents = [], []
+    short = {o["check_id"] for o in document.get("outcomes", []) if o.get("verdict") != "pass"}
     for req in document.get("requirements", []):
         if req.get("status") == "verified":
             continue
         if req.get("via_children"):
             parents.append(req["id"])
             continue
-        checks = ", ".join(req.get("checks", [])) or "none"
+        # the checks that owe something (a verdict other than pass on some model); all of them when none is known
+        owing = [c for c in req.get("checks", []) if c in short] or req.get("checks", [])
+        checks = ", ".join(owing) or "none"
         rows.append([req["id"], owed(req), _model_counts(req.get("per_model", {})), checks, f"#req-{req['id']}"])
     return rows, parents
 
@@ -182,7 +186,7 @@ def summary_text(document: Mapping[str, Any], max_findings: int = 20) -> str:
         open_count = sum(1 for r in document.get("requirements", []) if r.get("open_for_target"))
         lines += ["", f"Not verified: {len(rows)} requirements, {open_count} of them open for the target (`doit verify "
                       f"strict=1` on the target requires them); details: {REPORT}#req-<ID>"]
-        lines += _aligned([["requirement", "still owes", "models", "checks", "report"]] + rows)
+        lines += _aligned([["requirement", "still owes", "models", "checks short of pass", "report"]] + rows)
         if parents:
             lines.append(shorten(f"  and through them: {', '.join(parents)}"))
     findings = document.get("findings", [])

@@ -69,3 +69,19 @@ def test_the_execute_column_says_where_the_deployments_ran() -> None:
     text = summary_text(document)
     row = next(line for line in text.splitlines() if line.startswith("m "))
     assert "target 1 host 1 emulation 1" in row and "step failed" in row
+
+
+def test_a_row_names_only_the_checks_short_of_pass() -> None:
+    from pipeline.evidence.summary import owed_rows
+
+    requirement = {"id": "HLR-X-001", "status": "partially verified", "checks": ["a.ok", "b.short", "c.ok"],
+                   "per_model": {"m": "partial", "n": "pass"}, "via_children": False}
+    outcomes = [{"check_id": "a.ok", "model": "m", "verdict": "pass"},
+                {"check_id": "b.short", "model": "m", "verdict": "not run"},
+                {"check_id": "b.short", "model": "n", "verdict": "pass"},
+                {"check_id": "c.ok", "model": "m", "verdict": "pass"}]
+    rows, _ = owed_rows({"requirements": [requirement], "outcomes": outcomes})
+    assert rows[0][0] == "HLR-X-001" and rows[0][3] == "b.short"
+    # no outcome known for any of its checks: all of them are named
+    rows, _ = owed_rows({"requirements": [requirement], "outcomes": []})
+    assert rows[0][3] == "a.ok, b.short, c.ok"
