@@ -34,7 +34,7 @@ from pipeline.atomic import write_json
 from pipeline.names import confined
 from pipeline.codegen import checks
 from pipeline.codegen.c.generate import generate_deployment
-from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.items import emitter_for
 from pipeline.codegen.deployment import load_deployment, sha256_of
 from pipeline.deploy import load_deploy

@@ -88,7 +88,7 @@ def test_an_item_that_receives_after_it_sends_cannot_be_a_proxy(tmp_path):
     (CODEGEN-E010) a schedule whose get comes after a send or that computes nothing after its last get."""
     from types import SimpleNamespace
 
-    from pipeline.codegen.codes import CodegenError
+    from pipeline.codegen.errors import CodegenError
     from pipeline.codegen.nvdla.proxy import _submission_step
     from pipeline.split.splitter import Step
 

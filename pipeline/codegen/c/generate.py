@@ -34,7 +34,7 @@ from pipeline.codegen.c.item import (ItemCode, TraceEntry, item_file, sync_buffe
                                      weights_file)
 from pipeline.codegen.c.programs import math_header
 from pipeline.codegen.c.writer import CodeWriter
-from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.items import emitter_for
 from pipeline.diagnostics import Location
 from pipeline.codegen.deployment import DeploymentInput

@@ -25,7 +25,7 @@ from pipeline.codegen.c.kernels import VIEW_OPERATIONS, lookup, supported_operat
 from pipeline.codegen.c.kernels.common import F32, ConstArray, Kernel, Operand, ident
 from pipeline.codegen.c.planner import Buffer, Plan, check_plan, plan_buffers
 from pipeline.codegen.c.writer import CodeWriter
-from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.errors import CodegenError
 from pipeline.diagnostics import Location
 from pipeline.codegen.deployment import DeploymentInput, ItemInput, Weight
 from pipeline.nnef.graph import Operation, Ref

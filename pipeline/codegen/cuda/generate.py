@@ -50,7 +50,7 @@ from pipeline.codegen.c import item as c_item
 from pipeline.codegen.c.kernels.common import flit, ident, strides
 from pipeline.codegen.c.planner import Buffer, check_plan, plan_buffers
 from pipeline.codegen.c.writer import CodeWriter
-from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.cuda.kernels import EMITTERS, VIEW_OPERATIONS, Arg, Body, Unsupported
 from pipeline.codegen.cuda.programs import math_header
 from pipeline.codegen.deployment import DeploymentInput, ItemInput

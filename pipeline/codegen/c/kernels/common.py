@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.errors import CodegenError
 from pipeline.diagnostics import Location
 from pipeline.nnef.graph import Operation
 
