@@ -33,7 +33,7 @@ from pipeline.names import confined
 from pipeline.codegen.c.item import (ItemCode, TraceEntry, item_file, sync_buffer, sync_object, weights_blob_file,
                                      weights_file)
 from pipeline.codegen.c.programs import math_header
-from pipeline.codegen.c.writer import CodeWriter
+from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.items import emitter_for
 from pipeline.diagnostics import Location

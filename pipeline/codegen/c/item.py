@@ -23,8 +23,8 @@ import numpy as np
 
 from pipeline.codegen.c.kernels import VIEW_OPERATIONS, lookup, supported_operations
 from pipeline.codegen.c.kernels.common import F32, ConstArray, Kernel, Operand, ident
-from pipeline.codegen.c.planner import Buffer, Plan, check_plan, plan_buffers
-from pipeline.codegen.c.writer import CodeWriter
+from pipeline.codegen.shared.planner import Buffer, Plan, check_plan, plan_buffers
+from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
 from pipeline.diagnostics import Location
 from pipeline.codegen.deployment import DeploymentInput, ItemInput, Weight

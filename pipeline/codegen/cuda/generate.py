@@ -48,8 +48,8 @@ from pipeline.atomic import write_bytes, write_json, write_text
 from pipeline.names import confined
 from pipeline.codegen.c import item as c_item
 from pipeline.codegen.c.kernels.common import flit, ident, strides
-from pipeline.codegen.c.planner import Buffer, check_plan, plan_buffers
-from pipeline.codegen.c.writer import CodeWriter
+from pipeline.codegen.shared.planner import Buffer, check_plan, plan_buffers
+from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.cuda.kernels import EMITTERS, VIEW_OPERATIONS, Arg, Body, Unsupported
 from pipeline.codegen.cuda.programs import math_header

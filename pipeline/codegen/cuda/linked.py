@@ -36,7 +36,7 @@ import math
 from typing import Any
 
 from pipeline.codegen.c.item import ItemCode, TraceEntry, barrier_step, sync_object
-from pipeline.codegen.c.writer import CodeWriter
+from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.cuda.generate import RUNTIME_DIR, RUNTIME_FILES, CudaItemEmitter, item_file
 from pipeline.codegen.cuda.programs import math_header
 from pipeline.codegen.deployment import DeploymentInput, ItemInput

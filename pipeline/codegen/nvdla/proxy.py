@@ -32,7 +32,7 @@ from typing import Any
 
 from pipeline.codegen.c.item import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
                                      weights_file)
-from pipeline.codegen.c.writer import CodeWriter
+from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.deployment import DeploymentInput, ItemInput
 from pipeline.diagnostics import Location, PipelineError
