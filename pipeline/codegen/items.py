@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from pipeline.codegen.c.item import ItemCode, ItemEmitter
+from pipeline.codegen.c.item import ItemEmitter
+from pipeline.codegen.shared.contract import ItemCode
 from pipeline.codegen.deployment import DeploymentInput, ItemInput
 
 ItemFactory = Callable[[DeploymentInput, ItemInput, int, int, str], ItemCode]

@@ -30,8 +30,8 @@ from typing import Any
 from pipeline import __version__
 from pipeline.atomic import write_bytes, write_json, write_text
 from pipeline.names import confined
-from pipeline.codegen.c.item import (ItemCode, TraceEntry, item_file, sync_buffer, sync_object, weights_blob_file,
-                                     weights_file)
+from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, item_file, sync_buffer, sync_object,
+                                              weights_blob_file, weights_file)
 from pipeline.codegen.c.programs import math_header
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError

@@ -46,8 +46,8 @@ import numpy as np
 from pipeline import __version__
 from pipeline.atomic import write_bytes, write_json, write_text
 from pipeline.names import confined
-from pipeline.codegen.c import item as c_item
 from pipeline.codegen.c.kernels.common import flit, ident, strides
+from pipeline.codegen.shared import contract
 from pipeline.codegen.shared.planner import Buffer, check_plan, plan_buffers
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
@@ -260,7 +260,7 @@ class CudaItemEmitter:
         """The host copies of the weights: hex-float initializers, or #defines into the linked blob
         when the item holds more than the C generator's BLOB_MIN_FLOATS floats (returned)."""
         total = sum(int(values.size) for _, values, _ in self.host_arrays.values())
-        if total <= c_item.BLOB_MIN_FLOATS:
+        if total <= contract.BLOB_MIN_FLOATS:
             for host, values, note in self.host_arrays.values():
                 w.comment(note)
                 lits = [flit(v) for v in values]

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pipeline.codegen.c.item import ItemCode, TraceEntry, barrier_step, sync_object
+from pipeline.codegen.shared.contract import ItemCode, TraceEntry, barrier_step, sync_object
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.cuda.generate import RUNTIME_DIR, RUNTIME_FILES, CudaItemEmitter, item_file
 from pipeline.codegen.cuda.programs import math_header

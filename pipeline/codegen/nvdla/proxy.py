@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pipeline.codegen.c.item import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
-                                     weights_file)
+from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
+                                              weights_file)
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.deployment import DeploymentInput, ItemInput
