@@ -22,11 +22,12 @@ from typing import Any
 import numpy as np
 
 from pipeline.codegen.c.kernels import VIEW_OPERATIONS, lookup, supported_operations
-from pipeline.codegen.c.kernels.common import F32, ConstArray, Kernel, Operand, ident
+from pipeline.codegen.c.kernels.common import ConstArray, Kernel, Operand
 from pipeline.codegen.shared import contract
 from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
                                               weights_blob_file, weights_file)
 from pipeline.codegen.shared.planner import Buffer, Plan, check_plan, plan_buffers
+from pipeline.codegen.shared.spelling import F32, flits, ident
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
 from pipeline.diagnostics import Location
@@ -480,8 +481,6 @@ class ItemEmitter:
         w.line("")
 
     def _emit_array(self, w: CodeWriter, array: ConstArray, blob: bytearray | None) -> None:
-        from pipeline.codegen.c.kernels.common import flits
-
         w.comment(array.comment)
         if blob is not None:
             blob.extend(bytes(-len(blob) % ALIGNMENT))

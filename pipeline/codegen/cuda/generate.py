@@ -46,9 +46,9 @@ import numpy as np
 from pipeline import __version__
 from pipeline.atomic import write_bytes, write_json, write_text
 from pipeline.names import confined
-from pipeline.codegen.c.kernels.common import flit, ident, strides
 from pipeline.codegen.shared import contract
 from pipeline.codegen.shared.planner import Buffer, check_plan, plan_buffers
+from pipeline.codegen.shared.spelling import flit, ident, strides
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.cuda.kernels import EMITTERS, VIEW_OPERATIONS, Arg, Body, Unsupported

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pipeline.codegen.c.kernels.common import flit, strides
+from pipeline.codegen.shared.spelling import flit, strides
 from pipeline.codegen.c.kernels.deconv import deconv_extents
 from pipeline.codegen.c.kernels.geometry import window_geometry
 from pipeline.codegen.c.kernels.multilinear import METHODS as LINEAR_METHODS, axis_rule

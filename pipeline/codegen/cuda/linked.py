@@ -36,6 +36,7 @@ import math
 from typing import Any
 
 from pipeline.codegen.shared.contract import ItemCode, TraceEntry, barrier_step, sync_object
+from pipeline.codegen.shared.spelling import ident
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.cuda.generate import RUNTIME_DIR, RUNTIME_FILES, CudaItemEmitter, item_file
 from pipeline.codegen.cuda.programs import math_header
@@ -220,7 +221,7 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
         if op.name == "variable":
             label = str(op.attribs.get("label", ""))
             weight = d.weights[label]
-            records.append({"array": f"H_{_ident(label)}", "variable": op.output_refs()[0].name, "label": label,
+            records.append({"array": f"H_{ident(label)}", "variable": op.output_refs()[0].name, "label": label,
                             "file": weight.rel, "sha256": weight.sha256, "layout": {"kind": "identity"},
                             "floats": int(weight.array.size), "shape": list(weight.array.shape)})
     return ItemCode(item.name, source, None, sorted(trace, key=lambda x: (x.nnef_line, x.code_file)), memory_map,
@@ -230,12 +231,6 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
                     [s.var for _, s in sends], [s.var for _, s in gets],
                     source_file=src, language="cuda", init=f"nnef_item_{item.name}_init",
                     support_files=_support_files(), weights_blob=e.blob)
-
-
-def _ident(name: str) -> str:
-    from pipeline.codegen.c.kernels.common import ident
-
-    return ident(name)
 
 
 def _declaration_entries(e: CudaItemEmitter, source: str, input_lines: dict[str, int]) -> list[TraceEntry]:
