@@ -32,6 +32,7 @@ SHARED_WITH_REFERENCE = {
     ("pipeline.codegen.c.programs", "pipeline.semantics.transcendental"),
     ("pipeline.codegen.c.mathcheck", "pipeline.semantics.transcendental"),
     ("pipeline.codegen.cuda.programs", "pipeline.semantics.transcendental"),
+    ("pipeline.codegen.shared.programs", "pipeline.semantics.transcendental"),
 }
 
 
