@@ -43,7 +43,7 @@ from typing import Any
 
 from pipeline.atomic import write_json
 from pipeline.names import confined
-from pipeline.codegen.c.generate import BUILD_FILE
+from pipeline.codegen.program.generate import BUILD_FILE
 from pipeline.deploy import load_deploy
 from pipeline.targets import code_kind
 from pipeline.diagnostics import Location, PipelineError
@@ -55,7 +55,7 @@ from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_versio
 from pipeline.toolchain.platforms import (Platform, described, host_platform, missing_reason, missing_tools,
                                           resolve, runner_version)
 from pipeline.toolchain.runners import session
-from pipeline.codegen.items import emitter_for
+from pipeline.codegen.program.items import NO_GENERATOR, emitter_for
 from pipeline.execute.cuda import EMULATION, SHUFFLE_SEED, run_cuda_deployment
 from pipeline.toolchain.nvcc import emulation_objects
 from pipeline.execute.gpu import run_on_gpu
@@ -69,7 +69,6 @@ from pipeline.execute.campaign import (INSTRUCTIONS_FILE, NVDLA_NOT_MEASURED, PA
 
 log = logging.getLogger(__name__)
 
-NO_GENERATOR = "no item emitter (pipeline/codegen/items.py) for the target of"
 DLA_TIMEOUT_VARIABLE, DLA_TIMEOUT_MS = "NNEF_DLA_TIMEOUT_MS", 30000   # per submission (pipeline/codegen/nvdla/proxy.py)
 
 

@@ -62,7 +62,7 @@ def test_each_proxy_follows_its_schedule_step_for_step(dla_mixed, deployment):
 
 
 def test_the_deployment_is_byte_identical_on_regeneration(dla_mixed):
-    from pipeline.codegen.c.generate import generate_deployment
+    from pipeline.codegen.program.generate import generate_deployment
     from pipeline.codegen.deployment import load_deployment
     from pipeline.codegen.nvdla.generate import generate_nvdla
 

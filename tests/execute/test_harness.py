@@ -158,8 +158,8 @@ def test_a_harness_without_the_vector_boundary_is_refused(tmp_path):
 
 
 def test_a_target_without_item_emitter_is_not_generated(tmp_path, monkeypatch):
-    from pipeline.codegen import items
-    from pipeline.codegen.c.generate import generate_deployment
+    from pipeline.codegen.program import items
+    from pipeline.codegen.program.generate import generate_deployment
     from pipeline.codegen.errors import CodegenError
     from pipeline.codegen.deployment import load_deployment
 

@@ -1,6 +1,6 @@
 """A CUDA item inside a mixed deployment's C program (docs/codegen-cuda.md "CUDA items next to CPU items").
 
-The C deployment program (pipeline/codegen/c/generate.py: the item table, the sync variables,
+The C deployment program (pipeline/codegen/program/generate.py: the item table, the sync variables,
 the runtime, the harness) stays the program; an item of target `cuda` is one `.cu` whose
 functions have C linkage and follow the contract of a C item:
 

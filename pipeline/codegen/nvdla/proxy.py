@@ -1,6 +1,6 @@
 """An NVDLA item inside a mixed deployment's C program: its proxy item (docs/codegen-nvdla.md "Next to CPU items").
 
-The C deployment program (pipeline/codegen/c/generate.py) stays the program; an item of target
+The C deployment program (pipeline/codegen/program/generate.py) stays the program; an item of target
 `nvdla` is one C source, `nnef_item_<X>.c`, that follows the contract of a C item while the
 item's computation is its loadable (written by pipeline/codegen/nvdla/generate.py beside it and
 judged by codegen.accelerators):
