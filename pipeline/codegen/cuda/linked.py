@@ -33,12 +33,11 @@ NNEF_EMULATE_SEED in the environment chooses the launch order (0 or unset: in or
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from pipeline.codegen.shared.contract import ItemCode, TraceEntry, barrier_step, sync_object
 from pipeline.codegen.shared.spelling import ident
-from pipeline.codegen.shared.writer import CodeWriter
-from pipeline.codegen.cuda.generate import RUNTIME_DIR, RUNTIME_FILES, CudaItemEmitter, item_file
+from pipeline.codegen.cuda import RUNTIME_DIR, RUNTIME_FILES
+from pipeline.codegen.cuda.emitter import CudaItemEmitter, DeviceCode, item_file
 from pipeline.codegen.cuda.programs import math_header
 from pipeline.codegen.deployment import DeploymentInput, ItemInput
 
@@ -47,9 +46,8 @@ HOST_ALIGNMENT_FLOATS = 16   # 64 bytes
 
 def linked_item(deployment: DeploymentInput, item: ItemInput, index: int) -> ItemCode:
     """The .cu of a cuda item of a mixed deployment, as an ItemCode of the C program."""
-    code = CudaItemEmitter(deployment, item, index, linked=True).generate()
-    assert isinstance(code, ItemCode)
-    return code
+    emitter = CudaItemEmitter(deployment, item, index, linked=True)
+    return linked_tail(emitter, emitter.generate())
 
 
 def _support_files() -> dict[str, str]:
@@ -58,10 +56,11 @@ def _support_files() -> dict[str, str]:
     return files
 
 
-def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], entries: list[dict[str, Any]],
-                kernel_records: list[dict[str, Any]], plan: Any) -> ItemCode:
+def linked_tail(e: CudaItemEmitter, device_code: DeviceCode) -> ItemCode:
     """Append the host side (host arena, init, run) to the item's kernels; return its ItemCode."""
     item, d = e.item, e.d
+    w, launches, plan = device_code.writer, device_code.launches, device_code.plan
+    entries, kernel_records = device_code.entries, device_code.kernels
     src = item_file(item.name)
     arena = f"nnef_arena_{item.name}"
     floats = lambda name: math.prod(e._shape(name))  # noqa: E731
@@ -230,7 +229,7 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
                     {n: f"{arena} + {host[f'out:{n}'][0]}" for n in outputs},
                     [s.var for _, s in sends], [s.var for _, s in gets],
                     source_file=src, language="cuda", init=f"nnef_item_{item.name}_init",
-                    support_files=_support_files(), weights_blob=e.blob)
+                    support_files=_support_files(), weights_blob=device_code.blob)
 
 
 def _declaration_entries(e: CudaItemEmitter, source: str, input_lines: dict[str, int]) -> list[TraceEntry]:
