@@ -33,6 +33,7 @@ from pipeline.names import confined
 from pipeline.codegen.cuda import RUNTIME_DIR, RUNTIME_FILES
 from pipeline.codegen.cuda.emitter import GENERATOR, THREADS, CudaItemEmitter, DeviceCode, item_file
 from pipeline.codegen.cuda.programs import math_header
+from pipeline.codegen.deployment import DeploymentInput
 from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.shared.contract import weights_blob_file
 from pipeline.codegen.shared.writer import CodeWriter
