@@ -342,8 +342,8 @@ def transcendental_result(subject: str, scratch: Path, lanes: int = 4) -> CheckR
 
 
 def accelerators_result(subject: str, folder: Path, root: Path) -> CheckResult:
-    """`codegen.accelerators` for one generated NVDLA deployment folder (pipeline.codegen.nvdla.check)."""
-    from pipeline.codegen.nvdla.check import check_folder
+    """`codegen.accelerators` for one generated NVDLA deployment folder (pipeline.codegen.nvdla.accelerators)."""
+    from pipeline.codegen.nvdla.accelerators import check_folder
 
     problems, measured, read = check_folder(folder, root)
     return _result(ACCELERATORS, subject, problems, measured, read)
