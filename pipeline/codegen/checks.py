@@ -326,7 +326,7 @@ def transcendental_result(subject: str, scratch: Path, lanes: int = 4) -> CheckR
     programs (pipeline.codegen.c.mathcheck)."""
     from pipeline.codegen.c.mathcheck import MathCheckError, check_programs
 
-    read = ["pipeline/semantics/transcendental.py", "pipeline/codegen/c/programs.py"]
+    read = ["pipeline/semantics/transcendental.py", "pipeline/codegen/shared/programs.py", "pipeline/codegen/c/programs.py"]
     try:
         mismatches, compared = check_programs(scratch, lanes=lanes)
     except MathCheckError as error:
