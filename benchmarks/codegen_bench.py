@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import bench_models  # noqa: E402
-from pipeline.codegen.c.generate import generate_deployment  # noqa: E402
+from pipeline.codegen.program.generate import generate_deployment  # noqa: E402
 from pipeline.codegen.deployment import load_deployment  # noqa: E402
 from pipeline.deploy import load_deploy  # noqa: E402
 from pipeline.execute.step import step_durations  # noqa: E402

@@ -25,8 +25,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.codegen.c import item as item_module  # noqa: E402
-from pipeline.codegen.c.generate import generate_deployment  # noqa: E402
+from pipeline.codegen.shared import contract as item_module  # noqa: E402
+from pipeline.codegen.program.generate import generate_deployment  # noqa: E402
 from pipeline.codegen.deployment import load_deployment  # noqa: E402
 from pipeline.toolchain.cc import compile_and_link, compiler_version  # noqa: E402
 from tests.codegen.cghelpers import single_item  # noqa: E402

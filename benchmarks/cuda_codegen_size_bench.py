@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.codegen_size_bench import network  # noqa: E402
-from pipeline.codegen.c import item as c_item  # noqa: E402
+from pipeline.codegen.shared import contract as c_item  # noqa: E402
 from pipeline.codegen.cuda.generate import generate_cuda  # noqa: E402
 from pipeline.codegen.deployment import load_deployment  # noqa: E402
 from pipeline.nnef.tensorfile import write_tensor  # noqa: E402

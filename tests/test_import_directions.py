@@ -1,4 +1,6 @@
-"""The packages depend downward along the data path, never back up, and never in a loop.
+"""The packages depend downward along the data path, never back up, and never in a loop; inside
+every package its files and sub-packages import each other without a loop too, and codegen's item
+emitters (c/, cuda/, nvdla/) share only through codegen/shared/ (docs/codegen.md "Layout").
 
 Every `import` and `from ... import` in pipeline/, at module level or inside a function,
 is read with `ast`; each module has a level (below), and no module may import a module of
@@ -32,7 +34,22 @@ SHARED_WITH_REFERENCE = {
     ("pipeline.codegen.c.programs", "pipeline.semantics.transcendental"),
     ("pipeline.codegen.c.mathcheck", "pipeline.semantics.transcendental"),
     ("pipeline.codegen.cuda.programs", "pipeline.semantics.transcendental"),
+    ("pipeline.codegen.shared.programs", "pipeline.semantics.transcendental"),
 }
+# Inside every package, its files and sub-packages import each other without a loop (imports inside
+# functions counted). The loops that exist today outside codegen/ are listed with their package, each
+# as the set of its package's children it runs through; a loop that is broken must leave the list
+# (the list only shrinks), any other fails.
+KNOWN_CYCLES: dict[str, set[frozenset[str]]] = {
+    "pipeline.nnef": {frozenset({"fragments", "lowering"})},        # lowering/invocations.py asks fragments.py
+    "pipeline.toolchain": {frozenset({"cc", "platforms"}),           # platforms.flag_problem reads cc's flags
+                           frozenset({"runners", "ssh"})},           # runners.session opens an SshSession
+}
+# codegen/'s item emitters (docs/codegen.md "Layout"): none imports another or the deployment program
+# above them; what they share lives in codegen/shared, which imports none of them nor the program.
+EMITTERS = ("c", "cuda", "nvdla")
+SHARED_PIECE = "shared"
+PROGRAM = "program"
 
 
 def module_name(path: Path) -> str:
@@ -128,6 +145,128 @@ def test_no_loop_between_packages() -> None:
 
     for node in sorted(edges):
         visit(node, [])
+
+
+Edge = tuple[str, str, str]   # (importing module, imported module, "file:line")
+
+
+def edges_of(sources: dict[str, Path]) -> list[Edge]:
+    """Every import between pipeline modules in `sources` (module name -> file), functions included."""
+    root = PACKAGE.parent
+    return [(module, imported, f"{path.relative_to(root) if path.is_relative_to(root) else path}:{line}")
+            for module, path in sources.items() for line, imported in imports(path)]
+
+
+def children_graph(package: str, edges: list[Edge]) -> dict[str, dict[str, list[str]]]:
+    """child -> imported child -> where, between the direct children (files, sub-packages) of `package`."""
+    prefix = package + "."
+    graph: dict[str, dict[str, list[str]]] = {}
+    for source, target, where in edges:
+        if source.startswith(prefix) and target.startswith(prefix):
+            a, b = source[len(prefix):].split(".")[0], target[len(prefix):].split(".")[0]
+            if a != b:
+                graph.setdefault(a, {}).setdefault(b, []).append(f"{where} ({source} -> {target})")
+    return graph
+
+
+def cycles(graph: dict[str, dict[str, list[str]]]) -> set[frozenset[str]]:
+    """The strongly connected components of more than one node (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: set[frozenset[str]] = set()
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, successors = work[-1]
+            nxt = next(successors, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                elif nxt in stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.add(frozenset(component))
+    return found
+
+
+def describe(component: frozenset[str], graph: dict[str, dict[str, list[str]]]) -> str:
+    return "; ".join(f"{a} -> {b}: {graph[a][b][0]}" for a in sorted(component) for b in sorted(graph.get(a, ()))
+                     if b in component)
+
+
+MODULES = {module_name(path): path for path in SOURCES}
+EDGES = edges_of(MODULES)
+PACKAGES = sorted(module for module, path in MODULES.items() if path.name == "__init__.py")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycle_inside_a_package(package: str) -> None:
+    graph = children_graph(package, EDGES)
+    found = cycles(graph)
+    known = KNOWN_CYCLES.get(package, set())
+    new = sorted(found - known, key=sorted)
+    assert not new, "\n".join(f"import loop in {package} through {sorted(c)}: {describe(c, graph)}" for c in new)
+    assert not known - found, f"{package}: {sorted(map(sorted, known - found))} is no loop any more: take it out of KNOWN_CYCLES"
+
+
+def codegen_part(module: str) -> str | None:
+    """The child of pipeline.codegen `module` belongs to (a sub-package or a file), or None outside codegen."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["pipeline", "codegen"] else None
+
+
+def emitter_violations(edges: list[Edge]) -> list[str]:
+    """Imports from one item emitter into another or into the program, and from the shared piece into either."""
+    wrong = []
+    for source, target, where in edges:
+        mine, theirs = codegen_part(source), codegen_part(target)
+        if mine in EMITTERS and theirs != mine and theirs in EMITTERS + (PROGRAM,):
+            wrong.append(f"{where}: item emitter {source} imports {target} (share through codegen/{SHARED_PIECE})")
+        if mine == SHARED_PIECE and theirs in EMITTERS + (PROGRAM,):
+            wrong.append(f"{where}: the shared piece {source} imports {target}")
+    return list(dict.fromkeys(wrong))   # one line per import statement, not per name
+
+
+def test_the_item_emitters_share_only_through_the_shared_piece() -> None:
+    assert not emitter_violations(EDGES), "\n".join(emitter_violations(EDGES))
+
+
+def test_the_cycle_rules_catch_what_they_forbid(tmp_path: Path) -> None:
+    """The tests can fail: a loop closed by an import inside a function is found between two sub-packages
+    and between two files, and an item emitter importing another is named."""
+    late = tmp_path / "late.py"
+    late.write_text("def f():\n    from pipeline.codegen.cuda.linked import linked_item\n", encoding="utf-8")
+    early = tmp_path / "early.py"
+    early.write_text("from pipeline.codegen.c.item import ItemEmitter\n", encoding="utf-8")
+    planted = edges_of({"pipeline.codegen.c.late": late, "pipeline.codegen.cuda.early": early})
+    graph = children_graph("pipeline.codegen", EDGES + planted)
+    assert frozenset({"c", "cuda"}) in cycles(graph)
+    assert "late.py:2 (pipeline.codegen.c.late -> pipeline.codegen.cuda.linked)" in describe(frozenset({"c", "cuda"}), graph)
+    assert len(emitter_violations(planted)) == 2
+    again = tmp_path / "again.py"   # the loop cuda/generate.py and cuda/linked.py had
+    again.write_text("def tail():\n    from pipeline.codegen.cuda.linked import linked_tail\n", encoding="utf-8")
+    graph = children_graph("pipeline.codegen.cuda", EDGES + edges_of({"pipeline.codegen.cuda.emitter": again}))
+    assert cycles(graph) == {frozenset({"emitter", "linked"})}
+    assert cycles({"x": {"y": ["1"]}, "y": {"z": ["2"]}, "z": {"x": ["3"]}, "w": {"x": ["4"]}}) == {frozenset("xyz")}
+    assert cycles({"x": {"y": ["1"]}, "y": {"z": ["2"]}, "w": {"x": ["3"]}}) == set()
 
 
 def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:

@@ -326,7 +326,7 @@ def transcendental_result(subject: str, scratch: Path, lanes: int = 4) -> CheckR
     programs (pipeline.codegen.c.mathcheck)."""
     from pipeline.codegen.c.mathcheck import MathCheckError, check_programs
 
-    read = ["pipeline/semantics/transcendental.py", "pipeline/codegen/c/programs.py"]
+    read = ["pipeline/semantics/transcendental.py", "pipeline/codegen/shared/programs.py", "pipeline/codegen/c/programs.py"]
     try:
         mismatches, compared = check_programs(scratch, lanes=lanes)
     except MathCheckError as error:
@@ -342,8 +342,8 @@ def transcendental_result(subject: str, scratch: Path, lanes: int = 4) -> CheckR
 
 
 def accelerators_result(subject: str, folder: Path, root: Path) -> CheckResult:
-    """`codegen.accelerators` for one generated NVDLA deployment folder (pipeline.codegen.nvdla.check)."""
-    from pipeline.codegen.nvdla.check import check_folder
+    """`codegen.accelerators` for one generated NVDLA deployment folder (pipeline.codegen.nvdla.accelerators)."""
+    from pipeline.codegen.nvdla.accelerators import check_folder
 
     problems, measured, read = check_folder(folder, root)
     return _result(ACCELERATORS, subject, problems, measured, read)

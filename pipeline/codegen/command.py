@@ -37,7 +37,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline.codegen.c.generate import DEFAULT_LANES, generate_deployment
+    from pipeline.codegen.program.generate import DEFAULT_LANES, generate_deployment
     from pipeline.codegen.deployment import load_deployment
     from pipeline.codegen.step import run_codegen_step
 

@@ -1,10 +1,10 @@
 """The codegen step: C code for every deployment of a model whose items mix `cpu`, `cuda` and
 `nvdla` (a mixed deployment's cuda items are .cu items of the C program, its nvdla items C
-proxies submitting their loadables, pipeline.codegen.items), CUDA code for every deployment of one
+proxies submitting their loadables, pipeline.codegen.program.items), CUDA code for every deployment of one
 `cuda` item alone (docs/codegen-cuda.md), NVDLA loadables for every deployment with an `nvdla`
 item (docs/codegen-nvdla.md).
 
-artifacts/<m>/codegen/c/<deployment>/...   the generated code (pipeline.codegen.c.generate)
+artifacts/<m>/codegen/c/<deployment>/...   the generated code (pipeline.codegen.program.generate)
 artifacts/<m>/codegen/cuda/<deployment>/... the generated CUDA code (pipeline.codegen.cuda.generate)
 artifacts/<m>/codegen/nvdla/<deployment>/... the loadables, debug tables, traces (pipeline.codegen.nvdla.generate)
 artifacts/<m>/codegen/obj/<deployment>/*.o  the objects codegen.compile compiled (qualified flags), which
@@ -33,9 +33,9 @@ from typing import Any
 from pipeline.atomic import write_json
 from pipeline.names import confined
 from pipeline.codegen import checks
-from pipeline.codegen.c.generate import generate_deployment
-from pipeline.codegen.codes import CodegenError
-from pipeline.codegen.items import emitter_for
+from pipeline.codegen.program.generate import generate_deployment
+from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.program.items import NO_GENERATOR, emitter_for
 from pipeline.codegen.deployment import load_deployment, sha256_of
 from pipeline.deploy import load_deploy
 from pipeline.targets import code_kind
@@ -50,7 +50,6 @@ log = logging.getLogger(__name__)
 
 STEP = "codegen"
 STATUS_FILE = "status.json"
-NO_GENERATOR = "no item emitter (pipeline/codegen/items.py) for the target of"
 
 
 def c_folder(model: str, deployment: str, root: str | os.PathLike[str] = ".") -> Path:

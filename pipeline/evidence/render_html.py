@@ -65,19 +65,18 @@ def owed_section(document: dict) -> str:
     return table("owed-table", ["Requirement", "Still owes", "Models", "Checks"], body) + note
 
 
-def render_html(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
-    """The index page for `matrix` (see module docstring)."""
-    models = matrix.models
-    document = matrix.to_json()
+def coverage_section(matrix: TraceMatrix) -> str:
+    """Requirements per status, overall and per level."""
     cov = matrix.coverage()
-
     cov_rows = [
         "<tr>" + cell(status, STATUS_ORDER.index(status)) + cell(str(cov["by_status"][status]), cov["by_status"][status])
         + "".join(cell(str(cov["by_level"].get(level, {}).get(status, 0))) for level in ("SYS", "HLR", "LLR")) + "</tr>"
         for status in STATUS_ORDER
     ]
-    coverage = table("coverage-table", ["Status", "All", "SYS", "HLR", "LLR"], cov_rows, f"{cov['total']} requirements")
+    return table("coverage-table", ["Status", "All", "SYS", "HLR", "LLR"], cov_rows, f"{cov['total']} requirements")
 
+
+def findings_section(matrix: TraceMatrix) -> str:
     finding_rows = []
     for f in matrix.findings:
         where = str(f.span) if f.span else ""
@@ -87,9 +86,13 @@ def render_html(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
             + cell(f'<span class="nowrap">{escape(f.code)}</span>', f.code, raw=True)
             + cell(f'<span class="nowrap">{escape(where)}</span>', where, raw=True) + cell(f.message) + "</tr>"
         )
-    findings = (table("findings-table", ["Severity", "Code", "Location", "Message"], finding_rows, filterable=True)
-                if finding_rows else "<p>No findings.</p>")
+    return (table("findings-table", ["Severity", "Code", "Location", "Message"], finding_rows, filterable=True)
+            if finding_rows else "<p>No findings.</p>")
 
+
+def requirements_section(matrix: TraceMatrix) -> str:
+    """Requirement -> checks -> a verdict badge per model (each a link to the model's page)."""
+    models = matrix.models
     req_rows = []
     for req in matrix.requirements:
         st = matrix.statuses[req.id]
@@ -108,9 +111,13 @@ def render_html(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
             + cell(f'<span class="s-{css_class(st.status)}">{escape(st.status)}</span>', STATUS_ORDER.index(st.status), raw=True)
             + cell(checks, raw=True) + "".join(per_model) + "</tr>"
         )
-    requirements = table("requirements-table", ["Requirement", "Level", "Title", "Status", "Checks"] + models, req_rows,
-                         filterable=True)
+    return table("requirements-table", ["Requirement", "Level", "Title", "Status", "Checks"] + models, req_rows,
+                 filterable=True)
 
+
+def checks_section(matrix: TraceMatrix) -> str:
+    """Check -> requirements (the reverse trace) and its verdict per model; unregistered checks last."""
+    models = matrix.models
     check_rows = []
     for spec in matrix.specs.values():
         stale = sorted(l.target for l in matrix.stale_links if l.source == f"check:{spec.id}")
@@ -133,8 +140,11 @@ def render_html(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
             + cell(f"UNREGISTERED ({model}): {outcome.reason}") + cell("traces to no requirement")
             + "".join(cell(verdict(outcome.verdict.value), raw=True) if m == model else cell("") for m in models) + "</tr>"
         )
-    checks = table("checks-table", ["Check", "Step", "Title", "Requirements"] + models, check_rows, filterable=True)
+    return table("checks-table", ["Check", "Step", "Title", "Requirements"] + models, check_rows, filterable=True)
 
+
+def texts_section(matrix: TraceMatrix) -> str:
+    """Every requirement's text, rationale, parameters, verification, links, definition and fingerprint."""
     details = []
     for req in matrix.requirements:
         st = matrix.statuses[req.id]
@@ -151,7 +161,13 @@ def render_html(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
             f"<dd class=\"small\">Source: {escape('; '.join(req.source))}</dd>"
             f'<dd class="small">Fingerprint: <span class="hash">{escape(req.fingerprint)}</span></dd>'
         )
+    return chr(10).join(details)
 
+
+def render_html(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
+    """The index page for `matrix` (see module docstring): its sections in order."""
+    models = matrix.models
+    document = matrix.to_json()
     meta = (f"Source: {escape(_source(matrix))} · Mode: {escape(matrix.mode)} · Models: "
             + (", ".join(f'<a href="{escape(model_page_href(m))}">{escape(m)}</a>' for m in models) or "none")
             + f" · Requirement files: {escape(', '.join(matrix.requirements.files))} · Findings: {escape(counts_text(matrix))}")
@@ -162,18 +178,18 @@ def render_html(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
 {models_section(matrix, document)}</section>
 <section id="coverage"><h2>Coverage</h2>
 <p class="small">Only a passing check is coverage. A requirement without checks of its own is judged through its children.</p>
-{coverage}</section>
+{coverage_section(matrix)}</section>
 <section id="owed"><h2>Still owed</h2>
 {owed_section(document)}</section>
 <section id="findings"><h2>Findings</h2>
-{findings}</section>
+{findings_section(matrix)}</section>
 <section id="requirements"><h2>Requirements → checks → verdict per model</h2>
 <p class="small">A badge is the requirement's status on that model; it links to the model's page.</p>
-{requirements}</section>
+{requirements_section(matrix)}</section>
 <section id="checks"><h2>Checks → requirements (reverse trace)</h2>
-{checks}</section>
+{checks_section(matrix)}</section>
 <section id="texts"><h2>Requirement text</h2>
 <dl class="req">
-{chr(10).join(details)}
+{texts_section(matrix)}
 </dl></section>"""
     return page(title, meta, nav, body)

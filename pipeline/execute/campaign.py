@@ -69,58 +69,81 @@ def run_campaign(harness: Any, where: Any, plain: Any, traced: Any, out: Path, o
     reference = read_outputs(outputs_dir, output_names)
     if cuda:
         harness(plain.binary, out / "outputs-shuffled", session=where, env={SEED_VARIABLE: str(SHUFFLE_SEED)})
-    traced_runs = []
     with tempfile.TemporaryDirectory(prefix="nnef-run-") as tmp:
         scratch = Path(tmp)
-        for index, seed in enumerate((None,) + tuple(noise_seeds)):
-            name = "trace-plain" if seed is None else f"trace-noise-{seed}"
-            raw = scratch / f"{name}.json"
-            outs = scratch / name
-            result = harness(traced.binary, outs, trace=raw, noise_seed=seed, session=where)
-            canonical_trace(raw, out / f"{name}.json")
-            got = read_outputs(outs, output_names)
-            identical = all(got[n].tobytes() == reference[n].tobytes() for n in output_names)
-            traced_runs.append({"name": name, "trace": project_relative(out / f"{name}.json", root),
-                                "noise_seed": seed, "vectors": vectors, "seconds": round(result.seconds, 3),
-                                "outputs_identical_to_plain": identical})
+        traced_runs = _traced_runs(harness, where, traced, out, scratch, reference, output_names, vectors,
+                                   noise_seeds, root)
         if dla_items:   # host figures with an emulated DLA say nothing: no MET campaign, no instruction counts
             write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
                                                  "reason": NVDLA_NOT_MEASURED})
-        # MET campaign, uninstrumented: whole-inference times, with no other task of this run at work
-        if not dla_items:
-            timing_raw = scratch / "timing.json"
-            steps_raw = scratch / "steps.json"
-            # alone on this machine when the program runs here (an emulator's or a board's times need no lock)
-            with measuring(root) if target.runner.kind == "local" else nullcontext():
-                run_harness(plain.binary, inputs_dir, scratch / "timing-out", vectors, time_runs=runs,
-                            timing=timing_raw, warmup=WARMUP, session=where)
-                # per instruction, instrumented
-                run_harness(traced.binary, inputs_dir, scratch / "steps-out", vectors, time_runs=runs,
-                            timing=scratch / "steps-timing.json", warmup=WARMUP, trace=steps_raw, session=where)
-            timing = json.loads(timing_raw.read_text(encoding="utf-8"))
-            write_json(out / TIMING_FILE, {"schema_version": 1, "build": "uninstrumented", "runs": timing["runs"],
-                                           "warmup": timing["warmup"], "vectors": timing["vectors"],
-                                           "clock": "CLOCK_MONOTONIC", "ns": timing["ns"]})
-            durations = step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
-            schedule = {item["name"]: item for item in manifest["items"]}
-            write_json(out / STEP_TIMING_FILE, {"schema_version": 1, "build": "instrumented", "runs": runs,
-                                                "clock": "CLOCK_MONOTONIC",
-                                                "items": {item: [{"step": k, "ns": ns} for k, ns in enumerate(steps)]
-                                                          for item, steps in sorted(durations.items())},
-                                                "functions": {name: item["functions"] for name, item in schedule.items()}})
-            # instruction counts
-            if instructions and cuda:
-                write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
-                                                     "reason": "the cuda items run on the host emulation, whose launch "
-                                                     "loop says nothing about the instructions a GPU executes"})
-            elif instructions and target.architecture != host_architecture():
-                write_json(out / INSTRUCTIONS_FILE, {"schema_version": 1, "status": "not run", "inputs": [],
-                                                     "reason": f"valgrind counts programs of the host's architecture "
-                                                     f"({host_architecture()}) only; platform {target.name} is "
-                                                     f"{target.architecture}"})
-            elif instructions:   # the platform's own program, counted here: same instruction set as this host
-                write_json(out / INSTRUCTIONS_FILE, instruction_counts(plain.binary, inputs_dir, manifest, scratch))
+            return traced_runs
+        _met_campaign(where, plain, traced, out, scratch, inputs_dir, manifest, vectors, runs, root, target)
+        if instructions:
+            counts = _instructions(plain.binary, inputs_dir, manifest, scratch, cuda, target)
+            write_json(out / INSTRUCTIONS_FILE, counts)
     return traced_runs
+
+
+def _traced_runs(harness: Any, where: Any, traced: Any, out: Path, scratch: Path, reference: dict[str, Any],
+                 output_names: list[str], vectors: int, noise_seeds: tuple[int, ...], root: Path
+                 ) -> list[dict[str, Any]]:
+    """The instrumented program plain, then under each noise seed: its canonical trace beside run.json and
+    whether its outputs are the plain run's bit for bit."""
+    traced_runs = []
+    for seed in (None,) + tuple(noise_seeds):
+        name = "trace-plain" if seed is None else f"trace-noise-{seed}"
+        raw = scratch / f"{name}.json"
+        outs = scratch / name
+        result = harness(traced.binary, outs, trace=raw, noise_seed=seed, session=where)
+        canonical_trace(raw, out / f"{name}.json")
+        got = read_outputs(outs, output_names)
+        identical = all(got[n].tobytes() == reference[n].tobytes() for n in output_names)
+        traced_runs.append({"name": name, "trace": project_relative(out / f"{name}.json", root),
+                            "noise_seed": seed, "vectors": vectors, "seconds": round(result.seconds, 3),
+                            "outputs_identical_to_plain": identical})
+    return traced_runs
+
+
+def _met_campaign(where: Any, plain: Any, traced: Any, out: Path, scratch: Path, inputs_dir: Path,
+                  manifest: dict[str, Any], vectors: int, runs: int, root: Path, target: Platform) -> None:
+    """The MET campaign: whole-inference times of the uninstrumented program (timing.json) and per-step
+    times of the instrumented one (step_timing.json), with no other task of this run at work."""
+    timing_raw = scratch / "timing.json"
+    steps_raw = scratch / "steps.json"
+    # alone on this machine when the program runs here (an emulator's or a board's times need no lock)
+    with measuring(root) if target.runner.kind == "local" else nullcontext():
+        run_harness(plain.binary, inputs_dir, scratch / "timing-out", vectors, time_runs=runs,
+                    timing=timing_raw, warmup=WARMUP, session=where)
+        # per instruction, instrumented
+        run_harness(traced.binary, inputs_dir, scratch / "steps-out", vectors, time_runs=runs,
+                    timing=scratch / "steps-timing.json", warmup=WARMUP, trace=steps_raw, session=where)
+    timing = json.loads(timing_raw.read_text(encoding="utf-8"))
+    write_json(out / TIMING_FILE, {"schema_version": 1, "build": "uninstrumented", "runs": timing["runs"],
+                                   "warmup": timing["warmup"], "vectors": timing["vectors"],
+                                   "clock": "CLOCK_MONOTONIC", "ns": timing["ns"]})
+    durations = step_durations(json.loads(steps_raw.read_text(encoding="utf-8")), vectors + WARMUP)
+    schedule = {item["name"]: item for item in manifest["items"]}
+    write_json(out / STEP_TIMING_FILE, {"schema_version": 1, "build": "instrumented", "runs": runs,
+                                        "clock": "CLOCK_MONOTONIC",
+                                        "items": {item: [{"step": k, "ns": ns} for k, ns in enumerate(steps)]
+                                                  for item, steps in sorted(durations.items())},
+                                        "functions": {name: item["functions"] for name, item in schedule.items()}})
+
+
+def _instructions(binary: Path, inputs_dir: Path, manifest: dict[str, Any], scratch: Path, cuda: Any,
+                  target: Platform) -> dict[str, Any]:
+    """instructions.json: the counts, or why they are not run (cuda items on the host emulation, a platform
+    of another architecture than this host)."""
+    if cuda:
+        return {"schema_version": 1, "status": "not run", "inputs": [],
+                "reason": "the cuda items run on the host emulation, whose launch "
+                "loop says nothing about the instructions a GPU executes"}
+    if target.architecture != host_architecture():
+        return {"schema_version": 1, "status": "not run", "inputs": [],
+                "reason": f"valgrind counts programs of the host's architecture "
+                f"({host_architecture()}) only; platform {target.name} is "
+                f"{target.architecture}"}
+    return instruction_counts(binary, inputs_dir, manifest, scratch)   # the platform's own program, this host's ISA
 
 
 def instruction_counts(binary: Path, inputs_dir: Path, manifest: dict[str, Any], scratch: Path) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pipeline.codegen.c.generate import BUILD_FILE
+from pipeline.codegen.program.generate import BUILD_FILE
 from pipeline.diagnostics import PipelineError
 from pipeline.execute.campaign import WARMUP, run_campaign
 from pipeline.execute.harness import run_harness
@@ -52,7 +52,7 @@ def build(code: Path, manifest: dict[str, Any], binary: Path, sm: str, defines: 
 
 def program_form(model: str, deployment: str, root: Path, folder: Path, sm: str) -> Path:
     """The C-program form of a one-cuda-item deployment, generated from its split into `folder`."""
-    from pipeline.codegen.c.generate import generate_deployment
+    from pipeline.codegen.program.generate import generate_deployment
     from pipeline.codegen.deployment import load_deployment
 
     loaded = load_deployment(step_dir(model, "split", root) / deployment, step_dir(model, "export", root), root)

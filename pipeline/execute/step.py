@@ -39,11 +39,11 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from pipeline.atomic import write_json
 from pipeline.names import confined
-from pipeline.codegen.c.generate import BUILD_FILE
+from pipeline.codegen.program.generate import BUILD_FILE
 from pipeline.deploy import load_deploy
 from pipeline.targets import code_kind
 from pipeline.diagnostics import Location, PipelineError
@@ -55,7 +55,7 @@ from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_versio
 from pipeline.toolchain.platforms import (Platform, described, host_platform, missing_reason, missing_tools,
                                           resolve, runner_version)
 from pipeline.toolchain.runners import session
-from pipeline.codegen.items import emitter_for
+from pipeline.codegen.program.items import NO_GENERATOR, emitter_for
 from pipeline.execute.cuda import EMULATION, SHUFFLE_SEED, run_cuda_deployment
 from pipeline.toolchain.nvcc import emulation_objects
 from pipeline.execute.gpu import run_on_gpu
@@ -69,7 +69,6 @@ from pipeline.execute.campaign import (INSTRUCTIONS_FILE, NVDLA_NOT_MEASURED, PA
 
 log = logging.getLogger(__name__)
 
-NO_GENERATOR = "no item emitter (pipeline/codegen/items.py) for the target of"
 DLA_TIMEOUT_VARIABLE, DLA_TIMEOUT_MS = "NNEF_DLA_TIMEOUT_MS", 30000   # per submission (pipeline/codegen/nvdla/proxy.py)
 
 
@@ -112,14 +111,10 @@ def codegen_objects(model: str, deployment: str, root: Path, lanes: int, sources
     return objects
 
 
-def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int, runs: int,
-                   *, instructions: bool = True, noise_seeds: tuple[int, ...] = NOISE_SEEDS,
-                   platform: Platform | None = None) -> dict[str, Any]:
-    """Build and run one deployment on `platform` (default host: its compiler, flags and runner;
-    pipeline/toolchain/platforms.py); returns its run.json document."""
-    target = platform or host_platform()
-    code = code_folder(model, deployment, root)
-    out = run_folder(model, deployment, root)
+def _not_runnable(model: str, deployment: str, target: Platform, code: Path, out: Path, root: Path
+                  ) -> dict[str, Any] | None:
+    """run.json of a deployment that cannot run here (written), or None: the platform's tools are missing,
+    or the codegen step produced no C code (its reason, from codegen/status.json)."""
     manifest_path = code / BUILD_FILE
     absent = missing_tools(target)
     if absent and manifest_path.is_file():
@@ -129,8 +124,6 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
             shutil.rmtree(out)
         write_json(out / RUN_FILE, document)
         return document
-    vectors = min(vectors, target.vectors or vectors)
-    runs = min(runs, target.met_runs or runs)
     if not manifest_path.is_file():
         reason = "no generated C code (codegen did not produce build.json)"
         codegen_status = step_dir(model, "codegen", root) / "status.json"
@@ -142,22 +135,14 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
                     "reason": reason}
         write_json(out / RUN_FILE, document)
         return document
-    if out.is_dir():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    lanes = int(manifest["lanes"])
-    sources = list(manifest["sources"])
-    output_names = [o["name"] for o in manifest["outputs"]]
-    capacity = vectors + runs + WARMUP
-    cuda = manifest.get("cuda")
-    emulated: list[Any] = []
-    dla_items = [i["name"] for i in manifest["items"] if i.get("target") == "nvdla"]
-    nvdla_build = confined(step_dir(model, "codegen", root), "nvdla", deployment) / BUILD_FILE
+    return None
+
+
+def _harness(inputs_dir: Path, vectors: int, nvdla_build: Path, dla_items: list[str]) -> Callable[..., Any]:
+    """run_harness on the deployment's vectors, with an emulator server per nvdla item for each run
+    (pipeline/execute/nvdla/server.py); the session, where the program runs, comes in the options."""
 
     def harness(binary: Path, outs: Path, **options: Any) -> Any:
-        # (the session, where the program runs, comes in `options`)
-        """run_harness, with an emulator server per nvdla item for this run (pipeline/execute/nvdla/server.py)."""
         if not dla_items:
             return run_harness(binary, inputs_dir, outs, vectors, **options)
         from pipeline.execute.nvdla.server import server_logs, servers
@@ -173,7 +158,16 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
                                     f"{error.message}; emulator server log: {server_logs(Path(tmp))}"[:4000],
                                     error.location) from None
 
-    judged = codegen_objects(model, deployment, root, lanes, sources, target)   # the uninstrumented build links these
+    return harness
+
+
+def _build_programs(code: Path, out: Path, root: Path, manifest: dict[str, Any], judged: list[Path] | None,
+                    target: Platform, capacity: int) -> tuple[Any, Any, list[dict[str, Any]]]:
+    """The uninstrumented program (linking codegen.compile's objects when `judged` holds them) and the
+    instrumented one (from the sources, tracing `capacity` inferences); a mixed deployment's cuda items
+    are compiled for the host emulation. Returns both builds and run.json's `builds`."""
+    lanes, sources, cuda = int(manifest["lanes"]), list(manifest["sources"]), manifest.get("cuda")
+    emulated: list[Any] = []
 
     def build(binary: Path, trace: bool, defines: list[str]) -> Any:
         c_sources: list[str] = sources
@@ -201,11 +195,67 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         builds.append({"cuda_objects": [project_relative(p, root) for p in objects.outputs.values()],
                        "commands": [[Path(a).name if a.startswith("/") else a for a in c] for c in objects.commands],
                        "compiler": objects.version})
+    return plain, traced, builds
+
+
+def _cuda_record(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int, runs: int, code: Path,
+                 manifest: dict[str, Any], shuffled_dir: Path, output_names: list[str], dla_items: list[str]
+                 ) -> dict[str, Any]:
+    """run.json's part for a program with cuda items: the host emulation, and the GPU run where one is found."""
+    return {"status": "emulated", "target": "mixed", "emulation": EMULATION, "shuffle_seed": SHUFFLE_SEED,
+            "cuda_items": [i["name"] for i in manifest["items"] if i.get("language") == "cuda"],
+            "outputs_shuffled": {n: project_relative(shuffled_dir / f"{n}.dat", root) for n in output_names},
+            "gpu": run_on_gpu(model, deployment, root, inputs_dir, vectors, runs, code) if not dla_items else
+            {"found": False, "status": "not run", "run": "not run: a deployment with nvdla items runs its cuda items "
+                                                         "on the host emulation only"}}
+
+
+def _nvdla_record(root: Path, nvdla_build: Path, dla_items: list[str], cuda: Any) -> dict[str, Any]:
+    """run.json's part for a program with nvdla items: the emulator server's mode and the loadables submitted."""
+    from pipeline.execute.nvdla.run import MODE, MODE_MEANING
+
+    nvdla = json.loads(nvdla_build.read_text(encoding="utf-8"))
+    return {"status": "emulated", "target": "mixed", "nvdla_items": dla_items,
+            "emulation": f"C program with its nvdla items ({', '.join(dla_items)}) submitting their loadables to the "
+                         f"NVDLA emulator server (pipeline/execute/nvdla/server.py, mode {MODE})"
+                         + (f" and its cuda items on the {EMULATION}" if cuda else ""),
+            "mode": MODE, "mode_meaning": MODE_MEANING, "configuration": nvdla["configuration"],
+            "precision": nvdla["precision"], "met_runs": 0, "met": NVDLA_NOT_MEASURED,
+            "loadables": {i["name"]: {"file": project_relative(nvdla_build.parent / i["loadable"], root),
+                                      "sha256": i["loadable_sha256"]} for i in nvdla["items"]}}
+
+
+def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int, runs: int,
+                   *, instructions: bool = True, noise_seeds: tuple[int, ...] = NOISE_SEEDS,
+                   platform: Platform | None = None) -> dict[str, Any]:
+    """Build and run one deployment on `platform` (default host: its compiler, flags and runner;
+    pipeline/toolchain/platforms.py); returns its run.json document: the builds, the campaign
+    (pipeline/execute/campaign.py), what ran where."""
+    target = platform or host_platform()
+    code = code_folder(model, deployment, root)
+    out = run_folder(model, deployment, root)
+    unrunnable = _not_runnable(model, deployment, target, code, out, root)
+    if unrunnable is not None:
+        return unrunnable
+    vectors = min(vectors, target.vectors or vectors)
+    runs = min(runs, target.met_runs or runs)
+    if out.is_dir():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    manifest = json.loads((code / BUILD_FILE).read_text(encoding="utf-8"))
+    lanes = int(manifest["lanes"])
+    output_names = [o["name"] for o in manifest["outputs"]]
+    cuda = manifest.get("cuda")
+    dla_items = [i["name"] for i in manifest["items"] if i.get("target") == "nvdla"]
+    nvdla_build = confined(step_dir(model, "codegen", root), "nvdla", deployment) / BUILD_FILE
+    harness = _harness(inputs_dir, vectors, nvdla_build, dla_items)
+    judged = codegen_objects(model, deployment, root, lanes, list(manifest["sources"]), target)
+    plain, traced, builds = _build_programs(code, out, root, manifest, judged, target, vectors + runs + WARMUP)
     outputs_dir = out / "outputs"
     shuffled_dir = out / "outputs-shuffled"
     with tempfile.TemporaryDirectory(prefix="nnef-runner-") as transfers, session(target, Path(transfers)) as where:
         traced_runs = run_campaign(harness, where, plain, traced, out, outputs_dir, output_names, cuda, vectors, runs,
-                            noise_seeds, dla_items, inputs_dir, manifest, instructions, root, target)
+                                   noise_seeds, dla_items, inputs_dir, manifest, instructions, root, target)
     document = {
         "schema_version": 1,
         "model": model,
@@ -225,26 +275,10 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         "warmup": WARMUP,
     }
     if cuda:
-        document.update({
-            "status": "emulated", "target": "mixed", "emulation": EMULATION, "shuffle_seed": SHUFFLE_SEED,
-            "cuda_items": [i["name"] for i in manifest["items"] if i.get("language") == "cuda"],
-            "outputs_shuffled": {n: project_relative(shuffled_dir / f"{n}.dat", root) for n in output_names},
-            "gpu": run_on_gpu(model, deployment, root, inputs_dir, vectors, runs, code) if not dla_items else
-            {"found": False, "status": "not run", "run": "not run: a deployment with nvdla items runs its cuda items "
-                                                         "on the host emulation only"}})
+        document.update(_cuda_record(model, deployment, root, inputs_dir, vectors, runs, code, manifest, shuffled_dir,
+                                     output_names, dla_items))
     if dla_items:
-        from pipeline.execute.nvdla.run import MODE, MODE_MEANING
-
-        nvdla = json.loads(nvdla_build.read_text(encoding="utf-8"))
-        document.update({
-            "status": "emulated", "target": "mixed", "nvdla_items": dla_items,
-            "emulation": f"C program with its nvdla items ({', '.join(dla_items)}) submitting their loadables to the "
-                         f"NVDLA emulator server (pipeline/execute/nvdla/server.py, mode {MODE})"
-                         + (f" and its cuda items on the {EMULATION}" if cuda else ""),
-            "mode": MODE, "mode_meaning": MODE_MEANING, "configuration": nvdla["configuration"],
-            "precision": nvdla["precision"], "met_runs": 0, "met": NVDLA_NOT_MEASURED,
-            "loadables": {i["name"]: {"file": project_relative(nvdla_build.parent / i["loadable"], root),
-                                      "sha256": i["loadable_sha256"]} for i in nvdla["items"]}})
+        document.update(_nvdla_record(root, nvdla_build, dla_items, cuda))
     write_json(out / RUN_FILE, document)
     return document
 

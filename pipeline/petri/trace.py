@@ -200,115 +200,95 @@ def _explained(trace: Trace, schedule: Schedule, marks: dict[tuple[str, int], tu
     return pc == end
 
 
-def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
-    """Pass when the per-item logs are a valid execution of the net under the schedule (module doc)."""
-    events = sum(len(v) for v in trace.items.values())
-    inferences = {e.inference for v in trace.items.values() for e in v}
-    measured: dict[str, Any] = {"events": events, "items": len(trace.items), "clock": trace.clock,
-                                "inferences": len(inferences)}
-    problems: list[dict[str, Any]] = []
+Problem = dict[str, Any]
+Marks = dict[tuple[str, int], tuple[list[int], list[int]]]   # (item, inference) -> per step: start, end event
 
-    def problem(code: str, message: str, **where: Any) -> None:
-        problems.append({"code": code, "message": message, **where})
 
-    for item in schedule.items:
-        if item not in trace.items:
-            problem("PETRI-E130", f"the trace has no events for item {item}", item=item)
-    for item in trace.items:
-        if item not in schedule.items:
-            problem("PETRI-E130", f"the trace has events for item {item}, which has no schedule", item=item)
-    if problems:
-        return failed(ANALYSIS, problems[0]["code"], problems[0]["message"], {"problems": listed(problems)}, **measured)
+def _problem(code: str, message: str, **where: Any) -> Problem:
+    return {"code": code, "message": message, **where}
 
-    placement, mismatch, producers = placed(net, schedule)
-    if mismatch:
-        return failed(ANALYSIS, "PETRI-E130", "the schedule does not match the net, so the trace cannot be replayed: "
-                      + mismatch[0]["message"], {"problems": listed(mismatch)}, **measured)
 
-    # 1-2: each item alone. marks[(item, inference)] = (start, end): per step, the position of
-    # its event in the item's list (-1: not logged yet); the schema makes steps >= 0 and
-    # events start or end
-    marks: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
+def _failed(problems: list[Problem], measured: dict[str, Any]) -> Outcome:
+    return failed(ANALYSIS, problems[0]["code"], problems[0]["message"], {"problems": listed(problems)}, **measured)
 
-    def marks_of(item: str, inference: int) -> tuple[list[int], list[int]]:
-        found = marks.get((item, inference))
-        if found is None:
-            n = len(schedule.items[item])
-            found = marks[(item, inference)] = ([-1] * n, [-1] * n)
-        return found
 
-    for item, item_events in trace.items.items():
-        steps = schedule.items[item]
-        per_item = producers[item]
-        next_start: dict[int, int] = {}
-        last_t: int | None = None
-        current: int | None = None   # the inference whose marks are at hand (events come in runs of one)
-        for pos, e in enumerate(item_events):
-            step = e.step
-            if not 0 <= step < len(steps) or e.event not in ("start", "end"):
-                what = f"{len(steps)} steps" if e.event in ("start", "end") else "steps that start and end"
-                problem("PETRI-E130", f"{item} event {pos} ({e.event} step {e.step}): {item}'s schedule has "
-                        f"{what}", item=item, event=pos)
-                break
-            if e.t is not None:
-                if last_t is not None and e.t < last_t:
-                    problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)}: its time {e.t} is before the previous "
-                            f"event's {last_t}", item=item, event=pos)
-                    break
-                last_t = e.t
-            if e.inference != current:
-                current = e.inference
-                started, ended = marks_of(item, current)
-            start = e.event == "start"
-            first = (started if start else ended)[step]
-            if first >= 0:
-                problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)}: repeated (first at event {first})",
-                        item=item, event=pos)
-                break
-            if start:
-                for producer, variable in per_item[step]:
-                    if ended[producer] < 0:
-                        problem("PETRI-E131", f"{_EventLabel(item, pos, e, steps)} started before its producer step "
-                                f"{producer} ({steps[producer].describe()}, which produces {variable}) ended",
-                                item=item, event=pos, producer_step=producer)
-                        break
-                if problems:
-                    break
-                expected = next_start.get(e.inference, 0)
-                if step != expected:
-                    problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)} started out of schedule order: the next "
-                            f"step to start is {expected} "
-                            f"({steps[expected].describe() if expected < len(steps) else 'none'})", item=item, event=pos)
-                    break
-                if e.inference and marks_of(item, e.inference - 1)[1][step] < 0:
-                    problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)} started before the same step of "
-                            f"inference {e.inference - 1} ended", item=item, event=pos)
-                    break
-                next_start[e.inference] = expected + 1
-                started[step] = pos
-            else:
-                if started[step] < 0:
-                    problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)} ended before it started",
+def _missing_items(schedule: Schedule, trace: Trace) -> list[Problem]:
+    """Items of the schedule without events, and events of items without a schedule."""
+    return ([_problem("PETRI-E130", f"the trace has no events for item {item}", item=item)
+             for item in schedule.items if item not in trace.items]
+            + [_problem("PETRI-E130", f"the trace has events for item {item}, which has no schedule", item=item)
+               for item in trace.items if item not in schedule.items])
+
+
+def _marks_of(marks: Marks, steps: list[Step], item: str, inference: int) -> tuple[list[int], list[int]]:
+    """The (start, end) positions of `item`'s steps in its list for `inference` (-1: not logged yet)."""
+    found = marks.get((item, inference))
+    if found is None:
+        n = len(steps)
+        found = marks[(item, inference)] = ([-1] * n, [-1] * n)
+    return found
+
+
+def _replay_item(item: str, item_events: list[Event], steps: list[Step], per_item: list[list[tuple[int, str]]],
+                 marks: Marks, inferences: set[int]) -> Problem | None:
+    """1-2 for one item (its list is a total order): the first problem, or None; fills `marks`. The schema
+    makes steps >= 0 and events start or end."""
+    next_start: dict[int, int] = {}
+    last_t: int | None = None
+    current: int | None = None   # the inference whose marks are at hand (events come in runs of one)
+    for pos, e in enumerate(item_events):
+        step = e.step
+        if not 0 <= step < len(steps) or e.event not in ("start", "end"):
+            what = f"{len(steps)} steps" if e.event in ("start", "end") else "steps that start and end"
+            return _problem("PETRI-E130", f"{item} event {pos} ({e.event} step {e.step}): {item}'s schedule has "
+                            f"{what}", item=item, event=pos)
+        if e.t is not None:
+            if last_t is not None and e.t < last_t:
+                return _problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)}: its time {e.t} is before the "
+                                f"previous event's {last_t}", item=item, event=pos)
+            last_t = e.t
+        if e.inference != current:
+            current = e.inference
+            started, ended = _marks_of(marks, steps, item, current)
+        start = e.event == "start"
+        first = (started if start else ended)[step]
+        if first >= 0:
+            return _problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)}: repeated (first at event {first})",
                             item=item, event=pos)
-                    break
-                ended[step] = pos
-        if problems:
-            break
-        for inference in sorted(inferences):
-            ended = marks_of(item, inference)[1]
-            if -1 in ended:
-                step = ended.index(-1)
-                problem("PETRI-E130", f"{item} step {step} ({steps[step].describe()}) of inference {inference} "
-                        "never ended in the trace", item=item)
-                break
-        if problems:
-            break
-    if problems:
-        return failed(ANALYSIS, problems[0]["code"], problems[0]["message"], {"problems": listed(problems)}, **measured)
+        if start:
+            for producer, variable in per_item[step]:
+                if ended[producer] < 0:
+                    return _problem("PETRI-E131", f"{_EventLabel(item, pos, e, steps)} started before its producer "
+                                    f"step {producer} ({steps[producer].describe()}, which produces {variable}) ended",
+                                    item=item, event=pos, producer_step=producer)
+            expected = next_start.get(e.inference, 0)
+            if step != expected:
+                return _problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)} started out of schedule order: the "
+                                f"next step to start is {expected} "
+                                f"({steps[expected].describe() if expected < len(steps) else 'none'})",
+                                item=item, event=pos)
+            if e.inference and _marks_of(marks, steps, item, e.inference - 1)[1][step] < 0:
+                return _problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)} started before the same step of "
+                                f"inference {e.inference - 1} ended", item=item, event=pos)
+            next_start[e.inference] = expected + 1
+            started[step] = pos
+        else:
+            if started[step] < 0:
+                return _problem("PETRI-E130", f"{_EventLabel(item, pos, e, steps)} ended before it started",
+                                item=item, event=pos)
+            ended[step] = pos
+    for inference in sorted(inferences):
+        ended = _marks_of(marks, steps, item, inference)[1]
+        if -1 in ended:
+            step = ended.index(-1)
+            return _problem("PETRI-E130", f"{item} step {step} ({steps[step].describe()}) of inference {inference} "
+                            "never ended in the trace", item=item)
+    return None
 
-    # 3: between items; the events of an item are consecutive nodes from offset[item]
-    if trace.clock != "shared" and _explained(trace, schedule, marks, sorted(inferences)):
-        return passed(ANALYSIS, **measured)   # acyclic: the graph below is built only to describe a cycle
+
+def _event_graph(trace: Trace, schedule: Schedule, marks: Marks, ordered: list[int]) -> tuple[_Graph, dict[str, int]]:
+    """3: the events of every item as consecutive nodes (from offset[item]) chained in logged order, a
+    get-after-send edge per get and inference, and a virtual node per barrier and inference."""
     graph = _Graph()
     offset: dict[str, int] = {}
     for item, item_events in trace.items.items():
@@ -321,13 +301,6 @@ def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
             graph.succ.append([])
     sends = {(item, s.var): k for item, steps in schedule.items.items() for k, s in enumerate(steps) if s.kind == "send"}
     barrier_nodes: dict[tuple[int, int], int] = {}
-    shared = trace.clock == "shared"
-    times: dict[int, int] = {}
-    if shared:
-        for item, item_events in trace.items.items():
-            for pos, e in enumerate(item_events):
-                times[offset[item] + pos] = int(e.t or 0)
-    ordered = sorted(inferences)
     for item, steps in schedule.items.items():
         base = offset[item]
         for k, step in enumerate(steps):
@@ -348,47 +321,88 @@ def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
                     started, ended = marks[(item, inference)]
                     graph.edge(base + started[k], virtual, f"barrier {step.barrier} opens only when every item reached it")
                     graph.edge(virtual, base + ended[k], f"no item leaves barrier {step.barrier} before it opens")
-    if shared:
-        arrivals: dict[int, list[int]] = {}
-        for a, edges in enumerate(graph.succ):
-            for b, why in edges:
-                if a in times and b in times and times[b] < times[a]:
-                    problem("PETRI-E132", f"{graph.text(b)} at t={times[b]} comes before {graph.text(a)} at "
-                            f"t={times[a]}: {why}", t=times[b])
-                elif b not in times:
-                    arrivals.setdefault(b, []).append(a)
-        for virtual, sources in arrivals.items():   # a barrier: every item arrives before any leaves
-            last = max(sources, key=lambda n: times[n])
-            first_out = min((b for b, _ in graph.succ[virtual]), key=lambda n: times[n], default=None)
-            if first_out is not None and times[first_out] < times[last]:
-                problem("PETRI-E132", f"{graph.text(first_out)} at t={times[first_out]} leaves {graph.text(virtual)} "
-                        f"before {graph.text(last)} reached it at t={times[last]}", t=times[first_out])
-        problems.sort(key=lambda p: (p["t"], p["message"]))
-    else:
-        indegree = [0] * len(graph.label)
-        for edges in graph.succ:
-            for b, _ in edges:
-                indegree[b] += 1
-        ready = deque(i for i, d in enumerate(indegree) if d == 0)
-        alive = [True] * len(graph.label)
-        removed = 0
-        while ready:
-            a = ready.popleft()
-            alive[a] = False
-            removed += 1
-            for b, _ in graph.succ[a]:
-                indegree[b] -= 1
-                if indegree[b] == 0:
-                    ready.append(b)
-        if removed < len(graph.label):
-            cycle = _cycle(graph, alive)
-            steps_text = [f"{graph.text(n)} before {graph.text(cycle[(i + 1) % len(cycle)][0])} ({why})"
-                          for i, (n, why) in enumerate(cycle)]
-            crossing = next((s for s in steps_text if "logged them" not in s), steps_text[0])
-            problem("PETRI-E132", "no global order explains the per-item logs: they require " + crossing
-                    + f", and the {len(cycle)} constraints form a cycle", cycle=steps_text)
+    return graph, offset
+
+
+def _against_the_clock(graph: _Graph, trace: Trace, offset: dict[str, int]) -> list[Problem]:
+    """A shared clock: every edge whose events the timestamps order the other way, and every barrier left
+    before its last arrival, earliest first."""
+    problems: list[Problem] = []
+    times: dict[int, int] = {}
+    for item, item_events in trace.items.items():
+        for pos, e in enumerate(item_events):
+            times[offset[item] + pos] = int(e.t or 0)
+    arrivals: dict[int, list[int]] = {}
+    for a, edges in enumerate(graph.succ):
+        for b, why in edges:
+            if a in times and b in times and times[b] < times[a]:
+                problems.append(_problem("PETRI-E132", f"{graph.text(b)} at t={times[b]} comes before {graph.text(a)} "
+                                         f"at t={times[a]}: {why}", t=times[b]))
+            elif b not in times:
+                arrivals.setdefault(b, []).append(a)
+    for virtual, sources in arrivals.items():   # a barrier: every item arrives before any leaves
+        last = max(sources, key=lambda n: times[n])
+        first_out = min((b for b, _ in graph.succ[virtual]), key=lambda n: times[n], default=None)
+        if first_out is not None and times[first_out] < times[last]:
+            problems.append(_problem("PETRI-E132", f"{graph.text(first_out)} at t={times[first_out]} leaves "
+                                     f"{graph.text(virtual)} before {graph.text(last)} reached it at t={times[last]}",
+                                     t=times[first_out]))
+    problems.sort(key=lambda p: (p["t"], p["message"]))
+    return problems
+
+
+def _no_global_order(graph: _Graph) -> list[Problem]:
+    """Per-item clocks: Kahn's algorithm on the event graph; a cycle left over is the problem, described."""
+    indegree = [0] * len(graph.label)
+    for edges in graph.succ:
+        for b, _ in edges:
+            indegree[b] += 1
+    ready = deque(i for i, d in enumerate(indegree) if d == 0)
+    alive = [True] * len(graph.label)
+    removed = 0
+    while ready:
+        a = ready.popleft()
+        alive[a] = False
+        removed += 1
+        for b, _ in graph.succ[a]:
+            indegree[b] -= 1
+            if indegree[b] == 0:
+                ready.append(b)
+    if removed == len(graph.label):
+        return []
+    cycle = _cycle(graph, alive)
+    steps_text = [f"{graph.text(n)} before {graph.text(cycle[(i + 1) % len(cycle)][0])} ({why})"
+                  for i, (n, why) in enumerate(cycle)]
+    crossing = next((s for s in steps_text if "logged them" not in s), steps_text[0])
+    return [_problem("PETRI-E132", "no global order explains the per-item logs: they require " + crossing
+                     + f", and the {len(cycle)} constraints form a cycle", cycle=steps_text)]
+
+
+def replay(net: Net, schedule: Schedule, trace: Trace) -> Outcome:
+    """Pass when the per-item logs are a valid execution of the net under the schedule (module doc): the
+    items covered, each item alone (1-2), then between items (3)."""
+    events = sum(len(v) for v in trace.items.values())
+    inferences = {e.inference for v in trace.items.values() for e in v}
+    measured: dict[str, Any] = {"events": events, "items": len(trace.items), "clock": trace.clock,
+                                "inferences": len(inferences)}
+    missing = _missing_items(schedule, trace)
+    if missing:
+        return _failed(missing, measured)
+    placement, mismatch, producers = placed(net, schedule)
+    if mismatch:
+        return failed(ANALYSIS, "PETRI-E130", "the schedule does not match the net, so the trace cannot be replayed: "
+                      + mismatch[0]["message"], {"problems": listed(mismatch)}, **measured)
+    marks: Marks = {}
+    for item, item_events in trace.items.items():
+        found = _replay_item(item, item_events, schedule.items[item], producers[item], marks, inferences)
+        if found is not None:
+            return _failed([found], measured)
+    if trace.clock != "shared" and _explained(trace, schedule, marks, sorted(inferences)):
+        return passed(ANALYSIS, **measured)   # acyclic: the graph below is built only to describe a cycle
+    graph, offset = _event_graph(trace, schedule, marks, sorted(inferences))
+    problems = _against_the_clock(graph, trace, offset) if trace.clock == "shared" else _no_global_order(graph)
     if problems:
-        return failed(ANALYSIS, problems[0]["code"], problems[0]["message"], {"problems": listed(problems)}, **measured)
+        return _failed(problems, measured)
     return passed(ANALYSIS, **measured)
 
 

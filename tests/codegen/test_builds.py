@@ -109,7 +109,7 @@ def test_flags():
 
 
 def test_selection_primitives_have_no_conditional_jumps(tmp_path):
-    from pipeline.codegen.c.generate import RUNTIME_DIR
+    from pipeline.codegen.c import RUNTIME_DIR
 
     for header in ("nnef_runtime.h", "nnef_sync.h"):
         shutil.copy(RUNTIME_DIR / header, tmp_path)

@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from pipeline.codegen.c.kernels.geometry import same_padding, window_geometry
+from pipeline.codegen.shared.geometry import same_padding, window_geometry
 
 
 def _onnx_conv(n: int, k: int, s: int, d: int, tap: int, pads: tuple[int, int] | None) -> np.ndarray:

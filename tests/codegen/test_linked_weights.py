@@ -10,7 +10,7 @@ import pytest
 from tests.codegen import cghelpers as H
 
 from pipeline.codegen import tracecheck
-from pipeline.codegen.c import item as item_module
+from pipeline.codegen.shared import contract as item_module
 from pipeline.codegen.static import forbidden_constructs
 
 BODY = """

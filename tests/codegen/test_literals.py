@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from pipeline.codegen.c.kernels.common import flit, flits
+from pipeline.codegen.shared.spelling import flit, flits
 
 SPECIALS = np.array([0.0, -0.0, 1e-45, -1e-45, 1.1754942e-38, 3.4028235e38, -3.4028235e38, 1.0, -2.5], np.float32)
 

@@ -15,7 +15,7 @@ import pytest
 from tests.codegen import cghelpers as H
 
 from pipeline.codegen import checks, static
-from pipeline.codegen.c.planner import Buffer, Plan, check_plan, plan_buffers
+from pipeline.codegen.shared.planner import Buffer, Plan, check_plan, plan_buffers
 from pipeline.registry.checks import Verdict
 
 BODY = """

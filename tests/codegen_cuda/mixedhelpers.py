@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.codegen.c.generate import generate_deployment
+from pipeline.codegen.program.generate import generate_deployment
 from pipeline.codegen.deployment import load_deployment
 from pipeline.deploy import load_deploy
 from pipeline.execute.harness import write_input_vectors

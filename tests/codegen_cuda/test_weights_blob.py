@@ -11,8 +11,8 @@ import shutil
 import numpy as np
 import pytest
 
-from pipeline.codegen.c import item as c_item
-from pipeline.codegen.c.kernels.common import ident
+from pipeline.codegen.shared import contract as c_item
+from pipeline.codegen.shared.spelling import ident
 from pipeline.nnef.tensorfile import read_tensor
 from tests.codegen import cghelpers as H
 from tests.codegen_cuda import cudahelpers as C

@@ -1,5 +1,11 @@
-"""The C99 generator for `cpu` items: one source file per item, a small runtime for sync
-and instrumentation, and a test harness (docs/codegen.md).
-
-Entry point: `pipeline.codegen.c.generate.generate_deployment`.
+"""The C99 emitter of `cpu` items (item.py: one source file per item, kernels/ one emitter per
+operation family, programs.py the transcendental programs) and the C runtime the deployment
+program (pipeline/codegen/program) copies beside its items (docs/codegen.md).
 """
+
+from pathlib import Path
+
+# The C runtime: primitives, vectors, sync, instrumentation (nnef_runtime.h/.c), the sync declarations
+# a CUDA item includes too (nnef_sync.h), the harness (nnef_harness.h, nnef_main.c).
+RUNTIME_DIR = Path(__file__).parent / "runtime"
+RUNTIME_FILES = ("nnef_runtime.h", "nnef_sync.h", "nnef_runtime.c", "nnef_harness.h", "nnef_main.c")

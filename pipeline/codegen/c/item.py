@@ -16,16 +16,20 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pipeline.codegen.c.kernels import VIEW_OPERATIONS, lookup, supported_operations
-from pipeline.codegen.c.kernels.common import F32, ConstArray, Kernel, Operand, ident
-from pipeline.codegen.c.planner import Buffer, Plan, check_plan, plan_buffers
-from pipeline.codegen.c.writer import CodeWriter
-from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.c.kernels.common import ConstArray, Kernel, Operand
+from pipeline.codegen.shared import contract
+from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
+                                              weights_blob_file, weights_file)
+from pipeline.codegen.shared.planner import Buffer, Plan, check_plan, plan_buffers
+from pipeline.codegen.shared.spelling import F32, flits, ident
+from pipeline.codegen.shared.writer import CodeWriter
+from pipeline.codegen.errors import CodegenError
 from pipeline.diagnostics import Location
 from pipeline.codegen.deployment import DeploymentInput, ItemInput, Weight
 from pipeline.nnef.graph import Operation, Ref
@@ -40,41 +44,8 @@ def c_name(name: str) -> str:
     return ident(name)
 
 
-def item_file(item: str) -> str:
-    return f"nnef_item_{item}.c"
-
-
-def weights_file(item: str) -> str:
-    return f"nnef_weights_{item}.h"
-
-
-def weights_blob_file(item: str) -> str:
-    return f"nnef_weights_{item}.bin"
-
-
 def weights_symbol(item: str) -> str:
     return f"nnef_weights_{item}"
-
-
-# Items with more float parameters than this keep them in a binary file linked by the
-# assembler (.incbin) instead of C initializers: gcc spends minutes and gigabytes parsing
-# millions of float literals, the assembler copies bytes. Smaller items stay readable text.
-BLOB_MIN_FLOATS = 1 << 16
-
-
-def sync_buffer(var: str) -> str:
-    return f"nnef_syncbuf_{var}"
-
-
-def sync_object(var: str) -> str:
-    return f"nnef_sync_{var}"
-
-
-def barrier_step(item_index: int, step_index: int, barrier_id: int) -> tuple[str, str]:
-    """The two lines of a barrier step in a run function (C, CUDA and DLA-proxy items alike): the
-    step comment and the host barrier under NNEF_STEP (the runtime's trace events and noise)."""
-    return (f"/* step {step_index}: barrier {barrier_id} */",
-            f"NNEF_STEP({item_index}, {step_index}, epoch, nnef_barrier({barrier_id}));")
 
 
 @dataclass
@@ -84,38 +55,6 @@ class Storage:
     kind: str                  # "arena" | "const" | "sync"
     root: str                  # the tensor (or sync variable) owning the storage
     c: str                     # C expression of the first element
-
-
-@dataclass
-class TraceEntry:
-    nnef_line: int
-    instruction: str
-    code_file: str             # file name inside the item folder, or a deployment-level file
-    first: int
-    last: int
-
-
-@dataclass
-class ItemCode:
-    """What generating one item produced."""
-
-    name: str
-    source: str
-    weights: str | None        # the weights header (None: an item keeping its parameters in its source)
-    entries: list[TraceEntry]
-    memory_map: dict[str, Any]
-    weight_records: list[dict[str, Any]]
-    functions: list[dict[str, Any]]
-    inputs: dict[str, str]     # external name -> C address expression of its arena location
-    outputs: dict[str, str]    # graph output -> C address expression of its location
-    sends: list[str]
-    gets: list[str]
-    arrays: dict[str, ConstArray] = field(default_factory=dict)
-    weights_blob: bytes | None = None  # the parameters as little-endian binary32, when linked as binary
-    source_file: str = ""      # the item's source file name (default item_file(name), a .c)
-    language: str = "c"        # "c" (gcc) or "cuda" (nvcc on the device, g++ for the host emulation)
-    init: str | None = None    # the item's init function the harness calls once before the first inference
-    support_files: dict[str, str] = field(default_factory=dict)  # deployment-level files the source includes
 
 
 def _literal_f32(value: Any) -> np.float32:
@@ -469,7 +408,7 @@ class ItemEmitter:
         entries += weight_entries
         memory_map = self._memory_map(plan)
         return ItemCode(item.name, w.text(), weights_text, sorted(entries, key=lambda e: (e.nnef_line, e.code_file)),
-                        memory_map, records, functions, inputs, outputs, sends, gets, dict(self.arrays), blob)
+                        memory_map, records, functions, inputs, outputs, sends, gets, weights_blob=blob)
 
     # ------------------------------------------------------------------ weights header
     def _weights(self) -> tuple[str, list[TraceEntry], list[dict[str, Any]], bytes | None]:
@@ -478,7 +417,7 @@ class ItemEmitter:
         name = weights_file(item.name)
         float_arrays = [a for a in self.arrays.values() if a.ctype == "float"]
         blob: bytearray | None = None
-        if sum(int(a.values.size) for a in float_arrays) > BLOB_MIN_FLOATS:
+        if sum(int(a.values.size) for a in float_arrays) > contract.BLOB_MIN_FLOATS:
             blob = bytearray()
         w.comment(f"{name} -- generated by {self.generator}; do not edit.\n"
                   f"The parameters of item {item.name} as constant data. Each array names the NNEF variable,\n"
@@ -542,8 +481,6 @@ class ItemEmitter:
         w.line("")
 
     def _emit_array(self, w: CodeWriter, array: ConstArray, blob: bytearray | None) -> None:
-        from pipeline.codegen.c.kernels.common import flits
-
         w.comment(array.comment)
         if blob is not None:
             blob.extend(bytes(-len(blob) % ALIGNMENT))

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.codegen.c.generate import RUNTIME_DIR
+from pipeline.codegen.c import RUNTIME_DIR
 from pipeline.codegen.c.programs import math_header
 from pipeline.semantics import transcendental as T
 from pipeline.diagnostics import PipelineError

@@ -10,9 +10,8 @@ through masks; infinities and NaN are built from their bit patterns.
 
 from __future__ import annotations
 
+from pipeline.codegen.shared.programs import Spelling, callees_first, render_function
 from pipeline.semantics import transcendental as T
-
-_C_TYPES = {"f": "float", "i": "int32_t", "b": "int"}
 
 # C99 for each primitive of transcendental.OPS, with nnef_runtime.h helpers instead of libm.
 C_OPS: dict[str, str] = {
@@ -76,7 +75,11 @@ V_OPS: dict[str, str] = {
     "shl": "nnef_vshl({0}, {1})",
     "shr": "nnef_vshr({0}, {1})",
 }
-_V_TYPES = {"f": "nnef_vf", "i": "nnef_vi", "b": "nnef_vi"}
+
+# The scalar functions nnef_<name> and their lane-wise forms nnef_v<name> on nnef_vf.
+SCALAR = Spelling(C_OPS)
+VECTOR = Spelling(V_OPS, {"f": "nnef_vf", "i": "nnef_vi", "b": "nnef_vi"}, "nnef_v",
+                  {"f": "nnef_vset1({0})", "i": "nnef_viset1({0})", "b": "nnef_vset1({0})"}, "{0}, NNEF_VL lanes")
 
 PRELUDE = """/* Generated from pipeline/semantics/transcendental.py (PROGRAMS): one statement per step,
  * in the order of transcendental.flatten; see docs/semantics/transcendental.md. */
@@ -94,83 +97,16 @@ NNEF_INLINE int32_t nnef_iselect(int c, int32_t a, int32_t b)
 """
 
 
-def _literal(const: T.Const) -> str:
-    """An exact C constant: hex floats as written, infinities and NaN from their bits."""
-    if const.type == "i":
-        return const.literal
-    if const.literal.lower() in ("inf", "-inf", "nan"):
-        return f"nnef_float({const.bits}u)"
-    return f"{const.literal}f"
-
-
-def callees_first(programs: list[T.Program]) -> list[T.Program]:
-    """Callees before callers."""
-    done: list[T.Program] = []
-
-    def visit(program: T.Program) -> None:
-        if program in done:
-            return
-        for step in T.flatten(program):
-            if step.op == T.CALL:
-                visit(T.PROGRAMS[step.args[0]])
-        done.append(program)
-
-    for program in programs:
-        visit(program)
-    return done
-
-
-def render_function(program: T.Program, ops: dict[str, str] = C_OPS, qualifier: str = "static inline",
-                    notes: bool = True, vector: bool = False) -> str:
-    """One program as a function `nnef_<name>`: one statement per flattened step, each primitive
-    spelled by `ops` (C_OPS here; the CUDA generator passes its own, with `__host__ __device__`).
-    With `vector`, the lane-wise form `nnef_v<name>` on nnef_vf, spelled by V_OPS: the same steps
-    in the same order on every lane, so each lane gives the scalar function's bits."""
-    c_types, prefix = (_V_TYPES, "nnef_v") if vector else (_C_TYPES, "nnef_")
-    ops = V_OPS if vector else ops
-    types: dict[str, str] = {name: "f" for name in program.params}
-    names: dict[str, str] = {name: f"v_{name}" for name in program.params}
-    params = ", ".join(f"{c_types['f']} v_{p}" for p in program.params)
-    summary = f"{program.summary}, NNEF_VL lanes" if vector else program.summary
-    lines = [f"/* {summary} */", f"{qualifier} {c_types['f']} {prefix}{program.name}({params})", "{"]
-    for const in program.constants:
-        types[const.name] = const.type
-        names[const.name] = f"K_{const.name}"
-        note = f"  /* {const.note} */" if notes and const.note else ""
-        value = _literal(const)
-        if vector:
-            value = f"nnef_viset1({value})" if const.type == "i" else f"nnef_vset1({value})"
-        lines.append(f"    const {c_types[const.type]} K_{const.name} = {value};  /* {const.bits} */{note}")
-    for step in T.flatten(program):
-        if step.op == T.CALL:
-            result_type = "f"
-            expr = f"{prefix}{step.args[0]}({', '.join(names[a] for a in step.args[1:])})"
-        else:
-            spec = T.OPS[step.op]
-            result_type = types[step.args[1]] if spec.result == "T" else spec.result
-            key = step.op
-            if step.op == "select":
-                key = "select_i" if result_type == "i" else "select_f"
-            expr = ops[key].format(*(names[a] for a in step.args))
-        types[step.dest] = result_type
-        names[step.dest] = f"v_{step.dest}"
-        note = f"  /* {step.note} */" if notes and step.note else ""
-        lines.append(f"    const {c_types[result_type]} v_{step.dest} = {expr};{note}")
-    lines.append(f"    return {names[program.result]};")
-    lines.append("}")
-    return "\n".join(lines)
-
-
 def math_header() -> str:
     """nnef_math.h: every program, callees first, plus its vector form: the same steps on vectors
     where the compiler has vector extensions, else the scalar function lane by lane."""
     programs = callees_first([T.PROGRAMS[name] for name in sorted(T.PROGRAMS)])
     parts = [PRELUDE]
-    parts += [render_function(p) for p in programs]
+    parts += [render_function(p, SCALAR) for p in programs]
     unary = [p.name for p in programs if len(p.params) == 1]
     binary = [p.name for p in programs if len(p.params) == 2]
     parts.append("#if defined(NNEF_VECTOR_EXT)")
-    parts += [render_function(p, qualifier="NNEF_INLINE", notes=False, vector=True) for p in programs]
+    parts += [render_function(p, VECTOR, qualifier="NNEF_INLINE", notes=False) for p in programs]
     parts.append("#else")
     parts.append("\n".join([f"NNEF_VMAP1(nnef_v{name}, nnef_{name})" for name in unary]
                            + [f"NNEF_VMAP2(nnef_v{name}, nnef_{name})" for name in binary]))

@@ -19,10 +19,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pipeline.codegen.c.kernels.common import flit, strides
-from pipeline.codegen.c.kernels.deconv import deconv_extents
-from pipeline.codegen.c.kernels.geometry import window_geometry
-from pipeline.codegen.c.kernels.multilinear import METHODS as LINEAR_METHODS, axis_rule
+from pipeline.codegen.shared.spelling import flit, strides
+from pipeline.codegen.shared.geometry import METHODS as LINEAR_METHODS, axis_rule, deconv_extents, window_geometry
 from pipeline.nnef.graph import Operation
 
 F32 = np.float32

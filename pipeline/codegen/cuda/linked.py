@@ -1,6 +1,6 @@
 """A CUDA item inside a mixed deployment's C program (docs/codegen-cuda.md "CUDA items next to CPU items").
 
-The C deployment program (pipeline/codegen/c/generate.py: the item table, the sync variables,
+The C deployment program (pipeline/codegen/program/generate.py: the item table, the sync variables,
 the runtime, the harness) stays the program; an item of target `cuda` is one `.cu` whose
 functions have C linkage and follow the contract of a C item:
 
@@ -33,22 +33,26 @@ NNEF_EMULATE_SEED in the environment chooses the launch order (0 or unset: in or
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
-from pipeline.codegen.c.item import ItemCode, TraceEntry, barrier_step, sync_object
-from pipeline.codegen.c.writer import CodeWriter
-from pipeline.codegen.cuda.generate import RUNTIME_DIR, RUNTIME_FILES, CudaItemEmitter, item_file
+from pipeline.codegen.shared.contract import ItemCode, TraceEntry, barrier_step, sync_object
+from pipeline.codegen.shared.planner import Plan
+from pipeline.codegen.shared.spelling import ident
+from pipeline.codegen.shared.writer import CodeWriter
+from pipeline.codegen.cuda import RUNTIME_DIR, RUNTIME_FILES
+from pipeline.codegen.cuda.emitter import CudaItemEmitter, DeviceCode, item_file
 from pipeline.codegen.cuda.programs import math_header
 from pipeline.codegen.deployment import DeploymentInput, ItemInput
+from pipeline.split.splitter import Step
 
 HOST_ALIGNMENT_FLOATS = 16   # 64 bytes
 
 
 def linked_item(deployment: DeploymentInput, item: ItemInput, index: int) -> ItemCode:
     """The .cu of a cuda item of a mixed deployment, as an ItemCode of the C program."""
-    code = CudaItemEmitter(deployment, item, index, linked=True).generate()
-    assert isinstance(code, ItemCode)
-    return code
+    emitter = CudaItemEmitter(deployment, item, index, linked=True)
+    return linked_tail(emitter, emitter.generate())
 
 
 def _support_files() -> dict[str, str]:
@@ -56,15 +60,30 @@ def _support_files() -> dict[str, str]:
     files["nnef_cuda_math.h"] = math_header()
     return files
 
+@dataclass
+class HostArena:
+    """The item's host arena in the C program: the inputs the harness stages, the outputs it reads and a
+    staging buffer per sent value, each at its offset."""
 
-def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], entries: list[dict[str, Any]],
-                kernel_records: list[dict[str, Any]], plan: Any) -> ItemCode:
-    """Append the host side (host arena, init, run) to the item's kernels; return its ItemCode."""
-    item, d = e.item, e.d
-    src = item_file(item.name)
-    arena = f"nnef_arena_{item.name}"
+    symbol: str                            # nnef_arena_<X>
+    inputs: list[str]                      # the item's inputs (external), in declaration order
+    outputs: list[str]                     # the graph outputs the item computes
+    sends: list[tuple[int, Step]]          # (step index, step) of every send
+    gets: list[tuple[int, Step]]           # (step index, step) of every get
+    buffers: dict[str, tuple[int, int]]    # "in:<x>" / "out:<x>" / "send:<var>" -> (offset, floats)
+
+    @property
+    def floats(self) -> int:
+        padded = [-(-count // HOST_ALIGNMENT_FLOATS) * HOST_ALIGNMENT_FLOATS for _, count in self.buffers.values()]
+        return max(1, sum(padded))
+
+    def address(self, key: str) -> str:
+        return f"{self.symbol} + {self.buffers[key][0]}"
+
+
+def _host_arena(e: CudaItemEmitter) -> HostArena:
+    item = e.item
     floats = lambda name: math.prod(e._shape(name))  # noqa: E731
-    # host arena: inputs the harness stages, outputs it reads, staging of every sent value
     inputs = [op.output_refs()[0].name for op in e.graph.operations if op.name == "external"]
     outputs = e.own_outputs()
     sends = [(index, step) for index, step in enumerate(item.steps) if step.kind == "send"]
@@ -77,10 +96,13 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
             continue
         host[key] = (offset, count)
         offset += -(-count // HOST_ALIGNMENT_FLOATS) * HOST_ALIGNMENT_FLOATS
-    host_floats = max(1, offset)
-    get_call = "nnef_get" if d.sync == "event" else "nnef_get_published"
-    variables = sorted({s.var for _, s in sends + gets})
+    return HostArena(f"nnef_arena_{item.name}", inputs, outputs, sends, gets, host)
 
+
+def _host_declarations(w: CodeWriter, e: CudaItemEmitter, a: HostArena) -> dict[str, int]:
+    """The host arena and the sync objects the item uses, with C linkage; the line of each input's comment."""
+    item, arena, host, host_floats, inputs = e.item, a.symbol, a.buffers, a.floats, a.inputs
+    variables = sorted({s.var for _, s in a.sends + a.gets})
     w.comment(f"Host side of item {item.name} in the deployment's C program (docs/codegen-cuda.md): the host arena\n"
               f"({host_floats * 4} bytes: the inputs the harness stages, the outputs it reads, a staging buffer per "
               "sent value),\nthe sync objects of nnef_deployment.c, and C linkage for the harness and the runtime.")
@@ -98,6 +120,13 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
     w.line(f"alignas(64) float {arena}[{host_floats}];")
     w.line("}")
     w.line("")
+    return input_lines
+
+
+def _host_helpers(w: CodeWriter, e: CudaItemEmitter, a: HostArena) -> None:
+    """The CUDA error stop, the step macros, and the get/send helpers the item's steps need."""
+    item, gets, sends = e.item, a.gets, a.sends
+    get_call = "nnef_get" if e.d.sync == "event" else "nnef_get_published"
     w.comment("A CUDA runtime error during an inference stops the program: no other item may wait forever.")
     w.line("[[noreturn]] static void nnef_cuda_fail(const char *what, cudaError_t error)")
     w.line("{")
@@ -136,7 +165,11 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
         w.line("    nnef_send(s, staging, epoch);")
         w.line("}")
         w.line("")
-    # init
+
+
+def _init(w: CodeWriter, e: CudaItemEmitter, plan: Plan) -> tuple[int, int]:
+    """The init function (stream, device arena, weights); its first and last lines."""
+    item = e.item
     w.comment("Called once by the harness before the first inference: the stream, the device arena "
               f"({plan.arena_bytes} bytes,\nmemory_map.json), one device array per weight and its copy. "
               "The emulation's launch order comes from NNEF_EMULATE_SEED.")
@@ -153,14 +186,22 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
         w.line(f"    NNEF_CUDA_CHECK(cudaMemcpy({device}, {host_name}, {values.size * 4}u, cudaMemcpyHostToDevice));")
     w.line("    return 0;")
     init_last = w.line("}")
-    w.line("")
-    # run
-    trace: list[TraceEntry] = [TraceEntry(x["nnef_line"], x["instruction"], src, *x["code_lines"]) for x in entries]
+    return init_first, init_last
+
+
+def _run(w: CodeWriter, e: CudaItemEmitter, a: HostArena, device_code: DeviceCode) -> tuple[list[TraceEntry], int, int]:
+    """The run function: inputs to the device, the schedule (kernels, gets, sends, barriers), outputs back;
+    the trace entries of the kernels and steps, its first and last lines."""
+    item, d, arena, host, launches = e.item, e.d, a.symbol, a.buffers, device_code.launches
+    src = item_file(item.name)
+    floats = lambda name: math.prod(e._shape(name))  # noqa: E731
+    trace: list[TraceEntry] = [TraceEntry(x["nnef_line"], x["instruction"], src, *x["code_lines"])
+                               for x in device_code.entries]
     w.comment(f"One inference of item {item.name}: the steps of {d.schedule_rel} in order.")
     run_first = w.line(f'extern "C" void nnef_item_{item.name}_run(uint32_t epoch)')
     w.line("{")
     w.line("    (void)epoch;")
-    for name in inputs:
+    for name in a.inputs:
         start, count = host[f"in:{name}"]
         w.line(f"    /* input {name}: staged by the harness in the host arena, copied to the device */")
         w.line(f"    NNEF_RUN_CHECK(cudaMemcpyAsync({e.storage[name].c}, {arena} + {start}, {count * 4}u, "
@@ -191,7 +232,7 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
             last = w.line(f"    NNEF_STEP({e.index}, {index}, epoch, nnef_cuda_send(&{sync_object(step.var)}, "
                           f"{e.storage[value].c}, {arena} + {start}, {count}u, epoch));")
         trace.append(TraceEntry(line, text, src, first, last))
-    for name in outputs:
+    for name in a.outputs:
         start, count = host[f"out:{name}"]
         w.line(f"    /* output {name}: device -> host arena, where the harness reads it */")
         w.line(f"    NNEF_RUN_CHECK(cudaMemcpyAsync({arena} + {start}, {e.storage[name].c}, {count * 4}u, "
@@ -199,43 +240,60 @@ def linked_tail(e: CudaItemEmitter, w: CodeWriter, launches: dict[int, str], ent
     w.line("    NNEF_RUN_CHECK(cudaStreamSynchronize(nnef_stream));")
     w.line("    NNEF_RUN_CHECK(cudaGetLastError());")
     run_last = w.line("}")
-    source = w.text()
-    trace += _declaration_entries(e, source, input_lines)
-    functions = [{"function": r["kernel"], "step": r["step"], "nnef_line": r["nnef_line"],
-                  "lines": x["code_lines"], "operation": r["operation"]} for r, x in zip(kernel_records, entries)]
-    functions += [{"function": f"nnef_item_{item.name}_init", "step": None, "nnef_line": None,
-                   "lines": [init_first, init_last], "operation": "init"},
-                  {"function": f"nnef_item_{item.name}_run", "step": None, "nnef_line": None,
-                   "lines": [run_first, run_last], "operation": "schedule"}]
-    memory_map = {"schema_version": 1, "item": item.name, "target": "cuda", "arena": "nnef_dev_arena (device)",
-                  "arena_bytes": plan.arena_bytes, "alignment": plan.alignment, "steps": len(item.steps),
-                  "buffers": [{"tensor": b.name, "offset": b.offset, "size": b.size, "first": b.first,
-                               "last": b.last} for b in plan.buffers],
-                  "weights": [{"array": k, "bytes": int(v[1].size) * 4} for k, v in e.host_arrays.items()],
-                  "host_arena": {"symbol": arena, "bytes": host_floats * 4,
-                                 "buffers": [{"use": k.split(":", 1)[0], "tensor": k.split(":", 1)[1],
-                                              "offset": o * 4, "size": c * 4} for k, (o, c) in host.items()]}}
+    return trace, run_first, run_last
+
+
+def _memory_map(e: CudaItemEmitter, a: HostArena, plan: Plan) -> dict[str, Any]:
+    item = e.item
+    return {"schema_version": 1, "item": item.name, "target": "cuda", "arena": "nnef_dev_arena (device)",
+            "arena_bytes": plan.arena_bytes, "alignment": plan.alignment, "steps": len(item.steps),
+            "buffers": [{"tensor": b.name, "offset": b.offset, "size": b.size, "first": b.first,
+                         "last": b.last} for b in plan.buffers],
+            "weights": [{"array": k, "bytes": int(v[1].size) * 4} for k, v in e.host_arrays.items()],
+            "host_arena": {"symbol": a.symbol, "bytes": a.floats * 4,
+                           "buffers": [{"use": k.split(":", 1)[0], "tensor": k.split(":", 1)[1],
+                                        "offset": o * 4, "size": c * 4} for k, (o, c) in a.buffers.items()]}}
+
+
+def _weight_records(e: CudaItemEmitter) -> list[dict[str, Any]]:
+    """weights.json's arrays: every variable's host array, in the identity layout."""
     records = []
     for op in e.graph.operations:
         if op.name == "variable":
             label = str(op.attribs.get("label", ""))
-            weight = d.weights[label]
-            records.append({"array": f"H_{_ident(label)}", "variable": op.output_refs()[0].name, "label": label,
+            weight = e.d.weights[label]
+            records.append({"array": f"H_{ident(label)}", "variable": op.output_refs()[0].name, "label": label,
                             "file": weight.rel, "sha256": weight.sha256, "layout": {"kind": "identity"},
                             "floats": int(weight.array.size), "shape": list(weight.array.shape)})
-    return ItemCode(item.name, source, None, sorted(trace, key=lambda x: (x.nnef_line, x.code_file)), memory_map,
-                    records, functions,
-                    {n: f"{arena} + {host[f'in:{n}'][0]}" for n in inputs},
-                    {n: f"{arena} + {host[f'out:{n}'][0]}" for n in outputs},
-                    [s.var for _, s in sends], [s.var for _, s in gets],
+    return records
+
+
+def linked_tail(e: CudaItemEmitter, device_code: DeviceCode) -> ItemCode:
+    """Append the host side (host arena, helpers, init, run) to the item's kernels; return its ItemCode."""
+    item, w, plan = e.item, device_code.writer, device_code.plan
+    src = item_file(item.name)
+    a = _host_arena(e)
+    input_lines = _host_declarations(w, e, a)
+    _host_helpers(w, e, a)
+    init_first, init_last = _init(w, e, plan)
+    w.line("")
+    trace, run_first, run_last = _run(w, e, a, device_code)
+    source = w.text()
+    trace += _declaration_entries(e, source, input_lines)
+    functions = [{"function": r["kernel"], "step": r["step"], "nnef_line": r["nnef_line"],
+                  "lines": x["code_lines"], "operation": r["operation"]}
+                 for r, x in zip(device_code.kernels, device_code.entries)]
+    functions += [{"function": f"nnef_item_{item.name}_init", "step": None, "nnef_line": None,
+                   "lines": [init_first, init_last], "operation": "init"},
+                  {"function": f"nnef_item_{item.name}_run", "step": None, "nnef_line": None,
+                   "lines": [run_first, run_last], "operation": "schedule"}]
+    return ItemCode(item.name, source, None, sorted(trace, key=lambda x: (x.nnef_line, x.code_file)),
+                    _memory_map(e, a, plan), _weight_records(e), functions,
+                    {n: a.address(f"in:{n}") for n in a.inputs}, {n: a.address(f"out:{n}") for n in a.outputs},
+                    [s.var for _, s in a.sends], [s.var for _, s in a.gets],
                     source_file=src, language="cuda", init=f"nnef_item_{item.name}_init",
-                    support_files=_support_files(), weights_blob=e.blob)
+                    support_files=_support_files(), weights_blob=device_code.blob)
 
-
-def _ident(name: str) -> str:
-    from pipeline.codegen.c.kernels.common import ident
-
-    return ident(name)
 
 
 def _declaration_entries(e: CudaItemEmitter, source: str, input_lines: dict[str, int]) -> list[TraceEntry]:

@@ -10,7 +10,7 @@ the programs are `__host__ __device__` so the emulation runs the same statements
 
 from __future__ import annotations
 
-from pipeline.codegen.c.programs import callees_first, render_function
+from pipeline.codegen.shared.programs import Spelling, callees_first, render_function
 from pipeline.semantics import transcendental as T
 
 
@@ -77,7 +77,7 @@ NNEF_HD float nnef_floor(float x)
 def math_header() -> str:
     """nnef_cuda_math.h: every program, callees first."""
     programs = callees_first([T.PROGRAMS[name] for name in sorted(T.PROGRAMS)])
-    functions = [render_function(p, CUDA_OPS, "NNEF_HD", notes=False) for p in programs]
+    functions = [render_function(p, Spelling(CUDA_OPS), "NNEF_HD", notes=False) for p in programs]
     return "\n\n".join([PRELUDE] + functions + ["#endif /* NNEF_CUDA_MATH_H */"]) + "\n"
 
 

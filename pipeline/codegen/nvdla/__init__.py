@@ -4,6 +4,8 @@ mapping.py (legalized operations -> units, tasks, memory), firmware.py (packed f
 descriptors, interface 0.12.x), writer.py (flatbuffer of loadable.fbs, debug table),
 artifacts.py (files), reader.py + validate.py (the validator: never imports the writer),
 generate.py (a deployment's loadables, debug tables and code traces for the codegen step),
-check.py (codegen.accelerators from the written files, through the validator).
+accelerators.py (codegen.accelerators from the written files, through the validator).
+proxy.py: an nvdla item of a mixed deployment's C program (its C proxy, an item emitter beside
+the C and CUDA ones).
 docs/codegen-nvdla.md is the user documentation.
 """

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.atomic import write_json
-from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.deployment import DeploymentInput, ItemInput, sha256_of
 from pipeline.codegen.nvdla.artifacts import write_loadable_files
 from pipeline.codegen.nvdla.mapping import map_program

@@ -1,6 +1,6 @@
 """An NVDLA item inside a mixed deployment's C program: its proxy item (docs/codegen-nvdla.md "Next to CPU items").
 
-The C deployment program (pipeline/codegen/c/generate.py) stays the program; an item of target
+The C deployment program (pipeline/codegen/program/generate.py) stays the program; an item of target
 `nvdla` is one C source, `nnef_item_<X>.c`, that follows the contract of a C item while the
 item's computation is its loadable (written by pipeline/codegen/nvdla/generate.py beside it and
 judged by codegen.accelerators):
@@ -28,14 +28,17 @@ the inputs; reply = "NVDR", u32 status (0 ok), u32 epoch, u32 payload bytes, the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
-from pipeline.codegen.c.item import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
-                                     weights_file)
-from pipeline.codegen.c.writer import CodeWriter
-from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
+                                              weights_file)
+from pipeline.codegen.shared.writer import CodeWriter
+from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.deployment import DeploymentInput, ItemInput
+from pipeline.codegen.nvdla.generate import CONFIGURATION
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.split.nvdla_legalize import legalize
 
 ALIGNMENT_FLOATS = 16      # 64 bytes
 PROTOCOL_VERSION = 1
@@ -54,9 +57,6 @@ def reply_variable(item: str) -> str:
 def loadable_io(deployment: DeploymentInput, item: ItemInput) -> tuple[list[tuple[str, list[int]]], list[str]]:
     """The loadable's inputs (name, shape; sorted by name as build.json lists them) and outputs, from the
     same legalization the loadable is written from (pipeline/codegen/nvdla/generate.py)."""
-    from pipeline.codegen.nvdla.generate import CONFIGURATION
-    from pipeline.split.nvdla_legalize import legalize
-
     variables = {label: weight.array for label, weight in deployment.weights.items()}
     try:
         legal = legalize(item.graph, variables, CONFIGURATION, text="\n".join(item.lines))
@@ -79,48 +79,84 @@ def _submission_step(item: ItemInput) -> int:
     return at
 
 
-def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: int, generator: str) -> ItemCode:
-    """The C proxy of nvdla item `item` (module docstring), as an ItemCode of the C program."""
-    d = deployment
-    name = item.name
-    src = item_file(name)
-    arena = f"nnef_arena_{name}"
+
+@dataclass
+class Submission:
+    """What the proxy of one nvdla item exchanges with its loadable and where it keeps it."""
+
+    item: ItemInput
+    inputs: list[tuple[str, list[int]]]    # the loadable's inputs (name, shape), in the request's order
+    outputs: list[str]                     # the loadable's outputs, in the reply's order
+    out_shapes: dict[str, list[int]]
+    at: int                                # the step that submits the loadable
+    externals: list[str]                   # the item's inputs the harness stages
+    received: dict[str, str]               # an input received with get_var -> its sync variable
+    host: dict[str, tuple[int, int]]       # "in:<x>" / "out:<x>" -> (offset, floats) in the item's arena
+
+    @property
+    def arena(self) -> str:
+        return f"nnef_arena_{self.item.name}"
+
+    @property
+    def arena_floats(self) -> int:
+        return max(1, sum(-(-count // ALIGNMENT_FLOATS) * ALIGNMENT_FLOATS for _, count in self.host.values()))
+
+    def floats_in(self, name: str) -> int:
+        return math.prod(dict(self.inputs)[name])
+
+    def floats_out(self, name: str) -> int:
+        return math.prod(self.out_shapes[name])
+
+    @property
+    def request_bytes(self) -> int:
+        return 4 * sum(self.floats_in(n) for n, _ in self.inputs)
+
+    @property
+    def reply_bytes(self) -> int:
+        return 4 * sum(self.floats_out(n) for n in self.outputs)
+
+    def source_of(self, name: str) -> str:
+        """Where the request takes input `name` from: the sync buffer it was received in, or the arena."""
+        if name in self.received:
+            return f"(const float *){sync_buffer(self.received[name])}"
+        return f"{self.arena} + {self.host['in:' + name][0]}"
+
+
+def _submission(d: DeploymentInput, item: ItemInput) -> Submission:
+    """The loadable's inputs and outputs, the submitting step and the arena: the staged externals, then
+    every output of the loadable (sent values and graph outputs)."""
     inputs, outputs = loadable_io(d, item)
-    submit_at = _submission_step(item)
+    at = _submission_step(item)
     externals = [op.output_refs()[0].name for op in item.graph.operations if op.name == "external"]
-    gets = [(k, s) for k, s in enumerate(item.steps) if s.kind == "get"]
-    sends = [(k, s) for k, s in enumerate(item.steps) if s.kind == "send"]
-    received = {item.step_ops[k].output_refs()[0].name: s.var for k, s in gets}  # type: ignore[union-attr]
+    received = {item.step_ops[k].output_refs()[0].name: s.var  # type: ignore[union-attr]
+                for k, s in enumerate(item.steps) if s.kind == "get"}
     shapes = dict(inputs)
-    floats_in = {n: math.prod(s) for n, s in inputs}
-    own_outputs = [n for n in d.outputs if d.outputs[n] == name]
     out_shapes = {n: [int(v) for v in item.graph.tensors[n].shape or []] for n in outputs}
-    floats_out = {n: math.prod(out_shapes[n]) for n in outputs}
     for n in externals:
         if n not in shapes:
-            raise CodegenError("CODEGEN-E009", f"{name}: input {n} is not an input of the loadable",
+            raise CodegenError("CODEGEN-E009", f"{item.name}: input {n} is not an input of the loadable",
                                Location.in_file(item.nnef_path))
-    # the arena: staged externals, then every output of the loadable (sent values and graph outputs)
     host: dict[str, tuple[int, int]] = {}
     offset = 0
-    for key, count in [(f"in:{n}", floats_in[n]) for n in externals] + [(f"out:{n}", floats_out[n]) for n in outputs]:
+    for key, count in [(f"in:{n}", math.prod(shapes[n])) for n in externals] + \
+            [(f"out:{n}", math.prod(out_shapes[n])) for n in outputs]:
         host[key] = (offset, count)
         offset += -(-count // ALIGNMENT_FLOATS) * ALIGNMENT_FLOATS
-    arena_floats = max(1, offset)
-    request_bytes = 4 * sum(floats_in.values())
-    reply_bytes = 4 * sum(floats_out.values())
+    return Submission(item, inputs, outputs, out_shapes, at, externals, received, host)
 
-    def source_of(n: str) -> str:
-        if n in received:
-            return f"(const float *){sync_buffer(received[n])}"
-        return f"{arena} + {host['in:' + n][0]}"
 
-    def nnef(op: Any) -> tuple[int, str]:
-        line = op.span.line if op.span else 0
-        text = item.lines[line - 1].strip() if 0 < line <= len(item.lines) else op.name
-        return line, text.replace("*/", "* /")
+def _nnef(item: ItemInput, op: Any) -> tuple[int, str]:
+    """The NNEF line of `op` and its text, safe inside a C comment."""
+    line = op.span.line if op.span else 0
+    text = item.lines[line - 1].strip() if 0 < line <= len(item.lines) else op.name
+    return line, text.replace("*/", "* /")
 
-    w = CodeWriter()
+
+def _head(w: CodeWriter, d: DeploymentInput, s: Submission, generator: str) -> dict[int, tuple[int, str]]:
+    """The file comment, the includes, the arena and a comment per declaration; returns the line of each
+    declaration's comment (by NNEF line, with its text) for the trace."""
+    item, name, arena, host, arena_floats = s.item, s.item.name, s.arena, s.host, s.arena_floats
+    src = item_file(name)
     w.comment(f"{src} -- generated by {generator}; do not edit.\n"
               f"Proxy of item {name} (target nvdla) of deployment {d.model}/{d.deployment}, from\n"
               f"{item.nnef_rel} (sha256 {item.nnef_sha256}) and {d.schedule_rel}.\n"
@@ -148,13 +184,17 @@ def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: 
     declaration_lines: dict[int, tuple[int, str]] = {}
     for op in item.graph.operations:
         if op.name in ("external", "variable", "constant"):
-            line, text = nnef(op)
+            line, text = _nnef(item, op)
             tensor = op.output_refs()[0].name
             where = (f"staged by the harness at {arena} + {host['in:' + tensor][0]}" if op.name == "external"
                      else "a parameter of the loadable (its memory list), not of this C item")
             at = w.line(f"/* NNEF {item.nnef_rel}:{line}: {text} -- {where} */")
             declaration_lines[line] = (at, text)
-    w.line("")
+    return declaration_lines
+
+
+def _channel(w: CodeWriter, name: str) -> None:
+    """The channel's C helpers: its descriptors, failure, clock, exact writes and reads with a deadline."""
     w.line(f"static int nnef_dla_request = -1, nnef_dla_reply = -1, nnef_dla_timeout_ms = {DEFAULT_TIMEOUT_MS};")
     w.line("")
     w.comment(f"A failure of the channel stops the program (exit {EXIT_STATUS}): no item may wait forever.")
@@ -223,6 +263,10 @@ def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: 
     w.line("    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;")
     w.line("}")
     w.line("")
+
+
+def _init(w: CodeWriter, name: str) -> tuple[int, int]:
+    """The init function (opens the channel); its first and last lines."""
     w.comment(f"Called once by the harness before the first inference: the channel ({request_variable(name)} for\n"
               f"writing, {reply_variable(name)} for reading), within NNEF_DLA_TIMEOUT_MS.")
     init_first = w.line(f"int nnef_item_{name}_init(void)")
@@ -262,7 +306,13 @@ def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: 
     w.line("    }")
     w.line("    return 0;")
     init_last = w.line("}")
-    w.line("")
+    return init_first, init_last
+
+
+def _submit(w: CodeWriter, s: Submission) -> tuple[int, int]:
+    """nnef_dla_submit: the request (header, inputs), the reply (header checked, outputs); its first and last lines."""
+    inputs, outputs, out_shapes, arena = s.inputs, s.outputs, s.out_shapes, s.arena
+    request_bytes, reply_bytes = s.request_bytes, s.reply_bytes
     order = ", ".join(f"{n} {s}" for n, s in inputs)
     w.comment(f"Submit the loadable and wait for its completion: request {request_bytes} bytes of inputs ({order}),\n"
               f"reply {reply_bytes} bytes of outputs ({', '.join(f'{n} {out_shapes[n]}' for n in outputs)}), float32.")
@@ -275,7 +325,7 @@ def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: 
     w.line(f"    nnef_dla_u32(header + 12, {request_bytes}u);")
     w.line("    nnef_dla_write(header, sizeof header);")
     for n, _ in inputs:
-        w.line(f"    nnef_dla_write({source_of(n)}, {floats_in[n] * 4}u);   /* {n} */")
+        w.line(f"    nnef_dla_write({s.source_of(n)}, {s.floats_in(n) * 4}u);   /* {n} */")
     w.line("    int64_t deadline = nnef_dla_now_ms() + nnef_dla_timeout_ms;")
     w.line('    nnef_dla_read(header, sizeof header, deadline, "reply header");')
     w.line('    if (memcmp(header, "NVDR", 4) != 0 || nnef_dla_get_u32(header + 8) != epoch)')
@@ -289,10 +339,16 @@ def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: 
     w.line('        nnef_dla_fail("RUN-E054", message);')
     w.line("    }")
     for n in outputs:
-        w.line(f'    nnef_dla_read({arena} + {host["out:" + n][0]}, {floats_out[n] * 4}u, deadline, "output {n}");')
+        w.line(f'    nnef_dla_read({arena} + {s.host["out:" + n][0]}, {s.floats_out(n) * 4}u, deadline, "output {n}");')
     submit_last = w.line("}")
-    w.line("")
-    # run
+    return submit_first, submit_last
+
+
+def _run(w: CodeWriter, d: DeploymentInput, s: Submission, index: int) -> tuple[list[TraceEntry], int, int]:
+    """The run function: the schedule in order, the loadable submitted at its step, the other compute steps
+    empty; its trace entries, first and last lines."""
+    item, name, arena, host, submit_at = s.item, s.item.name, s.arena, s.host, s.at
+    src = item_file(name)
     get_call = "nnef_get" if d.sync == "event" else "nnef_get_published"
     trace: list[TraceEntry] = []
     w.comment(f"One inference of item {name}: the steps of {d.schedule_rel} in order; the loadable runs at step "
@@ -306,7 +362,7 @@ def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: 
                 w.line(f"    {text}")
             continue
         assert op is not None
-        line, text = nnef(op)
+        line, text = _nnef(item, op)
         if step.kind == "compute":
             what = ("the loadable is submitted here and the item waits for its completion" if k == submit_at else
                     f"computed by the loadable's submission at step {submit_at}")
@@ -322,6 +378,36 @@ def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: 
                           f"{arena} + {host['out:' + value][0]}, epoch));")
         trace.append(TraceEntry(line, text, src, first, last))
     run_last = w.line("}")
+    return trace, run_first, run_last
+
+
+def _memory_map(s: Submission) -> dict[str, Any]:
+    item = s.item
+    return {"schema_version": 1, "item": item.name, "target": "nvdla", "arena": s.arena,
+            "arena_bytes": s.arena_floats * 4, "alignment": ALIGNMENT_FLOATS * 4, "steps": len(item.steps),
+            "buffers": [{"tensor": key.split(":", 1)[1], "use": key.split(":", 1)[0], "offset": o * 4,
+                         "size": c * 4, "first": 0, "last": max(0, len(item.steps) - 1)}
+                        for key, (o, c) in s.host.items()],
+            "submission": {"step": s.at, "request_bytes": s.request_bytes, "reply_bytes": s.reply_bytes,
+                           "inputs": [{"name": n, "shape": shape} for n, shape in s.inputs],
+                           "outputs": [{"name": n, "shape": s.out_shapes[n]} for n in s.outputs]}}
+
+
+def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: int, generator: str) -> ItemCode:
+    """The C proxy of nvdla item `item` (module docstring), as an ItemCode of the C program: the
+    submission's layout, then the file's parts in order (head, channel, init, submit, run)."""
+    d, name = deployment, item.name
+    src = item_file(name)
+    s = _submission(d, item)
+    w = CodeWriter()
+    declaration_lines = _head(w, d, s, generator)
+    w.line("")
+    _channel(w, name)
+    init_first, init_last = _init(w, name)
+    w.line("")
+    submit_first, submit_last = _submit(w, s)
+    w.line("")
+    trace, run_first, run_last = _run(w, d, s, index)
     source = w.text()
     trace += [TraceEntry(line, text, src, at, at) for line, (at, text) in declaration_lines.items()]
     weights = CodeWriter()
@@ -329,19 +415,13 @@ def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: 
                     f"Item {name} (target nvdla) has no parameter in C: they are in its loadable ({name}.nvdla).")
     functions = [{"function": f"nnef_item_{name}_init", "step": None, "nnef_line": None,
                   "lines": [init_first, init_last], "operation": "init"},
-                 {"function": "nnef_dla_submit", "step": submit_at, "nnef_line": None,
+                 {"function": "nnef_dla_submit", "step": s.at, "nnef_line": None,
                   "lines": [submit_first, submit_last], "operation": "submit"},
                  {"function": f"nnef_item_{name}_run", "step": None, "nnef_line": None,
                   "lines": [run_first, run_last], "operation": "schedule"}]
-    memory_map = {"schema_version": 1, "item": name, "target": "nvdla", "arena": arena,
-                  "arena_bytes": arena_floats * 4, "alignment": ALIGNMENT_FLOATS * 4, "steps": len(item.steps),
-                  "buffers": [{"tensor": key.split(":", 1)[1], "use": key.split(":", 1)[0], "offset": o * 4,
-                               "size": c * 4, "first": 0, "last": max(0, len(item.steps) - 1)}
-                              for key, (o, c) in host.items()],
-                  "submission": {"step": submit_at, "request_bytes": request_bytes, "reply_bytes": reply_bytes,
-                                 "inputs": [{"name": n, "shape": s} for n, s in inputs],
-                                 "outputs": [{"name": n, "shape": out_shapes[n]} for n in outputs]}}
-    return ItemCode(name, source, weights.text(), sorted(trace, key=lambda x: (x.nnef_line, x.first)), memory_map, [],
-                    functions, {n: f"{arena} + {host['in:' + n][0]}" for n in externals},
-                    {n: f"{arena} + {host['out:' + n][0]}" for n in own_outputs},
-                    [s.var for _, s in sends], [s.var for _, s in gets], init=f"nnef_item_{name}_init")
+    own_outputs = [n for n in d.outputs if d.outputs[n] == name]
+    return ItemCode(name, source, weights.text(), sorted(trace, key=lambda x: (x.nnef_line, x.first)), _memory_map(s),
+                    [], functions, {n: f"{s.arena} + {s.host['in:' + n][0]}" for n in s.externals},
+                    {n: f"{s.arena} + {s.host['out:' + n][0]}" for n in own_outputs},
+                    [step.var for step in item.steps if step.kind == "send"],
+                    [step.var for step in item.steps if step.kind == "get"], init=f"nnef_item_{name}_init")

@@ -1,4 +1,5 @@
-"""What every kernel emitter shares: operands, the emission context, literals, the registry.
+"""What every kernel emitter shares: operands, the emission context, the registry (and, from
+pipeline/codegen/shared/spelling.py, the spelling of literals and names).
 
 A kernel emitter turns one NNEF instruction into the body of one C function. It receives
 its operands (tensor shapes, the C expression of each base pointer, and the values of
@@ -10,17 +11,15 @@ a vector-friendly layout) and for scratch memory in the arena.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
-from pipeline.codegen.codes import CodegenError
+from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.shared.spelling import F32, flit, flits, ident, strides  # noqa: F401  (the kernels take them from here)
 from pipeline.diagnostics import Location
 from pipeline.nnef.graph import Operation
-
-F32 = np.float32
 
 
 @dataclass
@@ -138,42 +137,6 @@ class Kernel:
     @property
     def out(self) -> Operand:
         return self.outputs[0]
-
-
-def ident(text: str) -> str:
-    """A C identifier from an NNEF name or label (labels may hold '/', '.', '-')."""
-    return re.sub(r"[^A-Za-z0-9_]", "_", text)
-
-
-def flit(value: float | np.floating) -> str:
-    """The exact C99 literal of a float32 value: a hex float; infinities and NaN as the C99
-    <math.h> constant expressions INFINITY and NAN (usable in static initializers, no libm
-    call). A NaN keeps its sign but not its payload (payloads are unspecified, docs/semantics)."""
-    x = F32(value)
-    if np.isinf(x):
-        return "INFINITY" if x > 0 else "(-INFINITY)"
-    if np.isnan(x):
-        return "(-NAN)" if np.signbit(x) else "NAN"
-    text = float(x).hex()
-    return f"{text}f"
-
-
-def flits(values: np.ndarray) -> list[str]:
-    """`flit` of every element (a weights array): the same literals, formatted without a NumPy
-    scalar operation per element when all are finite (codegen of a large item spent most of its
-    time here)."""
-    flat = np.asarray(values, F32).reshape(-1)
-    if not np.isfinite(flat).all():
-        return [flit(v) for v in flat]
-    return [f"{v.hex()}f" for v in flat.astype(np.float64).tolist()]
-
-
-def strides(shape: tuple[int, ...] | list[int]) -> list[int]:
-    """Row-major strides (in elements)."""
-    result = [1] * len(shape)
-    for axis in range(len(shape) - 2, -1, -1):
-        result[axis] = result[axis + 1] * int(shape[axis + 1])
-    return result
 
 
 def index_expr(terms: list[tuple[str, int]], constant: int = 0) -> str:

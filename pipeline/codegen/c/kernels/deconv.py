@@ -23,40 +23,7 @@ import numpy as np
 from pipeline.codegen.c.kernels.common import F32, Kernel, emitter, strides
 from pipeline.codegen.c.kernels.conv import _groups, bias_array, store_plus_bias
 from pipeline.codegen.c.kernels.geometry import BORDERS
-
-
-def _per_axis(value: object, rank: int, name: str) -> list[int]:
-    values = [int(v) for v in value] if isinstance(value, (list, tuple)) else []
-    if not values:
-        return [1] * rank
-    if len(values) != rank or any(v <= 0 for v in values):
-        raise ValueError(f"'{name}' {values} must hold {rank} positive integers")
-    return values
-
-
-def deconv_extents(attribs: dict, in_shape: tuple[int, ...], size: tuple[int, ...]
-                   ) -> tuple[list[int], list[int], list[tuple[int, int]], list[int]]:
-    """(stride, dilation, padding pairs, output extents) from the NNEF attributes alone (shared by
-    the C and CUDA generators); ValueError names a malformed attribute."""
-    rank = len(in_shape)
-    stride = _per_axis(attribs.get("stride", []), rank, "stride")
-    dilation = _per_axis(attribs.get("dilation", []), rank, "dilation")
-    padding = attribs.get("padding", [])
-    output_shape = [int(v) for v in attribs.get("output_shape", []) or []]
-    pads = [(int(p), int(q)) for p, q in padding] if isinstance(padding, (list, tuple)) and padding else []
-    if pads and len(pads) != rank:
-        raise ValueError(f"'padding' must have {rank} pairs")
-    if output_shape:
-        outs = output_shape[2:]
-    elif pads:
-        outs = [(n - 1) * s + (kk - 1) * d + 1 - p - q for n, kk, s, d, (p, q) in zip(in_shape, size, stride, dilation, pads)]
-    else:
-        outs = [n * s for n, s in zip(in_shape, stride)]
-    if not pads:
-        for n, kk, s, d, o in zip(in_shape, size, stride, dilation, outs):
-            total = max(0, (n - 1) * s + (kk - 1) * d + 1 - o)
-            pads.append((total // 2, total - total // 2))
-    return stride, dilation, pads, outs
+from pipeline.codegen.shared.geometry import deconv_extents
 
 
 def deconv_geometry(k: Kernel, in_shape: tuple[int, ...], size: tuple[int, ...]

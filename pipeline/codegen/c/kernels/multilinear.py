@@ -19,17 +19,7 @@ from __future__ import annotations
 import itertools
 
 from pipeline.codegen.c.kernels.common import Kernel, emitter, strides
-
-METHODS = ("symmetric", "aligned")
-
-
-def axis_rule(method: str, n: int, f: int) -> tuple[str, int, int]:
-    """(C expression of the shifted numerator t + den in terms of `y`, den, shift of lo) for one axis."""
-    if method == "symmetric":
-        den = 2 * f
-        return f"2 * {{y}} + {1 - f + den}", den, 1  # (t + den) / den = lo + 1
-    den = max(n * f - 1, 1)
-    return f"{{y}} * {n - 1}", den, 0
+from pipeline.codegen.shared.geometry import METHODS, axis_rule
 
 
 @emitter("multilinear_upsample")

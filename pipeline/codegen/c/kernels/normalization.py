@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from pipeline.codegen.c.kernels.common import F32, Kernel, attr_float, emitter, flit, strides
-from pipeline.codegen.c.kernels.geometry import same_padding
+from pipeline.codegen.shared.geometry import same_padding
 
 
 @emitter("local_response_normalization")

@@ -1,4 +1,4 @@
-"""The CODEGEN-Ennn error codes (docs/codegen.md lists them).
+"""The CODEGEN-Ennn error codes and CodegenError (docs/codegen.md lists them).
 
 Every error names where it comes from: the NNEF file, line and column of the instruction,
 or the artifact path that is missing or malformed.
