@@ -54,7 +54,7 @@ from pipeline.layout import model_names  # noqa: E402
 from pipeline.nnef.tensorfile import read_tensor, write_tensor  # noqa: E402
 from pipeline.split.step import run_split_step  # noqa: E402
 from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa  # noqa: E402
-from pipeline.vectors import draw_vectors  # noqa: E402
+from pipeline.numerics.vectors import draw_vectors  # noqa: E402
 
 
 def generate(model: str, project: Path, lanes: int) -> dict:

@@ -77,7 +77,7 @@ from pipeline import schema as _schema
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.names import name_problem
 from pipeline.toolchain import platforms as _platforms
-from pipeline.vectors import Distribution, InputSpec
+from pipeline.numerics.vectors import Distribution, InputSpec
 from pipeline.yamlguard import limit_from_env, read_bounded, screen
 
 SCHEMA_VERSION = 1

@@ -12,7 +12,7 @@ test (tests/test_operations.py) fails when the file is not what the code says no
 * NVDLA: the operations pipeline.split.nvdla_legalize.legalize dispatches on (read from its
   source: a chain of `op.name` tests), with the limits of its `NV_FULL` configuration;
 * layer-parallel split: pipeline.split.layer_parallel (a `conv` head and its chain);
-* error bound: pipeline.errorbound (its rules, the operators exact in FP16 storage, the ones
+* error bound: pipeline.numerics.errorbound (its rules, the operators exact in FP16 storage, the ones
   refused there).
 
 Every catalogue operation a stage does not support is listed in `REFUSED` with the reason:
@@ -186,7 +186,7 @@ class Registries:
 
 
 def registries() -> Registries:
-    from pipeline import errorbound
+    from pipeline.numerics import errorbound
     from pipeline.codegen.c import kernels as c_kernels
     from pipeline.codegen.cuda import kernels as cuda_kernels
     from pipeline.export.registry import converters
@@ -325,7 +325,7 @@ def render(reg: Registries | None = None) -> str:
         "NNEF operations: those the converter writes (named in its docstring; docs/export.md has each "
         "mapping in full). A target column says whether every one of them runs there (`all but x`: the "
         "forms the converter writes with x do not). Error bound: the rule "
-        "of `pipeline.errorbound` that bounds the operator's rounding error (docs/compare.md): the tolerance "
+        "of `pipeline.numerics.errorbound` that bounds the operator's rounding error (docs/compare.md): the tolerance "
         "justification and the NVDLA FP16 bound need one for every operator of a model.",
         "",
     ]

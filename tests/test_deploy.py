@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.terminal import render_error
 from pipeline.deploy import CODES, DeployError, check_inputs_match, load_deploy, parse_deploy_text
-from pipeline.vectors import Distribution, InputSpec
+from pipeline.numerics.vectors import Distribution, InputSpec
 
 ROOT = Path(__file__).parents[1]
 MODELS = ["branch3", "inception", "lenet5", "mbconv", "resnet8"]

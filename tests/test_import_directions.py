@@ -19,10 +19,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 # Shared utilities and the evidence registry: below every step, importing only each other.
 FOUNDATION = {
     "pipeline", "pipeline.atomic", "pipeline.diagnostics", "pipeline.layout", "pipeline.gcpause",
-    "pipeline.vectors", "pipeline.deploy", "pipeline.schema", "pipeline.schema_accept", "pipeline.targets", "pipeline.metrics", "pipeline.onnx_runner", "pipeline.tasking", "pipeline.lock",
+    "pipeline.numerics.vectors", "pipeline.deploy", "pipeline.schema", "pipeline.schema_accept", "pipeline.targets", "pipeline.numerics.metrics", "pipeline.numerics.onnx_runner", "pipeline.tasking", "pipeline.lock",
     "pipeline.terminal", "pipeline.toolchain", "pipeline.names", "pipeline.yamlguard", "pipeline.readguard",
-    "pipeline.yardstick", "pipeline.errorbound", "pipeline.tolerance", "pipeline.tasklog", "pipeline.progress", "pipeline.oneline",
-    "pipeline.registry",
+    "pipeline.numerics.yardstick", "pipeline.numerics.errorbound", "pipeline.numerics.tolerance", "pipeline.tasklog", "pipeline.progress", "pipeline.oneline",
+    "pipeline.registry", "pipeline.numerics",
 }
 # The data path: format, semantics, then the steps in chain order, then the evidence step and the CLI.
 DATA_PATH = ["nnef", "semantics", "export", "check", "split", "petri", "codegen", "execute", "compare", "evidence", "operations",
@@ -138,4 +138,4 @@ def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
     found = violations(source, "pipeline.codegen.c.kernels.conv")
     assert len(found) == 2 and "pipeline.compare.numeric (a later step)" in found[0] and "reference" in found[1]
     assert violations(source, "pipeline.evidence.matrix") == []
-    assert violations(source, "pipeline.metrics")  # the foundation imports no step
+    assert violations(source, "pipeline.numerics.metrics")  # the foundation imports no step

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from pipeline import schema
 from pipeline.deploy import CODES, SYNC_MODES, TARGETS, DeployError, DeploySpec, parse_deploy_text
 from pipeline.diagnostics import PipelineError
-from pipeline.vectors import DISTRIBUTION_KINDS
+from pipeline.numerics.vectors import DISTRIBUTION_KINDS
 from tests.test_deploy import VALID
 
 ROOT = Path(__file__).parents[1]

@@ -13,7 +13,7 @@ from pipeline.tasking import package_sources, runnable_models
 from pipeline.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, step_dir
 
 SOURCE_GLOBS = ("check", "nnef", "semantics", "registry", "layout.py", "atomic.py", "diagnostics.py", "deploy.py",
-                "vectors.py")
+                "numerics/vectors.py")
 EXAMPLES = Path("examples") / "nnef"
 EXAMPLES_REPORT = Path(ARTIFACTS_DIR) / "examples" / "check" / CHECK_REPORT_FILE
 

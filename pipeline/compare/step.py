@@ -37,7 +37,7 @@ from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import CheckResult, Obtained, Verdict, results_document
 from pipeline.registry.records import record_step
 from pipeline.registry.requirements import load_requirements
-from pipeline.tolerance import EffectiveTolerance, effective_tolerance
+from pipeline.numerics.tolerance import EffectiveTolerance, effective_tolerance
 from pipeline.layout import checks_path, model_dir, project_relative, step_dir
 from pipeline.nnef.tensorfile import read_tensor
 from pipeline.execute.harness import write_arrays
@@ -57,7 +57,7 @@ def _parameters(root: Path) -> dict[str, float]:
 
 
 def output_tolerances(model: str, spec: DeploySpec, root: Path) -> dict[str, EffectiveTolerance]:
-    """Per NNEF output, pipeline.tolerance's rule on the export validation's computed bound and measured
+    """Per NNEF output, pipeline.numerics.tolerance's rule on the export validation's computed bound and measured
     rounding (validation.json) and this deploy.yaml's limit: the same function export applied."""
     path = step_dir(model, "export", root) / "validation.json"
     document = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"outputs": []}

@@ -17,8 +17,8 @@ from pipeline.registry.freshness import step_action
 from pipeline.tasking import package_sources, spec_deployments, runnable_models
 
 SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
-                "petri/load.py", "petri/net.py", "onnx_runner.py", "metrics.py", "nnef", "deploy.py", "tolerance.py",
-                "errorbound.py", "yardstick.py")
+                "petri/load.py", "petri/net.py", "numerics/onnx_runner.py", "numerics/metrics.py", "nnef", "deploy.py", "numerics/tolerance.py",
+                "numerics/errorbound.py", "numerics/yardstick.py")
 
 
 def _compare(model: str) -> bool:

@@ -1,7 +1,7 @@
 """The execute step: build and run every generated deployment of a model (docs/execute.md).
 
 artifacts/<m>/execute/
-    inputs/<input>.dat                 the N validation vectors ([N, *shape], pipeline.vectors rule)
+    inputs/<input>.dat                 the N validation vectors ([N, *shape], pipeline.numerics.vectors rule)
     <deployment>/run.json              what ran: builds (compiler, flags), runs, status
     <deployment>/bin/nnef_run[_trace]  the executables that were run
     <deployment>/outputs/<output>.dat  outputs of the uninstrumented build on the N vectors

@@ -87,7 +87,7 @@ def order_check(graph: Graph, variables: Mapping[str, np.ndarray], inputs: Mappi
 def first_vector(export_dir: Path, deploy_file: Path, graph: Graph) -> dict[str, np.ndarray]:
     """The model's first validation vector, keyed by NNEF input name."""
     from pipeline.deploy import load_deploy
-    from pipeline.vectors import draw_vectors
+    from pipeline.numerics.vectors import draw_vectors
 
     spec = load_deploy(deploy_file)
     vector = draw_vectors(spec.inputs, 1, spec.validation.seed)[0]

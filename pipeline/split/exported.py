@@ -6,7 +6,7 @@ From provenance.json (pipeline.export.provenance) it takes two facts:
   ones it invents (`<output>_<what>`) follow the item of the node's named result, so an
   allocation naming `conv1` takes the whole node (pipeline.split.allocation);
 - input names: ONNX graph input -> NNEF external, to feed the vectors of deploy.yaml
-  (drawn by the shared rule of pipeline.vectors, keyed by ONNX name).
+  (drawn by the shared rule of pipeline.numerics.vectors, keyed by ONNX name).
 
 From the export's record.json it takes the model name. `check_spec_matches` compares the
 deployment spec with all of this before the split writes anything (SPLIT-E022).
@@ -30,7 +30,7 @@ from pipeline.diagnostics import Location
 from pipeline.readguard import InputRefused, read_input
 from pipeline.split.codes import SplitError
 from pipeline.split.emit import BINDINGS
-from pipeline.vectors import draw_vectors
+from pipeline.numerics.vectors import draw_vectors
 
 GRAPH_FILE = "graph.nnef"
 PROVENANCE_FILE = "provenance.json"
@@ -181,7 +181,7 @@ def input_names_from_provenance(provenance: Mapping[str, Any], graph: Graph) -> 
 
 def vectors_for(spec: DeploySpec, graph: Graph, input_names: Mapping[str, str], count: int,
                 seed: int) -> list[dict[str, np.ndarray]]:
-    """`count` vectors by the shared rule (pipeline.vectors), keyed by NNEF external name."""
+    """`count` vectors by the shared rule (pipeline.numerics.vectors), keyed by NNEF external name."""
     mapping = dict(input_names)
     missing = [name for name in spec.inputs if name not in mapping]
     if missing or sorted(mapping[n] for n in spec.inputs) != sorted(graph.inputs):

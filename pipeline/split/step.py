@@ -6,7 +6,7 @@ schedule.json, trace-interpreter.json and, when it has rewrites, rewritten.nnef.
 the validators run on the files written: the checker on all items together (zero
 findings, multi-item rules), the union check, the Khronos reading of each item, the
 executable split semantics against the unsplit interpreter on seeded vectors (the
-shared rule of pipeline.vectors with the spec's seed), and the rewrite check. The results
+shared rule of pipeline.numerics.vectors with the spec's seed), and the rewrite check. The results
 go to artifacts/<m>/split/checks.json, then record.json.
 
 `split_to_directory` is the same for one description and one spec outside the artifact

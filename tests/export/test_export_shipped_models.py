@@ -115,7 +115,7 @@ def test_runner_falls_back_to_onnx_reference_when_onnxruntime_refuses_to_run(tmp
     import numpy as np
     from onnx import helper, numpy_helper
 
-    from pipeline.onnx_runner import reference_runner
+    from pipeline.numerics.onnx_runner import reference_runner
 
     w = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
     graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", dilations=[2, 2])],

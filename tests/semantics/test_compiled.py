@@ -158,7 +158,7 @@ def _shipped(name: str):
     from pipeline.export import convert
     from pipeline.export.exporter import publish
     from pipeline.nnef.checker import check_paths
-    from pipeline.vectors import draw_vectors
+    from pipeline.numerics.vectors import draw_vectors
 
     result = convert(onnx.load(str(ROOT / "models" / name / "model.onnx")))
     with tempfile.TemporaryDirectory() as scratch:
