@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.atomic import write_bytes, write_json, write_text
+from pipeline.files.atomic import write_bytes, write_json, write_text
 from pipeline.registry import checks
 from pipeline.evidence.build import build_model_package, build_reports
 from pipeline.registry.checks import CheckResult, Verdict, register_check, results_document

@@ -363,7 +363,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline.atomic import write_text
+    from pipeline.files.atomic import write_text
     from pipeline.terminal import EXIT_FAILED, EXIT_OK
 
     reg = registries()

@@ -58,7 +58,7 @@ def package_sources(globs: tuple[str, ...]) -> list[str]:
 
 
 # What loads a spec: when any of these changes, every cached outline is computed again.
-OUTLINE_LOADER = ("deploy.py", "schema.py", "schemas", "names.py", "tasking.py")
+OUTLINE_LOADER = ("deploy.py", "files/schema.py", "schemas", "files/names.py", "tasking.py")
 OUTLINE_CACHE = ".doit-outline.json"
 OUTLINE_VERSION = 3
 _MAX_SPEC_READ = 16 << 20   # above any spec the loader accepts (pipeline.deploy.MAX_SPEC_BYTES, configurable)

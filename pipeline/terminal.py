@@ -100,7 +100,7 @@ def render_problem(code: str, message: str, location: Location, severity: str = 
 def render_error(error: PipelineError, texts: Mapping[str, str] | None = None) -> str:
     """Every problem a PipelineError stands for (a document validator reports them all), the first
     MAX_PROBLEMS_SHOWN of them drawn, each source file read once."""
-    from pipeline.yamlguard import limit_from_env
+    from pipeline.files.yamlguard import limit_from_env
 
     problems = error.all_problems()
     limit = limit_from_env(PROBLEMS_VARIABLE, MAX_PROBLEMS_SHOWN)
@@ -149,7 +149,7 @@ def fail_usage(message: str) -> int:
 def model_and_root(text: str) -> tuple[str, Path]:
     """A model name or models/<m> folder -> (model, project root); NAME-E001 for a name outside
     the grammar (docs/deploy.md, "Names"): it becomes artifacts/<m>/, which `../x` would leave."""
-    from pipeline.names import check_name
+    from pipeline.files.names import check_name
 
     path = Path(text)
     if path.is_dir() and (path / "deploy.yaml").is_file():

@@ -18,11 +18,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 
 # Shared utilities and the evidence registry: below every step, importing only each other.
 FOUNDATION = {
-    "pipeline", "pipeline.atomic", "pipeline.diagnostics", "pipeline.layout", "pipeline.gcpause",
-    "pipeline.numerics.vectors", "pipeline.deploy", "pipeline.schema", "pipeline.schema_accept", "pipeline.targets", "pipeline.numerics.metrics", "pipeline.numerics.onnx_runner", "pipeline.tasking", "pipeline.lock",
-    "pipeline.terminal", "pipeline.toolchain", "pipeline.names", "pipeline.yamlguard", "pipeline.readguard",
+    "pipeline", "pipeline.files.atomic", "pipeline.diagnostics", "pipeline.layout", "pipeline.files.gcpause",
+    "pipeline.numerics.vectors", "pipeline.deploy", "pipeline.files.schema", "pipeline.files.schema_accept", "pipeline.targets", "pipeline.numerics.metrics", "pipeline.numerics.onnx_runner", "pipeline.tasking", "pipeline.lock",
+    "pipeline.terminal", "pipeline.toolchain", "pipeline.files.names", "pipeline.files.yamlguard", "pipeline.files.readguard",
     "pipeline.numerics.yardstick", "pipeline.numerics.errorbound", "pipeline.numerics.tolerance", "pipeline.tasklog", "pipeline.progress", "pipeline.oneline",
-    "pipeline.registry", "pipeline.numerics",
+    "pipeline.registry", "pipeline.numerics", "pipeline.files",
 }
 # The data path: format, semantics, then the steps in chain order, then the evidence step and the CLI.
 DATA_PATH = ["nnef", "semantics", "export", "check", "split", "petri", "codegen", "execute", "compare", "evidence", "operations",
@@ -133,7 +133,7 @@ def test_no_loop_between_packages() -> None:
 def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
     """The test can fail: imports inside functions against the data path are caught."""
     source = tmp_path / "module.py"
-    source.write_text("import pipeline.atomic\n\ndef f():\n    from pipeline.compare import numeric\n"
+    source.write_text("import pipeline.files.atomic\n\ndef f():\n    from pipeline.compare import numeric\n"
                       "    from pipeline.semantics.windows import resolve\n", encoding="utf-8")
     found = violations(source, "pipeline.codegen.c.kernels.conv")
     assert len(found) == 2 and "pipeline.compare.numeric (a later step)" in found[0] and "reference" in found[1]

@@ -1,4 +1,4 @@
-"""One way to validate a document (pipeline.schema + pipeline/schemas/*.schema.json).
+"""One way to validate a document (pipeline.files.schema + pipeline/schemas/*.schema.json).
 
 The schemas are checked by jsonschema's own meta-schema; every DEPLOY code is produced for a
 crafted document with its key path and line; the documented example validates; random
@@ -21,7 +21,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline import schema
+from pipeline.files import schema
 from pipeline.deploy import CODES, SYNC_MODES, TARGETS, DeployError, DeploySpec, parse_deploy_text
 from pipeline.diagnostics import PipelineError
 from pipeline.numerics.vectors import DISTRIBUTION_KINDS

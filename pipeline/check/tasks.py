@@ -12,7 +12,7 @@ from pipeline.registry.freshness import coded_action, step_action
 from pipeline.tasking import package_sources, runnable_models
 from pipeline.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, step_dir
 
-SOURCE_GLOBS = ("check", "nnef", "semantics", "registry", "layout.py", "atomic.py", "diagnostics.py", "deploy.py",
+SOURCE_GLOBS = ("check", "nnef", "semantics", "registry", "layout.py", "files/atomic.py", "diagnostics.py", "deploy.py",
                 "numerics/vectors.py")
 EXAMPLES = Path("examples") / "nnef"
 EXAMPLES_REPORT = Path(ARTIFACTS_DIR) / "examples" / "check" / CHECK_REPORT_FILE
@@ -27,7 +27,7 @@ def _run(model: str) -> bool:
 
 def _check_examples(paths: list[str]) -> TaskFailed | None:
     """The shipped examples document the language: they must be free of errors."""
-    from pipeline.atomic import write_json
+    from pipeline.files.atomic import write_json
     from pipeline.nnef.checker import check_paths
     from pipeline.check.step import report_document
 

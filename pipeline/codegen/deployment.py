@@ -181,7 +181,7 @@ def load_deployment(split_dir: str | os.PathLike[str], export_dir: str | os.Path
             except ValueError as error:
                 raise PipelineError(LABEL_CODE, str(error), Location.of_span(op.span) if op.span
                                    else Location.in_file(path)) from None
-            try:  # below the export folder, no link followed (pipeline.readguard)
+            try:  # below the export folder, no link followed (pipeline.files.readguard)
                 array = read_variable_file(export, label).data
             except TensorFileError as error:
                 if error.missing:

@@ -30,8 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomic import write_json
-from pipeline.names import confined
+from pipeline.files.atomic import write_json
+from pipeline.files.names import confined
 from pipeline.codegen import checks
 from pipeline.codegen.c.generate import generate_deployment
 from pipeline.codegen.codes import CodegenError

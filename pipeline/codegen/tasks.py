@@ -19,7 +19,7 @@ from pipeline.registry.freshness import step_action
 from pipeline.tasking import package_sources, runnable_models
 
 SOURCE_GLOBS = ("codegen", "semantics/transcendental.py", "toolchain", "nnef", "split/plan.py", "deploy.py", "layout.py",
-                "atomic.py", "registry")
+                "files/atomic.py", "registry")
 
 
 def _generate(model: str) -> bool:

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.atomic import write_json, write_text
-from pipeline.names import confined
+from pipeline.files.atomic import write_json, write_text
+from pipeline.files.names import confined
 from pipeline.compare import checks, nvdla_bound
 from pipeline.compare.checks import result
 from pipeline.compare.met import jitter_ratio, load_baseline, markdown_table, step_rows, stats_us

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from pipeline.atomic import canonical_json, write_json, write_text
+from pipeline.files.atomic import canonical_json, write_json, write_text
 from pipeline.diagnostics import sorted_findings
 from pipeline.evidence.completeness import excluded_models
 from pipeline.evidence.regression import Snapshot

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipeline.atomic import canonical_json, write_bytes
+from pipeline.files.atomic import canonical_json, write_bytes
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span
 from pipeline.evidence.baseline import baseline_path
 from pipeline.registry.checks import Verdict
@@ -39,8 +39,8 @@ from pipeline.registry.hashing import CHUNK, iter_files, relative_posix, sha256_
 from pipeline.evidence.packagerecords import record_problems
 from pipeline.evidence.signing import ENVELOPE, Signer, check_envelope, envelope, signer_from_environment
 from pipeline.evidence.zipcheck import directory_size, header_problems, kind_problem
-from pipeline.readguard import InputRefused, open_input
-from pipeline.yamlguard import limit_from_env
+from pipeline.files.readguard import InputRefused, open_input
+from pipeline.files.yamlguard import limit_from_env
 from pipeline.evidence.junit import junit_xml, testcase_name
 from pipeline.evidence.matrix import TraceMatrix
 from pipeline.evidence.render_html import render_html

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.execute.harness import read_outputs, run_harness, write_arrays
 from pipeline.execute.instructions import BOUNDARY, count_instructions_per_vector, special_vector, valgrind_version
 from pipeline.layout import project_relative

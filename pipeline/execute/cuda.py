@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.atomic import write_json
-from pipeline.names import confined
+from pipeline.files.atomic import write_json
+from pipeline.files.names import confined
 from pipeline.diagnostics import PipelineError
 from pipeline.execute.campaign import SHUFFLE_SEED
 from pipeline.execute.harness import write_arrays

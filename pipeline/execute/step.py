@@ -41,8 +41,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomic import write_json
-from pipeline.names import confined
+from pipeline.files.atomic import write_json
+from pipeline.files.names import confined
 from pipeline.codegen.c.generate import BUILD_FILE
 from pipeline.deploy import load_deploy
 from pipeline.targets import code_kind

@@ -20,7 +20,7 @@ from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP
 from pipeline.registry.freshness import step_action
 from pipeline.tasking import package_sources, spec_deployments, runnable_models
 
-SOURCE_GLOBS = ("execute", "toolchain", "codegen/c/runtime/*", "codegen/nvdla/proxy.py", "codegen/nvdla/reader.py", "numerics/vectors.py", "deploy.py", "nnef/tensorfile.py", "atomic.py")
+SOURCE_GLOBS = ("execute", "toolchain", "codegen/c/runtime/*", "codegen/nvdla/proxy.py", "codegen/nvdla/reader.py", "numerics/vectors.py", "deploy.py", "nnef/tensorfile.py", "files/atomic.py")
 
 
 def _run(model: str) -> bool:

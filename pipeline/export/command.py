@@ -17,7 +17,7 @@ import argparse
 import shutil
 from typing import Any
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.deploy import check_inputs_match, load_deploy
 from pipeline.diagnostics import PipelineError
 from pipeline.export.exporter import convert, publish

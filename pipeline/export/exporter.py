@@ -29,7 +29,7 @@ import numpy as np
 import onnx
 
 from pipeline.layout import EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE
-from pipeline.atomic import canonical_json, write_bytes
+from pipeline.files.atomic import canonical_json, write_bytes
 from pipeline.export.context import ExportContext
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError, node_error

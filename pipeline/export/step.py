@@ -18,7 +18,7 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.deploy import check_inputs_match, load_deploy
 from pipeline.registry.checks import CheckResult, results_document
 from pipeline.registry.records import record_step

@@ -17,7 +17,7 @@ from pipeline.tasking import package_sources, runnable_models
 from pipeline.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
                              step_dir)
 
-SOURCE_GLOBS = ("export", "semantics", "nnef", "numerics/vectors.py", "deploy.py", "atomic.py", "diagnostics.py",
+SOURCE_GLOBS = ("export", "semantics", "nnef", "numerics/vectors.py", "deploy.py", "files/atomic.py", "diagnostics.py",
                 "layout.py", "numerics/metrics.py", "numerics/onnx_runner.py", "numerics/yardstick.py", "numerics/errorbound.py", "numerics/tolerance.py")
 
 

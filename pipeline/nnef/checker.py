@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from pipeline.diagnostics import Finding, Severity, Span, has_errors, sorted_findings
-from pipeline.gcpause import gc_paused
+from pipeline.files.gcpause import gc_paused
 from pipeline.nnef import ast
 from pipeline.nnef.catalogue import standard_catalogue
 from pipeline.nnef.codes import PROFILE_DEPENDENT
@@ -121,7 +121,7 @@ def check_tensor_files(graph: Graph, base: Path, read: bool = True, finite: bool
         if not read:
             continue
         path = base / f"{label.lstrip('/')}.dat"
-        try:  # below `base`, no link followed (pipeline.readguard)
+        try:  # below `base`, no link followed (pipeline.files.readguard)
             stored = read_tensor_file(f"{label.lstrip('/')}.dat", base=base)
         except TensorFileError as error:
             code = "NNEF-E030" if error.missing else "NNEF-E032"

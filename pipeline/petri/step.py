@@ -17,8 +17,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomic import write_json
-from pipeline.names import confined
+from pipeline.files.atomic import write_json
+from pipeline.files.names import confined
 from pipeline.deploy import DeployError, load_deploy
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.registry.checks import CheckResult, Verdict, results_document

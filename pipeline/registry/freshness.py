@@ -34,7 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.diagnostics import INTERNAL_ERROR, IO_ERROR, Location, PipelineError, debug_requested, describe_unexpected
 from pipeline.layout import REPORT_FILES, REPORTS_DIR, STEPS, check_output_folders, step_dir
 from pipeline.lock import working

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span
 from pipeline.registry.freshness import FAILED_FILE, check_output
 from pipeline.registry.hashing import FileDigest, file_digest, iter_files, relative_posix

@@ -259,7 +259,7 @@ def load_variables(graph: Graph, directory: str | os.PathLike[str]) -> dict[str,
         label = str(op.attribs.get("label", ""))
         if label in values:
             continue
-        try:  # read below `base` without following a link (pipeline.readguard)
+        try:  # read below `base` without following a link (pipeline.files.readguard)
             values[label] = read_variable_file(base, label).data
         except TensorFileError as error:
             if error.missing:

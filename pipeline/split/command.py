@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import Verdict, results_document

@@ -27,7 +27,7 @@ from pipeline.nnef.checker import CheckReport, check_paths
 from pipeline.nnef.graph import Graph
 from pipeline.semantics import load_variables
 from pipeline.diagnostics import Location
-from pipeline.readguard import InputRefused, read_input
+from pipeline.files.readguard import InputRefused, read_input
 from pipeline.split.codes import SplitError
 from pipeline.split.emit import BINDINGS
 from pipeline.numerics.vectors import draw_vectors
@@ -81,7 +81,7 @@ def load_exported(path: str | os.PathLike[str]) -> Exported:
         raise SplitError("SPLIT-E020", f"the description does not check: {first}", Location.in_file(graph_file))
     provenance: dict[str, Any] = {}
     if os.path.lexists(folder / PROVENANCE_FILE):
-        try:   # inside the export folder, no link followed (pipeline/readguard.py)
+        try:   # inside the export folder, no link followed (pipeline/files/readguard.py)
             provenance = json.loads(read_input(PROVENANCE_FILE, base=folder, max_bytes=MAX_JSON_BYTES).decode("utf-8"))
         except InputRefused as refused:
             raise SplitError("SPLIT-E020", f"{PROVENANCE_FILE} refused: {refused.reason}", Location.in_file(folder)) from None
@@ -92,7 +92,7 @@ def load_exported(path: str | os.PathLike[str]) -> Exported:
 
 def _recorded_model(folder: Path) -> str | None:
     """The model name in the export's record.json (None without a readable one)."""
-    try:   # inside the export folder, no link followed (pipeline/readguard.py)
+    try:   # inside the export folder, no link followed (pipeline/files/readguard.py)
         model = json.loads(read_input(RECORD_FILE, base=folder, max_bytes=MAX_JSON_BYTES).decode("utf-8")).get("model")
     except (InputRefused, OSError, ValueError, AttributeError):
         return None

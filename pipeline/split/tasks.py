@@ -19,7 +19,7 @@ from pipeline.layout import RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.split.outputs import PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE
 from pipeline.registry.freshness import step_action
 
-SOURCE_GLOBS = ("split", "semantics", "nnef", "numerics/vectors.py", "deploy.py", "atomic.py", "diagnostics.py", "layout.py")
+SOURCE_GLOBS = ("split", "semantics", "nnef", "numerics/vectors.py", "deploy.py", "files/atomic.py", "diagnostics.py", "layout.py")
 EXPORT_FILES = ("graph.nnef", "provenance.json")
 
 

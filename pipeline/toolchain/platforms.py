@@ -267,7 +267,7 @@ def declared_problems(platforms: Any) -> list[tuple[str, str, str]]:
     """(code, key path, message) of what the schema cannot say about deploy.yaml's `platforms:`:
     a name of the name grammar that is not a built-in's, refused flags, an emulator with a timing
     verdict, the keys each runner kind needs."""
-    from pipeline.names import name_problem
+    from pipeline.files.names import name_problem
 
     problems: list[tuple[str, str, str]] = []
     for name, body in (platforms.items() if isinstance(platforms, dict) else ()):

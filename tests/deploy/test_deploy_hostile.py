@@ -20,7 +20,7 @@ from pipeline import deploy
 from pipeline.deploy import CODES, DeployError, load_deploy, parse_deploy_text
 from pipeline.diagnostics import PipelineError
 from pipeline.layout import model_names, refused_models
-from pipeline.names import NNEF_KEYWORDS, check_name, confined, name_problem
+from pipeline.files.names import NNEF_KEYWORDS, check_name, confined, name_problem
 from pipeline.registry.yamlsource import load_located
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,7 +16,7 @@ from typing import Iterator, Mapping
 
 import yaml
 
-from pipeline.atomic import write_bytes, write_json, write_text
+from pipeline.files.atomic import write_bytes, write_json, write_text
 from pipeline.registry import checks
 from pipeline.registry.checks import CheckResult, Verdict, register_check, results_document
 from pipeline.registry.hashing import sha256_file

@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from pipeline.atomic import write_json, write_text
+from pipeline.files.atomic import write_json, write_text
 from pipeline.compare.svg import histogram_svg
 from pipeline.evidence.build import build_all, build_reports
 from pipeline.evidence.matrix import TraceMatrix

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import cli
-from pipeline.atomic import canonical_json
+from pipeline.files.atomic import canonical_json
 from pipeline.evidence.build import build_model_package
 from pipeline.evidence.package import MANIFEST, STATEMENT_TYPE, verify_package
 from pipeline.evidence.signing import ENVELOPE, generate_key_pair, load_public_key, load_signer

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.atomic import canonical_json
+from pipeline.files.atomic import canonical_json
 from pipeline.deploy import load_deploy
 from pipeline.registry.checks import read_results_document
 from pipeline.export import export_model

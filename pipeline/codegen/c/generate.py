@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import __version__
-from pipeline.atomic import write_bytes, write_json, write_text
-from pipeline.names import confined
+from pipeline.files.atomic import write_bytes, write_json, write_text
+from pipeline.files.names import confined
 from pipeline.codegen.c.item import (ItemCode, TraceEntry, item_file, sync_buffer, sync_object, weights_blob_file,
                                      weights_file)
 from pipeline.codegen.c.programs import math_header

@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from pipeline import __version__
-from pipeline.atomic import write_bytes, write_json, write_text
-from pipeline.names import confined
+from pipeline.files.atomic import write_bytes, write_json, write_text
+from pipeline.files.names import confined
 from pipeline.codegen.c import item as c_item
 from pipeline.codegen.c.kernels.common import flit, ident, strides
 from pipeline.codegen.c.planner import Buffer, check_plan, plan_buffers
