@@ -26,7 +26,7 @@ from pipeline.evidence.matrix import build_matrix
 from pipeline.evidence.package import verify_package
 from pipeline.registry.records import record_step
 from pipeline.registry.requirements import load_requirements
-from pipeline.layout import STEPS, checks_path
+from pipeline.project.layout import STEPS, checks_path
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKS_PER_STEP = 6

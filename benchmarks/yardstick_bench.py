@@ -22,10 +22,10 @@ import onnx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.deploy import load_deploy  # noqa: E402
+from pipeline.project.deploy import load_deploy  # noqa: E402
 from pipeline.numerics.errorbound import ONNXRUNTIME, REFERENCE, ErrorBound  # noqa: E402
 from pipeline.export.validate import YARDSTICK_VECTORS  # noqa: E402
-from pipeline.layout import model_names  # noqa: E402
+from pipeline.project.layout import model_names  # noqa: E402
 from pipeline.numerics.onnx_runner import reference_runner  # noqa: E402
 from pipeline.numerics.vectors import draw_vectors  # noqa: E402
 from pipeline.numerics.yardstick import Yardstick  # noqa: E402

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence, TextIO
 
 from pipeline.diagnostics import (DEBUG_ENV, INTERNAL_ERROR, IO_ERROR, Finding, Location, PipelineError, Span,  # noqa: F401
                                   debug_requested, describe_unexpected)
-from pipeline.oneline import MAX_LINE, shorten  # noqa: F401 (re-exported)
+from pipeline.project.oneline import MAX_LINE, shorten  # noqa: F401 (re-exported)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 MAX_SOURCE_BYTES = 16 * 1024 * 1024

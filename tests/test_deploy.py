@@ -1,4 +1,4 @@
-"""Deployment specs (pipeline.deploy): the shipped ones load; every structural problem is
+"""Deployment specs (pipeline.project.deploy): the shipped ones load; every structural problem is
 reported with its DEPLOY code, key path and line."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.terminal import render_error
-from pipeline.deploy import CODES, DeployError, check_inputs_match, load_deploy, parse_deploy_text
+from pipeline.project.deploy import CODES, DeployError, check_inputs_match, load_deploy, parse_deploy_text
 from pipeline.numerics.vectors import Distribution, InputSpec
 
 ROOT = Path(__file__).parents[1]

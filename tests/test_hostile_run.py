@@ -30,7 +30,7 @@ from pipeline import cli
 from pipeline.files import atomic
 from pipeline.files.atomic import WriteError, write_bytes, write_json
 from pipeline.diagnostics import IO_ERROR, PipelineError
-from pipeline.layout import STEPS, step_dir
+from pipeline.project.layout import STEPS, step_dir
 from pipeline.registry import freshness
 from pipeline.registry.freshness import FAILED_FILE, fresh_run, invalidate_dependents, step_action
 from pipeline.registry.records import check_records, record_step

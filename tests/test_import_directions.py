@@ -18,11 +18,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 
 # Shared utilities and the evidence registry: below every step, importing only each other.
 FOUNDATION = {
-    "pipeline", "pipeline.files.atomic", "pipeline.diagnostics", "pipeline.layout", "pipeline.files.gcpause",
-    "pipeline.numerics.vectors", "pipeline.deploy", "pipeline.files.schema", "pipeline.files.schema_accept", "pipeline.targets", "pipeline.numerics.metrics", "pipeline.numerics.onnx_runner", "pipeline.tasking", "pipeline.lock",
+    "pipeline", "pipeline.files.atomic", "pipeline.diagnostics", "pipeline.project.layout", "pipeline.files.gcpause",
+    "pipeline.numerics.vectors", "pipeline.project.deploy", "pipeline.files.schema", "pipeline.files.schema_accept", "pipeline.project.targets", "pipeline.numerics.metrics", "pipeline.numerics.onnx_runner", "pipeline.project.tasking", "pipeline.project.lock",
     "pipeline.terminal", "pipeline.toolchain", "pipeline.files.names", "pipeline.files.yamlguard", "pipeline.files.readguard",
-    "pipeline.numerics.yardstick", "pipeline.numerics.errorbound", "pipeline.numerics.tolerance", "pipeline.tasklog", "pipeline.progress", "pipeline.oneline",
-    "pipeline.registry", "pipeline.numerics", "pipeline.files",
+    "pipeline.numerics.yardstick", "pipeline.numerics.errorbound", "pipeline.numerics.tolerance", "pipeline.project.tasklog", "pipeline.project.progress", "pipeline.project.oneline",
+    "pipeline.registry", "pipeline.numerics", "pipeline.files", "pipeline.project",
 }
 # The data path: format, semantics, then the steps in chain order, then the evidence step and the CLI.
 DATA_PATH = ["nnef", "semantics", "export", "check", "split", "petri", "codegen", "execute", "compare", "evidence", "operations",

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.files import schema
-from pipeline.deploy import CODES, SYNC_MODES, TARGETS, DeployError, DeploySpec, parse_deploy_text
+from pipeline.project.deploy import CODES, SYNC_MODES, TARGETS, DeployError, DeploySpec, parse_deploy_text
 from pipeline.diagnostics import PipelineError
 from pipeline.numerics.vectors import DISTRIBUTION_KINDS
 from tests.test_deploy import VALID
@@ -54,7 +54,7 @@ def test_schema_enums_agree_with_the_typed_model() -> None:
 
 
 def test_importing_a_reader_does_not_import_jsonschema() -> None:
-    code = "import sys, pipeline.deploy, pipeline.split.plan; print('jsonschema' in sys.modules)"
+    code = "import sys, pipeline.project.deploy, pipeline.split.plan; print('jsonschema' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from pipeline.codegen.codes import CodegenError
 from pipeline.diagnostics import Location, PipelineError, Severity
-from pipeline.layout import project_relative
+from pipeline.project.layout import project_relative
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph, Operation
 from pipeline.nnef.tensorfile import LABEL_CODE, TensorFileError, label_path, read_variable_file

@@ -37,12 +37,12 @@ from pipeline.codegen.c.generate import generate_deployment
 from pipeline.codegen.codes import CodegenError
 from pipeline.codegen.items import emitter_for
 from pipeline.codegen.deployment import load_deployment, sha256_of
-from pipeline.deploy import load_deploy
-from pipeline.targets import code_kind
+from pipeline.project.deploy import load_deploy
+from pipeline.project.targets import code_kind
 from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import CheckResult, results_document
 from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, export_data, model_dir, project_relative, step_data, step_dir
+from pipeline.project.layout import checks_path, export_data, model_dir, project_relative, step_data, step_dir
 from pipeline.toolchain.cc import build_flags, compiler_version
 from pipeline.toolchain.platforms import Platform, host_platform
 

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 from pipeline.files.atomic import write_json
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.files.readguard import InputRefused, read_input
-from pipeline.layout import MET_BASELINE_FILE, model_dir
+from pipeline.project.layout import MET_BASELINE_FILE, model_dir
 from pipeline.files.schema import require
 
 BASELINE_FILE = MET_BASELINE_FILE

@@ -23,7 +23,7 @@ import onnx
 from pipeline.compare import nvdla_fp16
 from pipeline.compare.reference import onnx_names, read_inputs
 from pipeline.numerics.errorbound import NVDLA_FP16, Arithmetic, BoundUnavailable, ErrorBound
-from pipeline.layout import model_dir
+from pipeline.project.layout import model_dir
 from pipeline.numerics.tolerance import discriminating, spread
 from pipeline.numerics.yardstick import Yardstick
 

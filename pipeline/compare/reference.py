@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 import onnx
 
-from pipeline.layout import model_dir, step_dir
+from pipeline.project.layout import model_dir, step_dir
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.tensorfile import read_tensor
 from pipeline.semantics import interpret_batch, load_variables

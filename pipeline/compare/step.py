@@ -32,13 +32,13 @@ from pipeline.compare.numeric import compare
 from pipeline.compare.reference import onnxruntime_outputs, read_inputs, reference_outputs
 from pipeline.compare.svg import histogram_svg
 from pipeline.compare.traces import replay_traces
-from pipeline.deploy import DeploySpec, load_deploy
+from pipeline.project.deploy import DeploySpec, load_deploy
 from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import CheckResult, Obtained, Verdict, results_document
 from pipeline.registry.records import record_step
 from pipeline.registry.requirements import load_requirements
 from pipeline.numerics.tolerance import EffectiveTolerance, effective_tolerance
-from pipeline.layout import checks_path, model_dir, project_relative, step_dir
+from pipeline.project.layout import checks_path, model_dir, project_relative, step_dir
 from pipeline.nnef.tensorfile import read_tensor
 from pipeline.execute.harness import write_arrays
 

@@ -29,7 +29,7 @@ from pipeline.evidence.render_html import render_html
 from pipeline.evidence.render_model import render_model_page
 from pipeline.evidence.render_text import render_csv, render_markdown
 from pipeline.registry.tools import GitState, git_state
-from pipeline.tasking import runnable_models
+from pipeline.project.tasking import runnable_models
 from pipeline.evidence.paths import REPORT_FILES, model_report_path, report_paths  # noqa: F401 (re-exported)
 
 LOG = logging.getLogger(__name__)

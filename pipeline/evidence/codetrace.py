@@ -15,7 +15,7 @@ from typing import Any
 
 from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.registry.hashing import relative_posix, sha256_file
-from pipeline.layout import step_dir
+from pipeline.project.layout import step_dir
 from pipeline.files.schema import validate
 
 SCHEMA_VERSION = 1

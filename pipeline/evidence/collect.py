@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.registry.checks import CheckResult, CheckSpec, Verdict
 from pipeline.registry.hashing import relative_posix
-from pipeline.layout import STEPS, checks_path
+from pipeline.project.layout import STEPS, checks_path
 from pipeline.files.schema import validate
 from pipeline.evidence.paths import package_check_path  # noqa: F401 (re-exported)
 

@@ -24,7 +24,7 @@ from typing import Any
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.evidence.matrix import DEVELOPMENT, STRICT
 from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, print_findings, report_error
-from pipeline.layout import check_output_folders, model_names
+from pipeline.project.layout import check_output_folders, model_names
 
 
 

@@ -45,7 +45,7 @@ from pipeline.registry.records import RecordCheck, check_records
 from pipeline.evidence.registry import load_checks, registry_findings
 from pipeline.registry.requirements import RequirementSet, read_requirements
 from pipeline.registry.tools import GitState, git_state
-from pipeline.layout import RECORD_FILE, STEPS, model_names, step_dir
+from pipeline.project.layout import RECORD_FILE, STEPS, model_names, step_dir
 from pipeline.registry.freshness import FAILED_FILE
 from pipeline.evidence.modes import DEVELOPMENT, MODES, STRICT  # noqa: F401 (re-exported)
 
@@ -486,8 +486,8 @@ def step_states(model: str, root: Path) -> dict[str, str]:
 
 
 def _refusal_findings(root: Path) -> dict[str, Finding]:
-    """One error per model folder that `doit` refuses to run (pipeline.tasking.refusals_by_model)."""
-    from pipeline.tasking import refusal_line, refusals_by_model
+    """One error per model folder that `doit` refuses to run (pipeline.project.tasking.refusals_by_model)."""
+    from pipeline.project.tasking import refusal_line, refusals_by_model
 
     return {model: Finding(error.code, Severity.ERROR, f"model {model} not run: {refusal_line(error, with_code=False)}")
             for model, error in refusals_by_model(root).items()}

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Iterable
 
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.layout import ARTIFACTS_DIR, REPORTS_DIR, check_output_folders, model_names
+from pipeline.project.layout import ARTIFACTS_DIR, REPORTS_DIR, check_output_folders, model_names
 from pipeline.files.readguard import InputRefused, open_input
 from pipeline.files.yamlguard import limit_from_env
 

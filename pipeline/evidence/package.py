@@ -48,7 +48,7 @@ from pipeline.evidence.render_model import render_model_page
 from pipeline.evidence.render_text import render_csv, render_markdown
 from pipeline.registry.requirements import requirement_files
 from pipeline.registry.tools import GitState, environment, tool_versions
-from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR
+from pipeline.project.layout import ARTIFACTS_DIR, MODELS_DIR
 from pipeline.evidence.paths import MODEL_REPORT_FILE, PACKAGE_FILE, package_path  # noqa: F401 (re-exported)
 
 LOG = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ import json
 import posixpath
 from typing import Callable, Mapping
 
-from pipeline.layout import ARTIFACTS_DIR, RECORD_FILE
+from pipeline.project.layout import ARTIFACTS_DIR, RECORD_FILE
 from pipeline.registry.freshness import FAILED_FILE
 from pipeline.registry.records import StepRecord
 

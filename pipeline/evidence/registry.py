@@ -17,7 +17,7 @@ from pipeline.diagnostics import Finding, Severity
 from pipeline.registry import checks
 from pipeline.registry.checks import CheckSpec
 from pipeline.registry.requirements import RequirementSet
-from pipeline.layout import STEPS
+from pipeline.project.layout import STEPS
 
 LOG = logging.getLogger(__name__)
 

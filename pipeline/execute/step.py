@@ -44,12 +44,12 @@ from typing import Any
 from pipeline.files.atomic import write_json
 from pipeline.files.names import confined
 from pipeline.codegen.c.generate import BUILD_FILE
-from pipeline.deploy import load_deploy
-from pipeline.targets import code_kind
+from pipeline.project.deploy import load_deploy
+from pipeline.project.targets import code_kind
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.registry.checks import results_document
 from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, model_dir, project_relative, step_data, step_dir
+from pipeline.project.layout import checks_path, model_dir, project_relative, step_data, step_dir
 from pipeline.registry.hashing import sha256_file
 from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa, isa_for
 from pipeline.toolchain.platforms import (Platform, described, host_platform, missing_reason, missing_tools,

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from pipeline.layout import EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE
+from pipeline.project.layout import EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE
 from pipeline.files.atomic import canonical_json, write_bytes
 from pipeline.export.context import ExportContext
 from pipeline.diagnostics import Location

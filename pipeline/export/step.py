@@ -19,13 +19,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from pipeline.files.atomic import write_json
-from pipeline.deploy import check_inputs_match, load_deploy
+from pipeline.project.deploy import check_inputs_match, load_deploy
 from pipeline.registry.checks import CheckResult, results_document
 from pipeline.registry.records import record_step
 from pipeline.export import checks
 from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE, convert, publish
 from pipeline.export.validate import VALIDATION_FILE, settings_from_spec, validate_export
-from pipeline.layout import CHECKS_FILE, checks_path, model_dir, step_dir
+from pipeline.project.layout import CHECKS_FILE, checks_path, model_dir, step_dir
 
 log = logging.getLogger(__name__)
 

@@ -33,9 +33,9 @@ import numpy as np
 import onnx
 
 from pipeline.numerics.errorbound import ONNXRUNTIME, REFERENCE, BoundUnavailable, ErrorBound
-from pipeline.layout import EXPORT_VALIDATION_FILE
+from pipeline.project.layout import EXPORT_VALIDATION_FILE
 from pipeline.numerics.metrics import ErrorAccumulator, ErrorStats, _json_float, within_tolerance
-from pipeline.deploy import DeploySpec, Tolerance, check_inputs_match
+from pipeline.project.deploy import DeploySpec, Tolerance, check_inputs_match
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
 from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE

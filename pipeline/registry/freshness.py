@@ -36,9 +36,9 @@ from typing import Any, Callable, Iterator
 
 from pipeline.files.atomic import write_json
 from pipeline.diagnostics import INTERNAL_ERROR, IO_ERROR, Location, PipelineError, debug_requested, describe_unexpected
-from pipeline.layout import REPORT_FILES, REPORTS_DIR, STEPS, check_output_folders, step_dir
-from pipeline.lock import working
-from pipeline.tasklog import in_task
+from pipeline.project.layout import REPORT_FILES, REPORTS_DIR, STEPS, check_output_folders, step_dir
+from pipeline.project.lock import working
+from pipeline.project.tasklog import in_task
 
 log = logging.getLogger(__name__)
 

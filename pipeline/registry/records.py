@@ -24,7 +24,7 @@ from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Spa
 from pipeline.registry.freshness import FAILED_FILE, check_output
 from pipeline.registry.hashing import FileDigest, file_digest, iter_files, relative_posix
 from pipeline.registry.tools import tool_versions
-from pipeline.layout import CHECKS_FILE, RECORD_FILE, STEPS, step_dir
+from pipeline.project.layout import CHECKS_FILE, RECORD_FILE, STEPS, step_dir
 
 SCHEMA_VERSION = 1
 

@@ -86,7 +86,7 @@ def order_check(graph: Graph, variables: Mapping[str, np.ndarray], inputs: Mappi
 
 def first_vector(export_dir: Path, deploy_file: Path, graph: Graph) -> dict[str, np.ndarray]:
     """The model's first validation vector, keyed by NNEF input name."""
-    from pipeline.deploy import load_deploy
+    from pipeline.project.deploy import load_deploy
     from pipeline.numerics.vectors import draw_vectors
 
     spec = load_deploy(deploy_file)

@@ -1,6 +1,6 @@
 """Deployment semantics: a validated deploy.yaml deployment applied to an exported graph.
 
-pipeline.deploy checks the structure and types of models/<m>/deploy.yaml. This module
+pipeline.project.deploy checks the structure and types of models/<m>/deploy.yaml. This module
 gives a deployment its meaning against the graph it distributes:
 
 - rewrites (optional `rewrites: [{kind: layer_parallel, conv, chain, parts, items}]`)
@@ -16,7 +16,7 @@ gives a deployment its meaning against the graph it distributes:
 - every declared item must get at least one instruction (SPLIT-E008): an item left empty
   would silently have no file, no code and no run.
 
-Every problem is reported at once as a DeployError (pipeline.deploy) whose problems carry
+Every problem is reported at once as a DeployError (pipeline.project.deploy) whose problems carry
 a SPLIT-Ennn code, the key path and the line in the YAML file.
 """
 
@@ -28,7 +28,7 @@ from typing import Mapping, Sequence
 
 import yaml
 
-from pipeline.deploy import DeployError, DeployProblem, DeploySpec, Item
+from pipeline.project.deploy import DeployError, DeployProblem, DeploySpec, Item
 from pipeline.nnef.graph import Graph, Operation
 from pipeline.diagnostics import Location
 from pipeline.split.codes import SplitError
@@ -120,7 +120,7 @@ def _listing(names: Sequence[str]) -> str:
 # ---------------------------------------------------------------------- extras
 
 def _rewrite_specs(spec: DeploySpec, name: str, problems: _Problems) -> list[LayerParallelSpec]:
-    """The deployment's rewrites as specs; pipeline.deploy checked the list shape, the contents are ours."""
+    """The deployment's rewrites as specs; pipeline.project.deploy checked the list shape, the contents are ours."""
     raw = spec.deployments[name].rewrites
     base = f"deployments.{name}.rewrites"
     declared = {item.name for item in spec.deployments[name].items}

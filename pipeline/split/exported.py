@@ -22,7 +22,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from pipeline.deploy import DeployError, DeploySpec, check_inputs_match
+from pipeline.project.deploy import DeployError, DeploySpec, check_inputs_match
 from pipeline.nnef.checker import CheckReport, check_paths
 from pipeline.nnef.graph import Graph
 from pipeline.semantics import load_variables

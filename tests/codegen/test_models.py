@@ -25,7 +25,7 @@ from tests.codegen import cghelpers as H
 from tests.projects import copy_exports
 
 from pipeline.registry.checks import Verdict, Where
-from pipeline.layout import model_names
+from pipeline.project.layout import model_names
 from pipeline.toolchain.platforms import AARCH64, missing_tools
 
 MODELS = model_names(H.ROOT)

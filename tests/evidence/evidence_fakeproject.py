@@ -21,7 +21,7 @@ from pipeline.registry import checks
 from pipeline.registry.checks import CheckResult, Verdict, register_check, results_document
 from pipeline.registry.hashing import sha256_file
 from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, step_dir
+from pipeline.project.layout import checks_path, step_dir
 
 REPO = Path(__file__).resolve().parents[2]
 

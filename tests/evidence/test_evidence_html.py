@@ -27,7 +27,7 @@ from pipeline.files.atomic import write_json, write_text
 from pipeline.compare.svg import histogram_svg
 from pipeline.evidence.build import build_all, build_reports
 from pipeline.evidence.matrix import TraceMatrix
-from pipeline.layout import step_dir
+from pipeline.project.layout import step_dir
 from pipeline.registry.checks import CheckResult, Verdict, results_document
 from pipeline.registry.records import record_step
 from tests.evidence.evidence_fakeproject import FAKE_CHECKS, REPO, FakeProject, isolated_registry

@@ -65,7 +65,7 @@ def test_several_cuda_items_alone_are_items_of_the_c_program(exported_project, t
     from pipeline.compare.step import run_compare_step
     from pipeline.execute.step import run_execute_step
     from pipeline.split.step import run_split_step
-    from pipeline.targets import code_kind
+    from pipeline.project.targets import code_kind
     from tests.projects import with_deployments
 
     assert code_kind(["cuda"]) == "cuda" and code_kind(["cuda", "cuda"]) == "program"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.files.atomic import canonical_json
-from pipeline.deploy import load_deploy
+from pipeline.project.deploy import load_deploy
 from pipeline.registry.checks import read_results_document
 from pipeline.export import export_model
 from pipeline.export.khronos import compare_with_khronos

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.codegen import checks
-from pipeline.deploy import DeployError, parse_deploy_text
+from pipeline.project.deploy import DeployError, parse_deploy_text
 from pipeline.diagnostics import PipelineError
 from pipeline.registry.checks import Verdict
 from pipeline.toolchain import cc, platforms as P

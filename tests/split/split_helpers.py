@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.deploy import DeploySpec, parse_deploy_text
+from pipeline.project.deploy import DeploySpec, parse_deploy_text
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph, Ref
 from pipeline.nnef.tensorfile import write_tensor

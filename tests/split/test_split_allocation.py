@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.split.split_helpers import branch3_export, branch3_spec, spec_text, with_tensors, write_spec
-from pipeline.deploy import DeployError
+from pipeline.project.deploy import DeployError
 from pipeline.nnef import build
 from pipeline.nnef.printer import print_document
 from pipeline.terminal import render_error
@@ -63,7 +63,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_a_name_allocated_twice_and_an_undeclared_item_are_deploy_errors(tmp_path: Path) -> None:
-    # structural problems come from pipeline.deploy (DEPLOY-E007), before any graph is read
+    # structural problems come from pipeline.project.deploy (DEPLOY-E007), before any graph is read
     with pytest.raises(DeployError) as caught:
         branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2]\n      ITEM3: [o2]\n      ITEM9: [o4]", extra=""))
     assert {(p.code, p.path) for p in caught.value.problems} == {
@@ -87,7 +87,7 @@ def test_pipeline_depth_is_read_and_validated(tmp_path: Path) -> None:
     spec = branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2, o3]\n      ITEM3: [o4, o5]",
                                                extra="    pipeline_depth: 2\n"))
     assert resolve_deployment(spec, "paper3", graph).pipeline_depth == 2
-    with pytest.raises(DeployError) as caught:  # the structure is pipeline.deploy's
+    with pytest.raises(DeployError) as caught:  # the structure is pipeline.project.deploy's
         branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2, o3]", extra="    pipeline_depth: 0\n"))
     assert caught.value.problems[0].path == "deployments.paper3.pipeline_depth"
 

@@ -205,7 +205,7 @@ def test_parts_on_different_items_execute_bit_identically(tmp_path: Path, sync: 
 
 
 def test_allocating_a_replaced_name_is_an_error(tmp_path: Path) -> None:
-    from pipeline.deploy import DeployError
+    from pipeline.project.deploy import DeployError
 
     with_tensors(network(16, 5, 1, (2, 2), 1, "relu+max"), tmp_path / "export")
     exported = load_exported(tmp_path / "export")

@@ -38,7 +38,7 @@ from pipeline.codegen.codes import CodegenError
 from pipeline.codegen.items import emitter_for
 from pipeline.diagnostics import Location
 from pipeline.codegen.deployment import DeploymentInput
-from pipeline.layout import project_relative
+from pipeline.project.layout import project_relative
 
 GENERATOR = f"pipeline.codegen.c {__version__}"
 RUNTIME_DIR = Path(__file__).parent / "runtime"

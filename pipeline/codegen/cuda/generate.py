@@ -55,7 +55,7 @@ from pipeline.codegen.cuda.kernels import EMITTERS, VIEW_OPERATIONS, Arg, Body, 
 from pipeline.codegen.cuda.programs import math_header
 from pipeline.codegen.deployment import DeploymentInput, ItemInput
 from pipeline.diagnostics import Location
-from pipeline.layout import project_relative
+from pipeline.project.layout import project_relative
 from pipeline.nnef.graph import Operation, Ref
 
 GENERATOR = f"pipeline.codegen.cuda {__version__}"

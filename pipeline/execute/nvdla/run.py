@@ -24,7 +24,7 @@ from pipeline.diagnostics import PipelineError
 from pipeline.execute.harness import write_arrays
 from pipeline.codegen.nvdla.reader import read_loadable
 from pipeline.execute.nvdla.emulator import emulate_read
-from pipeline.layout import project_relative, step_dir
+from pipeline.project.layout import project_relative, step_dir
 from pipeline.files.names import confined
 from pipeline.nnef.tensorfile import read_tensor
 

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Iterator, TextIO
 
-from pipeline.oneline import shorten
+from pipeline.project.oneline import shorten
 
 LOG_FILE = ".doit.log"         # the step log of the last run that did work
 RUN_LOG = ".doit-run.log"      # the step log of the run in progress
