@@ -159,7 +159,7 @@ def model_and_root(text: str) -> tuple[str, Path]:
 
 def print_results(results: Sequence[Any], as_json: bool) -> int:
     """Check results as a table (or JSON); exit 1 when one failed."""
-    from pipeline.registry.checks import Verdict, results_document
+    from pipeline.ledger.checks import Verdict, results_document
 
     if as_json:
         print(json.dumps(results_document(list(results)), indent=2, sort_keys=True))

@@ -31,9 +31,9 @@ from pipeline.files import atomic
 from pipeline.files.atomic import WriteError, write_bytes, write_json
 from pipeline.diagnostics import IO_ERROR, PipelineError
 from pipeline.project.layout import STEPS, step_dir
-from pipeline.registry import freshness
-from pipeline.registry.freshness import FAILED_FILE, fresh_run, invalidate_dependents, step_action
-from pipeline.registry.records import check_records, record_step
+from pipeline.ledger import freshness
+from pipeline.ledger.freshness import FAILED_FILE, fresh_run, invalidate_dependents, step_action
+from pipeline.ledger.records import check_records, record_step
 from tests.projects import ROOT
 
 MODEL = "inception"  # the smallest shipped model

@@ -22,7 +22,7 @@ FOUNDATION = {
     "pipeline.numerics.vectors", "pipeline.project.deploy", "pipeline.files.schema", "pipeline.files.schema_accept", "pipeline.project.targets", "pipeline.numerics.metrics", "pipeline.numerics.onnx_runner", "pipeline.project.tasking", "pipeline.project.lock",
     "pipeline.terminal", "pipeline.toolchain", "pipeline.files.names", "pipeline.files.yamlguard", "pipeline.files.readguard",
     "pipeline.numerics.yardstick", "pipeline.numerics.errorbound", "pipeline.numerics.tolerance", "pipeline.project.tasklog", "pipeline.project.progress", "pipeline.project.oneline",
-    "pipeline.registry", "pipeline.numerics", "pipeline.files", "pipeline.project",
+    "pipeline.ledger", "pipeline.numerics", "pipeline.files", "pipeline.project",
 }
 # The data path: format, semantics, then the steps in chain order, then the evidence step and the CLI.
 DATA_PATH = ["nnef", "semantics", "export", "check", "split", "petri", "codegen", "execute", "compare", "evidence", "operations",

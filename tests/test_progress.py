@@ -21,7 +21,7 @@ from pipeline.project import progress, tasking, tasklog
 from tests.evidence.evidence_fakeproject import MINIMAL_CHECKS, REPO, FakeProject, isolated_registry
 
 FAKECHECKS = """\
-from pipeline.registry.checks import register_check
+from pipeline.ledger.checks import register_check
 {registrations}
 """
 
@@ -29,11 +29,11 @@ DODO = """\
 import logging, time
 from pathlib import Path
 from doit import get_var
-from pipeline.registry import checks
+from pipeline.ledger import checks
 checks.CHECK_MODULES = ("fakechecks", "pipeline.evidence.selfchecks")
 import fakechecks  # noqa: F401
 from pipeline.project import progress, tasklog
-from pipeline.registry.freshness import step_action
+from pipeline.ledger.freshness import step_action
 from pipeline.project.tasking import announce_refusals, runnable_models
 
 progress.NOTICE_EVERY = 0.5

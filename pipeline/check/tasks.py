@@ -8,11 +8,11 @@ from typing import Any, Iterator
 
 from doit.exceptions import TaskFailed
 
-from pipeline.registry.freshness import coded_action, step_action
+from pipeline.ledger.freshness import coded_action, step_action
 from pipeline.project.tasking import package_sources, runnable_models
 from pipeline.project.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, step_dir
 
-SOURCE_GLOBS = ("check", "nnef", "semantics", "registry", "project/layout.py", "files/atomic.py", "diagnostics.py", "project/deploy.py",
+SOURCE_GLOBS = ("check", "nnef", "semantics", "ledger", "project/layout.py", "files/atomic.py", "diagnostics.py", "project/deploy.py",
                 "numerics/vectors.py")
 EXAMPLES = Path("examples") / "nnef"
 EXAMPLES_REPORT = Path(ARTIFACTS_DIR) / "examples" / "check" / CHECK_REPORT_FILE

@@ -40,8 +40,8 @@ from pipeline.codegen.deployment import load_deployment, sha256_of
 from pipeline.project.deploy import load_deploy
 from pipeline.project.targets import code_kind
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import CheckResult, results_document
-from pipeline.registry.records import record_step
+from pipeline.ledger.checks import CheckResult, results_document
+from pipeline.ledger.records import record_step
 from pipeline.project.layout import checks_path, export_data, model_dir, project_relative, step_data, step_dir
 from pipeline.toolchain.cc import build_flags, compiler_version
 from pipeline.toolchain.platforms import Platform, host_platform

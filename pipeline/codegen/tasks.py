@@ -15,11 +15,11 @@ from typing import Any, Iterator
 
 from pipeline.project.layout import RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.split.tasks import split_targets
-from pipeline.registry.freshness import step_action
+from pipeline.ledger.freshness import step_action
 from pipeline.project.tasking import package_sources, runnable_models
 
 SOURCE_GLOBS = ("codegen", "semantics/transcendental.py", "toolchain", "nnef", "split/plan.py", "project/deploy.py", "project/layout.py",
-                "files/atomic.py", "registry")
+                "files/atomic.py", "ledger")
 
 
 def _generate(model: str) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pipeline.registry.checks import CheckResult, Obtained, Verdict, register_check
+from pipeline.ledger.checks import CheckResult, Obtained, Verdict, register_check
 
 STEP = "compare"
 REFERENCE = "compare.reference"

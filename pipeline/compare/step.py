@@ -34,9 +34,9 @@ from pipeline.compare.svg import histogram_svg
 from pipeline.compare.traces import replay_traces
 from pipeline.project.deploy import DeploySpec, load_deploy
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import CheckResult, Obtained, Verdict, results_document
-from pipeline.registry.records import record_step
-from pipeline.registry.requirements import load_requirements
+from pipeline.ledger.checks import CheckResult, Obtained, Verdict, results_document
+from pipeline.ledger.records import record_step
+from pipeline.ledger.requirements import load_requirements
 from pipeline.numerics.tolerance import EffectiveTolerance, effective_tolerance
 from pipeline.project.layout import checks_path, model_dir, project_relative, step_dir
 from pipeline.nnef.tensorfile import read_tensor

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from pipeline.project.layout import MET_BASELINE_FILE, RECORD_FILE, checks_path, model_dir, step_dir
-from pipeline.registry.freshness import step_action
+from pipeline.ledger.freshness import step_action
 from pipeline.project.tasking import package_sources, spec_deployments, runnable_models
 
 SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",

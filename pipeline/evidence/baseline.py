@@ -19,8 +19,8 @@ from typing import Any, Mapping
 from pipeline.files.atomic import write_json
 from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.files.readguard import InputRefused, read_input
-from pipeline.registry.checks import CheckSpec
-from pipeline.registry.requirements import RequirementSet
+from pipeline.ledger.checks import CheckSpec
+from pipeline.ledger.requirements import RequirementSet
 from pipeline.project.layout import REQUIREMENTS_DIR
 from pipeline.files.schema import validate
 from pipeline.evidence.paths import BASELINE_FILE, baseline_path  # noqa: F401 (re-exported)

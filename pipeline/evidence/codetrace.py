@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.registry.hashing import relative_posix, sha256_file
+from pipeline.ledger.hashing import relative_posix, sha256_file
 from pipeline.project.layout import step_dir
 from pipeline.files.schema import validate
 

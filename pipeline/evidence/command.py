@@ -149,7 +149,7 @@ def _summary(args: argparse.Namespace) -> int:
 
 def _requirements(args: argparse.Namespace) -> int:
     from pipeline.evidence.registry import load_checks, registry_findings
-    from pipeline.registry.requirements import read_requirements
+    from pipeline.ledger.requirements import read_requirements
 
     requirements, findings = read_requirements(args.root)
     if args.checks:
@@ -170,7 +170,7 @@ def _requirements(args: argparse.Namespace) -> int:
 def _baseline(args: argparse.Namespace) -> int:
     from pipeline.evidence.baseline import write_baseline
     from pipeline.evidence.registry import load_checks
-    from pipeline.registry.requirements import RequirementsInvalid, load_requirements
+    from pipeline.ledger.requirements import RequirementsInvalid, load_requirements
 
     try:
         requirements = load_requirements(args.root)

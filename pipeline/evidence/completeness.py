@@ -28,7 +28,7 @@ from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.evidence.collect import Outcome
 from pipeline.project.layout import STEPS, model_dir
 from pipeline.evidence.runsummary import E_CHAIN_INCOMPLETE, E_MODEL_EXCLUDED, E_MODEL_NOT_RUN
-from pipeline.registry.checks import CheckSpec, Verdict
+from pipeline.ledger.checks import CheckSpec, Verdict
 
 
 class Exclusion(NamedTuple):

@@ -14,9 +14,9 @@ import re
 from typing import Iterable, Mapping
 
 from pipeline.diagnostics import Finding, Severity
-from pipeline.registry import checks
-from pipeline.registry.checks import CheckSpec
-from pipeline.registry.requirements import RequirementSet
+from pipeline.ledger import checks
+from pipeline.ledger.checks import CheckSpec
+from pipeline.ledger.requirements import RequirementSet
 from pipeline.project.layout import STEPS
 
 LOG = logging.getLogger(__name__)

@@ -47,10 +47,10 @@ from pipeline.codegen.c.generate import BUILD_FILE
 from pipeline.project.deploy import load_deploy
 from pipeline.project.targets import code_kind
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.registry.checks import results_document
-from pipeline.registry.records import record_step
+from pipeline.ledger.checks import results_document
+from pipeline.ledger.records import record_step
 from pipeline.project.layout import checks_path, model_dir, project_relative, step_data, step_dir
-from pipeline.registry.hashing import sha256_file
+from pipeline.ledger.hashing import sha256_file
 from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa, isa_for
 from pipeline.toolchain.platforms import (Platform, described, host_platform, missing_reason, missing_tools,
                                           resolve, runner_version)

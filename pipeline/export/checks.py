@@ -34,7 +34,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from pipeline.registry.checks import CheckResult, Verdict, register_check
+from pipeline.ledger.checks import CheckResult, Verdict, register_check
 from pipeline.export.errors import ExportError
 from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE, export_model
 from pipeline.export.khronos import compare_with_khronos

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.registry.freshness import step_action
+from pipeline.ledger.freshness import step_action
 from pipeline.project.tasking import package_sources, runnable_models
 from pipeline.project.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
                              step_dir)

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from pipeline.project.layout import EXPORT_GRAPH_FILE, checks_path, model_dir, step_dir
 from pipeline.split.tasks import split_targets
-from pipeline.registry.freshness import step_action
+from pipeline.ledger.freshness import step_action
 from pipeline.project.tasking import spec_deployments, runnable_models
 
 # The step's file names (pipeline.petri.step), spelled here so that listing tasks imports no step code.

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence, Union
 
 from pipeline.diagnostics import Finding
 from pipeline.files.gcpause import gc_paused
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.nnef.graph import Graph
 from pipeline.petri.analysis import analyse
 from pipeline.petri.equivalence import check_equivalence, original_of

@@ -11,7 +11,7 @@ records the steps write. `configure` (called by dodo.py before the workers fork)
   run with nothing to do keeps the previous run's log) and names it at the end.
 
 `in_task` names the task for the records logged inside it (the step and evidence actions
-use it: pipeline.registry.freshness).
+use it: pipeline.ledger.freshness).
 """
 
 from __future__ import annotations

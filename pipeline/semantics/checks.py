@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from pipeline.registry.checks import CheckResult, Verdict, register_check
+from pipeline.ledger.checks import CheckResult, Verdict, register_check
 from pipeline.nnef.graph import Graph
 from pipeline.semantics import oracle, transcendental
 from pipeline.semantics.interpreter import interpret, load_variables

@@ -23,7 +23,7 @@ from typing import Any
 from pipeline.files.atomic import write_json
 from pipeline.project.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import Verdict, results_document
+from pipeline.ledger.checks import Verdict, results_document
 from pipeline.project.layout import step_dir
 from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, report_error
 

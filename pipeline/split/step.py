@@ -26,8 +26,8 @@ import numpy as np
 
 from pipeline.files.atomic import write_json, write_text
 from pipeline.project.deploy import DeploySpec, load_deploy
-from pipeline.registry.checks import CheckResult, results_document
-from pipeline.registry.records import record_step
+from pipeline.ledger.checks import CheckResult, results_document
+from pipeline.ledger.records import record_step
 from pipeline.project.layout import checks_path, export_data, model_dir, project_relative, step_dir
 from pipeline.files.names import check_name, confined
 from pipeline.diagnostics import Location

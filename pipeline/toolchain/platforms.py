@@ -37,7 +37,7 @@ BUILTIN_NAMES = (HOST, AARCH64_QEMU)
 
 LOCAL, EMULATOR, SSH = "local", "emulator", "ssh"
 RUNNER_KINDS = (LOCAL, EMULATOR, SSH)
-# Where the results of a run on a platform are obtained (the closed set of pipeline.registry.checks.Where).
+# Where the results of a run on a platform are obtained (the closed set of pipeline.ledger.checks.Where).
 WHERE = {LOCAL: "host", EMULATOR: "emulation", SSH: "target"}
 
 # The architectures the static scans know (pipeline/codegen/static.py); another one is `not run` there.

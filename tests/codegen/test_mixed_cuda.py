@@ -18,7 +18,7 @@ import pytest
 from pipeline.codegen import checks
 from pipeline.codegen.cuda_gate import cuobjdump_path
 from pipeline.codegen.items import emitter_for
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.project.layout import step_dir
 from tests.codegen_cuda import mixedhelpers as M
 

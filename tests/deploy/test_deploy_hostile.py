@@ -21,7 +21,7 @@ from pipeline.project.deploy import CODES, DeployError, load_deploy, parse_deplo
 from pipeline.diagnostics import PipelineError
 from pipeline.project.layout import model_names, refused_models
 from pipeline.files.names import NNEF_KEYWORDS, check_name, confined, name_problem
-from pipeline.registry.yamlsource import load_located
+from pipeline.ledger.yamlsource import load_located
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = Path(__file__).parent / "data" / "hostile"

@@ -14,7 +14,7 @@ import pytest
 
 from pipeline.files.atomic import canonical_json
 from pipeline.project.deploy import load_deploy
-from pipeline.registry.checks import read_results_document
+from pipeline.ledger.checks import read_results_document
 from pipeline.export import export_model
 from pipeline.export.khronos import compare_with_khronos
 from pipeline.export.step import run_export_step

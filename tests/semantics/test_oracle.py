@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.nnef.checker import check_text
 from pipeline.semantics import checks as semantics_checks
 from pipeline.semantics import registry

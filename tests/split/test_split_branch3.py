@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.split.split_helpers import BRANCH3_ITEMS, branch3_export, branch3_spec
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.parser import parse_file, parse_text
 from pipeline.semantics import interpret

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.split.split_helpers import spec_text, with_tensors, write_spec
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.nnef import build
 from pipeline.nnef.checker import check_text
 from pipeline.nnef.graph import Graph

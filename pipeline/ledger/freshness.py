@@ -69,7 +69,7 @@ def later_steps(step: str) -> tuple[str, ...]:
 
 def _input_changed(entry: Any, base: Path, prefix: str) -> bool:
     """Whether a recorded input under artifacts/<m>/ is missing or differs from what was recorded."""
-    from pipeline.registry.hashing import sha256_file
+    from pipeline.ledger.hashing import sha256_file
 
     path = str(entry.get("path", "")) if isinstance(entry, dict) else ""
     if not path.startswith(prefix):
