@@ -3,11 +3,11 @@
 `python -m pipeline operations --write docs/operations.md` rewrites docs/operations.md; a
 test (tests/test_operations.py) fails when the file is not what the code says now. Sources:
 
-* export: pipeline.export.registry (the ONNX operators with a converter, their operator
+* export: pipeline.export.converters (the ONNX operators with a converter, their operator
   versions, and the NNEF operations named after `->` in the converter's docstring, which the
   registry requires to state the mapping);
 * the NNEF operations: pipeline.nnef.catalogue (the standard fragments and the extension's);
-* reference: pipeline.semantics.registry; C and CUDA: the emitter registries of
+* reference: pipeline.semantics.kernels; C and CUDA: the emitter registries of
   pipeline.codegen.c.kernels and pipeline.codegen.cuda.kernels;
 * NVDLA: the operations pipeline.split.nvdla_legalize.legalize dispatches on (read from its
   source: a chain of `op.name` tests), with the limits of its `NV_FULL` configuration;
@@ -189,9 +189,9 @@ def registries() -> Registries:
     from pipeline.numerics import errorbound
     from pipeline.codegen.c import kernels as c_kernels
     from pipeline.codegen.cuda import kernels as cuda_kernels
-    from pipeline.export.registry import converters
+    from pipeline.export.converters import converters
     from pipeline.nnef.catalogue import standard_catalogue
-    from pipeline.semantics.registry import supported_operations
+    from pipeline.semantics.kernels import supported_operations
     from pipeline.split.layer_parallel import POINTWISE_OPS, WINDOW_OPS
 
     supported = {

@@ -148,7 +148,7 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _requirements(args: argparse.Namespace) -> int:
-    from pipeline.evidence.registry import load_checks, registry_findings
+    from pipeline.evidence.checklinks import load_checks, registry_findings
     from pipeline.ledger.requirements import read_requirements
 
     requirements, findings = read_requirements(args.root)
@@ -169,7 +169,7 @@ def _requirements(args: argparse.Namespace) -> int:
 
 def _baseline(args: argparse.Namespace) -> int:
     from pipeline.evidence.baseline import write_baseline
-    from pipeline.evidence.registry import load_checks
+    from pipeline.evidence.checklinks import load_checks
     from pipeline.ledger.requirements import RequirementsInvalid, load_requirements
 
     try:

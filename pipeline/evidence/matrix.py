@@ -42,7 +42,7 @@ from pipeline.evidence.collect import (
 )
 from pipeline.ledger.hashing import FileDigest, file_digest, iter_files, relative_posix
 from pipeline.ledger.records import RecordCheck, check_records
-from pipeline.evidence.registry import load_checks, registry_findings
+from pipeline.evidence.checklinks import load_checks, registry_findings
 from pipeline.ledger.requirements import RequirementSet, read_requirements
 from pipeline.ledger.tools import GitState, git_state
 from pipeline.project.layout import RECORD_FILE, STEPS, model_names, step_dir

@@ -37,7 +37,7 @@ from pipeline.export.fold import evaluate, folded_nodes, refine_shapes
 from pipeline.export.names import sanitize
 from pipeline.export.onnx_model import DEFAULT_DOMAINS, Node, OnnxModel, load_onnx
 from pipeline.export.provenance import build_provenance
-from pipeline.export.registry import find, supported_operators
+from pipeline.export.converters import find, supported_operators
 from pipeline.nnef import build
 from pipeline.nnef.catalogue import EXECUTABLE
 from pipeline.nnef.checker import check_text

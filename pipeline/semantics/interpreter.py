@@ -24,7 +24,7 @@ import numpy as np
 
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.nnef.graph import Graph, Operation, Ref
-from pipeline.semantics.registry import lookup
+from pipeline.semantics.kernels import lookup
 from pipeline.semantics.tensors import DTYPES
 
 log = logging.getLogger(__name__)

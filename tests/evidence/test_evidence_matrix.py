@@ -9,7 +9,7 @@ from tests.evidence.evidence_fakeproject import FakeProject
 from pipeline.evidence.baseline import write_baseline
 from pipeline.ledger.checks import Verdict, register_check
 from pipeline.evidence.matrix import build_matrix
-from pipeline.evidence.registry import load_checks
+from pipeline.evidence.checklinks import load_checks
 from pipeline.ledger.requirements import load_requirements
 
 

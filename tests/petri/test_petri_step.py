@@ -11,7 +11,7 @@ import pytest
 
 from tests.petri.petri_helpers import DATA, LENET, ROOT
 
-from pipeline.evidence.registry import all_checks
+from pipeline.evidence.checklinks import all_checks
 from pipeline.ledger.checks import Verdict, read_results_document
 from pipeline.petri.step import run_petri_step
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import onnx
 
-from pipeline.evidence.registry import all_checks
+from pipeline.evidence.checklinks import all_checks
 from pipeline.export.onnx_model import MIN_OPSET, max_opset
-from pipeline.export.registry import converters, supported_operators
+from pipeline.export.converters import converters, supported_operators
 from pipeline.export.tasks import task_export
 
 ROOT = Path(__file__).parents[2]

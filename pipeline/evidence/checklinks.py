@@ -1,4 +1,4 @@
-"""The check registry seen from the evidence side: tolerant loading and link checks.
+"""Which checks there are and what they link to, seen from the evidence side: tolerant loading, link checks.
 
 `all_checks()` stops at the first check module that cannot be imported. The evidence
 builder must still report everything else, so `load_checks()` turns a module that fails to
