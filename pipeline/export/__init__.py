@@ -5,7 +5,7 @@ Property established: the NNEF description computes what the ONNX model computes
 node (HLR-EXP-003), unsupported constructs rejected with nothing written (HLR-EXP-002).
 The converters (pipeline.export.ops, one per ONNX operator, converters.py) are not
 trusted: pipeline.export.validate runs ONNX (onnxruntime) and the NNEF (reference
-semantics) on the same inputs, pipeline.export.khronos re-reads the files with the Khronos
+semantics) on the same inputs, pipeline.export.readback re-reads the files with the Khronos
 parser, and pipeline.export.checks turns both into check results.
 """
 

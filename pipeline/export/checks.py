@@ -37,7 +37,7 @@ from onnx import TensorProto, helper, numpy_helper
 from pipeline.ledger.checks import CheckResult, Verdict, register_check
 from pipeline.export.errors import ExportError
 from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE, export_model
-from pipeline.export.khronos import compare_with_khronos
+from pipeline.export.readback import compare_with_khronos
 from pipeline.export.onnx_model import OnnxModel
 from pipeline.export.validate import ValidationReport
 from pipeline.nnef.checker import check_paths

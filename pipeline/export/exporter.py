@@ -10,7 +10,7 @@ Who checks it, independently of the converters:
   infers for every ONNX tensor must equal ONNX shape inference's (EXPORT-E011 otherwise);
 - after export, pipeline.export.validate runs the ONNX model (onnxruntime) and the NNEF
   (reference interpreter) on the same seeded inputs (HLR-EXP-001), and
-  pipeline.export.khronos re-reads the files with the Khronos parser (HLR-FMT-005).
+  pipeline.export.readback re-reads the files with the Khronos parser (HLR-FMT-005).
 
 Nothing is written unless the whole export succeeds: the files are built in memory, then
 written to a temporary directory beside OUTDIR, which replaces OUTDIR in one rename.

@@ -41,7 +41,7 @@ from pipeline.split.codes import SplitError
 from pipeline.split.execute import compare_with_reference, trace_document
 from pipeline.split.exported import Exported, check_spec_matches, load_exported, vectors_for
 from pipeline.nnef.khronos import khronos_available
-from pipeline.split.khronos import compare_with_khronos, strip_extension
+from pipeline.split.plain_nnef import compare_with_khronos, strip_extension
 from pipeline.split.plan import (PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE, load_schedule,
                                  plan_document, schedule_document)
 from pipeline.split.splitter import Split, split_deployment

@@ -16,7 +16,7 @@ from pipeline.files.atomic import canonical_json
 from pipeline.project.deploy import load_deploy
 from pipeline.ledger.checks import read_results_document
 from pipeline.export import export_model
-from pipeline.export.khronos import compare_with_khronos
+from pipeline.export.readback import compare_with_khronos
 from pipeline.export.step import run_export_step
 from pipeline.export.validate import settings_from_spec, validate_export
 from pipeline.nnef.checker import check_paths

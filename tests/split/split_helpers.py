@@ -2,7 +2,7 @@
 and an independent plain-NNEF reading of item files for the Khronos parser.
 
 `khronos_text` is deliberately a *line* transformation, written apart from
-pipeline.split.khronos (which works on the AST): the test compares what the Khronos
+pipeline.split.plain_nnef (which works on the AST): the test compares what the Khronos
 parser reads from it with what our checker reads from the item file.
 """
 
