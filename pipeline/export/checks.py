@@ -41,7 +41,7 @@ from pipeline.export.readback import compare_with_khronos
 from pipeline.export.onnx_model import OnnxModel
 from pipeline.export.validate import ValidationReport
 from pipeline.nnef.checker import check_paths
-from pipeline.nnef.codes import PROFILE_DEPENDENT
+from pipeline.nnef.findings import PROFILE_DEPENDENT
 from pipeline.nnef.parser import parse_file
 
 STEP = "export"

@@ -4,7 +4,7 @@
 builds the flat graph of every graph or graphitem (pipeline.nnef.lowering), checks the
 tensor files of the variables, and applies the cross-item rules to all graphitems given
 together. It never stops at the first problem: every finding is returned, sorted by
-location, each with a stable code (pipeline.nnef.codes).
+location, each with a stable code (pipeline.nnef.findings).
 
 A path may be a file or a directory holding `graph.nnef` (the layout the Khronos
 `nnef.load_graph` reads); tensor files are looked up as `<dir>/<label>.dat` relative to
@@ -24,7 +24,7 @@ from pipeline.diagnostics import Finding, Severity, Span, has_errors, sorted_fin
 from pipeline.files.gcpause import gc_paused
 from pipeline.nnef import ast
 from pipeline.nnef.catalogue import standard_catalogue
-from pipeline.nnef.codes import PROFILE_DEPENDENT
+from pipeline.nnef.findings import PROFILE_DEPENDENT
 from pipeline.nnef.fragments import user_catalogue
 from pipeline.nnef.graph import Graph
 from pipeline.nnef.lowering import GraphBuilder, Options

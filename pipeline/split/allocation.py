@@ -31,7 +31,7 @@ import yaml
 from pipeline.project.deploy import DeployError, DeployProblem, DeploySpec, Item
 from pipeline.nnef.graph import Graph, Operation
 from pipeline.diagnostics import Location
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.emit import BINDINGS, COMMUNICATION, first_result
 from pipeline.split.layer_parallel import LayerParallelSpec, Rewritten, rewrite_graph
 

@@ -28,7 +28,7 @@ from pipeline.nnef.graph import Graph
 from pipeline.semantics import load_variables
 from pipeline.diagnostics import Location
 from pipeline.files.readguard import InputRefused, read_input
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.emit import BINDINGS
 from pipeline.numerics.vectors import draw_vectors
 

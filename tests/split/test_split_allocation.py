@@ -12,7 +12,7 @@ from pipeline.nnef import build
 from pipeline.nnef.printer import print_document
 from pipeline.terminal import render_error
 from pipeline.split.allocation import resolve_deployment
-from pipeline.split.codes import CODES, SplitError
+from pipeline.split.errors import CODES, SplitError
 from pipeline.split.exported import followers_from_provenance, load_exported
 from pipeline.split.splitter import split_deployment
 

@@ -21,7 +21,7 @@ from pipeline.nnef.graph import Graph
 from pipeline.nnef.printer import print_document
 from pipeline.semantics import interpret
 from pipeline.split.allocation import resolve_deployment
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.exported import load_exported
 from pipeline.split.halo import Window, chain_parts, split_rows, window_part
 from pipeline.split.layer_parallel import LayerParallelSpec, layer_parallel, rewrite_graph
