@@ -38,7 +38,7 @@ from pipeline.semantics import interpret, interpret_batch
 from pipeline.split import checks
 from pipeline.split.allocation import Deployment, resolve_deployment
 from pipeline.split.errors import SplitError
-from pipeline.split.execute import compare_with_reference, trace_document
+from pipeline.split.workers import compare_with_reference, trace_document
 from pipeline.split.exported import Exported, check_spec_matches, load_exported, vectors_for
 from pipeline.nnef.khronos import khronos_available
 from pipeline.split.plain_nnef import compare_with_khronos, strip_extension
