@@ -19,7 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.compare.nvdla_bound import ABSOLUTE, BOUND, describe, judge
-from pipeline.compare.nvdla_golden import read_dimg, read_pgm
+from pipeline.execute.nvdla.golden import read_dimg, read_pgm
 from pipeline.numerics.errorbound import FP16, NVDLA_FP16, REFERENCE, BoundUnavailable, ErrorBound
 from tests.codegen.nvdla_cases import golden_cases, loadable_of
 
