@@ -23,10 +23,7 @@ a SPLIT-Ennn code, the key path and the line in the YAML file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Mapping, Sequence
-
-import yaml
 
 from pipeline.project.deploy import DeployError, DeployProblem, DeploySpec, Item
 from pipeline.nnef.graph import Graph, Operation
@@ -67,45 +64,20 @@ def computing(graph: Graph) -> list[Operation]:
     return [op for op in graph.operations if op.name not in BINDINGS and op.name not in COMMUNICATION]
 
 
-# ---------------------------------------------------------------------- YAML positions
-
-def _positions(path: str) -> dict[str, tuple[int, int]]:
-    """Key path -> (line, column) in the spec file, when it can be read (messages only)."""
-    try:
-        root = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
-    out: dict[str, tuple[int, int]] = {}
-
-    def walk(node: yaml.Node, where: str) -> None:
-        out[where] = (node.start_mark.line + 1, node.start_mark.column + 1)
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                walk(value, f"{where}.{key.value}" if where else str(key.value))
-        elif isinstance(node, yaml.SequenceNode):
-            for index, value in enumerate(node.value):
-                walk(value, f"{where}[{index}]")
-
-    if root is not None:
-        walk(root, "")
-    return out
-
-
 class _Problems:
+    """The problems of one deployment, each at the position of its key in the spec's file.
+
+    The positions come with the spec (`DeploySpec.positions`, recorded by the one loader,
+    pipeline.project.deploy, from the text it judged): the file is never read again here.
+    """
+
     def __init__(self, spec: DeploySpec) -> None:
         self.spec = spec
         self.items: list[DeployProblem] = []
-        self._positions: dict[str, tuple[int, int]] | None = None
 
     def add(self, code: str, path: str, message: str) -> None:
-        if self.spec.positions:   # the positions of the text load_deploy read: the spec is not read again
-            location = self.spec.location(path)
-            line, column = location.line, location.column
-        else:   # a spec built in code: its file, when there is one, read once
-            if self._positions is None:
-                self._positions = _positions(self.spec.path)
-            line, column = self._positions.get(path, (0, 0))
-        self.items.append(DeployProblem(code, path, message, line, column))
+        location = self.spec.location(path)
+        self.items.append(DeployProblem(code, path, message, location.line, location.column))
 
     def raise_if_any(self) -> None:
         if self.items:

@@ -170,3 +170,17 @@ def test_every_code_is_documented() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "split.md").read_text(encoding="utf-8")
     for code in CODES:
         assert f"`{code}`" in text, code
+
+
+def test_a_problem_is_located_from_the_specs_positions_without_reading_the_file_again(tmp_path: Path) -> None:
+    """The loader's positions locate split's problems: the spec file gone, the line is still right."""
+    branch3_export(tmp_path / "export")
+    exported = load_exported(tmp_path / "export")
+    spec = branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2, o9]", extra=""))
+    lines = (tmp_path / "deploy.yaml").read_text().splitlines()
+    (tmp_path / "deploy.yaml").unlink()
+    with pytest.raises(DeployError) as caught:
+        resolve_deployment(spec, "paper3", exported.graph)
+    problem = caught.value.problems[0]
+    assert (problem.code, problem.path) == ("SPLIT-E002", "deployments.paper3.allocation.ITEM2[1]")
+    assert problem.line > 0 and "o9" in lines[problem.line - 1]
