@@ -7,6 +7,6 @@ positions by `yamlsource`). Every step imports it to declare its checks and reco
 read and wrote; the evidence step (pipeline.evidence) reads it back to build packages, the
 trace matrix and JUnit XML. It imports no step.
 
-(Called `pipeline.registry` before issue 31: "registry" also named the semantic kernels, the
+(The package was called `registry` before issue 31: "registry" also named the semantic kernels, the
 export converters and the evidence step's view of checks; each now has its own word.)
 """
