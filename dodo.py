@@ -11,14 +11,14 @@ import sys
 
 from doit import get_var
 
-from pipeline import tasklog
+from pipeline.project import tasklog
 from pipeline.diagnostics import PipelineError
-from pipeline.layout import check_output_folders
-from pipeline.lock import hold_project_lock
-from pipeline.progress import ProgressReporter
-from pipeline.tasking import ContentChecker, announce_refusals
+from pipeline.project.layout import check_output_folders
+from pipeline.project.lock import hold_project_lock
+from pipeline.project.progress import ProgressReporter
+from pipeline.project.tasking import ContentChecker, announce_refusals
 
-try:  # one doit run per project folder (pipeline/lock.py); a linked artifacts/ or reports/ refused before any step
+try:  # one doit run per project folder (pipeline/project/lock.py); a linked artifacts/ or reports/ refused before any step
     hold_project_lock(".")
     check_output_folders(".")
 except PipelineError as _error:
@@ -28,7 +28,7 @@ except PipelineError as _error:
     sys.exit(2)
 
 # The steps' log records: warnings on the console, INFO there with `doit verify log=info`, every
-# INFO record in .doit.log (pipeline/tasklog.py).
+# INFO record in .doit.log (pipeline/project/tasklog.py).
 tasklog.configure(".", tasklog.console_level(get_var("log", "")))
 
 # A model folder doit cannot run (no deploy.yaml, an invalid one, a name outside the grammar) is
@@ -41,11 +41,11 @@ DOIT_CONFIG = {
     "dep_file": ".doit.db",
     "verbosity": 2,
     # one line per finished task with its time and verdicts, notices while tasks run long, the
-    # time per step at the end (pipeline/progress.py); `doit --reporter=console` for doit's own
+    # time per step at the end (pipeline/project/progress.py); `doit --reporter=console` for doit's own
     "reporter": ProgressReporter,
     "check_file_uptodate": ContentChecker,  # catches same-size edits that restore the mtime
     # Tasks run on every core (forked worker processes; `doit -n 1 verify` runs them one by one);
-    # timing campaigns wait until no other task is at work (pipeline/lock.py `measuring`).
+    # timing campaigns wait until no other task is at work (pipeline/project/lock.py `measuring`).
     "num_process": len(os.sched_getaffinity(0)),
 }
 

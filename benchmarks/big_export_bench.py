@@ -57,9 +57,9 @@ print(";".join(f"{{r.check_id}}={{r.verdict.value}}" for r in results))
 PEER = """
 import sys; sys.path.insert(0, {root!r})
 import onnx
-from pipeline.deploy import load_deploy
-from pipeline.onnx_runner import reference_runner
-from pipeline.vectors import draw_vectors
+from pipeline.project.deploy import load_deploy
+from pipeline.numerics.onnx_runner import reference_runner
+from pipeline.numerics.vectors import draw_vectors
 spec = load_deploy("models/{name}/deploy.yaml")
 runner = reference_runner(onnx.load("models/{name}/model.onnx"))
 for vector in draw_vectors(spec.inputs, spec.validation.vectors, spec.validation.seed):

@@ -47,14 +47,14 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import bench_models  # noqa: E402
 from pipeline.codegen.program.generate import generate_deployment  # noqa: E402
 from pipeline.codegen.deployment import load_deployment  # noqa: E402
-from pipeline.deploy import load_deploy  # noqa: E402
+from pipeline.project.deploy import load_deploy  # noqa: E402
 from pipeline.execute.step import step_durations  # noqa: E402
 from pipeline.export.step import run_export_step  # noqa: E402
-from pipeline.layout import model_names  # noqa: E402
+from pipeline.project.layout import model_names  # noqa: E402
 from pipeline.nnef.tensorfile import read_tensor, write_tensor  # noqa: E402
 from pipeline.split.step import run_split_step  # noqa: E402
 from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa  # noqa: E402
-from pipeline.vectors import draw_vectors  # noqa: E402
+from pipeline.numerics.vectors import draw_vectors  # noqa: E402
 
 
 def generate(model: str, project: Path, lanes: int) -> dict:

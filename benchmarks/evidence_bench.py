@@ -18,15 +18,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.atomic import write_bytes, write_json, write_text
-from pipeline.registry import checks
+from pipeline.files.atomic import write_bytes, write_json, write_text
+from pipeline.ledger import checks
 from pipeline.evidence.build import build_model_package, build_reports
-from pipeline.registry.checks import CheckResult, Verdict, register_check, results_document
+from pipeline.ledger.checks import CheckResult, Verdict, register_check, results_document
 from pipeline.evidence.matrix import build_matrix
 from pipeline.evidence.package import verify_package
-from pipeline.registry.records import record_step
-from pipeline.registry.requirements import load_requirements
-from pipeline.layout import STEPS, checks_path
+from pipeline.ledger.records import record_step
+from pipeline.ledger.requirements import load_requirements
+from pipeline.project.layout import STEPS, checks_path
 
 REPO = Path(__file__).resolve().parents[1]
 CHECKS_PER_STEP = 6

@@ -22,14 +22,14 @@ import onnx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.deploy import load_deploy  # noqa: E402
+from pipeline.project.deploy import load_deploy  # noqa: E402
 from pipeline.export import convert  # noqa: E402
 from pipeline.export.exporter import publish  # noqa: E402
-from pipeline.onnx_runner import reference_runner  # noqa: E402
-from pipeline.layout import model_names  # noqa: E402
+from pipeline.numerics.onnx_runner import reference_runner  # noqa: E402
+from pipeline.project.layout import model_names  # noqa: E402
 from pipeline.nnef.checker import check_paths  # noqa: E402
 from pipeline.semantics import interpret, load_variables  # noqa: E402
-from pipeline.vectors import draw_vectors  # noqa: E402
+from pipeline.numerics.vectors import draw_vectors  # noqa: E402
 
 
 def _median_ms(fn, runs: int) -> float:

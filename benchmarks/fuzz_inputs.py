@@ -82,7 +82,7 @@ def _nnef_cases() -> list[str]:
 
 def run_nnef() -> Callable[[random.Random], str]:
     from pipeline.nnef.checker import check_text
-    from pipeline.nnef.codes import CODES
+    from pipeline.nnef.findings import CODES
 
     cases = _nnef_cases()
 

@@ -37,10 +37,10 @@ sys.path.insert(0, str(ROOT))
 from benchmarks import bench_models  # noqa: E402
 from pipeline.export import convert  # noqa: E402
 from pipeline.export.exporter import publish  # noqa: E402
-from pipeline.layout import model_names  # noqa: E402
+from pipeline.project.layout import model_names  # noqa: E402
 from pipeline.nnef.checker import check_paths  # noqa: E402
 from pipeline.nnef.graph import Graph  # noqa: E402
-from pipeline.onnx_runner import reference_runner  # noqa: E402
+from pipeline.numerics.onnx_runner import reference_runner  # noqa: E402
 from pipeline.semantics import interpret, interpret_batch, interpreter, jit, load_variables  # noqa: E402
 
 
@@ -78,8 +78,8 @@ def _model(name: str) -> tuple[onnx.ModelProto, list[dict[str, np.ndarray]]]:
 
 def _vectors(name: str, model: onnx.ModelProto, count: int) -> list[dict[str, np.ndarray]]:
     if name not in bench_models.BUILDERS:
-        from pipeline.deploy import load_deploy
-        from pipeline.vectors import draw_vectors
+        from pipeline.project.deploy import load_deploy
+        from pipeline.numerics.vectors import draw_vectors
 
         spec = load_deploy(ROOT / "models" / name / "deploy.yaml")
         return draw_vectors(spec.inputs, count, spec.validation.seed)

@@ -4,7 +4,7 @@
 
 Per model, the median time of one vector (the deployment spec's first validation vector) in
 onnxruntime (float32, one thread: the peer), in the yardstick (onnx.reference in float64,
-pipeline.yardstick) and in both error-bound passes (pipeline.errorbound, ours and
+pipeline.numerics.yardstick) and in both error-bound passes (pipeline.numerics.errorbound, ours and
 onnxruntime's), their ratios to onnxruntime, and the export validation's extra time for
 YARDSTICK_VECTORS vectors. Prints a table; writes nothing.
 """
@@ -22,13 +22,13 @@ import onnx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.deploy import load_deploy  # noqa: E402
-from pipeline.errorbound import ONNXRUNTIME, REFERENCE, ErrorBound  # noqa: E402
+from pipeline.project.deploy import load_deploy  # noqa: E402
+from pipeline.numerics.errorbound import ONNXRUNTIME, REFERENCE, ErrorBound  # noqa: E402
 from pipeline.export.validate import YARDSTICK_VECTORS  # noqa: E402
-from pipeline.layout import model_names  # noqa: E402
-from pipeline.onnx_runner import reference_runner  # noqa: E402
-from pipeline.vectors import draw_vectors  # noqa: E402
-from pipeline.yardstick import Yardstick  # noqa: E402
+from pipeline.project.layout import model_names  # noqa: E402
+from pipeline.numerics.onnx_runner import reference_runner  # noqa: E402
+from pipeline.numerics.vectors import draw_vectors  # noqa: E402
+from pipeline.numerics.yardstick import Yardstick  # noqa: E402
 
 
 def _median_ms(fn, runs: int) -> float:

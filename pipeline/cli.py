@@ -37,7 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pipeline.execute.command",
     "pipeline.compare.command",
     "pipeline.evidence.command",
-    "pipeline.compare.nvdla_command",
+    "pipeline.execute.nvdla.command",
     "pipeline.operations",
 )
 

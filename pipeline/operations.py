@@ -3,16 +3,16 @@
 `python -m pipeline operations --write docs/operations.md` rewrites docs/operations.md; a
 test (tests/test_operations.py) fails when the file is not what the code says now. Sources:
 
-* export: pipeline.export.registry (the ONNX operators with a converter, their operator
+* export: pipeline.export.converters (the ONNX operators with a converter, their operator
   versions, and the NNEF operations named after `->` in the converter's docstring, which the
   registry requires to state the mapping);
 * the NNEF operations: pipeline.nnef.catalogue (the standard fragments and the extension's);
-* reference: pipeline.semantics.registry; C and CUDA: the emitter registries of
+* reference: pipeline.semantics.kernels; C and CUDA: the emitter registries of
   pipeline.codegen.c.kernels and pipeline.codegen.cuda.kernels;
 * NVDLA: the operations pipeline.split.nvdla_legalize.legalize dispatches on (read from its
   source: a chain of `op.name` tests), with the limits of its `NV_FULL` configuration;
 * layer-parallel split: pipeline.split.layer_parallel (a `conv` head and its chain);
-* error bound: pipeline.errorbound (its rules, the operators exact in FP16 storage, the ones
+* error bound: pipeline.numerics.errorbound (its rules, the operators exact in FP16 storage, the ones
   refused there).
 
 Every catalogue operation a stage does not support is listed in `REFUSED` with the reason:
@@ -186,12 +186,12 @@ class Registries:
 
 
 def registries() -> Registries:
-    from pipeline import errorbound
+    from pipeline.numerics import errorbound
     from pipeline.codegen.c import kernels as c_kernels
     from pipeline.codegen.cuda import kernels as cuda_kernels
-    from pipeline.export.registry import converters
+    from pipeline.export.converters import converters
     from pipeline.nnef.catalogue import standard_catalogue
-    from pipeline.semantics.registry import supported_operations
+    from pipeline.semantics.kernels import supported_operations
     from pipeline.split.layer_parallel import POINTWISE_OPS, WINDOW_OPS
 
     supported = {
@@ -325,7 +325,7 @@ def render(reg: Registries | None = None) -> str:
         "NNEF operations: those the converter writes (named in its docstring; docs/export.md has each "
         "mapping in full). A target column says whether every one of them runs there (`all but x`: the "
         "forms the converter writes with x do not). Error bound: the rule "
-        "of `pipeline.errorbound` that bounds the operator's rounding error (docs/compare.md): the tolerance "
+        "of `pipeline.numerics.errorbound` that bounds the operator's rounding error (docs/compare.md): the tolerance "
         "justification and the NVDLA FP16 bound need one for every operator of a model.",
         "",
     ]
@@ -363,7 +363,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline.atomic import write_text
+    from pipeline.files.atomic import write_text
     from pipeline.terminal import EXIT_FAILED, EXIT_OK
 
     reg = registries()

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence, TextIO
 
 from pipeline.diagnostics import (DEBUG_ENV, INTERNAL_ERROR, IO_ERROR, Finding, Location, PipelineError, Span,  # noqa: F401
                                   debug_requested, describe_unexpected)
-from pipeline.oneline import MAX_LINE, shorten  # noqa: F401 (re-exported)
+from pipeline.project.oneline import MAX_LINE, shorten  # noqa: F401 (re-exported)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
@@ -100,7 +100,7 @@ def render_problem(code: str, message: str, location: Location, severity: str = 
 def render_error(error: PipelineError, texts: Mapping[str, str] | None = None) -> str:
     """Every problem a PipelineError stands for (a document validator reports them all), the first
     MAX_PROBLEMS_SHOWN of them drawn, each source file read once."""
-    from pipeline.yamlguard import limit_from_env
+    from pipeline.files.yamlguard import limit_from_env
 
     problems = error.all_problems()
     limit = limit_from_env(PROBLEMS_VARIABLE, MAX_PROBLEMS_SHOWN)
@@ -149,7 +149,7 @@ def fail_usage(message: str) -> int:
 def model_and_root(text: str) -> tuple[str, Path]:
     """A model name or models/<m> folder -> (model, project root); NAME-E001 for a name outside
     the grammar (docs/deploy.md, "Names"): it becomes artifacts/<m>/, which `../x` would leave."""
-    from pipeline.names import check_name
+    from pipeline.files.names import check_name
 
     path = Path(text)
     if path.is_dir() and (path / "deploy.yaml").is_file():
@@ -159,7 +159,7 @@ def model_and_root(text: str) -> tuple[str, Path]:
 
 def print_results(results: Sequence[Any], as_json: bool) -> int:
     """Check results as a table (or JSON); exit 1 when one failed."""
-    from pipeline.registry.checks import Verdict, results_document
+    from pipeline.ledger.checks import Verdict, results_document
 
     if as_json:
         print(json.dumps(results_document(list(results)), indent=2, sort_keys=True))

@@ -13,7 +13,7 @@ from typing import Callable
 
 import pytest
 
-from pipeline.layout import model_names
+from pipeline.project.layout import model_names
 from tests.projects import ROOT, copy_exports, link_project
 
 

@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 from typing import Iterable
 
-from pipeline.layout import step_dir
+from pipeline.project.layout import step_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 

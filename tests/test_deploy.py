@@ -1,4 +1,4 @@
-"""Deployment specs (pipeline.deploy): the shipped ones load; every structural problem is
+"""Deployment specs (pipeline.project.deploy): the shipped ones load; every structural problem is
 reported with its DEPLOY code, key path and line."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.terminal import render_error
-from pipeline.deploy import CODES, DeployError, check_inputs_match, load_deploy, parse_deploy_text
-from pipeline.vectors import Distribution, InputSpec
+from pipeline.project.deploy import CODES, DeployError, check_inputs_match, load_deploy, parse_deploy_text
+from pipeline.numerics.vectors import Distribution, InputSpec
 
 ROOT = Path(__file__).parents[1]
 MODELS = ["branch3", "inception", "lenet5", "mbconv", "resnet8"]
@@ -188,3 +188,47 @@ def test_an_fp16_requirement_belongs_to_a_deployment_with_an_nvdla_item() -> Non
         parse_deploy_text(VALID.replace("    sync: barrier\n", "    sync: barrier\n    fp16: {max_abs_error: 1.0e-2}\n"),
                           "tiny.yaml")
     assert caught.value.code == "DEPLOY-E004" and "without an nvdla item" in caught.value.message
+
+
+# The modules that may build Python values from YAML text: the deployment spec's one loader, the
+# requirement files' reader (positions of their own) and the guard that screens both first.
+YAML_READERS = {"pipeline/project/deploy.py", "pipeline/ledger/yamlsource.py", "pipeline/files/yamlguard.py"}
+YAML_CALLS = {"compose", "compose_all", "load", "load_all", "safe_load", "safe_load_all", "full_load", "unsafe_load",
+              "SafeLoader", "CSafeLoader", "Loader", "FullLoader", "UnsafeLoader", "parse", "scan"}
+
+
+def _yaml_uses(path: Path) -> list[int]:
+    """Lines of `path` that name a YAML parsing entry point or loader class of PyYAML (`yaml.compose`, ...)."""
+    import ast
+
+    return [node.lineno for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Attribute) and node.attr in YAML_CALLS
+            and isinstance(node.value, ast.Name) and node.value.id == "yaml"]
+
+
+def test_deploy_yaml_has_one_loader(tmp_path: Path) -> None:
+    """Every consumer of a deployment spec goes through load_deploy: no other module parses YAML.
+
+    Its result carries the position of every key (`DeploySpec.positions`), so a later step
+    locates its own problems without reading the file again (pipeline/split/allocation.py).
+    """
+    found = {path.relative_to(ROOT).as_posix(): _yaml_uses(path) for path in sorted((ROOT / "pipeline").rglob("*.py"))}
+    assert {path for path, lines in found.items() if lines} <= YAML_READERS, {
+        path: lines for path, lines in found.items() if lines and path not in YAML_READERS}
+    assert found["pipeline/project/deploy.py"]  # the loader itself is seen
+    reparse = tmp_path / "reparse.py"
+    reparse.write_text("import yaml\n\ndef f(text):\n    return yaml.compose(text, Loader=yaml.SafeLoader)\n")
+    assert _yaml_uses(reparse) == [4, 4]  # the rule can fail: a second parser of the spec is caught
+
+
+def test_a_loaded_spec_carries_the_position_of_every_key(tmp_path: Path) -> None:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(VALID, encoding="utf-8")
+    spec = load_deploy(path)
+    assert load_deploy(path) is spec  # cached per file: every consumer gets the same spec
+    lines = VALID.splitlines()
+    for key_path, value in (("model", "tiny"), ("inputs.x.shape", "[1, 4]"),
+                            ("validation.tolerance.max_abs_error", "1.0e-5")):
+        line, column = spec.positions[key_path]
+        assert lines[line - 1][column - 1:].startswith(value), key_path
+        assert (spec.location(key_path).line, spec.location(key_path).column) == (line, column)

@@ -3,7 +3,7 @@
 - every `python -m pipeline` command turns an exception no step anticipated into PIPE-E900
   (an OSError into PIPE-E901 with the path), exit 2, the traceback only with --debug or
   NNCERT_DEBUG=1;
-- pipeline.atomic turns a refused write (ENOSPC, EROFS, EACCES, EDQUOT) into WriteError
+- pipeline.files.atomic turns a refused write (ENOSPC, EROFS, EACCES, EDQUOT) into WriteError
   (PIPE-E901) and leaves the previous file and no temporary behind: checked with a real
   full tmpfs when this machine lets us mount one, and with os.fsync/os.replace patched (a full disk often shows at fsync);
 - a doit step action starts from an emptied folder, records a failure in failed.json and
@@ -25,13 +25,15 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import atomic, cli
-from pipeline.atomic import WriteError, write_bytes, write_json
+from pipeline import cli
+
+from pipeline.files import atomic
+from pipeline.files.atomic import WriteError, write_bytes, write_json
 from pipeline.diagnostics import IO_ERROR, PipelineError
-from pipeline.layout import STEPS, step_dir
-from pipeline.registry import freshness
-from pipeline.registry.freshness import FAILED_FILE, fresh_run, invalidate_dependents, step_action
-from pipeline.registry.records import check_records, record_step
+from pipeline.project.layout import STEPS, step_dir
+from pipeline.ledger import freshness
+from pipeline.ledger.freshness import FAILED_FILE, fresh_run, invalidate_dependents, step_action
+from pipeline.ledger.records import check_records, record_step
 from tests.projects import ROOT
 
 MODEL = "inception"  # the smallest shipped model

@@ -18,14 +18,21 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pipeline"
 
-# Shared utilities and the evidence registry: below every step, importing only each other.
-FOUNDATION = {
-    "pipeline", "pipeline.atomic", "pipeline.diagnostics", "pipeline.layout", "pipeline.gcpause",
-    "pipeline.vectors", "pipeline.deploy", "pipeline.schema", "pipeline.schema_accept", "pipeline.targets", "pipeline.metrics", "pipeline.onnx_runner", "pipeline.tasking", "pipeline.lock",
-    "pipeline.terminal", "pipeline.toolchain", "pipeline.names", "pipeline.yamlguard", "pipeline.readguard",
-    "pipeline.yardstick", "pipeline.errorbound", "pipeline.tolerance", "pipeline.tasklog", "pipeline.progress", "pipeline.oneline",
-    "pipeline.registry",
-}
+# Below every step, in layers: a foundation module imports only its own layer and the layers
+# before it, never a step. The diagnostics; files and their guards; the numerics and the compiler
+# drivers; the project folder and its doit run; the ledger (checks, records, requirements); the
+# command line's rendering.
+FOUNDATION_LAYERS: list[set[str]] = [
+    {"pipeline", "pipeline.diagnostics"},
+    {"pipeline.files"},
+    {"pipeline.numerics", "pipeline.toolchain"},
+    {"pipeline.project"},
+    {"pipeline.ledger"},
+    {"pipeline.terminal"},
+]
+FOUNDATION = set().union(*FOUNDATION_LAYERS)
+# At most this many modules directly in pipeline/ (issue 31): the rest is grouped by idea.
+TOP_LEVEL_MODULES = 8
 # The data path: format, semantics, then the steps in chain order, then the evidence step and the CLI.
 DATA_PATH = ["nnef", "semantics", "export", "check", "split", "petri", "codegen", "execute", "compare", "evidence", "operations",
              "cli", "__main__"]
@@ -58,10 +65,11 @@ def module_name(path: Path) -> str:
 
 
 def level(module: str) -> int:
-    """-1 for the foundation, else the index of the module's package on the data path."""
+    """A negative number for the foundation (its layer, counted back from -1), else the index
+    of the module's package on the data path."""
     for prefix in sorted(FOUNDATION, key=len, reverse=True):
         if module == prefix or module.startswith(prefix + ".") and prefix != "pipeline":
-            return -1
+            return next(index for index, layer in enumerate(FOUNDATION_LAYERS) if prefix in layer) - len(FOUNDATION_LAYERS)
     parts = module.split(".")
     if len(parts) < 2:
         return -1
@@ -107,8 +115,9 @@ def violations(path: Path, module: str) -> list[str]:
     wrong = []
     for line, imported in imports(path):
         theirs = level(imported)
-        if theirs > own or (own == -1 and theirs != -1):
-            wrong.append(f"{path}:{line}: {module} imports {imported} (a later step)")
+        if theirs > own or (own < 0 and theirs >= 0):
+            what = "a later step" if theirs >= 0 else "a later foundation layer"
+            wrong.append(f"{path}:{line}: {module} imports {imported} ({what})")
         if module.startswith("pipeline.codegen") and imported.startswith("pipeline.semantics") \
                 and (module, imported) not in SHARED_WITH_REFERENCE:
             wrong.append(f"{path}:{line}: generator module {module} imports the reference {imported}")
@@ -272,9 +281,28 @@ def test_the_cycle_rules_catch_what_they_forbid(tmp_path: Path) -> None:
 def test_the_rules_catch_what_they_forbid(tmp_path: Path) -> None:
     """The test can fail: imports inside functions against the data path are caught."""
     source = tmp_path / "module.py"
-    source.write_text("import pipeline.atomic\n\ndef f():\n    from pipeline.compare import numeric\n"
+    source.write_text("import pipeline.files.atomic\n\ndef f():\n    from pipeline.compare import numeric\n"
                       "    from pipeline.semantics.windows import resolve\n", encoding="utf-8")
     found = violations(source, "pipeline.codegen.c.kernels.conv")
     assert len(found) == 2 and "pipeline.compare.numeric (a later step)" in found[0] and "reference" in found[1]
     assert violations(source, "pipeline.evidence.matrix") == []
-    assert violations(source, "pipeline.metrics")  # the foundation imports no step
+    assert violations(source, "pipeline.numerics.metrics")  # the foundation imports no step
+
+
+def test_the_foundation_layers_go_one_way(tmp_path: Path) -> None:
+    """Inside the foundation too: the files layer imports neither the project folder nor the ledger."""
+    source = tmp_path / "module.py"
+    source.write_text("from pipeline.diagnostics import PipelineError\nfrom pipeline.ledger.checks import Verdict\n"
+                      "from pipeline.project.layout import STEPS\n", encoding="utf-8")
+    found = violations(source, "pipeline.files.atomic")
+    assert len(found) == 2 and all("a later foundation layer" in f for f in found)
+    assert violations(source, "pipeline.terminal") == []
+    assert len(violations(source, "pipeline.project.tasking")) == 1  # the ledger is above the project folder
+
+
+def test_the_top_level_is_grouped_by_idea() -> None:
+    """At most TOP_LEVEL_MODULES modules directly in pipeline/; every one is on the data path or the foundation."""
+    top = sorted(path.stem for path in PACKAGE.glob("*.py"))
+    assert len(top) <= TOP_LEVEL_MODULES, top
+    for name in top:
+        level("pipeline" if name == "__init__" else f"pipeline.{name}")  # raises for a module in neither

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.diagnostics import PipelineError
-from pipeline.lock import E_LOCKED, LOCK_FILE, hold_project_lock
+from pipeline.project.lock import E_LOCKED, LOCK_FILE, hold_project_lock
 from tests.projects import ROOT
 
-HOLDER = "import sys; from pipeline.lock import hold_project_lock; hold_project_lock(sys.argv[1]); print('held', flush=True); sys.stdin.read()"
+HOLDER = "import sys; from pipeline.project.lock import hold_project_lock; hold_project_lock(sys.argv[1]); print('held', flush=True); sys.stdin.read()"
 
 
 def _holder(folder: Path) -> subprocess.Popen[str]:
@@ -60,7 +60,7 @@ def test_doit_in_a_locked_folder_exits_2_with_the_code_and_no_traceback(tmp_path
 
 WORKER = """
 import sys, time
-from pipeline.lock import measuring, working
+from pipeline.project.lock import measuring, working
 root, kind, log, hold = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 def note(what):
     with open(log, "a") as stream:

@@ -1,4 +1,4 @@
-"""What `doit` prints while it works (pipeline/progress.py, pipeline/tasklog.py) and how it refuses a model folder.
+"""What `doit` prints while it works (pipeline/project/progress.py, pipeline/project/tasklog.py) and how it refuses a model folder.
 
 End to end on a fake project whose dodo.py uses the same reporter, logging set-up and
 refusal announcement as the project's own (dodo.py), with a short notice interval so
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import progress, tasking, tasklog
+from pipeline.project import progress, tasking, tasklog
 from tests.evidence.evidence_fakeproject import MINIMAL_CHECKS, REPO, FakeProject, isolated_registry
 
 FAKECHECKS = """\
-from pipeline.registry.checks import register_check
+from pipeline.ledger.checks import register_check
 {registrations}
 """
 
@@ -29,12 +29,12 @@ DODO = """\
 import logging, time
 from pathlib import Path
 from doit import get_var
-from pipeline.registry import checks
+from pipeline.ledger import checks
 checks.CHECK_MODULES = ("fakechecks", "pipeline.evidence.selfchecks")
 import fakechecks  # noqa: F401
-from pipeline import progress, tasklog
-from pipeline.registry.freshness import step_action
-from pipeline.tasking import announce_refusals, runnable_models
+from pipeline.project import progress, tasklog
+from pipeline.ledger.freshness import step_action
+from pipeline.project.tasking import announce_refusals, runnable_models
 
 progress.NOTICE_EVERY = 0.5
 tasklog.configure(".", tasklog.console_level(get_var("log", "")))
@@ -170,10 +170,10 @@ def test_refusals_one_line_each(tmp_path: Path) -> None:
 
 
 def test_a_timing_campaign_says_it_waits_at_the_measuring_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pipeline import lock
+    from pipeline.project import lock
 
     monkeypatch.setattr(lock, "GATE_NOTICE_AFTER", 0.3)
-    worker = ("import sys, time\nfrom pipeline.lock import working\n"
+    worker = ("import sys, time\nfrom pipeline.project.lock import working\n"
               "with working(sys.argv[1]):\n    print('in', flush=True)\n    time.sleep(1.0)\n")
     holder = subprocess.Popen([sys.executable, "-c", worker, str(tmp_path)], stdout=subprocess.PIPE, text=True,
                               env=dict(os.environ, PYTHONPATH=str(REPO)))
@@ -181,7 +181,7 @@ def test_a_timing_campaign_says_it_waits_at_the_measuring_gate(tmp_path: Path, m
     stream = io.StringIO()
     tasklog.configure(tmp_path, logging.WARNING, stream)
     try:
-        from pipeline.lock import measuring
+        from pipeline.project.lock import measuring
 
         with tasklog.in_task("compare:lenet5"), measuring(tmp_path):
             pass

@@ -1,4 +1,4 @@
-"""One way to validate a document (pipeline.schema + pipeline/schemas/*.schema.json).
+"""One way to validate a document (pipeline.files.schema + pipeline/schemas/*.schema.json).
 
 The schemas are checked by jsonschema's own meta-schema; every DEPLOY code is produced for a
 crafted document with its key path and line; the documented example validates; random
@@ -21,10 +21,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeline import schema
-from pipeline.deploy import CODES, SYNC_MODES, TARGETS, DeployError, DeploySpec, parse_deploy_text
+from pipeline.files import schema
+from pipeline.project.deploy import CODES, SYNC_MODES, TARGETS, DeployError, DeploySpec, parse_deploy_text
 from pipeline.diagnostics import PipelineError
-from pipeline.vectors import DISTRIBUTION_KINDS
+from pipeline.numerics.vectors import DISTRIBUTION_KINDS
 from tests.test_deploy import VALID
 
 ROOT = Path(__file__).parents[1]
@@ -54,7 +54,7 @@ def test_schema_enums_agree_with_the_typed_model() -> None:
 
 
 def test_importing_a_reader_does_not_import_jsonschema() -> None:
-    code = "import sys, pipeline.deploy, pipeline.split.plan; print('jsonschema' in sys.modules)"
+    code = "import sys, pipeline.project.deploy, pipeline.split.plan; print('jsonschema' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
 

@@ -1,8 +1,8 @@
-"""The compiled acceptance test (pipeline/schema_accept.py) against jsonschema, on generated documents.
+"""The compiled acceptance test (pipeline/files/schema_accept.py) against jsonschema, on generated documents.
 
 Documents are generated from each schema file with deliberate mistakes (wrong types, missing
 and unknown keys, values at and beyond bounds, booleans where numbers are expected, NaN);
-jsonschema (through pipeline.schema's validator class, with our `integer` and `finite`) is the
+jsonschema (through pipeline.files.schema's validator class, with our `integer` and `finite`) is the
 judge. The acceptance test must never accept a document jsonschema refuses, and must accept
 what jsonschema accepts (it may only decline the NaN-against-a-bound cases it leaves to
 jsonschema on purpose).
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.schema import SCHEMA_DIR, _validator_class, acceptor, load_schema, validate
-from pipeline.schema_accept import compile_acceptor
+from pipeline.files.schema import SCHEMA_DIR, _validator_class, acceptor, load_schema, validate
+from pipeline.files.schema_accept import compile_acceptor
 
 NAMES = sorted(p.name[: -len(".schema.json")] for p in SCHEMA_DIR.glob("*.schema.json"))
 DOCUMENTS = 1500

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import tasking
-from pipeline.deploy import load_deploy
-from pipeline.layout import model_names
+from pipeline.project import tasking
+from pipeline.project.deploy import load_deploy
+from pipeline.project.layout import model_names
 from tests.projects import ROOT
 
 

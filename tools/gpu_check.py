@@ -34,7 +34,7 @@ def _check_model(model: str, project: str) -> dict[str, Any]:
     """One model through the chain, its cuda deployments on the GPU; its line's facts."""
     from pipeline.codegen.step import run_codegen_step
     from pipeline.compare.step import run_compare_step
-    from pipeline.deploy import load_deploy
+    from pipeline.project.deploy import load_deploy
     from pipeline.execute.step import run_execute_step
     from pipeline.export.step import run_export_step
     from pipeline.split.step import run_split_step
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     parser.add_argument("--limit", type=float, default=LIMIT_S, help=f"seconds for all models (default {LIMIT_S})")
     args = parser.parse_args(argv)
-    from pipeline.layout import model_names
+    from pipeline.project.layout import model_names
     from pipeline.toolchain.nvcc import gpu_device, gpu_label, gpu_query
 
     models = args.models.split(",") if args.models else model_names(ROOT)

@@ -11,10 +11,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomic import write_json
-from pipeline.registry.checks import CheckResult, Verdict, results_document
-from pipeline.registry.records import record_step
-from pipeline.layout import CHECK_REPORT_FILE, checks_path, export_data, project_relative, step_dir
+from pipeline.files.atomic import write_json
+from pipeline.ledger.checks import CheckResult, Verdict, results_document
+from pipeline.ledger.records import record_step
+from pipeline.project.layout import CHECK_REPORT_FILE, checks_path, export_data, project_relative, step_dir
 from pipeline.nnef import checks
 from pipeline.nnef.checker import GRAPH_FILE, CheckReport, check_paths
 

@@ -8,12 +8,12 @@ from typing import Any, Iterator
 
 from doit.exceptions import TaskFailed
 
-from pipeline.registry.freshness import coded_action, step_action
-from pipeline.tasking import package_sources, runnable_models
-from pipeline.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, step_dir
+from pipeline.ledger.freshness import coded_action, step_action
+from pipeline.project.tasking import package_sources, runnable_models
+from pipeline.project.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, step_dir
 
-SOURCE_GLOBS = ("check", "nnef", "semantics", "registry", "layout.py", "atomic.py", "diagnostics.py", "deploy.py",
-                "vectors.py")
+SOURCE_GLOBS = ("check", "nnef", "semantics", "ledger", "project/layout.py", "files/atomic.py", "diagnostics.py", "project/deploy.py",
+                "numerics/vectors.py")
 EXAMPLES = Path("examples") / "nnef"
 EXAMPLES_REPORT = Path(ARTIFACTS_DIR) / "examples" / "check" / CHECK_REPORT_FILE
 
@@ -27,7 +27,7 @@ def _run(model: str) -> bool:
 
 def _check_examples(paths: list[str]) -> TaskFailed | None:
     """The shipped examples document the language: they must be free of errors."""
-    from pipeline.atomic import write_json
+    from pipeline.files.atomic import write_json
     from pipeline.nnef.checker import check_paths
     from pipeline.check.step import report_document
 

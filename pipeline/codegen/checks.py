@@ -22,7 +22,7 @@ from typing import Any
 
 from pipeline.codegen import compilerdefects, static, tracecheck
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import CheckResult, Obtained, Verdict, Where, register_check
+from pipeline.ledger.checks import CheckResult, Obtained, Verdict, Where, register_check
 from pipeline.toolchain.cc import (QUALIFIED_FLAGS, binutil, build_flags, compile_objects, compiler_path,
                                    compiler_version)
 from pipeline.toolchain.platforms import Platform, described, host_platform, missing_reason, missing_tools, runner_version

@@ -20,7 +20,7 @@ import numpy as np
 
 from pipeline.codegen.errors import CodegenError
 from pipeline.diagnostics import Location, PipelineError, Severity
-from pipeline.layout import project_relative
+from pipeline.project.layout import project_relative
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph, Operation
 from pipeline.nnef.tensorfile import LABEL_CODE, TensorFileError, label_path, read_variable_file
@@ -181,7 +181,7 @@ def load_deployment(split_dir: str | os.PathLike[str], export_dir: str | os.Path
             except ValueError as error:
                 raise PipelineError(LABEL_CODE, str(error), Location.of_span(op.span) if op.span
                                    else Location.in_file(path)) from None
-            try:  # below the export folder, no link followed (pipeline.readguard)
+            try:  # below the export folder, no link followed (pipeline.files.readguard)
                 array = read_variable_file(export, label).data
             except TensorFileError as error:
                 if error.missing:

@@ -30,19 +30,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomic import write_json
-from pipeline.names import confined
+from pipeline.files.atomic import write_json
+from pipeline.files.names import confined
 from pipeline.codegen import checks
 from pipeline.codegen.program.generate import generate_deployment
 from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.program.items import NO_GENERATOR, emitter_for
 from pipeline.codegen.deployment import load_deployment, sha256_of
-from pipeline.deploy import load_deploy
-from pipeline.targets import code_kind
+from pipeline.project.deploy import load_deploy
+from pipeline.project.targets import code_kind
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import CheckResult, results_document
-from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, export_data, model_dir, project_relative, step_data, step_dir
+from pipeline.ledger.checks import CheckResult, results_document
+from pipeline.ledger.records import record_step
+from pipeline.project.layout import checks_path, export_data, model_dir, project_relative, step_data, step_dir
 from pipeline.toolchain.cc import build_flags, compiler_version
 from pipeline.toolchain.platforms import Platform, host_platform
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.layout import RECORD_FILE, checks_path, model_dir, step_dir
+from pipeline.project.layout import RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.split.tasks import split_targets
-from pipeline.registry.freshness import step_action
-from pipeline.tasking import package_sources, runnable_models
+from pipeline.ledger.freshness import step_action
+from pipeline.project.tasking import package_sources, runnable_models
 
-SOURCE_GLOBS = ("codegen", "semantics/transcendental.py", "toolchain", "nnef", "split/plan.py", "deploy.py", "layout.py",
-                "atomic.py", "registry")
+SOURCE_GLOBS = ("codegen", "semantics/transcendental.py", "toolchain", "nnef", "split/plan.py", "project/deploy.py", "project/layout.py",
+                "files/atomic.py", "ledger")
 
 
 def _generate(model: str) -> bool:

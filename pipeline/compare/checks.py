@@ -1,7 +1,7 @@
 """The checks of the compare step (one result per check and deployment, `<model>/<deployment>`).
 
 compare.reference    HLR-NUM-001, LLR-NUM-001  C outputs bit-identical to the reference semantics
-compare.onnxruntime  HLR-NUM-002, LLR-NUM-002  C outputs within pipeline.tolerance's effective tolerance of onnxruntime's
+compare.onnxruntime  HLR-NUM-002, LLR-NUM-002  C outputs within pipeline.numerics.tolerance's effective tolerance of onnxruntime's
 compare.traces       HLR-EXE-004, LLR-RUN-001  every captured trace (with and without noise) a valid
                                                path of the net; outputs identical across runs
 met.budget           HLR-MET-001, LLR-MET-001  max measured time per inference <= budget
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from pipeline.registry.checks import CheckResult, Obtained, Verdict, register_check
+from pipeline.ledger.checks import CheckResult, Obtained, Verdict, register_check
 
 STEP = "compare"
 REFERENCE = "compare.reference"
@@ -56,8 +56,8 @@ register_check(NVDLA_REFERENCE, "NVDLA loadables agree with the network within t
                "precision on every validation vector", STEP, ["HLR-NUM-004"],
                "The NVDLA emulator (pipeline/execute/nvdla/emulator.py, mode ideal) runs each loadable the codegen "
                "step wrote, decoded from its bytes, on the N seeded vectors; every output element against the "
-               "float64 yardstick (pipeline.yardstick) within the FP16 forward error bound computed from model.onnx "
-               "(pipeline.errorbound.NVDLA_FP16: FP16 storage, float32 accumulation; pipeline/compare/nvdla_bound.py); "
+               "float64 yardstick (pipeline.numerics.yardstick) within the FP16 forward error bound computed from model.onnx "
+               "(pipeline.numerics.errorbound.NVDLA_FP16: FP16 storage, float32 accumulation; pipeline/compare/nvdla_bound.py); "
                "where that bound is unavailable (BOUND-E001..E004), within HLR-NUM-004's fp16_max_abs_error (the "
                "requirement's parameter, read, not copied). Verdict emulated (never pass) naming the precision, the "
                "mode, the basis applied and why, the max error, max bound and tightest error/bound; fail naming the "
@@ -84,7 +84,7 @@ register_check(PLATFORM_PATH, "The execution path on the deployment platform is 
 register_check(ONNXRUNTIME, "Executed C code agrees with onnxruntime within the deployment tolerance",
                STEP, ["HLR-NUM-002", "LLR-NUM-002"],
                "Outputs against the ONNX model run by onnxruntime (one thread) on the same vectors: per output, max "
-               "abs error within the effective tolerance of pipeline.tolerance (the computed bound when tighter than "
+               "abs error within the effective tolerance of pipeline.numerics.tolerance (the computed bound when tighter than "
                "the deploy.yaml limit, else the limit; the rule the export validation applies, on its "
                "validation.json), max rel error if given; top-1 agreement reported.")
 register_check(TRACES, "Every captured execution trace, with and without temporal noise, is a valid path of the net",

@@ -19,11 +19,11 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.readguard import InputRefused, read_input
-from pipeline.layout import MET_BASELINE_FILE, model_dir
-from pipeline.schema import require
+from pipeline.files.readguard import InputRefused, read_input
+from pipeline.project.layout import MET_BASELINE_FILE, model_dir
+from pipeline.files.schema import require
 
 BASELINE_FILE = MET_BASELINE_FILE
 
@@ -105,7 +105,7 @@ def load_baseline(model: str, root: str | Path = ".") -> dict[str, Any] | None:
     path = baseline_path(model, root)
     if not path.is_file():
         return None
-    try:   # a user's file: not through a link, a regular file, bounded (pipeline/readguard.py)
+    try:   # a user's file: not through a link, a regular file, bounded (pipeline/files/readguard.py)
         data = json.loads(read_input(path, max_bytes=MAX_BASELINE_BYTES).decode("utf-8"))
     except InputRefused as refused:
         raise PipelineError("COMPARE-E003", f"MET baseline refused: {refused.reason}", Location.in_file(path)) from None

@@ -1,6 +1,6 @@
 """Numeric comparison of executed outputs with a reference, over every vector (docs/compare.md).
 
-Built on pipeline.metrics (max/mean abs error, max relative error, ULP distance with
+Built on pipeline.numerics.metrics (max/mean abs error, max relative error, ULP distance with
 -0 == +0 and the NaN rules); added here: the *first* diverging element in (vector, flat
 index) order with both values and its ULP distance, exact bit identity (which also tells
 -0 from +0; NaN payloads are not compared, docs/semantics/index.md), and top-1 agreement
@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from pipeline.metrics import ErrorAccumulator, ErrorStats, ulp_distance, within_tolerance
+from pipeline.numerics.metrics import ErrorAccumulator, ErrorStats, ulp_distance, within_tolerance
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """HLR-NUM-004's judgement of NVDLA outputs: within the network's FP16 error bound of the float64 value.
 
-Per vector, the float64 yardstick (pipeline.yardstick: onnx.reference in double, nobody here wrote
-it) gives the network's value and pipeline.errorbound with the item's arithmetic
+Per vector, the float64 yardstick (pipeline.numerics.yardstick: onnx.reference in double, nobody here wrote
+it) gives the network's value and pipeline.numerics.errorbound with the item's arithmetic
 (`NVDLA_FP16`: FP16 storage, float32 accumulation) gives a bound computed from the ONNX model
 alone, never from the loadable or the emulator. Every element must lie within its bound. Where
 the bound is unavailable (no rule for an operator, or a bound reaching FP16's largest value:
@@ -22,10 +22,10 @@ import onnx
 
 from pipeline.compare import nvdla_fp16
 from pipeline.compare.reference import onnx_names, read_inputs
-from pipeline.errorbound import NVDLA_FP16, Arithmetic, BoundUnavailable, ErrorBound
-from pipeline.layout import model_dir
-from pipeline.tolerance import discriminating, spread
-from pipeline.yardstick import Yardstick
+from pipeline.numerics.errorbound import NVDLA_FP16, Arithmetic, BoundUnavailable, ErrorBound
+from pipeline.project.layout import model_dir
+from pipeline.numerics.tolerance import discriminating, spread
+from pipeline.numerics.yardstick import Yardstick
 
 BOUND, ABSOLUTE = "computed bound", "absolute tolerance"
 
@@ -67,7 +67,7 @@ class BoundJudgement:
 def _bases(names: list[str], exact: list[dict[str, np.ndarray]], bounds: list[dict[str, np.ndarray]] | None,
            why: str) -> dict[str, dict[str, Any]]:
     """Per output: the bound, unless it is unavailable or does not discriminate (not below the output's
-    spread across the vectors, pipeline.tolerance: a constant output would pass it): then the absolute."""
+    spread across the vectors, pipeline.numerics.tolerance: a constant output would pass it): then the absolute."""
     out: dict[str, dict[str, Any]] = {}
     for name in names:
         values = np.stack([np.asarray(e[name], np.float64) for e in exact])

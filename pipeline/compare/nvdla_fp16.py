@@ -3,7 +3,7 @@
 A deployment with nvdla items may state what its FP16 outputs must meet against the float64
 value: `max_abs_error`, `max_rel_error` (per element, |error| / |value|, where the value is not
 0) and `top1_agreement` (the share of vectors whose largest output element is the float64
-value's). Each stated limit is justified as the float32 tolerance is (pipeline/tolerance.py):
+value's). Each stated limit is justified as the float32 tolerance is (pipeline/numerics/tolerance.py):
 against an evaluation nobody here wrote, onnxruntime running the model converted to float16
 (onnxruntime.transformers.float16 `convert_float_to_float16`, inputs and outputs kept float32) on
 the same vectors. A limit the independent FP16 evaluation meets is one FP16 arithmetic can meet;

@@ -3,7 +3,7 @@
 * The reference semantics: pipeline.semantics.interpret_batch on the exported description
   (artifacts/<m>/export/graph.nnef and its tensor files): interpret of each vector, bit for
   bit, with the convolutions of all vectors run together.
-* onnxruntime on models/<m>/model.onnx (one thread; pipeline.onnx_runner, the same
+* onnxruntime on models/<m>/model.onnx (one thread; pipeline.numerics.onnx_runner, the same
   runner the export validation uses), with the ONNX names mapped to the NNEF names through
   the exporter's provenance.json.
 
@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import numpy as np
 import onnx
 
-from pipeline.layout import model_dir, step_dir
+from pipeline.project.layout import model_dir, step_dir
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.tensorfile import read_tensor
 from pipeline.semantics import interpret_batch, load_variables
@@ -55,7 +55,7 @@ def onnx_names(model: str, root: Path) -> tuple[dict[str, str], dict[str, str]]:
 def onnxruntime_outputs(model: str, root: Path, inputs: Mapping[str, np.ndarray]
                         ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The ONNX model run by onnxruntime (one thread) on every vector, NNEF output names."""
-    from pipeline.onnx_runner import reference_runner
+    from pipeline.numerics.onnx_runner import reference_runner
 
     runner = reference_runner(onnx.load(str(model_dir(model, root) / "model.onnx")))
     to_onnx, to_nnef = onnx_names(model, root)

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.atomic import write_json, write_text
-from pipeline.names import confined
+from pipeline.files.atomic import write_json, write_text
+from pipeline.files.names import confined
 from pipeline.compare import checks, nvdla_bound
 from pipeline.compare.checks import result
 from pipeline.compare.met import jitter_ratio, load_baseline, markdown_table, step_rows, stats_us
@@ -32,13 +32,13 @@ from pipeline.compare.numeric import compare
 from pipeline.compare.reference import onnxruntime_outputs, read_inputs, reference_outputs
 from pipeline.compare.svg import histogram_svg
 from pipeline.compare.traces import replay_traces
-from pipeline.deploy import DeploySpec, load_deploy
+from pipeline.project.deploy import DeploySpec, load_deploy
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import CheckResult, Obtained, Verdict, results_document
-from pipeline.registry.records import record_step
-from pipeline.registry.requirements import load_requirements
-from pipeline.tolerance import EffectiveTolerance, effective_tolerance
-from pipeline.layout import checks_path, model_dir, project_relative, step_dir
+from pipeline.ledger.checks import CheckResult, Obtained, Verdict, results_document
+from pipeline.ledger.records import record_step
+from pipeline.ledger.requirements import load_requirements
+from pipeline.numerics.tolerance import EffectiveTolerance, effective_tolerance
+from pipeline.project.layout import checks_path, model_dir, project_relative, step_dir
 from pipeline.nnef.tensorfile import read_tensor
 from pipeline.execute.harness import write_arrays
 
@@ -57,7 +57,7 @@ def _parameters(root: Path) -> dict[str, float]:
 
 
 def output_tolerances(model: str, spec: DeploySpec, root: Path) -> dict[str, EffectiveTolerance]:
-    """Per NNEF output, pipeline.tolerance's rule on the export validation's computed bound and measured
+    """Per NNEF output, pipeline.numerics.tolerance's rule on the export validation's computed bound and measured
     rounding (validation.json) and this deploy.yaml's limit: the same function export applied."""
     path = step_dir(model, "export", root) / "validation.json"
     document = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {"outputs": []}

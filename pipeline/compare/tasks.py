@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.layout import MET_BASELINE_FILE, RECORD_FILE, checks_path, model_dir, step_dir
-from pipeline.registry.freshness import step_action
-from pipeline.tasking import package_sources, spec_deployments, runnable_models
+from pipeline.project.layout import MET_BASELINE_FILE, RECORD_FILE, checks_path, model_dir, step_dir
+from pipeline.ledger.freshness import step_action
+from pipeline.project.tasking import package_sources, spec_deployments, runnable_models
 
 SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
-                "petri/load.py", "petri/net.py", "onnx_runner.py", "metrics.py", "nnef", "deploy.py", "tolerance.py",
-                "errorbound.py", "yardstick.py")
+                "petri/load.py", "petri/net.py", "numerics/onnx_runner.py", "numerics/metrics.py", "nnef", "project/deploy.py", "numerics/tolerance.py",
+                "numerics/errorbound.py", "numerics/yardstick.py")
 
 
 def _compare(model: str) -> bool:

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.readguard import InputRefused, read_input
-from pipeline.registry.checks import CheckSpec
-from pipeline.registry.requirements import RequirementSet
-from pipeline.layout import REQUIREMENTS_DIR
-from pipeline.schema import validate
+from pipeline.files.readguard import InputRefused, read_input
+from pipeline.ledger.checks import CheckSpec
+from pipeline.ledger.requirements import RequirementSet
+from pipeline.project.layout import REQUIREMENTS_DIR
+from pipeline.files.schema import validate
 from pipeline.evidence.paths import BASELINE_FILE, baseline_path  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = 1
@@ -74,7 +74,7 @@ def read_baseline(root: str | Path = ".") -> tuple[dict[Link, str] | None, list[
     display = f"{REQUIREMENTS_DIR}/{BASELINE_FILE}"
     if not path.is_file():
         return None, []
-    try:   # not through a link, a regular file, bounded (pipeline/readguard.py)
+    try:   # not through a link, a regular file, bounded (pipeline/files/readguard.py)
         data = json.loads(read_input(path, max_bytes=MAX_BASELINE_BYTES).decode("utf-8"))
     except InputRefused as refused:
         return None, [Finding(E_BASELINE_INVALID, Severity.ERROR, f"link baseline refused: {refused.reason}",

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from pipeline.atomic import canonical_json, write_json, write_text
+from pipeline.files.atomic import canonical_json, write_json, write_text
 from pipeline.diagnostics import sorted_findings
 from pipeline.evidence.completeness import excluded_models
 from pipeline.evidence.regression import Snapshot
 from pipeline.evidence.runverdict import run_findings
 from pipeline.evidence import selfchecks
-from pipeline.registry.checks import CheckResult, Verdict, results_document
+from pipeline.ledger.checks import CheckResult, Verdict, results_document
 from pipeline.evidence.collect import package_check_path
 from pipeline.evidence.junit import junit_xml
 from pipeline.evidence.matrix import DEVELOPMENT, TraceMatrix, build_matrix
@@ -28,8 +28,8 @@ from pipeline.evidence.package import VerifyReport, build_package, package_path,
 from pipeline.evidence.render_html import render_html
 from pipeline.evidence.render_model import render_model_page
 from pipeline.evidence.render_text import render_csv, render_markdown
-from pipeline.registry.tools import GitState, git_state
-from pipeline.tasking import runnable_models
+from pipeline.ledger.tools import GitState, git_state
+from pipeline.project.tasking import runnable_models
 from pipeline.evidence.paths import REPORT_FILES, model_report_path, report_paths  # noqa: F401 (re-exported)
 
 LOG = logging.getLogger(__name__)

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.registry.hashing import relative_posix, sha256_file
-from pipeline.layout import step_dir
-from pipeline.schema import validate
+from pipeline.ledger.hashing import relative_posix, sha256_file
+from pipeline.project.layout import step_dir
+from pipeline.files.schema import validate
 
 SCHEMA_VERSION = 1
 TRACE_FILE = "trace.json"

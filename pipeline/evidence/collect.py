@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.registry.checks import CheckResult, CheckSpec, Verdict
-from pipeline.registry.hashing import relative_posix
-from pipeline.layout import STEPS, checks_path
-from pipeline.schema import validate
+from pipeline.ledger.checks import CheckResult, CheckSpec, Verdict
+from pipeline.ledger.hashing import relative_posix
+from pipeline.project.layout import STEPS, checks_path
+from pipeline.files.schema import validate
 from pipeline.evidence.paths import package_check_path  # noqa: F401 (re-exported)
 
 E_RESULTS_INVALID = "EVID-E022"

@@ -24,7 +24,7 @@ from typing import Any
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.evidence.matrix import DEVELOPMENT, STRICT
 from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, print_findings, report_error
-from pipeline.layout import check_output_folders, model_names
+from pipeline.project.layout import check_output_folders, model_names
 
 
 
@@ -148,8 +148,8 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _requirements(args: argparse.Namespace) -> int:
-    from pipeline.evidence.registry import load_checks, registry_findings
-    from pipeline.registry.requirements import read_requirements
+    from pipeline.evidence.checklinks import load_checks, registry_findings
+    from pipeline.ledger.requirements import read_requirements
 
     requirements, findings = read_requirements(args.root)
     if args.checks:
@@ -169,8 +169,8 @@ def _requirements(args: argparse.Namespace) -> int:
 
 def _baseline(args: argparse.Namespace) -> int:
     from pipeline.evidence.baseline import write_baseline
-    from pipeline.evidence.registry import load_checks
-    from pipeline.registry.requirements import RequirementsInvalid, load_requirements
+    from pipeline.evidence.checklinks import load_checks
+    from pipeline.ledger.requirements import RequirementsInvalid, load_requirements
 
     try:
         requirements = load_requirements(args.root)

@@ -13,7 +13,7 @@ nightly run would then be green on nothing. This module adds the run-level rule
 * EVID-E082 (note): a model excluded by its deploy.yaml (`excluded: <reason>`) or on the
   command line; neither error is raised for it, and the summary names it with the reason.
 
-Only the steps of the chain count (pipeline.layout.STEPS) and only steps with registered
+Only the steps of the chain count (pipeline.project.layout.STEPS) and only steps with registered
 checks: the evidence builder's own checks always produce a verdict and prove nothing about
 the chain.
 """
@@ -23,12 +23,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple
 
-from pipeline.deploy import DeployError, load_deploy
+from pipeline.project.deploy import DeployError, load_deploy
 from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.evidence.collect import Outcome
-from pipeline.layout import STEPS, model_dir
+from pipeline.project.layout import STEPS, model_dir
 from pipeline.evidence.runsummary import E_CHAIN_INCOMPLETE, E_MODEL_EXCLUDED, E_MODEL_NOT_RUN
-from pipeline.registry.checks import CheckSpec, Verdict
+from pipeline.ledger.checks import CheckSpec, Verdict
 
 
 class Exclusion(NamedTuple):

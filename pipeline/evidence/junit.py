@@ -26,7 +26,7 @@ from typing import Iterable
 
 from junit_xml import TestCase, TestSuite
 
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.evidence.collect import Outcome
 from pipeline.evidence.matrix import FAILED, NO_CHECK, NOT_VERIFIED, PARTIAL, STRICT, TraceMatrix
 

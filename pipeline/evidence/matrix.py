@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping
 from pipeline.diagnostics import Finding, Severity, Span, sorted_findings
 from pipeline.evidence import selfchecks
 from pipeline.evidence.baseline import Link, current_links, link_findings, read_baseline
-from pipeline.registry.checks import CheckSpec, Verdict, Where
+from pipeline.ledger.checks import CheckSpec, Verdict, Where
 from pipeline.evidence.codetrace import CodeTrace, read_code_traces
 from pipeline.evidence.collect import (
     ModelResults,
@@ -40,13 +40,13 @@ from pipeline.evidence.collect import (
     package_check_path,
     read_results_file,
 )
-from pipeline.registry.hashing import FileDigest, file_digest, iter_files, relative_posix
-from pipeline.registry.records import RecordCheck, check_records
-from pipeline.evidence.registry import load_checks, registry_findings
-from pipeline.registry.requirements import RequirementSet, read_requirements
-from pipeline.registry.tools import GitState, git_state
-from pipeline.layout import RECORD_FILE, STEPS, model_names, step_dir
-from pipeline.registry.freshness import FAILED_FILE
+from pipeline.ledger.hashing import FileDigest, file_digest, iter_files, relative_posix
+from pipeline.ledger.records import RecordCheck, check_records
+from pipeline.evidence.checklinks import load_checks, registry_findings
+from pipeline.ledger.requirements import RequirementSet, read_requirements
+from pipeline.ledger.tools import GitState, git_state
+from pipeline.project.layout import RECORD_FILE, STEPS, model_names, step_dir
+from pipeline.ledger.freshness import FAILED_FILE
 from pipeline.evidence.modes import DEVELOPMENT, MODES, STRICT  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = 1
@@ -486,8 +486,8 @@ def step_states(model: str, root: Path) -> dict[str, str]:
 
 
 def _refusal_findings(root: Path) -> dict[str, Finding]:
-    """One error per model folder that `doit` refuses to run (pipeline.tasking.refusals_by_model)."""
-    from pipeline.tasking import refusal_line, refusals_by_model
+    """One error per model folder that `doit` refuses to run (pipeline.project.tasking.refusals_by_model)."""
+    from pipeline.project.tasking import refusal_line, refusals_by_model
 
     return {model: Finding(error.code, Severity.ERROR, f"model {model} not run: {refusal_line(error, with_code=False)}")
             for model, error in refusals_by_model(root).items()}

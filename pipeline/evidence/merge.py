@@ -19,7 +19,7 @@ every phase succeeds for every shard:
    than MAX_FILES files or MAX_TOTAL_BYTES bytes in a shard refuse the merge (EVID-E071),
    naming the path and what it is, before a byte is copied;
 2. copy: every accepted file into a temporary folder inside the merge project, opened again
-   without following a link (pipeline.readguard, `O_NOFOLLOW` per component) and copied
+   without following a link (pipeline.files.readguard, `O_NOFOLLOW` per component) and copied
    only up to the size judged, so a file swapped for a link or grown since phase 1 is
    refused too;
 3. rename: each model's staged trees are renamed into place; the temporary folder is
@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Iterable
 
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.layout import ARTIFACTS_DIR, REPORTS_DIR, check_output_folders, model_names
-from pipeline.readguard import InputRefused, open_input
-from pipeline.yamlguard import limit_from_env
+from pipeline.project.layout import ARTIFACTS_DIR, REPORTS_DIR, check_output_folders, model_names
+from pipeline.files.readguard import InputRefused, open_input
+from pipeline.files.yamlguard import limit_from_env
 
 E_MERGE = "EVID-E070"
 E_SHARD_FILE = "EVID-E071"

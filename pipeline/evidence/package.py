@@ -31,24 +31,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from pipeline.atomic import canonical_json, write_bytes
+from pipeline.files.atomic import canonical_json, write_bytes
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span
 from pipeline.evidence.baseline import baseline_path
-from pipeline.registry.checks import Verdict
-from pipeline.registry.hashing import CHUNK, iter_files, relative_posix, sha256_bytes
+from pipeline.ledger.checks import Verdict
+from pipeline.ledger.hashing import CHUNK, iter_files, relative_posix, sha256_bytes
 from pipeline.evidence.packagerecords import record_problems
 from pipeline.evidence.signing import ENVELOPE, Signer, check_envelope, envelope, signer_from_environment
 from pipeline.evidence.zipcheck import directory_size, header_problems, kind_problem
-from pipeline.readguard import InputRefused, open_input
-from pipeline.yamlguard import limit_from_env
+from pipeline.files.readguard import InputRefused, open_input
+from pipeline.files.yamlguard import limit_from_env
 from pipeline.evidence.junit import junit_xml, testcase_name
 from pipeline.evidence.matrix import TraceMatrix
 from pipeline.evidence.render_html import render_html
 from pipeline.evidence.render_model import render_model_page
 from pipeline.evidence.render_text import render_csv, render_markdown
-from pipeline.registry.requirements import requirement_files
-from pipeline.registry.tools import GitState, environment, tool_versions
-from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR
+from pipeline.ledger.requirements import requirement_files
+from pipeline.ledger.tools import GitState, environment, tool_versions
+from pipeline.project.layout import ARTIFACTS_DIR, MODELS_DIR
 from pipeline.evidence.paths import MODEL_REPORT_FILE, PACKAGE_FILE, package_path  # noqa: F401 (re-exported)
 
 LOG = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 The manifest lists what the package holds, and `evidence verify` re-hashes every entry
 against it; but a file added together with its manifest line would verify. The step
 records (artifacts/<m>/<step>/record.json, written by each step when it ran;
-pipeline/registry/records.py) say independently what each step wrote. So every output a
+pipeline/ledger/records.py) say independently what each step wrote. So every output a
 record lists must be in the package with the recorded SHA-256 and size, and every entry
 under artifacts/ must be a record, an output some record lists, or the `failed.json` of a
 step folder that holds no record (a failed step, docs/conventions.md "Stale outputs").
@@ -17,9 +17,9 @@ import json
 import posixpath
 from typing import Callable, Mapping
 
-from pipeline.layout import ARTIFACTS_DIR, RECORD_FILE
-from pipeline.registry.freshness import FAILED_FILE
-from pipeline.registry.records import StepRecord
+from pipeline.project.layout import ARTIFACTS_DIR, RECORD_FILE
+from pipeline.ledger.freshness import FAILED_FILE
+from pipeline.ledger.records import StepRecord
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 E_RECORDS = "EVID-E063"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.layout import REPORT_FILES, REPORTS_DIR, REQUIREMENTS_DIR  # noqa: F401 (REPORT_FILES re-exported)
+from pipeline.project.layout import REPORT_FILES, REPORTS_DIR, REQUIREMENTS_DIR  # noqa: F401 (REPORT_FILES re-exported)
 PACKAGE_FILE = "evidence.zip"
 PACKAGE_CHECK_FILE = "package-check.json"
 MODEL_REPORT_FILE = "report.html"   # reports/<model>/report.html: the model's page of the trace matrix

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping
 
 from pipeline.compare.svg import ErrorRow
 from pipeline.evidence.matrix import TraceMatrix
-from pipeline.layout import step_dir
+from pipeline.project.layout import step_dir
 
 MET_CHECK = "met.budget"
 HISTOGRAM = "met-histogram.svg"

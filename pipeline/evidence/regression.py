@@ -40,7 +40,7 @@ from pipeline.evidence.collect import VERDICT_ORDER
 from pipeline.evidence.junit import TRACEABILITY_SUITE
 from pipeline.evidence.matrix import MODEL_STATUS_ORDER, STATUS_ORDER, _model_status
 from pipeline.evidence.runsummary import BETTER, E_BASELINE_UNREADABLE, E_CHANGE, E_REGRESSION
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 
 MAX_BASELINE_BYTES = 256 * 1024 * 1024
 TRACE, JUNIT = "trace.json", "junit.xml"

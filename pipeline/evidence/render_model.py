@@ -18,7 +18,7 @@ from pipeline.evidence.html_parts import cell, css_class, file_link, page, short
 from pipeline.evidence.matrix import MODEL_STATUS_ORDER, STATUS_ORDER, ArtifactInfo, TraceMatrix
 from pipeline.evidence.pictures import Picture, error_rows, met_pictures, petri_pictures
 from pipeline.evidence.render_html import VERDICT_ORDER, counts_text
-from pipeline.layout import REPORT_FILES
+from pipeline.project.layout import REPORT_FILES
 
 PREFIX = "../../"                         # from <reports or evidence>/<model>/report.html to the project root
 INDEX = "../" + REPORT_FILES["html"]      # the index page beside the model's folder

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from pipeline.oneline import shorten
+from pipeline.project.oneline import shorten
 
 E_MODEL_NOT_RUN = "EVID-E080"      # a model's chain did not run (error)
 E_CHAIN_INCOMPLETE = "EVID-E081"   # a model's chain stopped part way (error)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Iterable
 
 from pipeline.diagnostics import Finding
-from pipeline.registry.checks import CheckResult, Verdict, check_spec, register_check
+from pipeline.ledger.checks import CheckResult, Verdict, check_spec, register_check
 from pipeline.evidence.collect import StoredResult
-from pipeline.registry.records import RecordCheck
+from pipeline.ledger.records import RecordCheck
 
 STEP = "evidence"
 RECORDS = "evidence.records"

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from pipeline.atomic import canonical_json, write_bytes
+from pipeline.files.atomic import canonical_json, write_bytes
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.readguard import InputRefused, read_input
+from pipeline.files.readguard import InputRefused, read_input
 
 ENVELOPE = "manifest.dsse.json"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
-from pipeline.layout import STEPS
+from pipeline.project.layout import STEPS
 from pipeline.evidence.runsummary import summary_lines as run_rule_lines
-from pipeline.oneline import MAX_LINE, shorten  # noqa: F401 (re-exported)
+from pipeline.project.oneline import MAX_LINE, shorten  # noqa: F401 (re-exported)
 
 COLUMNS: tuple[str, ...] = STEPS + ("evidence",)
 ORDER = ("fail", "not run", "emulated", "pass")

@@ -29,15 +29,15 @@ from typing import Any, Callable, Iterator, Sequence
 
 from doit.tools import config_changed
 
-from pipeline.registry import checks
+from pipeline.ledger import checks
 from pipeline.evidence.modes import DEVELOPMENT, STRICT
 from pipeline.evidence.paths import baseline_path, model_report_path, package_check_path, package_path, report_paths
 from pipeline.evidence.signing import signing_key_fingerprint
-from pipeline.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, requirement_files
-from pipeline.registry.freshness import coded_action
-from pipeline.tasking import runnable_models
+from pipeline.project.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, requirement_files
+from pipeline.ledger.freshness import coded_action
+from pipeline.project.tasking import runnable_models
 
-EVIDENCE_SOURCES = (Path(__file__).parent, Path(__file__).parents[1] / "registry")
+EVIDENCE_SOURCES = (Path(__file__).parent, Path(__file__).parents[1] / "ledger")
 STAMP_KEY = "evidence_stamp"
 
 
@@ -50,7 +50,7 @@ def _signature(path: str, st: os.stat_result) -> Signature:
     The change time is set by the kernel on every write and on every metadata change,
     `os.utime` included, and cannot be set back from user space: an in-place edit that keeps
     the size and restores the modification time still changes it (doit's own file check,
-    mtime then MD5, would miss that edit; see pipeline.tasking.ContentChecker).
+    mtime then MD5, would miss that edit; see pipeline.project.tasking.ContentChecker).
     """
     return (path, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
@@ -110,7 +110,7 @@ _GIT_STATE: list[Any] = []
 def _git_state() -> Any:
     """The checkout's state, queried once per doit process (the steps write only ignored files)."""
     if not _GIT_STATE:
-        from pipeline.registry.tools import git_state
+        from pipeline.ledger.tools import git_state
 
         _GIT_STATE.append(git_state("."))
     return _GIT_STATE[0]

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.execute.harness import read_outputs, run_harness, write_arrays
 from pipeline.execute.instructions import BOUNDARY, count_instructions_per_vector, special_vector, valgrind_version
-from pipeline.layout import project_relative
-from pipeline.lock import measuring
+from pipeline.project.layout import project_relative
+from pipeline.project.lock import measuring
 from pipeline.toolchain.platforms import Platform, host_architecture
 
 TIMING_FILE = "timing.json"

@@ -21,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.atomic import write_json
-from pipeline.names import confined
+from pipeline.files.atomic import write_json
+from pipeline.files.names import confined
 from pipeline.diagnostics import PipelineError
 from pipeline.execute.campaign import SHUFFLE_SEED
 from pipeline.execute.harness import write_arrays
-from pipeline.layout import project_relative, step_dir
+from pipeline.project.layout import project_relative, step_dir
 from pipeline.nnef.tensorfile import read_tensor
 from pipeline.execute.gpu import run_on_gpu
 from pipeline.toolchain.nvcc import EMULATION_FLAGS, emulation_build

@@ -25,8 +25,8 @@ from pipeline.diagnostics import PipelineError
 from pipeline.execute.campaign import WARMUP, run_campaign
 from pipeline.execute.harness import run_harness
 from pipeline.execute.outputs import NOISE_SEEDS
-from pipeline.layout import project_relative, step_dir
-from pipeline.names import confined
+from pipeline.project.layout import project_relative, step_dir
+from pipeline.files.names import confined
 from pipeline.toolchain.cc import compile_objects
 from pipeline.toolchain.nvcc import device_program, gpu_device, gpu_label
 from pipeline.toolchain.platforms import host_platform

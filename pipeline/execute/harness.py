@@ -1,6 +1,6 @@
 """Running a built harness: input vectors in, outputs, traces and timings out (docs/execute.md).
 
-Input vectors follow the one rule of pipeline.vectors (seed and count from deploy.yaml) and
+Input vectors follow the one rule of pipeline.numerics.vectors (seed and count from deploy.yaml) and
 are written as NNEF tensor files of shape [N, *input shape], one per input; the harness
 writes one [N, *output shape] file per output. Every run has a time limit and a non-zero
 exit is an error with the harness's own message (RUN-Ennn). Where the harness runs (here, under
@@ -19,7 +19,7 @@ import numpy as np
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.toolchain.runners import LOCAL
 from pipeline.nnef.tensorfile import read_tensor, write_tensor
-from pipeline.vectors import InputSpec, draw_vectors
+from pipeline.numerics.vectors import InputSpec, draw_vectors
 
 EXIT_MEANINGS = {2: "bad usage or input file", 3: "output file error", 4: "sync race or trace buffer overflow",
                  5: "CUDA runtime error", 6: "NVDLA submission channel error (RUN-E053..E056)"}

@@ -1,7 +1,7 @@
 """The execute step: build and run every generated deployment of a model (docs/execute.md).
 
 artifacts/<m>/execute/
-    inputs/<input>.dat                 the N validation vectors ([N, *shape], pipeline.vectors rule)
+    inputs/<input>.dat                 the N validation vectors ([N, *shape], pipeline.numerics.vectors rule)
     <deployment>/run.json              what ran: builds (compiler, flags), runs, status
     <deployment>/bin/nnef_run[_trace]  the executables that were run
     <deployment>/outputs/<output>.dat  outputs of the uninstrumented build on the N vectors
@@ -41,16 +41,16 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from pipeline.atomic import write_json
-from pipeline.names import confined
+from pipeline.files.atomic import write_json
+from pipeline.files.names import confined
 from pipeline.codegen.program.generate import BUILD_FILE
-from pipeline.deploy import load_deploy
-from pipeline.targets import code_kind
+from pipeline.project.deploy import load_deploy
+from pipeline.project.targets import code_kind
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.registry.checks import results_document
-from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, model_dir, project_relative, step_data, step_dir
-from pipeline.registry.hashing import sha256_file
+from pipeline.ledger.checks import results_document
+from pipeline.ledger.records import record_step
+from pipeline.project.layout import checks_path, model_dir, project_relative, step_data, step_dir
+from pipeline.ledger.hashing import sha256_file
 from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa, isa_for
 from pipeline.toolchain.platforms import (Platform, described, host_platform, missing_reason, missing_tools,
                                           resolve, runner_version)

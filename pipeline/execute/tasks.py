@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.targets import code_kind
-from pipeline.layout import RECORD_FILE, checks_path, model_dir, step_dir
+from pipeline.project.targets import code_kind
+from pipeline.project.layout import RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP
-from pipeline.registry.freshness import step_action
-from pipeline.tasking import package_sources, spec_deployments, runnable_models
+from pipeline.ledger.freshness import step_action
+from pipeline.project.tasking import package_sources, spec_deployments, runnable_models
 
-SOURCE_GLOBS = ("execute", "toolchain", "codegen/c/runtime/*", "codegen/nvdla/proxy.py", "codegen/nvdla/reader.py", "vectors.py", "deploy.py", "nnef/tensorfile.py", "atomic.py")
+SOURCE_GLOBS = ("execute", "toolchain", "codegen/c/runtime/*", "codegen/nvdla/proxy.py", "codegen/nvdla/reader.py", "numerics/vectors.py", "project/deploy.py", "nnef/tensorfile.py", "files/atomic.py")
 
 
 def _run(model: str) -> bool:

@@ -3,9 +3,9 @@
 Property established: the NNEF description computes what the ONNX model computes
 (HLR-EXP-001), every attribute explicit (HLR-FMT-003), every line traceable to its ONNX
 node (HLR-EXP-003), unsupported constructs rejected with nothing written (HLR-EXP-002).
-The converters (pipeline.export.ops, one per ONNX operator, registry.py) are not
+The converters (pipeline.export.ops, one per ONNX operator, converters.py) are not
 trusted: pipeline.export.validate runs ONNX (onnxruntime) and the NNEF (reference
-semantics) on the same inputs, pipeline.export.khronos re-reads the files with the Khronos
+semantics) on the same inputs, pipeline.export.readback re-reads the files with the Khronos
 parser, and pipeline.export.checks turns both into check results.
 """
 
@@ -18,7 +18,7 @@ _PUBLIC = {
     "ExportResult": "pipeline.export.exporter",
     "convert": "pipeline.export.exporter",
     "export_model": "pipeline.export.exporter",
-    "supported_operators": "pipeline.export.registry",
+    "supported_operators": "pipeline.export.converters",
 }
 
 

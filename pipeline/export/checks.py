@@ -4,9 +4,9 @@ export.numeric   ONNX (onnxruntime) and the NNEF (reference semantics) agree wit
                  deployment tolerance on the validation vectors (validation.json).
 export.tolerance the tolerance applied is justified: the computed worst-case bound fits under
                  the deploy.yaml limit, or else both sides' measured rounding against the
-                 float64 yardstick does (pipeline.tolerance).
+                 float64 yardstick does (pipeline.numerics.tolerance).
 export.bound_reference    the reference semantics is within its computed error bound of the
-                 float64 yardstick (pipeline.errorbound, pipeline.yardstick).
+                 float64 yardstick (pipeline.numerics.errorbound, pipeline.numerics.yardstick).
 export.bound_onnxruntime  onnxruntime is within its computed error bound of the yardstick.
 export.discriminating     every output varies across the validation vectors by more than the
                  tolerance (a constant output would not pass).
@@ -34,14 +34,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from pipeline.registry.checks import CheckResult, Verdict, register_check
+from pipeline.ledger.checks import CheckResult, Verdict, register_check
 from pipeline.export.errors import ExportError
 from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE, export_model
-from pipeline.export.khronos import compare_with_khronos
+from pipeline.export.readback import compare_with_khronos
 from pipeline.export.onnx_model import OnnxModel
 from pipeline.export.validate import ValidationReport
 from pipeline.nnef.checker import check_paths
-from pipeline.nnef.codes import PROFILE_DEPENDENT
+from pipeline.nnef.findings import PROFILE_DEPENDENT
 from pipeline.nnef.parser import parse_file
 
 STEP = "export"
@@ -70,7 +70,7 @@ register_check(
     "Export: the tolerance applied to reference vs onnxruntime is justified by the network's rounding",
     STEP,
     ["HLR-EXP-001", "HLR-NUM-002"],
-    "pipeline.tolerance: effective tolerance = computed bound(ours) + bound(onnxruntime) when tighter than the "
+    "pipeline.numerics.tolerance: effective tolerance = computed bound(ours) + bound(onnxruntime) when tighter than the "
     "deploy.yaml limit, else the limit; pass when the computed bound or the measured rounding of both sides "
     "(distance to the float64 yardstick) fits under the limit; fail when even the measured rounding exceeds it; "
     "not run without a yardstick.",
@@ -81,7 +81,7 @@ register_check(
     STEP,
     ["HLR-EXP-001", "HLR-SEM-001"],
     "On the first validation vectors, |reference - yardstick| <= bound element by element; yardstick: "
-    "onnx.reference in float64 (pipeline.yardstick); bound: pipeline.errorbound (gamma_n accumulation, "
+    "onnx.reference in float64 (pipeline.numerics.yardstick); bound: pipeline.numerics.errorbound (gamma_n accumulation, "
     "magnitude propagation, documented transcendental accuracy). Not run when an operator has no bound rule.",
 )
 register_check(

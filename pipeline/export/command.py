@@ -17,8 +17,8 @@ import argparse
 import shutil
 from typing import Any
 
-from pipeline.atomic import write_json
-from pipeline.deploy import check_inputs_match, load_deploy
+from pipeline.files.atomic import write_json
+from pipeline.project.deploy import check_inputs_match, load_deploy
 from pipeline.diagnostics import PipelineError
 from pipeline.export.exporter import convert, publish
 from pipeline.export.validate import VALIDATION_FILE, default_settings, settings_from_spec, validate_export

@@ -10,7 +10,7 @@ Who checks it, independently of the converters:
   infers for every ONNX tensor must equal ONNX shape inference's (EXPORT-E011 otherwise);
 - after export, pipeline.export.validate runs the ONNX model (onnxruntime) and the NNEF
   (reference interpreter) on the same seeded inputs (HLR-EXP-001), and
-  pipeline.export.khronos re-reads the files with the Khronos parser (HLR-FMT-005).
+  pipeline.export.readback re-reads the files with the Khronos parser (HLR-FMT-005).
 
 Nothing is written unless the whole export succeeds: the files are built in memory, then
 written to a temporary directory beside OUTDIR, which replaces OUTDIR in one rename.
@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from pipeline.layout import EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE
-from pipeline.atomic import canonical_json, write_bytes
+from pipeline.project.layout import EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE
+from pipeline.files.atomic import canonical_json, write_bytes
 from pipeline.export.context import ExportContext
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError, node_error
@@ -37,7 +37,7 @@ from pipeline.export.fold import fold, folded_without_converter, refine_shapes
 from pipeline.export.names import sanitize
 from pipeline.export.onnx_model import DEFAULT_DOMAINS, Node, OnnxModel, load_onnx
 from pipeline.export.provenance import build_provenance
-from pipeline.export.registry import find, supported_operators
+from pipeline.export.converters import find, supported_operators
 from pipeline.nnef import build
 from pipeline.nnef.catalogue import EXECUTABLE
 from pipeline.nnef.checker import check_text

@@ -35,7 +35,7 @@ from onnx import helper, numpy_helper
 
 from pipeline.export.errors import node_error
 from pipeline.export.onnx_model import TensorInfo, _shape_of
-from pipeline.export.registry import find
+from pipeline.export.converters import find
 
 if TYPE_CHECKING:
     from pipeline.export.onnx_model import Node, OnnxModel

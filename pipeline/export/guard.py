@@ -3,7 +3,7 @@
 An ONNX file comes from another tool, possibly a hostile or broken one. Before the
 exporter converts anything (and so before anything is written), `load_onnx` calls:
 
-* `read_model_file`: the file is a regular file (not a symbolic link: pipeline.readguard)
+* `read_model_file`: the file is a regular file (not a symbolic link: pipeline.files.readguard)
   of at most MAX_ONNX_BYTES (judged with fstat of the opened file before it is read;
   protobuf cannot hold more than 2 GiB anyway);
 * `check_counts`: at most MAX_NODES nodes (subgraphs included) and MAX_INITIALIZERS
@@ -38,8 +38,8 @@ from onnx import TensorProto, helper
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
 from pipeline.nnef.limits import MAX_ELEMENTS, MAX_EXTENT
-from pipeline.readguard import TOO_LARGE, InputRefused, read_input
-from pipeline.yamlguard import limit_from_env
+from pipeline.files.readguard import TOO_LARGE, InputRefused, read_input
+from pipeline.files.yamlguard import limit_from_env
 
 MAX_ONNX_BYTES = 2**31 - 1  # the protobuf limit
 # Nodes (subgraphs included) and initializers: every pass of the export, the validation and the

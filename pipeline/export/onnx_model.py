@@ -4,7 +4,7 @@
 valid ONNX model, its default-domain opset is one the exporter knows (7 .. the newest of
 the installed onnx), shape inference (strict, with data propagation) succeeds, and every
 graph input is a float32 tensor of static positive shape. Per-node restrictions are the
-converters' business (pipeline.export.registry).
+converters' business (pipeline.export.converters).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
         graph.nnef, <label>.dat, provenance.json   (pipeline.export.exporter)
         validation.json                            (pipeline.export.validate)
         checks.json                                (pipeline.export.checks)
-        record.json                                (pipeline.registry.records: hashes, tools)
+        record.json                                (pipeline.ledger.records: hashes, tools)
 
 An unsupported model raises ExportError and writes nothing; a numeric disagreement is a
 `fail` verdict recorded in checks.json (the step itself completes, so that the evidence
@@ -18,14 +18,14 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from pipeline.atomic import write_json
-from pipeline.deploy import check_inputs_match, load_deploy
-from pipeline.registry.checks import CheckResult, results_document
-from pipeline.registry.records import record_step
+from pipeline.files.atomic import write_json
+from pipeline.project.deploy import check_inputs_match, load_deploy
+from pipeline.ledger.checks import CheckResult, results_document
+from pipeline.ledger.records import record_step
 from pipeline.export import checks
 from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE, convert, publish
 from pipeline.export.validate import VALIDATION_FILE, settings_from_spec, validate_export
-from pipeline.layout import CHECKS_FILE, checks_path, model_dir, step_dir
+from pipeline.project.layout import CHECKS_FILE, checks_path, model_dir, step_dir
 
 log = logging.getLogger(__name__)
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.registry.freshness import step_action
-from pipeline.tasking import package_sources, runnable_models
-from pipeline.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
+from pipeline.ledger.freshness import step_action
+from pipeline.project.tasking import package_sources, runnable_models
+from pipeline.project.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
                              step_dir)
 
-SOURCE_GLOBS = ("export", "semantics", "nnef", "vectors.py", "deploy.py", "atomic.py", "diagnostics.py",
-                "layout.py", "metrics.py", "onnx_runner.py", "yardstick.py", "errorbound.py", "tolerance.py")
+SOURCE_GLOBS = ("export", "semantics", "nnef", "numerics/vectors.py", "project/deploy.py", "files/atomic.py", "diagnostics.py",
+                "project/layout.py", "numerics/metrics.py", "numerics/onnx_runner.py", "numerics/yardstick.py", "numerics/errorbound.py", "numerics/tolerance.py")
 
 
 def _export(model: str) -> None:

@@ -3,11 +3,11 @@
 The validator does not trust the exporter: it reads the files the export wrote
 (graph.nnef with our checker, the .dat tensors, provenance.json only for the ONNX ->
 NNEF names of inputs and outputs), runs the reference interpreter on them, runs the
-ONNX model with onnxruntime (pipeline.onnx_runner), both on the same seeded vectors
-(pipeline.vectors), and compares every output with pipeline.metrics against the
-tolerance of pipeline.tolerance's rule. On the first YARDSTICK_VECTORS vectors it also
-evaluates the float64 yardstick (pipeline.yardstick) and the worst-case error bounds of both
-float32 evaluations (pipeline.errorbound), and records per output each side's distance to
+ONNX model with onnxruntime (pipeline.numerics.onnx_runner), both on the same seeded vectors
+(pipeline.numerics.vectors), and compares every output with pipeline.numerics.metrics against the
+tolerance of pipeline.numerics.tolerance's rule. On the first YARDSTICK_VECTORS vectors it also
+evaluates the float64 yardstick (pipeline.numerics.yardstick) and the worst-case error bounds of both
+float32 evaluations (pipeline.numerics.errorbound), and records per output each side's distance to
 the yardstick against its bound and the output's spread across the vectors (docs/export.md,
 docs/compare.md). The result is validation.json:
 
@@ -15,7 +15,7 @@ docs/compare.md). The result is validation.json:
     reference {runtime, version, settings}, vectors {count, seed, rule, inputs},
     tolerance {max_abs_error, max_rel_error}, yardstick {runtime, vectors, bound, unavailable},
     outputs [per output: onnx, nnef, shape, the measures of metrics.ErrorStats, tolerance
-    (pipeline.tolerance.EffectiveTolerance), yardstick {reference, onnxruntime: distances and
+    (pipeline.numerics.tolerance.EffectiveTolerance), yardstick {reference, onnxruntime: distances and
     bounds}, spread, discriminating, verdict, reason], verdict
 """
 
@@ -32,21 +32,21 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 import onnx
 
-from pipeline.errorbound import NOT_FINITE, ONNXRUNTIME, REFERENCE, BoundUnavailable, ErrorBound
-from pipeline.layout import EXPORT_VALIDATION_FILE
-from pipeline.metrics import ErrorAccumulator, ErrorStats, _json_float, within_tolerance
-from pipeline.deploy import DeploySpec, Tolerance, check_inputs_match
+from pipeline.numerics.errorbound import NOT_FINITE, ONNXRUNTIME, REFERENCE, BoundUnavailable, ErrorBound
+from pipeline.project.layout import EXPORT_VALIDATION_FILE
+from pipeline.numerics.metrics import ErrorAccumulator, ErrorStats, _json_float, within_tolerance
+from pipeline.project.deploy import DeploySpec, Tolerance, check_inputs_match
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
 from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE
-from pipeline.onnx_runner import ReferenceRunner, reference_runner
+from pipeline.numerics.onnx_runner import ReferenceRunner, reference_runner
 from pipeline.nnef.checker import check_paths
 from pipeline.semantics import interpret_batch, load_variables
-from pipeline.tolerance import (DISCRIMINATION_RATIO, EffectiveTolerance, bound_discrimination, discriminating,
+from pipeline.numerics.tolerance import (DISCRIMINATION_RATIO, EffectiveTolerance, bound_discrimination, discriminating,
                                 effective_tolerance, spread)
-from pipeline.vectors import RULE, Distribution, InputSpec, iter_vectors
-from pipeline.yardstick import DESCRIPTION as YARDSTICK_DESCRIPTION
-from pipeline.yardstick import Yardstick
+from pipeline.numerics.vectors import RULE, Distribution, InputSpec, iter_vectors
+from pipeline.numerics.yardstick import DESCRIPTION as YARDSTICK_DESCRIPTION
+from pipeline.numerics.yardstick import Yardstick
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,7 @@ def _interpreted(graph: Any, vectors: Sequence[Mapping[str, np.ndarray]], input_
 class _YardstickRun:
     """The float64 yardstick and both error bounds on the first vectors, accumulated per output.
 
-    The bounds are computed only while they discriminate (pipeline.tolerance.bound_discrimination):
+    The bounds are computed only while they discriminate (pipeline.numerics.tolerance.bound_discrimination):
     after each vector, a bound that is not finite, or more than 100 times its side's measured
     distance to the yardstick on some output, is reported as not discriminating with its figures,
     and no further vector pays for it (docs/compare.md, "When the bound does not discriminate")."""
@@ -358,7 +358,7 @@ class _YardstickRun:
     def describe(self) -> dict[str, Any]:
         return {"runtime": YARDSTICK_DESCRIPTION, "onnx_version": onnx.__version__, "vectors": self.vectors,
                 "unavailable": self.unavailable,
-                "bound": {"method": "worst-case forward error bound (pipeline.errorbound, docs/compare.md)",
+                "bound": {"method": "worst-case forward error bound (pipeline.numerics.errorbound, docs/compare.md)",
                           "reference": REFERENCE.to_json(), "onnxruntime": ONNXRUNTIME.to_json(),
                           "unavailable": self.bound_unavailable, "vectors": self.bound_vectors,
                           "discriminating": None if self.bound_vectors == 0 and not self.not_discriminating

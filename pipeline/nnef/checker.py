@@ -4,7 +4,7 @@
 builds the flat graph of every graph or graphitem (pipeline.nnef.lowering), checks the
 tensor files of the variables, and applies the cross-item rules to all graphitems given
 together. It never stops at the first problem: every finding is returned, sorted by
-location, each with a stable code (pipeline.nnef.codes).
+location, each with a stable code (pipeline.nnef.findings).
 
 A path may be a file or a directory holding `graph.nnef` (the layout the Khronos
 `nnef.load_graph` reads); tensor files are looked up as `<dir>/<label>.dat` relative to
@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from pipeline.diagnostics import Finding, Severity, Span, has_errors, sorted_findings
-from pipeline.gcpause import gc_paused
+from pipeline.files.gcpause import gc_paused
 from pipeline.nnef import ast
 from pipeline.nnef.catalogue import standard_catalogue
-from pipeline.nnef.codes import PROFILE_DEPENDENT
+from pipeline.nnef.findings import PROFILE_DEPENDENT
 from pipeline.nnef.fragments import user_catalogue
 from pipeline.nnef.graph import Graph
 from pipeline.nnef.lowering import GraphBuilder, Options
@@ -121,7 +121,7 @@ def check_tensor_files(graph: Graph, base: Path, read: bool = True, finite: bool
         if not read:
             continue
         path = base / f"{label.lstrip('/')}.dat"
-        try:  # below `base`, no link followed (pipeline.readguard)
+        try:  # below `base`, no link followed (pipeline.files.readguard)
             stored = read_tensor_file(f"{label.lstrip('/')}.dat", base=base)
         except TensorFileError as error:
             code = "NNEF-E030" if error.missing else "NNEF-E032"

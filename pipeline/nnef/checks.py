@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from pipeline.diagnostics import Finding
-from pipeline.registry.checks import CheckResult, Verdict, register_check
+from pipeline.ledger.checks import CheckResult, Verdict, register_check
 
 STEP = "check"
 

@@ -22,8 +22,8 @@ import numpy as np
 from lark import Token, Transformer
 
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.readguard import TOO_LARGE, InputRefused, read_input
-from pipeline.gcpause import gc_paused
+from pipeline.files.readguard import TOO_LARGE, InputRefused, read_input
+from pipeline.files.gcpause import gc_paused
 from pipeline.nnef import ast, limits
 from pipeline.nnef.flatparse import parse_flat
 
@@ -506,7 +506,7 @@ def parse_file(path: str | Path) -> ParseResult:
 def read_description(path: str | Path) -> tuple[str, Finding | None]:
     """The text of the NNEF file at `path`, or the NNEF-E003 finding saying why it cannot be read."""
     file = str(path)
-    try:   # no link followed at the file itself, a regular file, bounded (pipeline/readguard.py)
+    try:   # no link followed at the file itself, a regular file, bounded (pipeline/files/readguard.py)
         text = read_input(path, max_bytes=limits.MAX_TEXT_BYTES).decode("utf-8")
     except InputRefused as refused:
         reason = (f"{refused.size} bytes exceed the limit of {limits.MAX_TEXT_BYTES} (docs/nnef.md, Limits)"

@@ -17,9 +17,9 @@ Layout (NNEF 1.0.5, "Tensor File Format"), all integers little-endian uint32 unl
     128     ...   data, row-major
 
 Reading validates everything and raises TensorFileError (code NNEF-E032) with the path
-and what is wrong, never the file's bytes; writing goes through pipeline.atomic. A variable's
+and what is wrong, never the file's bytes; writing goes through pipeline.files.atomic. A variable's
 file is opened below its tensor folder without following a link (`read_variable_file`,
-pipeline.readguard): a label's text is judged first (`label_problem`), then each component
+pipeline.files.readguard): a label's text is judged first (`label_problem`), then each component
 of its path is opened with O_NOFOLLOW, so neither `../x` nor a linked `fc3_bias.dat` reads
 a file outside the folder. Only version 1.0 is read (the one NNEF 1.0.5 defines).
 """
@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.atomic import write_bytes
+from pipeline.files.atomic import write_bytes
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.readguard import InputRefused, open_input
+from pipeline.files.readguard import InputRefused, open_input
 
 HEADER_SIZE = 128
 MAX_DATA_BYTES = 2**31  # 2 GiB: the largest tensor data read (docs/nnef.md, Limits)
@@ -226,7 +226,7 @@ def label_path(base: str | os.PathLike[str], label: str) -> Path:
 def read_tensor_file(path: str | os.PathLike[str], base: str | os.PathLike[str] | None = None) -> TensorFile:
     """Read and validate the tensor file at `path` (below `base` when given): header judged before the body.
 
-    Opened by pipeline.readguard: no symbolic link followed (below `base`, none at all; without
+    Opened by pipeline.files.readguard: no symbolic link followed (below `base`, none at all; without
     it, not at the last component), a regular file only (a FIFO, a device or a directory is
     refused without reading), at most HEADER_SIZE + MAX_DATA_BYTES bytes; the header's sizes
     are checked against the file's size before the data is read, so a hostile file costs at

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from pipeline.registry.checks import CheckResult, Verdict, register_check
+from pipeline.ledger.checks import CheckResult, Verdict, register_check
 from pipeline.petri.verify import Verification
 
 STEP = "petri"

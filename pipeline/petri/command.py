@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence, TextIO
 
 from pipeline.diagnostics import Finding, PipelineError
 from pipeline.terminal import EXIT_BAD_INPUT, fail_usage, report_error
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.nnef.checker import resolve_path
 from pipeline.nnef.graph import Graph
 from pipeline.petri.dot import render_svg, write_dot

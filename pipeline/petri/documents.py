@@ -1,7 +1,7 @@
 """Reading the JSON documents the Petri step consumes (plan, schedule, trace).
 
 `read_json` parses (PETRI-E013); each reader then validates the document against its schema
-(pipeline/schemas/{plan,schedule,trace}-1.schema.json, through `pipeline.schema.require`)
+(pipeline/schemas/{plan,schedule,trace}-1.schema.json, through `pipeline.files.schema.require`)
 and raises `PipelineError` with its PETRI code and the JSON path of the first problem
 (`schedule.json: items.ITEM2[3].kind`), so bad input is told apart from a failed check.
 """

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Iterator
 
-from pipeline.atomic import write_bytes, write_text_pieces
+from pipeline.files.atomic import write_bytes, write_text_pieces
 from pipeline.petri.net import Net, PlaceKind, TransitionKind
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 
 # Counterexample lists are cut to this many entries in reports (the count is kept).
 MAX_LISTED = 20

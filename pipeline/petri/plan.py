@@ -20,7 +20,7 @@ from typing import Any
 
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.petri.documents import read_json
-from pipeline.schema import require
+from pipeline.files.schema import require
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Iterator
 
-from pipeline.atomic import write_text_pieces
+from pipeline.files.atomic import write_text_pieces
 from pipeline.petri.net import Net
 
 NAMESPACE = "http://www.pnml.org/version-2009/grammar/pnml"

@@ -38,7 +38,7 @@ import numpy as np
 from pipeline.petri.documents import read_json
 from pipeline.petri.net import Net, TransitionKind
 from pipeline.petri.outcome import Outcome, failed, listed, passed
-from pipeline.schema import require
+from pipeline.files.schema import require
 
 ANALYSIS = "schedule"
 SYNC_MODES = ("event", "barrier")

@@ -17,13 +17,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomic import write_json
-from pipeline.names import confined
-from pipeline.deploy import DeployError, load_deploy
+from pipeline.files.atomic import write_json
+from pipeline.files.names import confined
+from pipeline.project.deploy import DeployError, load_deploy
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.registry.checks import CheckResult, Verdict, results_document
-from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, model_dir, step_dir
+from pipeline.ledger.checks import CheckResult, Verdict, results_document
+from pipeline.ledger.records import record_step
+from pipeline.project.layout import checks_path, model_dir, step_dir
 from pipeline.petri import checks
 from pipeline.petri.dot import dot_version, render_svg, write_dot
 from pipeline.petri.load import load_graphs

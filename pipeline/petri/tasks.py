@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from pipeline.layout import EXPORT_GRAPH_FILE, checks_path, model_dir, step_dir
+from pipeline.project.layout import EXPORT_GRAPH_FILE, checks_path, model_dir, step_dir
 from pipeline.split.tasks import split_targets
-from pipeline.registry.freshness import step_action
-from pipeline.tasking import spec_deployments, runnable_models
+from pipeline.ledger.freshness import step_action
+from pipeline.project.tasking import spec_deployments, runnable_models
 
 # The step's file names (pipeline.petri.step), spelled here so that listing tasks imports no step code.
 ORIGINAL = "original"

@@ -41,7 +41,7 @@ from pipeline.petri.documents import read_json
 from pipeline.petri.net import Net
 from pipeline.petri.outcome import Outcome, failed, listed, passed
 from pipeline.petri.schedule import Schedule, Step, placed
-from pipeline.schema import require
+from pipeline.files.schema import require
 
 ANALYSIS = "trace"
 CLOCKS = ("per-item", "shared")

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, Union
 
 from pipeline.diagnostics import Finding
-from pipeline.gcpause import gc_paused
-from pipeline.registry.checks import Verdict
+from pipeline.files.gcpause import gc_paused
+from pipeline.ledger.checks import Verdict
 from pipeline.nnef.graph import Graph
 from pipeline.petri.analysis import analyse
 from pipeline.petri.equivalence import check_equivalence, original_of
@@ -122,7 +122,7 @@ def verify(
     `original` may also be the original's net in our encoding (translated once for a model
     with several deployments). `label` names the description in reports, `net_name` the
     nets (default: from the graphs).
-    The cyclic garbage collector is paused meanwhile (pipeline.gcpause): the nets are
+    The cyclic garbage collector is paused meanwhile (pipeline.files.gcpause): the nets are
     millions of acyclic objects at 100,000 operations, which each collection would scan again.
     """
     with gc_paused():

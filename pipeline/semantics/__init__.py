@@ -13,6 +13,6 @@ order, float64 accuracy sweeps).
 """
 
 from pipeline.semantics.interpreter import interpret, interpret_batch, load_variables
-from pipeline.semantics.registry import kernel, lookup, supported_operations
+from pipeline.semantics.kernels import kernel, lookup, supported_operations
 
 __all__ = ["interpret", "interpret_batch", "load_variables", "kernel", "lookup", "supported_operations"]

@@ -26,7 +26,7 @@ import numpy as np
 from pipeline.semantics import transcendental
 from pipeline.semantics.elementwise import fmax
 from pipeline.semantics.jit import compiled_loops
-from pipeline.semantics.registry import kernel
+from pipeline.semantics.kernels import kernel
 from pipeline.semantics.tensors import F32, attr_f32, broadcast, scalar
 
 Inputs = Mapping[str, Any]

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from pipeline.registry.checks import CheckResult, Verdict, register_check
+from pipeline.ledger.checks import CheckResult, Verdict, register_check
 from pipeline.nnef.graph import Graph
 from pipeline.semantics import oracle, transcendental
 from pipeline.semantics.interpreter import interpret, load_variables
@@ -86,8 +86,8 @@ def order_check(graph: Graph, variables: Mapping[str, np.ndarray], inputs: Mappi
 
 def first_vector(export_dir: Path, deploy_file: Path, graph: Graph) -> dict[str, np.ndarray]:
     """The model's first validation vector, keyed by NNEF input name."""
-    from pipeline.deploy import load_deploy
-    from pipeline.vectors import draw_vectors
+    from pipeline.project.deploy import load_deploy
+    from pipeline.numerics.vectors import draw_vectors
 
     spec = load_deploy(deploy_file)
     vector = draw_vectors(spec.inputs, 1, spec.validation.seed)[0]

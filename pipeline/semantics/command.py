@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.diagnostics import PipelineError
 from pipeline.terminal import EXIT_OK, fail_usage, format_finding, report_error
 

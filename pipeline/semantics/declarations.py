@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from pipeline.semantics.registry import kernel
+from pipeline.semantics.kernels import kernel
 from pipeline.semantics.tensors import DTYPES, KernelError, int_list
 
 

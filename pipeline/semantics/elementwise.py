@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from pipeline.semantics import transcendental
-from pipeline.semantics.registry import kernel
+from pipeline.semantics.kernels import kernel
 from pipeline.semantics.tensors import F32, KernelError, broadcast, generic, logical, scalar
 
 Inputs = Mapping[str, Any]

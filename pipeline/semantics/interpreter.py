@@ -24,7 +24,7 @@ import numpy as np
 
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.nnef.graph import Graph, Operation, Ref
-from pipeline.semantics.registry import lookup
+from pipeline.semantics.kernels import lookup
 from pipeline.semantics.tensors import DTYPES
 
 log = logging.getLogger(__name__)
@@ -259,7 +259,7 @@ def load_variables(graph: Graph, directory: str | os.PathLike[str]) -> dict[str,
         label = str(op.attribs.get("label", ""))
         if label in values:
             continue
-        try:  # read below `base` without following a link (pipeline.readguard)
+        try:  # read below `base` without following a link (pipeline.files.readguard)
             values[label] = read_variable_file(base, label).data
         except TensorFileError as error:
             if error.missing:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from pipeline.semantics.jit import compiled_loops
-from pipeline.semantics.registry import kernel
+from pipeline.semantics.kernels import kernel
 from pipeline.semantics.tensors import F32, KernelError, align, broadcast_shape, scalar
 
 ZERO = F32(0.0)

@@ -26,7 +26,7 @@ from pipeline.semantics.elementwise import fmax
 from pipeline.semantics.jit import compiled_loops
 from pipeline.semantics.linear_algebra import derived
 from pipeline.semantics.reduce import ordered_extreme, ordered_sum
-from pipeline.semantics.registry import kernel
+from pipeline.semantics.kernels import kernel
 from pipeline.semantics.sliding_window import box
 from pipeline.semantics.tensors import F32, KernelError, align, attr_f32, axes_list, broadcast_shape, int_list, scalar
 

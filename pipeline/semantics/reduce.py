@@ -21,7 +21,7 @@ import numpy as np
 
 from pipeline.semantics.elementwise import first_max_update, first_min_update
 from pipeline.semantics.jit import compiled_loops
-from pipeline.semantics.registry import kernel
+from pipeline.semantics.kernels import kernel
 from pipeline.semantics.tensors import F32, axes_list, logical, scalar
 
 Inputs = Mapping[str, Any]

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from pipeline.semantics.registry import kernel
+from pipeline.semantics.kernels import kernel
 from pipeline.semantics.tensors import KernelError, attr_f32, axes_list, generic, int_list, integer, scalar
 from pipeline.semantics.windows import border_of, pad as pad_array, padding_list
 

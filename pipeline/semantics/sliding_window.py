@@ -33,7 +33,7 @@ import numpy as np
 from pipeline.semantics.elementwise import first_max_update
 from pipeline.semantics.jit import compiled_loops
 from pipeline.semantics.linear_algebra import derived, laid_out, ordered_dot
-from pipeline.semantics.registry import kernel
+from pipeline.semantics.kernels import kernel
 from pipeline.semantics.tensors import (
     F32,
     KernelError,

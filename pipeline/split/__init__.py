@@ -2,14 +2,14 @@
 
     deploy.yaml + export --allocation.py (semantics, rewrites: layer_parallel.py, halo.py)--> Deployment
     Deployment --splitter.py--> Split --emit.py / plan.py / schedule.py--> <ITEM>.nnef, plan.json, schedule.json
-    files --union.py, checker, khronos.py, execute.py, checks.py--> check results (step.py, tasks.py, command.py)
+    files --union.py, checker, plain_nnef.py, workers.py, checks.py--> check results (step.py, tasks.py, command.py)
 
 What the split preserves: the items together compute exactly what the description
 computes (HLR-SPL-001..003), communicating only through declared sync variables. The
 splitter and the rewrite are generators and are not trusted; the validators read the
 files they write: the checker with its multi-item rules (nnef.multiitem), the union
-check (union.py), the Khronos parser (khronos.py), the executable split semantics against
-the unsplit interpreter (execute.py), the rewrite check, and the Petri-net equivalence
+check (union.py), the Khronos parser (plain_nnef.py), the executable split semantics against
+the unsplit interpreter (workers.py), the rewrite check, and the Petri-net equivalence
 (pipeline.petri). docs/split.md is the user documentation.
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 _PUBLIC = {
     "Deployment": "pipeline.split.allocation",
     "resolve_deployment": "pipeline.split.allocation",
-    "ExecutionResult": "pipeline.split.execute",
-    "compare_with_reference": "pipeline.split.execute",
-    "execute_split": "pipeline.split.execute",
-    "trace_document": "pipeline.split.execute",
+    "ExecutionResult": "pipeline.split.workers",
+    "compare_with_reference": "pipeline.split.workers",
+    "execute_split": "pipeline.split.workers",
+    "trace_document": "pipeline.split.workers",
     "LayerParallelSpec": "pipeline.split.layer_parallel",
     "layer_parallel": "pipeline.split.layer_parallel",
     "rewrite_graph": "pipeline.split.layer_parallel",

@@ -1,6 +1,6 @@
 """Deployment semantics: a validated deploy.yaml deployment applied to an exported graph.
 
-pipeline.deploy checks the structure and types of models/<m>/deploy.yaml. This module
+pipeline.project.deploy checks the structure and types of models/<m>/deploy.yaml. This module
 gives a deployment its meaning against the graph it distributes:
 
 - rewrites (optional `rewrites: [{kind: layer_parallel, conv, chain, parts, items}]`)
@@ -16,22 +16,19 @@ gives a deployment its meaning against the graph it distributes:
 - every declared item must get at least one instruction (SPLIT-E008): an item left empty
   would silently have no file, no code and no run.
 
-Every problem is reported at once as a DeployError (pipeline.deploy) whose problems carry
+Every problem is reported at once as a DeployError (pipeline.project.deploy) whose problems carry
 a SPLIT-Ennn code, the key path and the line in the YAML file.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Mapping, Sequence
 
-import yaml
-
-from pipeline.deploy import DeployError, DeployProblem, DeploySpec, Item
+from pipeline.project.deploy import DeployError, DeployProblem, DeploySpec, Item
 from pipeline.nnef.graph import Graph, Operation
 from pipeline.diagnostics import Location
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.emit import BINDINGS, COMMUNICATION, first_result
 from pipeline.split.layer_parallel import LayerParallelSpec, Rewritten, rewrite_graph
 
@@ -67,45 +64,20 @@ def computing(graph: Graph) -> list[Operation]:
     return [op for op in graph.operations if op.name not in BINDINGS and op.name not in COMMUNICATION]
 
 
-# ---------------------------------------------------------------------- YAML positions
-
-def _positions(path: str) -> dict[str, tuple[int, int]]:
-    """Key path -> (line, column) in the spec file, when it can be read (messages only)."""
-    try:
-        root = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
-    out: dict[str, tuple[int, int]] = {}
-
-    def walk(node: yaml.Node, where: str) -> None:
-        out[where] = (node.start_mark.line + 1, node.start_mark.column + 1)
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                walk(value, f"{where}.{key.value}" if where else str(key.value))
-        elif isinstance(node, yaml.SequenceNode):
-            for index, value in enumerate(node.value):
-                walk(value, f"{where}[{index}]")
-
-    if root is not None:
-        walk(root, "")
-    return out
-
-
 class _Problems:
+    """The problems of one deployment, each at the position of its key in the spec's file.
+
+    The positions come with the spec (`DeploySpec.positions`, recorded by the one loader,
+    pipeline.project.deploy, from the text it judged): the file is never read again here.
+    """
+
     def __init__(self, spec: DeploySpec) -> None:
         self.spec = spec
         self.items: list[DeployProblem] = []
-        self._positions: dict[str, tuple[int, int]] | None = None
 
     def add(self, code: str, path: str, message: str) -> None:
-        if self.spec.positions:   # the positions of the text load_deploy read: the spec is not read again
-            location = self.spec.location(path)
-            line, column = location.line, location.column
-        else:   # a spec built in code: its file, when there is one, read once
-            if self._positions is None:
-                self._positions = _positions(self.spec.path)
-            line, column = self._positions.get(path, (0, 0))
-        self.items.append(DeployProblem(code, path, message, line, column))
+        location = self.spec.location(path)
+        self.items.append(DeployProblem(code, path, message, location.line, location.column))
 
     def raise_if_any(self) -> None:
         if self.items:
@@ -120,7 +92,7 @@ def _listing(names: Sequence[str]) -> str:
 # ---------------------------------------------------------------------- extras
 
 def _rewrite_specs(spec: DeploySpec, name: str, problems: _Problems) -> list[LayerParallelSpec]:
-    """The deployment's rewrites as specs; pipeline.deploy checked the list shape, the contents are ours."""
+    """The deployment's rewrites as specs; pipeline.project.deploy checked the list shape, the contents are ours."""
     raw = spec.deployments[name].rewrites
     base = f"deployments.{name}.rewrites"
     declared = {item.name for item in spec.deployments[name].items}

@@ -14,9 +14,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from pipeline.diagnostics import Finding, Severity
-from pipeline.registry.checks import CheckResult, Verdict, register_check
+from pipeline.ledger.checks import CheckResult, Verdict, register_check
 from pipeline.nnef.graph import Graph
-from pipeline.split.execute import Comparison, first_difference, identical
+from pipeline.split.workers import Comparison, first_difference, identical
 from pipeline.split.union import UnionResult
 
 STEP = "split"

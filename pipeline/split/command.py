@@ -20,11 +20,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomic import write_json
-from pipeline.deploy import load_deploy
+from pipeline.files.atomic import write_json
+from pipeline.project.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import Verdict, results_document
-from pipeline.layout import step_dir
+from pipeline.ledger.checks import Verdict, results_document
+from pipeline.project.layout import step_dir
 from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, report_error
 
 

@@ -6,7 +6,7 @@ From provenance.json (pipeline.export.provenance) it takes two facts:
   ones it invents (`<output>_<what>`) follow the item of the node's named result, so an
   allocation naming `conv1` takes the whole node (pipeline.split.allocation);
 - input names: ONNX graph input -> NNEF external, to feed the vectors of deploy.yaml
-  (drawn by the shared rule of pipeline.vectors, keyed by ONNX name).
+  (drawn by the shared rule of pipeline.numerics.vectors, keyed by ONNX name).
 
 From the export's record.json it takes the model name. `check_spec_matches` compares the
 deployment spec with all of this before the split writes anything (SPLIT-E022).
@@ -22,15 +22,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from pipeline.deploy import DeployError, DeploySpec, check_inputs_match
+from pipeline.project.deploy import DeployError, DeploySpec, check_inputs_match
 from pipeline.nnef.checker import CheckReport, check_paths
 from pipeline.nnef.graph import Graph
 from pipeline.semantics import load_variables
 from pipeline.diagnostics import Location
-from pipeline.readguard import InputRefused, read_input
-from pipeline.split.codes import SplitError
+from pipeline.files.readguard import InputRefused, read_input
+from pipeline.split.errors import SplitError
 from pipeline.split.emit import BINDINGS
-from pipeline.vectors import draw_vectors
+from pipeline.numerics.vectors import draw_vectors
 
 GRAPH_FILE = "graph.nnef"
 PROVENANCE_FILE = "provenance.json"
@@ -81,7 +81,7 @@ def load_exported(path: str | os.PathLike[str]) -> Exported:
         raise SplitError("SPLIT-E020", f"the description does not check: {first}", Location.in_file(graph_file))
     provenance: dict[str, Any] = {}
     if os.path.lexists(folder / PROVENANCE_FILE):
-        try:   # inside the export folder, no link followed (pipeline/readguard.py)
+        try:   # inside the export folder, no link followed (pipeline/files/readguard.py)
             provenance = json.loads(read_input(PROVENANCE_FILE, base=folder, max_bytes=MAX_JSON_BYTES).decode("utf-8"))
         except InputRefused as refused:
             raise SplitError("SPLIT-E020", f"{PROVENANCE_FILE} refused: {refused.reason}", Location.in_file(folder)) from None
@@ -92,7 +92,7 @@ def load_exported(path: str | os.PathLike[str]) -> Exported:
 
 def _recorded_model(folder: Path) -> str | None:
     """The model name in the export's record.json (None without a readable one)."""
-    try:   # inside the export folder, no link followed (pipeline/readguard.py)
+    try:   # inside the export folder, no link followed (pipeline/files/readguard.py)
         model = json.loads(read_input(RECORD_FILE, base=folder, max_bytes=MAX_JSON_BYTES).decode("utf-8")).get("model")
     except (InputRefused, OSError, ValueError, AttributeError):
         return None
@@ -181,7 +181,7 @@ def input_names_from_provenance(provenance: Mapping[str, Any], graph: Graph) -> 
 
 def vectors_for(spec: DeploySpec, graph: Graph, input_names: Mapping[str, str], count: int,
                 seed: int) -> list[dict[str, np.ndarray]]:
-    """`count` vectors by the shared rule (pipeline.vectors), keyed by NNEF external name."""
+    """`count` vectors by the shared rule (pipeline.numerics.vectors), keyed by NNEF external name."""
     mapping = dict(input_names)
     missing = [name for name in spec.inputs if name not in mapping]
     if missing or sorted(mapping[n] for n in spec.inputs) != sorted(graph.inputs):

@@ -28,7 +28,7 @@ from typing import Any, Sequence
 
 from pipeline.nnef.graph import Graph, Operation, Ref
 from pipeline.diagnostics import Location
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.halo import LayerPart, Window, chain_parts, split_rows
 
 AXIS = 2  # the height: first spatial axis of NC(H)W tensors

@@ -20,7 +20,7 @@ from pipeline.diagnostics import Location
 from pipeline.nnef.graph import Graph, Operation, Ref
 from pipeline.split import nvdla_cbuf
 from pipeline.split import nvdla_rewrites as passes
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.nvdla_ops import (CONFIGURATIONS, NV_FULL, Legalized, LegalOp, Limits, Refusal, Refused, Rewrite,
                                       cube, refusal_error)
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.diagnostics import Location
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 
 
 @dataclass(frozen=True)

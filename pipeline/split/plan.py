@@ -31,8 +31,8 @@ from typing import Any
 
 from pipeline.split.allocation import computing
 from pipeline.diagnostics import Location
-from pipeline.schema import require
-from pipeline.split.codes import SplitError
+from pipeline.files.schema import require
+from pipeline.split.errors import SplitError
 from pipeline.split.schedule import item_schedules
 from pipeline.split.splitter import Split, Step
 

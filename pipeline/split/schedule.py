@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.splitter import Split, Step
 
 SYNC_MODES = ("event", "barrier")

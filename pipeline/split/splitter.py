@@ -24,7 +24,7 @@ Property (HLR-SPL-001/002): the union of the items' instructions is the original
 communication, and items share only declared sync variables. Validated independently
 of this module by pipeline.split.union (on the item files re-read by the checker), the
 checker's multi-item rules (nnef.multiitem), the executable semantics
-(pipeline.split.execute) and the Petri-net equivalence (pipeline.petri).
+(pipeline.split.workers) and the Petri-net equivalence (pipeline.petri).
 """
 
 from __future__ import annotations

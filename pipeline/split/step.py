@@ -6,7 +6,7 @@ schedule.json, trace-interpreter.json and, when it has rewrites, rewritten.nnef.
 the validators run on the files written: the checker on all items together (zero
 findings, multi-item rules), the union check, the Khronos reading of each item, the
 executable split semantics against the unsplit interpreter on seeded vectors (the
-shared rule of pipeline.vectors with the spec's seed), and the rewrite check. The results
+shared rule of pipeline.numerics.vectors with the spec's seed), and the rewrite check. The results
 go to artifacts/<m>/split/checks.json, then record.json.
 
 `split_to_directory` is the same for one description and one spec outside the artifact
@@ -24,12 +24,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from pipeline.atomic import write_json, write_text
-from pipeline.deploy import DeploySpec, load_deploy
-from pipeline.registry.checks import CheckResult, results_document
-from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, export_data, model_dir, project_relative, step_dir
-from pipeline.names import check_name, confined
+from pipeline.files.atomic import write_json, write_text
+from pipeline.project.deploy import DeploySpec, load_deploy
+from pipeline.ledger.checks import CheckResult, results_document
+from pipeline.ledger.records import record_step
+from pipeline.project.layout import checks_path, export_data, model_dir, project_relative, step_dir
+from pipeline.files.names import check_name, confined
 from pipeline.diagnostics import Location
 from pipeline.nnef import checks as nnef_checks
 from pipeline.nnef.checker import check_paths
@@ -37,11 +37,11 @@ from pipeline.nnef.graph import Graph
 from pipeline.semantics import interpret, interpret_batch
 from pipeline.split import checks
 from pipeline.split.allocation import Deployment, resolve_deployment
-from pipeline.split.codes import SplitError
-from pipeline.split.execute import compare_with_reference, trace_document
+from pipeline.split.errors import SplitError
+from pipeline.split.workers import compare_with_reference, trace_document
 from pipeline.split.exported import Exported, check_spec_matches, load_exported, vectors_for
 from pipeline.nnef.khronos import khronos_available
-from pipeline.split.khronos import compare_with_khronos, strip_extension
+from pipeline.split.plain_nnef import compare_with_khronos, strip_extension
 from pipeline.split.plan import (PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE, load_schedule,
                                  plan_document, schedule_document)
 from pipeline.split.splitter import Split, split_deployment

@@ -14,12 +14,12 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, Iterator
 
-from pipeline.tasking import deploy_outline, package_sources, runnable_models
-from pipeline.layout import RECORD_FILE, checks_path, model_dir, step_dir
+from pipeline.project.tasking import deploy_outline, package_sources, runnable_models
+from pipeline.project.layout import RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.split.outputs import PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE
-from pipeline.registry.freshness import step_action
+from pipeline.ledger.freshness import step_action
 
-SOURCE_GLOBS = ("split", "semantics", "nnef", "vectors.py", "deploy.py", "atomic.py", "diagnostics.py", "layout.py")
+SOURCE_GLOBS = ("split", "semantics", "nnef", "numerics/vectors.py", "project/deploy.py", "files/atomic.py", "diagnostics.py", "project/layout.py")
 EXPORT_FILES = ("graph.nnef", "provenance.json")
 
 

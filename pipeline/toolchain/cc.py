@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from pipeline.atomic import write_bytes
+from pipeline.files.atomic import write_bytes
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.toolchain.platforms import Platform, host_platform
 

@@ -37,7 +37,7 @@ BUILTIN_NAMES = (HOST, AARCH64_QEMU)
 
 LOCAL, EMULATOR, SSH = "local", "emulator", "ssh"
 RUNNER_KINDS = (LOCAL, EMULATOR, SSH)
-# Where the results of a run on a platform are obtained (the closed set of pipeline.registry.checks.Where).
+# Where the results of a run on a platform are obtained (the closed set of pipeline.ledger.checks.Where).
 WHERE = {LOCAL: "host", EMULATOR: "emulation", SSH: "target"}
 
 # The architectures the static scans know (pipeline/codegen/static.py); another one is `not run` there.
@@ -267,7 +267,7 @@ def declared_problems(platforms: Any) -> list[tuple[str, str, str]]:
     """(code, key path, message) of what the schema cannot say about deploy.yaml's `platforms:`:
     a name of the name grammar that is not a built-in's, refused flags, an emulator with a timing
     verdict, the keys each runner kind needs."""
-    from pipeline.names import name_problem
+    from pipeline.files.names import name_problem
 
     problems: list[tuple[str, str, str]] = []
     for name, body in (platforms.items() if isinstance(platforms, dict) else ()):

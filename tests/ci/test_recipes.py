@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from pipeline.deploy import load_deploy
-from pipeline.layout import model_names
+from pipeline.project.deploy import load_deploy
+from pipeline.project.layout import model_names
 
 REPO = Path(__file__).resolve().parents[2]
 GITLAB = REPO / "ci/gitlab-ci.yml"

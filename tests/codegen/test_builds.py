@@ -39,8 +39,8 @@ def project(tmp_path_factory, exported_project):
 
 
 def _vectors(root: Path, model: str, count: int = 8) -> dict[str, np.ndarray]:
-    from pipeline.deploy import load_deploy
-    from pipeline.vectors import draw_vectors
+    from pipeline.project.deploy import load_deploy
+    from pipeline.numerics.vectors import draw_vectors
 
     spec = load_deploy(root / "models" / model / "deploy.yaml")
     vectors = draw_vectors(spec.inputs, count, spec.validation.seed)

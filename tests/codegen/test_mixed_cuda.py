@@ -18,8 +18,8 @@ import pytest
 from pipeline.codegen import checks
 from pipeline.codegen.cuda_gate import cuobjdump_path
 from pipeline.codegen.program.items import emitter_for
-from pipeline.registry.checks import Verdict
-from pipeline.layout import step_dir
+from pipeline.ledger.checks import Verdict
+from pipeline.project.layout import step_dir
 from tests.codegen_cuda import mixedhelpers as M
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None or cuobjdump_path() is None,

@@ -24,8 +24,8 @@ import pytest
 from tests.codegen import cghelpers as H
 from tests.projects import copy_exports
 
-from pipeline.registry.checks import Verdict, Where
-from pipeline.layout import model_names
+from pipeline.ledger.checks import Verdict, Where
+from pipeline.project.layout import model_names
 from pipeline.toolchain.platforms import AARCH64, missing_tools
 
 MODELS = model_names(H.ROOT)
@@ -249,7 +249,7 @@ def _symbols(path) -> dict[str, str]:
 def test_uninstrumented_build_links_the_objects_codegen_judged(model_results, project):
     """The execute step links codegen.compile's objects (sha256 as status.json says) into its
     uninstrumented build: every function of every object is in the binary with the same size (nm)."""
-    from pipeline.registry.hashing import sha256_file
+    from pipeline.ledger.hashing import sha256_file
 
     if shutil.which("nm") is None:
         pytest.skip("binutils nm is not installed")

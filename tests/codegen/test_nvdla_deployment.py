@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from tests.projects import ROOT
 
 VECTORS = 20
@@ -29,7 +29,7 @@ MODEL = "lenet5"
 
 def _dla_only_project(exported_project: Path, folder: Path) -> Path:
     """A scratch project: lenet5 with a deploy.yaml holding only its `dla` deployment, its export copied."""
-    from pipeline.layout import step_dir
+    from pipeline.project.layout import step_dir
 
     source = ROOT / "models" / MODEL
     model = folder / "models" / MODEL

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from tests.execute.dlamixed import MODEL, c_folder, nvdla_folder
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")

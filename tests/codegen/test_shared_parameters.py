@@ -106,10 +106,10 @@ def project(tmp_path_factory):
 @pytest.mark.parametrize("sharing", ["identity", "same"])
 def test_shared_and_copied_parameters_are_bit_exact(project, sharing):
     from pipeline.compare.reference import reference_outputs
-    from pipeline.deploy import load_deploy
+    from pipeline.project.deploy import load_deploy
     from pipeline.export.step import run_export_step
     from pipeline.split.step import run_split_step
-    from pipeline.vectors import draw_vectors
+    from pipeline.numerics.vectors import draw_vectors
 
     model = f"se_{sharing}"
     folder = project / "models" / model

@@ -16,7 +16,7 @@ from tests.codegen import cghelpers as H
 
 from pipeline.codegen import checks, static
 from pipeline.codegen.shared.planner import Buffer, Plan, check_plan, plan_buffers
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 
 BODY = """
     x = external<scalar>(shape = [1, 3, 8, 8]);

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from pipeline.codegen.program.generate import generate_deployment
 from pipeline.codegen.deployment import load_deployment
-from pipeline.deploy import load_deploy
+from pipeline.project.deploy import load_deploy
 from pipeline.execute.harness import write_input_vectors
 from pipeline.execute.step import code_folder
-from pipeline.layout import model_dir, step_dir
+from pipeline.project.layout import model_dir, step_dir
 from tests.projects import copy_exports
 
 MIXED = {"paper3gpu": ("branch3", "barrier"), "convgpu": ("lenet5", "event")}

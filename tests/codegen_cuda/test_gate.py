@@ -113,7 +113,7 @@ def test_deployment_architectures_reach_the_build_and_xavier_fails_with_the_reas
     import json
 
     from pipeline.codegen.checks import cuda_result
-    from pipeline.registry.checks import Verdict
+    from pipeline.ledger.checks import Verdict
 
     export = exported_project / "artifacts" / "branch3" / "export"
     split = C.whole_model(export, tmp_path / "split")

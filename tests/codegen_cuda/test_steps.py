@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from pipeline.codegen.cuda_gate import cuobjdump_path
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.toolchain.nvcc import gpu_query
 from tests.projects import copy_exports
 

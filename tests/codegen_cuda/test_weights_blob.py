@@ -88,7 +88,7 @@ def test_mixed_deployment_cuda_item_links_its_blob_and_keeps_the_bits(exported_p
     weights: the C program writes the .cu item's blob beside it and the emulation stays 0 ULP."""
     from pipeline.compare.step import run_compare_step
     from pipeline.execute.step import run_deployment
-    from pipeline.registry.checks import Verdict
+    from pipeline.ledger.checks import Verdict
     from tests.codegen_cuda import mixedhelpers as M
 
     monkeypatch.setattr(c_item, "BLOB_MIN_FLOATS", 100)

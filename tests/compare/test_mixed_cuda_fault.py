@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from tests.codegen_cuda import mixedhelpers as M
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")

@@ -1,4 +1,4 @@
-"""HLR-NUM-004's FP16 bound (pipeline.errorbound.NVDLA_FP16, judged by pipeline.compare.nvdla_bound).
+"""HLR-NUM-004's FP16 bound (pipeline.numerics.errorbound.NVDLA_FP16, judged by pipeline.compare.nvdla_bound).
 
 Sound: the emulator's `ideal` outputs and the NVDLA hardware model's own dumps (ONNC
 single_layer_test, nobody here wrote them) lie within the bound of the float64 yardstick on every
@@ -19,8 +19,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.compare.nvdla_bound import ABSOLUTE, BOUND, describe, judge
-from pipeline.compare.nvdla_golden import read_dimg, read_pgm
-from pipeline.errorbound import FP16, NVDLA_FP16, REFERENCE, BoundUnavailable, ErrorBound
+from pipeline.execute.nvdla.golden import read_dimg, read_pgm
+from pipeline.numerics.errorbound import FP16, NVDLA_FP16, REFERENCE, BoundUnavailable, ErrorBound
 from tests.codegen.nvdla_cases import golden_cases, loadable_of
 
 TOLERANCE = 1.0e-2

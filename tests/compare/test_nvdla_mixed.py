@@ -13,7 +13,7 @@ import numpy as np
 
 import pytest
 
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from tests.execute.dlamixed import MODEL, VECTORS, nvdla_folder
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")

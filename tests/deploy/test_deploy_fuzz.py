@@ -19,9 +19,9 @@ import re
 import time
 from pathlib import Path
 
-from pipeline import deploy
-from pipeline.deploy import CODES, DeployError, DeploySpec, load_deploy
-from pipeline.names import name_problem
+from pipeline.project import deploy
+from pipeline.project.deploy import CODES, DeployError, DeploySpec, load_deploy
+from pipeline.files.names import name_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 20261124

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline import deploy
-from pipeline.deploy import CODES, DeployError, load_deploy, parse_deploy_text
+from pipeline.project import deploy
+from pipeline.project.deploy import CODES, DeployError, load_deploy, parse_deploy_text
 from pipeline.diagnostics import PipelineError
-from pipeline.layout import model_names, refused_models
-from pipeline.names import NNEF_KEYWORDS, check_name, confined, name_problem
-from pipeline.registry.yamlsource import load_located
+from pipeline.project.layout import model_names, refused_models
+from pipeline.files.names import NNEF_KEYWORDS, check_name, confined, name_problem
+from pipeline.ledger.yamlsource import load_located
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = Path(__file__).parent / "data" / "hostile"
@@ -163,7 +163,7 @@ def test_model_names_given_on_the_command_line_are_judged() -> None:
 
 
 def test_task_list_never_reads_a_special_spec(tmp_path: Path) -> None:
-    from pipeline.tasking import deploy_outline
+    from pipeline.project.tasking import deploy_outline
 
     folder = tmp_path / "models" / "m"
     folder.mkdir(parents=True)

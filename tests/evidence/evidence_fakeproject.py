@@ -16,12 +16,12 @@ from typing import Iterator, Mapping
 
 import yaml
 
-from pipeline.atomic import write_bytes, write_json, write_text
-from pipeline.registry import checks
-from pipeline.registry.checks import CheckResult, Verdict, register_check, results_document
-from pipeline.registry.hashing import sha256_file
-from pipeline.registry.records import record_step
-from pipeline.layout import checks_path, step_dir
+from pipeline.files.atomic import write_bytes, write_json, write_text
+from pipeline.ledger import checks
+from pipeline.ledger.checks import CheckResult, Verdict, register_check, results_document
+from pipeline.ledger.hashing import sha256_file
+from pipeline.ledger.records import record_step
+from pipeline.project.layout import checks_path, step_dir
 
 REPO = Path(__file__).resolve().parents[2]
 

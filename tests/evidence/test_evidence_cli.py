@@ -9,7 +9,7 @@ import pytest
 
 from tests.evidence.evidence_fakeproject import FakeProject
 from pipeline import cli
-from pipeline.registry.requirements import load_requirements
+from pipeline.ledger.requirements import load_requirements
 
 ROOT = Path(__file__).parents[2]
 

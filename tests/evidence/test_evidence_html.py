@@ -23,13 +23,13 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from pipeline.atomic import write_json, write_text
+from pipeline.files.atomic import write_json, write_text
 from pipeline.compare.svg import histogram_svg
 from pipeline.evidence.build import build_all, build_reports
 from pipeline.evidence.matrix import TraceMatrix
-from pipeline.layout import step_dir
-from pipeline.registry.checks import CheckResult, Verdict, results_document
-from pipeline.registry.records import record_step
+from pipeline.project.layout import step_dir
+from pipeline.ledger.checks import CheckResult, Verdict, results_document
+from pipeline.ledger.records import record_step
 from tests.evidence.evidence_fakeproject import FAKE_CHECKS, REPO, FakeProject, isolated_registry
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -50,7 +50,7 @@ def test_strict_form_validates_against_published_junit_10_xsd(mixed: Path) -> No
 
 
 def test_consumer_reads_expected_counts(mixed: Path) -> None:
-    from pipeline.registry import checks
+    from pipeline.ledger import checks
 
     xml = junitparser.JUnitXml.fromfile(str(mixed))
     suites = {suite.name: suite for suite in xml}

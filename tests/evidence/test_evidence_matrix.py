@@ -7,10 +7,10 @@ from pathlib import Path
 
 from tests.evidence.evidence_fakeproject import FakeProject
 from pipeline.evidence.baseline import write_baseline
-from pipeline.registry.checks import Verdict, register_check
+from pipeline.ledger.checks import Verdict, register_check
 from pipeline.evidence.matrix import build_matrix
-from pipeline.evidence.registry import load_checks
-from pipeline.registry.requirements import load_requirements
+from pipeline.evidence.checklinks import load_checks
+from pipeline.ledger.requirements import load_requirements
 
 
 def finding(matrix, code: str, text: str = ""):  # type: ignore[no-untyped-def]
@@ -148,7 +148,7 @@ def test_new_links_and_obsolete_entries_are_warnings(project: FakeProject) -> No
     write_baseline(specs, load_requirements(project.root), project.root)
     register_check("petri.new", "new", "petri", ["HLR-EXE-002"])
     del specs["nnef.syntax"]
-    from pipeline.registry import checks
+    from pipeline.ledger import checks
 
     del checks._REGISTRY["nnef.syntax"]
     matrix = build_matrix(project.root)
@@ -179,7 +179,7 @@ def test_changed_artifact_fails_evidence_records(project: FakeProject) -> None:
 
 
 def test_missing_check_module_is_reported(project: FakeProject) -> None:
-    from pipeline.registry import checks
+    from pipeline.ledger import checks
 
     checks.CHECK_MODULES = ("pipeline.evidence.selfchecks", "pipeline.nosuchstep.checks")
     matrix = build_matrix(project.root)

@@ -13,7 +13,7 @@ import pytest
 from tests.evidence.evidence_fakeproject import FakeProject, load
 from pipeline import cli
 from pipeline.evidence.build import build_all, build_model_package
-from pipeline.registry.hashing import sha256_bytes
+from pipeline.ledger.hashing import sha256_bytes
 from pipeline.evidence.package import MANIFEST, package_path, verify_package
 
 

@@ -18,9 +18,9 @@ from pipeline.evidence.matrix import OFF_PLATFORM, STRICT, VERIFIED, build_matri
 from pipeline.evidence.merge import merge_shards
 from pipeline.evidence.summary import summary_text
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import CheckResult, Obtained, Verdict, Where, read_results_document, results_document
-from pipeline.atomic import write_json
-from pipeline.layout import checks_path
+from pipeline.ledger.checks import CheckResult, Obtained, Verdict, Where, read_results_document, results_document
+from pipeline.files.atomic import write_json
+from pipeline.project.layout import checks_path
 from tests.evidence.evidence_fakeproject import MINIMAL_CHECKS, FakeProject, isolated_registry, load
 
 TARGET_REQ = "HLR-COD-002"

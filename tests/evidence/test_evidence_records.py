@@ -8,8 +8,8 @@ import pytest
 
 from tests.evidence.evidence_fakeproject import FakeProject, load
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.hashing import sha256_file
-from pipeline.registry.records import check_records, read_record, record_step
+from pipeline.ledger.hashing import sha256_file
+from pipeline.ledger.records import check_records, read_record, record_step
 
 
 def test_record_lists_outputs_inputs_tools_and_nothing_run_dependent(project: FakeProject) -> None:

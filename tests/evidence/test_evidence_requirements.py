@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.evidence.evidence_fakeproject import REPO
-from pipeline.registry.requirements import RequirementsInvalid, load_requirements, read_requirements
+from pipeline.ledger.requirements import RequirementsInvalid, load_requirements, read_requirements
 
 GOOD_SYS = """\
 schema_version: 1

@@ -197,7 +197,7 @@ def test_build_reports_without_rules_arguments_still_applies_completeness(minima
 
 @pytest.mark.parametrize("written, code", [("needs the board", None), ('""', "DEPLOY-E"), ("[1, 2]", "DEPLOY-E")])
 def test_deploy_yaml_excluded_is_a_reason(written: str, code: str | None) -> None:
-    from pipeline.deploy import DeployError, parse_deploy_text
+    from pipeline.project.deploy import DeployError, parse_deploy_text
 
     spec = (REPO / "models/branch3/deploy.yaml").read_text(encoding="utf-8") + f"excluded: {written}\n"
     if code is None:

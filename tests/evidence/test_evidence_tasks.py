@@ -16,12 +16,12 @@ from tests.evidence.evidence_fakeproject import MINIMAL_CHECKS, REPO, FakeProjec
 
 
 FAKECHECKS = """\
-from pipeline.registry.checks import register_check
+from pipeline.ledger.checks import register_check
 {registrations}
 """
 
 DODO = """\
-from pipeline.registry import checks
+from pipeline.ledger import checks
 checks.CHECK_MODULES = ("fakechecks", "pipeline.evidence.selfchecks")
 import fakechecks  # noqa: F401
 

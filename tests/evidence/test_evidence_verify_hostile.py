@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from pipeline import cli
-from pipeline.atomic import canonical_json
+from pipeline.files.atomic import canonical_json
 from pipeline.evidence.build import build_model_package
 from pipeline.evidence.package import MANIFEST, STATEMENT_TYPE, verify_package
 from pipeline.evidence.signing import ENVELOPE, generate_key_pair, load_public_key, load_signer
-from pipeline.registry.hashing import sha256_bytes
+from pipeline.ledger.hashing import sha256_bytes
 from tests.evidence.evidence_fakeproject import FakeProject
 
 WEIGHTS = "artifacts/alpha/export/weights/conv1.dat"

@@ -100,7 +100,7 @@ def test_bad_code_fails_the_build(tmp_path):
 
 
 def test_input_vectors_follow_the_shared_rule(tmp_path):
-    from pipeline.vectors import Distribution, InputSpec, draw_vectors
+    from pipeline.numerics.vectors import Distribution, InputSpec, draw_vectors
 
     specs = {"b": InputSpec("b", (2, 3), Distribution("uniform", -1.0, 1.0)),
              "a": InputSpec("a", (4,), Distribution("uniform", 0.0, 2.0))}

@@ -16,7 +16,7 @@ import shutil
 import numpy as np
 import pytest
 
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from tests.codegen_cuda import mixedhelpers as M
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed")
@@ -65,7 +65,7 @@ def test_several_cuda_items_alone_are_items_of_the_c_program(exported_project, t
     from pipeline.compare.step import run_compare_step
     from pipeline.execute.step import run_execute_step
     from pipeline.split.step import run_split_step
-    from pipeline.targets import code_kind
+    from pipeline.project.targets import code_kind
     from tests.projects import with_deployments
 
     assert code_kind(["cuda"]) == "cuda" and code_kind(["cuda", "cuda"]) == "program"

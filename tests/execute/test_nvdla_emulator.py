@@ -110,7 +110,7 @@ def test_softmax_runs_on_nvidia_s_emulator_layout_within_fp16():
 
 @pytest.mark.parametrize("shape, axis", [([1, 10, 2, 3], 1), ([1, 4, 5], 2)])
 def test_softmax_nvidia_s_emulator_cannot_run_is_refused_at_legalization(shape, axis):
-    from pipeline.split.codes import SplitError
+    from pipeline.split.errors import SplitError
 
     exported = convert(_model([helper.make_node("Softmax", ["x"], ["y"], axis=axis)], {}, shape, shape))
     with pytest.raises(SplitError) as caught:

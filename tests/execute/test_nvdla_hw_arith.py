@@ -87,7 +87,7 @@ def test_hw_approx_convolution_over_two_atomic_channel_groups_stays_within_one_u
 
     from pipeline.codegen.nvdla.mapping import map_program
     from pipeline.codegen.nvdla.writer import write_loadable
-    from pipeline.compare.nvdla_golden import ulp_distance
+    from pipeline.execute.nvdla.golden import ulp_distance
     from pipeline.execute.nvdla.emulator import emulate
     from pipeline.export import convert
     from pipeline.split.nvdla_legalize import legalize

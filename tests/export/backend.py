@@ -13,7 +13,7 @@ every operator of its graph is one the exporter supports. For each case of the s
    unsupported attribute values: a correct rejection, not a wrong result), except
    EXPORT-E011 (our internal consistency check), which is a failure;
 3. the Khronos parser must read the export with the same graph and shapes
-   (pipeline.export.khronos), else the case fails;
+   (pipeline.export.readback), else the case fails;
 4. the reference interpreter runs the NNEF on the case's remaining inputs; every output
    must match the stored output like numpy.testing.assert_allclose with the case's
    rtol/atol (|actual - expected| <= atol + rtol * |expected|, NaN equal to NaN).
@@ -36,7 +36,7 @@ import onnx
 from onnx import numpy_helper
 
 from pipeline.export import ExportError, export_model, supported_operators
-from pipeline.export.khronos import compare_with_khronos
+from pipeline.export.readback import compare_with_khronos
 from pipeline.nnef.checker import check_paths
 from pipeline.semantics import interpret, load_variables
 

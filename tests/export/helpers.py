@@ -17,7 +17,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from pipeline.export import ExportResult, export_model
-from pipeline.export.khronos import compare_with_khronos
+from pipeline.export.readback import compare_with_khronos
 from pipeline.nnef.checker import check_paths
 from pipeline.semantics import interpret, load_variables
 

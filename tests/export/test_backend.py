@@ -19,7 +19,7 @@ import pytest
 
 from tests.export.backend import CaseResult, run_subset
 
-from pipeline.atomic import canonical_json
+from pipeline.files.atomic import canonical_json
 from pipeline.nnef.catalogue import EXECUTABLE
 
 pytest.importorskip("nnef")

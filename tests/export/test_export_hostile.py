@@ -24,7 +24,7 @@ from pipeline.export.checks import FINITE, finite_result
 from pipeline.export.errors import ExportError
 from pipeline.export.exporter import convert, export_model
 from pipeline.export.onnx_model import load_onnx
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 
 HOSTILE = Path(__file__).parent / "data" / "hostile"
 F32 = TensorProto.FLOAT

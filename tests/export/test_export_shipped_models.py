@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.atomic import canonical_json
-from pipeline.deploy import load_deploy
-from pipeline.registry.checks import read_results_document
+from pipeline.files.atomic import canonical_json
+from pipeline.project.deploy import load_deploy
+from pipeline.ledger.checks import read_results_document
 from pipeline.export import export_model
-from pipeline.export.khronos import compare_with_khronos
+from pipeline.export.readback import compare_with_khronos
 from pipeline.export.step import run_export_step
 from pipeline.export.validate import settings_from_spec, validate_export
 from pipeline.nnef.checker import check_paths
@@ -120,7 +120,7 @@ def test_runner_falls_back_to_onnx_reference_when_onnxruntime_refuses_to_run(tmp
     import numpy as np
     from onnx import helper, numpy_helper
 
-    from pipeline.onnx_runner import reference_runner
+    from pipeline.numerics.onnx_runner import reference_runner
 
     w = numpy_helper.from_array(np.ones((1, 1, 3, 3), np.float32), "w")
     graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], auto_pad="SAME_UPPER", dilations=[2, 2])],

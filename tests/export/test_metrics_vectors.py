@@ -1,13 +1,13 @@
-"""pipeline.metrics (ULP on the monotonic line, NaN, signed zero) and
-pipeline.vectors (the one rule for drawing validation inputs)."""
+"""pipeline.numerics.metrics (ULP on the monotonic line, NaN, signed zero) and
+pipeline.numerics.vectors (the one rule for drawing validation inputs)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pipeline.metrics import UNORDERED, ErrorAccumulator, compare_arrays, ordered_int, ulp_distance, within_tolerance
-from pipeline.vectors import Distribution, InputSpec, draw_vectors, iter_vectors
+from pipeline.numerics.metrics import UNORDERED, ErrorAccumulator, compare_arrays, ordered_int, ulp_distance, within_tolerance
+from pipeline.numerics.vectors import Distribution, InputSpec, draw_vectors, iter_vectors
 
 F32 = np.float32
 

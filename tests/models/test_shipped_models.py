@@ -21,7 +21,7 @@ import pytest
 import yaml
 from onnx import TensorProto, numpy_helper
 
-from pipeline.layout import model_dir, model_names
+from pipeline.project.layout import model_dir, model_names
 
 ort = pytest.importorskip("onnxruntime")
 

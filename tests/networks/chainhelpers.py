@@ -93,7 +93,7 @@ def through_chain(model: onnx.ModelProto, folder: Path, inputs: Mapping[str, np.
 
 def onnxruntime_outputs(model: onnx.ModelProto, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """onnxruntime (one thread) on each vector, stacked: the comparison the tests add to the validation's."""
-    from pipeline.onnx_runner import reference_runner
+    from pipeline.numerics.onnx_runner import reference_runner
 
     runner = reference_runner(model)
     count = next(iter(inputs.values())).shape[0]

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from benchmarks.nnef_bench import generate
 from pipeline.diagnostics import sorted_findings
-from pipeline.layout import model_names
+from pipeline.project.layout import model_names
 from pipeline.nnef import flatparse
 from pipeline.nnef import parser as lark_front
 from pipeline.nnef.checker import CheckReport, _apply_profile, check_document, check_text

@@ -1,7 +1,7 @@
 """One test per finding code: the code is reported, at the right line and column.
 
 Texts are small on purpose: the line and column asserted are where a reader would put
-the caret. Every code in pipeline.nnef.codes is exercised here (a test checks that).
+the caret. Every code in pipeline.nnef.findings is exercised here (a test checks that).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pipeline.nnef.checker import check_paths, check_text
-from pipeline.nnef.codes import CODES, findings_markdown
+from pipeline.nnef.findings import CODES, findings_markdown
 from pipeline.nnef.tensorfile import write_tensor
 
 CONV = "border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1"

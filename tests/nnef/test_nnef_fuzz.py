@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from tests.nnef.nnef_corpus import valid_cases
 from pipeline.diagnostics import Finding
 from pipeline.nnef.checker import check_text
-from pipeline.nnef.codes import CODES
+from pipeline.nnef.findings import CODES
 
 TOKENS = ["x", "y", "1", "-1", "0", "1.5", "'constant'", "'ignore'", "[", "]", "(", ")", ",", ";", "=", "+", "*",
           "relu", "conv", "true", "[]", "[(1, 1)]", "axes", "shape", "<scalar>", "<integer>", "#", "\n", " ",

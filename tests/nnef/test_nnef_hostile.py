@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from pipeline.nnef.checker import check_text
-from pipeline.nnef.codes import CODES
+from pipeline.nnef.findings import CODES
 from pipeline.nnef.tensorfile import HEADER_SIZE, TensorFileError, encode_tensor, read_tensor
 from tests.nnef.nnef_corpus import valid_cases
 

@@ -11,8 +11,8 @@ import pytest
 
 from tests.petri.petri_helpers import DATA, LENET, ROOT
 
-from pipeline.evidence.registry import all_checks
-from pipeline.registry.checks import Verdict, read_results_document
+from pipeline.evidence.checklinks import all_checks
+from pipeline.ledger.checks import Verdict, read_results_document
 from pipeline.petri.step import run_petri_step
 
 SPLIT = DATA / "lenet5_split2"
@@ -129,7 +129,7 @@ def test_checks_are_registered_with_existing_requirements() -> None:
     ids = {c for c in checks if c.startswith("petri.")}
     assert ids == {"petri.reachability", "petri.deadlock", "petri.termination", "petri.once", "petri.equivalence",
                    "petri.schedule", "petri.trace", "petri.pipeline"}
-    from pipeline.registry.requirements import load_requirements
+    from pipeline.ledger.requirements import load_requirements
     known = set(load_requirements(ROOT).ids())
     for check in ids:
         assert set(checks[check].requirements) <= known, check

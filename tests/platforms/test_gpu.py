@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.execute import gpu
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.toolchain.nvcc import ARCHITECTURES, CudaBuild, nvcc_path
 
 STAND_IN = {"name": "STAND-IN host emulation, not a GPU", "sm": "sm_90", "driver": "none"}

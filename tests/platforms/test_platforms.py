@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.codegen import checks
-from pipeline.deploy import DeployError, parse_deploy_text
+from pipeline.project.deploy import DeployError, parse_deploy_text
 from pipeline.diagnostics import PipelineError
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.toolchain import cc, platforms as P
 
 SPEC = Path(__file__).resolve().parents[2] / "models" / "lenet5" / "deploy.yaml"

@@ -23,7 +23,7 @@ from pipeline.compare.numeric import same_bits
 from pipeline.diagnostics import PipelineError
 from pipeline.execute.harness import read_outputs, run_harness
 from pipeline.nnef.tensorfile import read_tensor, write_tensor
-from pipeline.registry.checks import Verdict, Where
+from pipeline.ledger.checks import Verdict, Where
 from pipeline.toolchain.platforms import SshTarget, host_architecture, host_platform
 from pipeline.toolchain.ssh import SshSession
 

@@ -19,7 +19,7 @@ from tests.codegen import cghelpers as H
 from tests.codegen.test_static import BODY
 
 from pipeline.codegen import checks, static
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.toolchain import cc, platforms as P
 
 ARM = P.resolve("aarch64_qemu")

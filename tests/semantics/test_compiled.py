@@ -154,11 +154,11 @@ def test_linear_and_matmul_compiled_equal_numpy(rows, monkeypatch):
 
 
 def _shipped(name: str):
-    from pipeline.deploy import load_deploy
+    from pipeline.project.deploy import load_deploy
     from pipeline.export import convert
     from pipeline.export.exporter import publish
     from pipeline.nnef.checker import check_paths
-    from pipeline.vectors import draw_vectors
+    from pipeline.numerics.vectors import draw_vectors
 
     result = convert(onnx.load(str(ROOT / "models" / name / "model.onnx")))
     with tempfile.TemporaryDirectory() as scratch:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.nnef.checker import check_text
 from pipeline.semantics import checks as semantics_checks
-from pipeline.semantics import registry
+from pipeline.semantics import kernels
 
 WINDOW = "padding = [(0, 0), (0, 0), (1, 0), (0, 1)], stride = [1, 1, 2, 1], dilation = [1, 1, 1, 1]"
 TEXT = f"""version 1.0;
@@ -56,7 +56,7 @@ def test_oracle_agrees_with_the_interpreter(case: tuple) -> None:
 
 def test_a_kernel_summing_in_reverse_is_caught(case: tuple, monkeypatch: pytest.MonkeyPatch) -> None:
     graph, variables, inputs = case
-    original = registry.lookup("linear")
+    original = kernels.lookup("linear")
 
     def reversed_linear(inputs_, attribs, dtype):
         x, w = inputs_["input"], inputs_["filter"]
@@ -66,7 +66,7 @@ def test_a_kernel_summing_in_reverse_is_caught(case: tuple, monkeypatch: pytest.
         return (acc + np.float32(0.0),)
 
     assert original is not reversed_linear
-    monkeypatch.setitem(registry._KERNELS, "linear", reversed_linear)
+    monkeypatch.setitem(kernels._KERNELS, "linear", reversed_linear)
     result = semantics_checks.order_check(graph, variables, inputs, "t", [])
     assert result.verdict is Verdict.FAIL
     assert "linear -> l[" in result.reason and "documented order" in result.reason

@@ -2,7 +2,7 @@
 and an independent plain-NNEF reading of item files for the Khronos parser.
 
 `khronos_text` is deliberately a *line* transformation, written apart from
-pipeline.split.khronos (which works on the AST): the test compares what the Khronos
+pipeline.split.plain_nnef (which works on the AST): the test compares what the Khronos
 parser reads from it with what our checker reads from the item file.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.deploy import DeploySpec, parse_deploy_text
+from pipeline.project.deploy import DeploySpec, parse_deploy_text
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph, Ref
 from pipeline.nnef.tensorfile import write_tensor

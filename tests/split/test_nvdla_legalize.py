@@ -12,7 +12,7 @@ from onnx import TensorProto, helper
 
 from pipeline.export import convert
 from pipeline.semantics.interpreter import interpret
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.exported import load_exported
 from pipeline.split.nvdla_legalize import LegalOp, check_legalized, legalize
 from pipeline.split.step import split_to_directory

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from tests.split.split_helpers import branch3_export, branch3_spec, spec_text, with_tensors, write_spec
-from pipeline.deploy import DeployError
+from pipeline.project.deploy import DeployError
 from pipeline.nnef import build
 from pipeline.nnef.printer import print_document
 from pipeline.terminal import render_error
 from pipeline.split.allocation import resolve_deployment
-from pipeline.split.codes import CODES, SplitError
+from pipeline.split.errors import CODES, SplitError
 from pipeline.split.exported import followers_from_provenance, load_exported
 from pipeline.split.splitter import split_deployment
 
@@ -63,7 +63,7 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 
 
 def test_a_name_allocated_twice_and_an_undeclared_item_are_deploy_errors(tmp_path: Path) -> None:
-    # structural problems come from pipeline.deploy (DEPLOY-E007), before any graph is read
+    # structural problems come from pipeline.project.deploy (DEPLOY-E007), before any graph is read
     with pytest.raises(DeployError) as caught:
         branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2]\n      ITEM3: [o2]\n      ITEM9: [o4]", extra=""))
     assert {(p.code, p.path) for p in caught.value.problems} == {
@@ -87,7 +87,7 @@ def test_pipeline_depth_is_read_and_validated(tmp_path: Path) -> None:
     spec = branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2, o3]\n      ITEM3: [o4, o5]",
                                                extra="    pipeline_depth: 2\n"))
     assert resolve_deployment(spec, "paper3", graph).pipeline_depth == 2
-    with pytest.raises(DeployError) as caught:  # the structure is pipeline.deploy's
+    with pytest.raises(DeployError) as caught:  # the structure is pipeline.project.deploy's
         branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2, o3]", extra="    pipeline_depth: 0\n"))
     assert caught.value.problems[0].path == "deployments.paper3.pipeline_depth"
 
@@ -170,3 +170,17 @@ def test_every_code_is_documented() -> None:
     text = (Path(__file__).resolve().parents[2] / "docs" / "split.md").read_text(encoding="utf-8")
     for code in CODES:
         assert f"`{code}`" in text, code
+
+
+def test_a_problem_is_located_from_the_specs_positions_without_reading_the_file_again(tmp_path: Path) -> None:
+    """The loader's positions locate split's problems: the spec file gone, the line is still right."""
+    branch3_export(tmp_path / "export")
+    exported = load_exported(tmp_path / "export")
+    spec = branch3_spec(tmp_path, PAPER.format(allocation="      ITEM2: [o2, o9]", extra=""))
+    lines = (tmp_path / "deploy.yaml").read_text().splitlines()
+    (tmp_path / "deploy.yaml").unlink()
+    with pytest.raises(DeployError) as caught:
+        resolve_deployment(spec, "paper3", exported.graph)
+    problem = caught.value.problems[0]
+    assert (problem.code, problem.path) == ("SPLIT-E002", "deployments.paper3.allocation.ITEM2[1]")
+    assert problem.line > 0 and "o9" in lines[problem.line - 1]

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from tests.split.split_helpers import BRANCH3_ITEMS, branch3_export, branch3_spec
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.parser import parse_file, parse_text
 from pipeline.semantics import interpret
 from pipeline.split.allocation import resolve_deployment
-from pipeline.split.execute import compare_with_reference
+from pipeline.split.workers import compare_with_reference
 from pipeline.split.exported import load_exported, vectors_for
 from pipeline.split.plan import load_plan, load_schedule, schedule_document, Schedule
 from pipeline.split.splitter import Step, split_deployment

@@ -136,7 +136,7 @@ def test_a_long_source_line_is_cut_around_its_caret() -> None:
 
 def test_the_problems_of_one_error_read_their_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pipeline import terminal
-    from pipeline.deploy import DeployError, DeployProblem
+    from pipeline.project.deploy import DeployError, DeployProblem
 
     spec = tmp_path / "s.yaml"
     spec.write_text("a: [" + ", ".join(f"n{i}" for i in range(300)) + "]\n", encoding="utf-8")

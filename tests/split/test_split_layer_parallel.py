@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 
 from tests.split.split_helpers import spec_text, with_tensors, write_spec
-from pipeline.registry.checks import Verdict
+from pipeline.ledger.checks import Verdict
 from pipeline.nnef import build
 from pipeline.nnef.checker import check_text
 from pipeline.nnef.graph import Graph
 from pipeline.nnef.printer import print_document
 from pipeline.semantics import interpret
 from pipeline.split.allocation import resolve_deployment
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.exported import load_exported
 from pipeline.split.halo import Window, chain_parts, split_rows, window_part
 from pipeline.split.layer_parallel import LayerParallelSpec, layer_parallel, rewrite_graph
@@ -205,7 +205,7 @@ def test_parts_on_different_items_execute_bit_identically(tmp_path: Path, sync: 
 
 
 def test_allocating_a_replaced_name_is_an_error(tmp_path: Path) -> None:
-    from pipeline.deploy import DeployError
+    from pipeline.project.deploy import DeployError
 
     with_tensors(network(16, 5, 1, (2, 2), 1, "relu+max"), tmp_path / "export")
     exported = load_exported(tmp_path / "export")

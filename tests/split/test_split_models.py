@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.split.split_helpers import MODELS, ROOT, khronos_text, khronos_reading, our_reading
-from pipeline.registry.checks import Verdict
-from pipeline.layout import step_dir
+from pipeline.ledger.checks import Verdict
+from pipeline.project.layout import step_dir
 from pipeline.nnef.checker import check_paths
 from pipeline.split.plan import load_plan, load_schedule
 from pipeline.split.step import run_split_step

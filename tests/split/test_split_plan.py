@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.plan import load_plan, load_schedule
 
 PLAN: dict[str, Any] = {

@@ -19,7 +19,7 @@ from pipeline.nnef.checker import check_paths
 from pipeline.nnef.printer import print_document
 from pipeline.semantics import interpret
 from pipeline.split.allocation import resolve_deployment
-from pipeline.split.execute import compare_with_reference
+from pipeline.split.workers import compare_with_reference
 from pipeline.split.exported import load_exported
 from pipeline.split.plan import load_plan, load_schedule
 from pipeline.split.schedule import item_schedules, phases

@@ -1,4 +1,4 @@
-"""Issue 29: the error bound is computed only while it discriminates (pipeline.tolerance.bound_discrimination,
+"""Issue 29: the error bound is computed only while it discriminates (pipeline.numerics.tolerance.bound_discrimination,
 pipeline.export.validate._YardstickRun): a bound more than 100 times the measured distance to the float64
 yardstick, or not finite, is reported as not discriminating with its figures after the vector that shows
 it, no further vector computes it, nothing non-finite reaches JSON, and the bound checks say `not run`."""
@@ -10,10 +10,10 @@ import json
 import numpy as np
 import pytest
 
-from pipeline.errorbound import NOT_FINITE, REFERENCE, BoundUnavailable, ErrorBound
+from pipeline.numerics.errorbound import NOT_FINITE, REFERENCE, BoundUnavailable, ErrorBound
 from pipeline.export.checks import bound_results
 from pipeline.export.validate import _YardstickRun
-from pipeline.tolerance import DISCRIMINATION_RATIO, bound_discrimination
+from pipeline.numerics.tolerance import DISCRIMINATION_RATIO, bound_discrimination
 from tests.export import helpers as H
 
 

@@ -14,9 +14,9 @@ import numpy as np
 import onnx
 import pytest
 
-from pipeline.errorbound import ONNXRUNTIME, REFERENCE, U, BoundUnavailable, ErrorBound, gamma
+from pipeline.numerics.errorbound import ONNXRUNTIME, REFERENCE, U, BoundUnavailable, ErrorBound, gamma
 from pipeline.export import export_model
-from pipeline.yardstick import Yardstick
+from pipeline.numerics.yardstick import Yardstick
 from tests.export import helpers as H
 
 SEEDS = range(3)
@@ -295,12 +295,12 @@ def test_yardstick_pool_rewrite_agrees_with_onnx_reference_and_onnxruntime(op: s
     from onnx.reference import ReferenceEvaluator
     import onnxruntime as ort
 
-    from pipeline.yardstick import float64_model
+    from pipeline.numerics.yardstick import float64_model
 
     rng = np.random.default_rng(11)
     model = H.make_model([H.node(op, ["x"], ["y"], **attrs)], {"x": [2, 3, 9, 8]}, {"y": None})
     x = rng.normal(0, 1, (2, 3, 9, 8)).astype(np.float32)
-    x[1, 2, 4, 4] = -np.inf   # finite vectors otherwise (NaN: see the module docstring of pipeline/yardstick.py)
+    x[1, 2, 4, 4] = -np.inf   # finite vectors otherwise (NaN: see the module docstring of pipeline/numerics/yardstick.py)
     rewritten = float64_model(model)
     assert op not in [n.op_type for n in rewritten.graph.node] and "Slice" in [n.op_type for n in rewritten.graph.node]
     got = Yardstick(model).run({"x": x})["y"]
@@ -337,7 +337,7 @@ def test_yardstick_conv_rewrite_agrees_with_onnx_reference_and_onnxruntime(attrs
     from onnx.reference import ReferenceEvaluator
     import onnxruntime as ort
 
-    from pipeline.yardstick import float64_model
+    from pipeline.numerics.yardstick import float64_model
 
     rng = np.random.default_rng(12)
     groups = attrs.get("group", 1)

@@ -1,4 +1,4 @@
-"""The one tolerance rule (pipeline.tolerance), the export checks built on it, and compare's use of it."""
+"""The one tolerance rule (pipeline.numerics.tolerance), the export checks built on it, and compare's use of it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pipeline.compare.numeric import compare
 from pipeline.export.checks import bound_results, discriminating_result, tolerance_result
 from pipeline.export import export_model
 from pipeline.export.validate import default_settings, validate_export
-from pipeline.tolerance import discriminating, effective_tolerance, spread
+from pipeline.numerics.tolerance import discriminating, effective_tolerance, spread
 from tests.export import helpers as H
 
 

@@ -28,8 +28,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomic import write_bytes, write_json, write_text
-from pipeline.names import confined
+from pipeline.files.atomic import write_bytes, write_json, write_text
+from pipeline.files.names import confined
 from pipeline.codegen.cuda import RUNTIME_DIR, RUNTIME_FILES
 from pipeline.codegen.cuda.emitter import GENERATOR, THREADS, CudaItemEmitter, DeviceCode, item_file
 from pipeline.codegen.cuda.programs import math_header
@@ -38,7 +38,7 @@ from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.shared.contract import weights_blob_file
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.diagnostics import Location
-from pipeline.layout import project_relative
+from pipeline.project.layout import project_relative
 
 
 def _host(e: CudaItemEmitter, device_code: DeviceCode) -> dict[str, Any]:

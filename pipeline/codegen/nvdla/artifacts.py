@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.atomic import write_bytes, write_json
+from pipeline.files.atomic import write_bytes, write_json
 
 DEBUG_SCHEMA_VERSION = 1
 

@@ -19,13 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.diagnostics import PipelineError
 from pipeline.execute.harness import write_arrays
 from pipeline.codegen.nvdla.reader import read_loadable
 from pipeline.execute.nvdla.emulator import emulate_read
-from pipeline.layout import project_relative, step_dir
-from pipeline.names import confined
+from pipeline.project.layout import project_relative, step_dir
+from pipeline.files.names import confined
 from pipeline.nnef.tensorfile import read_tensor
 
 MODE = "ideal"

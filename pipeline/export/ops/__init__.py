@@ -1,1 +1,1 @@
-"""The converters, one module per ONNX operator family (see pipeline.export.registry)."""
+"""The converters, one module per ONNX operator family (see pipeline.export.converters)."""

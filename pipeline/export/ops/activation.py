@@ -8,7 +8,7 @@ import numpy as np
 
 from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 
 @converter("Relu", versions=(6, 13, 14))

@@ -14,7 +14,7 @@ from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
 from pipeline.export.ops.window import spatial_list, window_attrs
 from pipeline.export.padding import AUTO_PAD_MODES, effective
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 
 def _bias(ctx: ExportContext, index: int, channels: int) -> Any:

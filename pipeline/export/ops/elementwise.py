@@ -15,7 +15,7 @@ import numpy as np
 
 from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 FLT_MAX = float(np.finfo(np.float32).max)
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 
 def _flag(ctx: ExportContext, node: Node, name: str) -> bool:

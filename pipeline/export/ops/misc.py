@@ -7,7 +7,7 @@ from onnx import TensorProto, numpy_helper
 
 from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 
 @converter("Identity", versions=(1, 13, 14, 16, 19, 21, 23, 24, 25))

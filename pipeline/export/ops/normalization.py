@@ -11,7 +11,7 @@ import numpy as np
 
 from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 
 def _softmax_axes(ctx: ExportContext, node: Node) -> list[int]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
 from pipeline.export.ops.window import window_attrs
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 POOL_ATTRIBUTES = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides")
 

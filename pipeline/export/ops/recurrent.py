@@ -24,7 +24,7 @@ import numpy as np
 
 from pipeline.export.context import ExportContext, TensorName
 from pipeline.export.onnx_model import Node
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 DEFAULT_ACTIVATIONS = {"GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
 

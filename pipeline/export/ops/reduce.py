@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 
 @converter("ReduceMean", versions=(1, 11, 13, 18), attributes=("axes", "keepdims", "noop_with_empty_axes"))

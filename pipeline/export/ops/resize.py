@@ -39,7 +39,7 @@ import numpy as np
 
 from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 # coordinate_transformation_mode -> the nearest_mode values that give x[y // f] for whole factors
 NEAREST_PAIRS: dict[str, tuple[str, ...]] = {

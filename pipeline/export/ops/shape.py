@@ -14,7 +14,7 @@ import numpy as np
 
 from pipeline.export.context import ExportContext
 from pipeline.export.onnx_model import Node
-from pipeline.export.registry import converter
+from pipeline.export.converters import converter
 
 
 def _axis(ctx: ExportContext, axis: int, rank: int, what: str = "axis") -> int:

@@ -34,11 +34,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.diagnostics import INTERNAL_ERROR, IO_ERROR, Location, PipelineError, debug_requested, describe_unexpected
-from pipeline.layout import REPORT_FILES, REPORTS_DIR, STEPS, check_output_folders, step_dir
-from pipeline.lock import working
-from pipeline.tasklog import in_task
+from pipeline.project.layout import REPORT_FILES, REPORTS_DIR, STEPS, check_output_folders, step_dir
+from pipeline.project.lock import working
+from pipeline.project.tasklog import in_task
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def later_steps(step: str) -> tuple[str, ...]:
 
 def _input_changed(entry: Any, base: Path, prefix: str) -> bool:
     """Whether a recorded input under artifacts/<m>/ is missing or differs from what was recorded."""
-    from pipeline.registry.hashing import sha256_file
+    from pipeline.ledger.hashing import sha256_file
 
     path = str(entry.get("path", "")) if isinstance(entry, dict) else ""
     if not path.startswith(prefix):

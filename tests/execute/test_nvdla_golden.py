@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pipeline.cli import main
-from pipeline.compare.nvdla_golden import dump_view, read_dimg, run_case, ulp_distance
+from pipeline.execute.nvdla.golden import dump_view, read_dimg, run_case, ulp_distance
 from tests.codegen.nvdla_cases import GOLDEN, golden_cases
 
 EXPECTED = {  # operator -> {verdict: count}, mode ideal
@@ -53,7 +53,7 @@ def test_golden_command_takes_the_emulator_mode(capsys):
 
 
 def test_the_command_offers_the_emulator_modes():
-    from pipeline.compare.nvdla_command import EMULATOR_MODES
+    from pipeline.execute.nvdla.command import EMULATOR_MODES
     from pipeline.execute.nvdla.emulator import MODES
     assert EMULATOR_MODES == MODES
 
@@ -116,7 +116,7 @@ def _toward_zero(values: np.ndarray) -> np.ndarray:
 
 
 def _case_tensors(case: str):
-    from pipeline.compare.nvdla_golden import read_pgm
+    from pipeline.execute.nvdla.golden import read_pgm
     from pipeline.export import convert
     from pipeline.semantics.interpreter import interpret
 

@@ -1,4 +1,4 @@
-"""The explicit registry of converters: ONNX op type -> the function that writes its NNEF.
+"""The export converters: ONNX op type -> the function that writes its NNEF.
 
 A converter is registered with
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.names import name_problem
+from pipeline.files.names import name_problem
 
 MODELS_DIR = "models"
 ARTIFACTS_DIR = "artifacts"
@@ -73,7 +73,7 @@ def _model_folders(root: Path | str) -> list[str]:
 def model_names(root: Path | str = ".") -> list[str]:
     """Every shipped model: a folder under models/ holding model.onnx, sorted by name.
 
-    Only names in the name grammar (pipeline.names): a model name becomes artifacts/<m>/ and
+    Only names in the name grammar (pipeline.files.names): a model name becomes artifacts/<m>/ and
     part of identifiers. The others are not skipped silently: `refused_models` reports them
     and `doit` fails on them (docs/deploy.md, "Names").
     """

@@ -8,7 +8,7 @@ results, so a check that is not registered here cannot contribute coverage.
 
 Step modules declare their checks at import time with `register_check`; the list of
 modules that do so is `CHECK_MODULES` (names only: this registry imports no step), and
-`pipeline.evidence.registry.all_checks()` imports them all.
+`pipeline.evidence.checklinks.all_checks()` imports them all.
 """
 
 from __future__ import annotations

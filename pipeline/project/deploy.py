@@ -45,7 +45,7 @@ items, synchronisation) and its execution-time budget (met). Schema version 1:
       platform: orin-cpu3                  # optional: the timing platform (docs/compare.md)
 
 The schema is pipeline/schemas/deploy-1.schema.json (JSON Schema 2020-12), applied by
-pipeline/schema.py; this module adds what a schema cannot say (duplicate keys, item
+pipeline/files/schema.py; this module adds what a schema cannot say (duplicate keys, item
 cross-references, low < high, the schema_version value) and reports *every* problem, each
 with a stable code (DEPLOY-Ennn, docs/deploy.md) and its YAML key path and line. An optional
 key is added in two places: the schema file and the dataclass below (and `_build`). Semantic checks
@@ -55,7 +55,7 @@ against the exported NNEF (allocations naming real variables) belong to the spli
 Hostile input (docs/deploy.md, "Names" and "Limits"): only a regular file within the size
 limit is read (DEPLOY-E012); the YAML event stream is screened before anything is built
 (anchors, aliases, deep nesting, huge numbers: DEPLOY-E011); names that become paths or
-identifiers follow pipeline/names.py (DEPLOY-E010); every count and size has an upper bound
+identifiers follow pipeline/files/names.py (DEPLOY-E010); every count and size has an upper bound
 (schema maxima and `sizes` below; vectors, runs and element counts configurable).
 
 YAML note: PyYAML reads YAML 1.1, where `1e-5` (no dot) is a *string*; write `1.0e-5`.
@@ -73,12 +73,12 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from pipeline import schema as _schema
+from pipeline.files import schema as _schema
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.names import name_problem
+from pipeline.files.names import name_problem
 from pipeline.toolchain import platforms as _platforms
-from pipeline.vectors import Distribution, InputSpec
-from pipeline.yamlguard import limit_from_env, read_bounded, screen
+from pipeline.numerics.vectors import Distribution, InputSpec
+from pipeline.files.yamlguard import limit_from_env, read_bounded, screen
 
 SCHEMA_VERSION = 1
 DEFAULT_VECTORS = 100

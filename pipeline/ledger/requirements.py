@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span, sorted_findings
-from pipeline.registry.yamlsource import Located, join_path, load_located
-from pipeline.layout import REQUIREMENTS_DIR, requirement_files  # noqa: F401 (re-exported)
+from pipeline.ledger.yamlsource import Located, join_path, load_located
+from pipeline.project.layout import REQUIREMENTS_DIR, requirement_files  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = 1
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from pipeline.nnef.graph import Graph, Operation
 from pipeline.semantics.interpreter import DECLARATIONS, bind_declaration, run_operation
-from pipeline.split.codes import SplitError
+from pipeline.split.errors import SplitError
 from pipeline.split.emit import BINDINGS, COMMUNICATION, first_result
 from pipeline.split.plan import SCHEMA_VERSION, Schedule
 from pipeline.split.splitter import Step

@@ -3,7 +3,7 @@
 jsonschema interprets a schema for every node of a document, which costs about half a
 second per trace file of a shipped model (10,000 events, 33 traces: 14.7 CPU seconds in one
 `doit verify`) and a minute per 100,000-operation schedule. Almost every document we read is
-valid, so `pipeline.schema.validate` first runs the schema compiled here into nested Python
+valid, so `pipeline.files.schema.validate` first runs the schema compiled here into nested Python
 closures; only a document it does not accept is handed to jsonschema, which finds and words
 the problems as before. The closures are therefore only ever trusted to *accept*: wherever a
 rule is awkward (a NaN against a bound, an unhashable item under uniqueItems) they reject and
@@ -16,7 +16,7 @@ pattern, minItems, maxItems, uniqueItems, items, properties, required, additiona
 propertyNames, minProperties, maxProperties, allOf, if/then/else, $ref to "#/$defs/<name>",
 and our `finite`; annotations ($schema, $id, title, description, $comment, default,
 examples, $defs) are ignored. `integer` is a Python int that is not a bool, as in
-pipeline/schema.py.
+pipeline/files/schema.py.
 """
 
 from __future__ import annotations

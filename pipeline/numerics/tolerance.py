@@ -6,11 +6,11 @@ Used by the export validation (reference semantics vs onnxruntime) and by the co
 
 * the deploy.yaml tolerance (`limit`) is the largest difference the user accepts;
 * the computed tolerance is bound(ours) + bound(onnxruntime), the worst-case forward error
-  bounds of pipeline.errorbound (max over the validation vectors and elements);
+  bounds of pipeline.numerics.errorbound (max over the validation vectors and elements);
 * the effective tolerance is the computed one when it is tighter than the limit, else the limit;
 * the limit is *justified* when the computed tolerance fits under it, or else when the
   measured rounding of both sides (their distances to the float64 yardstick,
-  pipeline.yardstick) fits under it; a limit below the measured rounding is a limit that
+  pipeline.numerics.yardstick) fits under it; a limit below the measured rounding is a limit that
   float32 evaluation cannot meet, and the rule says so.
 """
 

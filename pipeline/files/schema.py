@@ -13,7 +13,7 @@ is not a bool (JSON Schema also accepts 1.0), and the keyword `"finite": true` r
 NaN and infinities (YAML reads `.nan`/`.inf`). jsonschema is imported on first
 validation only, so importing a reader stays cheap.
 
-A named schema is first compiled into an acceptance test (pipeline/schema_accept.py): a
+A named schema is first compiled into an acceptance test (pipeline/files/schema_accept.py): a
 document it accepts has no problem and jsonschema is not run; any other document is judged by
 jsonschema, which finds and words every problem. The acceptance test is 10-30x faster on the
 large documents (traces, schedules) and never the one that reports a problem.
@@ -34,7 +34,7 @@ from typing import Any, Callable, Mapping
 
 from pipeline.diagnostics import Location, PipelineError
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
 
 # keywords whose problem hides the others at the same path (a wrong type says it all)
 _TYPE_KEYWORDS = ("type", "minLength")
@@ -94,8 +94,8 @@ def validator(name: str) -> Any:
 
 @lru_cache(maxsize=None)
 def acceptor(name: str) -> Callable[[Any], bool] | None:
-    """The compiled acceptance test of schema `name` (pipeline/schema_accept.py), built once per process."""
-    from pipeline.schema_accept import compile_acceptor
+    """The compiled acceptance test of schema `name` (pipeline/files/schema_accept.py), built once per process."""
+    from pipeline.files.schema_accept import compile_acceptor
 
     return compile_acceptor(load_schema(name))
 

@@ -78,7 +78,7 @@ def findings_markdown() -> str:
         "errors, `W` warnings, `N` notes. The explicitness codes (E060-E062) are errors in the",
         "`certification` profile (the default) and warnings in the `standard` profile.",
         "",
-        "Generated from `pipeline/nnef/codes.py`.",
+        "Generated from `pipeline/nnef/findings.py`.",
         "",
         "| code | meaning |",
         "|------|---------|",

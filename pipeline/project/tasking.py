@@ -19,9 +19,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.layout import MODELS_DIR, model_dir, model_names, refused_models
+from pipeline.project.layout import MODELS_DIR, model_dir, model_names, refused_models
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # pipeline/
 SOURCE_SUFFIXES = (".py", ".lark", ".nnef", ".c", ".h", ".cu", ".fbs", ".json", ".yaml")
 
 
@@ -58,10 +58,10 @@ def package_sources(globs: tuple[str, ...]) -> list[str]:
 
 
 # What loads a spec: when any of these changes, every cached outline is computed again.
-OUTLINE_LOADER = ("deploy.py", "schema.py", "schemas", "names.py", "tasking.py")
+OUTLINE_LOADER = ("project/deploy.py", "files/schema.py", "schemas", "files/names.py", "project/tasking.py")
 OUTLINE_CACHE = ".doit-outline.json"
 OUTLINE_VERSION = 3
-_MAX_SPEC_READ = 16 << 20   # above any spec the loader accepts (pipeline.deploy.MAX_SPEC_BYTES, configurable)
+_MAX_SPEC_READ = 16 << 20   # above any spec the loader accepts (pipeline.project.deploy.MAX_SPEC_BYTES, configurable)
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class DeploymentOutline:
 
 def _outline_of_spec(path: Path) -> dict[str, DeploymentOutline] | PipelineError:
     """The outline of the spec at `path`, or the first problem that makes it invalid."""
-    from pipeline.deploy import DeployError, load_deploy
+    from pipeline.project.deploy import DeployError, load_deploy
 
     try:
         spec = load_deploy(path)
@@ -282,7 +282,7 @@ def announce_refusals(root: Path | str = ".", stream: Any = None) -> list[str]:
     """Write one `refused: ...` line per refused model folder (dodo.py calls this when tasks are listed)."""
     import sys
 
-    from pipeline.oneline import shorten
+    from pipeline.project.oneline import shorten
 
     lines = [shorten(f"refused: {refusal_line(error)}") for error in refusals_by_model(root).values()]
     out = stream if stream is not None else sys.stderr

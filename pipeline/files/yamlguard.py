@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.readguard import TOO_LARGE, InputRefused, read_input
+from pipeline.files.readguard import TOO_LARGE, InputRefused, read_input
 
 MAX_DEPTH = 32   # nesting of mappings and sequences; our schemas need at most 6
 MAX_NUMBER_CHARS = 1000   # a plain scalar that reads as a number: Python refuses int() beyond 4,300 digits
@@ -49,7 +49,7 @@ def limit_from_env(variable: str, default: int) -> int:
 def read_bounded(path: str | os.PathLike[str], max_bytes: int, variable: str = "") -> tuple[str | None, Refusal | None]:
     """The UTF-8 text of `path`, or why not: a symbolic link, not a regular file, larger than `max_bytes`, unreadable.
 
-    Opened by pipeline.readguard: the last component is never a followed link, the kind and
+    Opened by pipeline.files.readguard: the last component is never a followed link, the kind and
     size are judged from `fstat` of the opened file (no race between a check and the read),
     and at most `max_bytes + 1` bytes are ever read.
     """

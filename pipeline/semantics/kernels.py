@@ -1,4 +1,4 @@
-"""The explicit registry: NNEF operation name -> kernel that defines its meaning.
+"""The semantic kernels: NNEF operation name -> the kernel that defines its meaning.
 
 A kernel is a plain function
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.tasklog import PROGRESS
+from pipeline.project.tasklog import PROGRESS
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class _Slot:
         """Take the measurement lock in `mode` behind the gate, which a waiting measurement holds.
 
         `announce`: a timing campaign that waits longer than GATE_NOTICE_AFTER seconds says so
-        on the console (pipeline.tasklog), and how long it waited once through.
+        on the console (pipeline.project.tasklog), and how long it waited once through.
         """
         notice = _GateNotice() if announce else None
         try:

@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipeline.compare.nvdla_golden import case_files, run_case
+    from pipeline.execute.nvdla.golden import case_files, run_case
 
     folders = [Path(d) for d in args.dirs]
     missing = [str(f) for f in folders if not f.is_dir()]

@@ -1,7 +1,7 @@
 """The SPLIT-Ennn error codes (docs/split.md lists them with examples).
 
 Structural problems of a deployment spec (types, unknown keys, undeclared items) are
-DEPLOY-Ennn and come from pipeline.deploy; the codes here are what only the split step
+DEPLOY-Ennn and come from pipeline.project.deploy; the codes here are what only the split step
 can see: a spec that is well formed but does not fit the exported graph, a rewrite that
 cannot be applied, split artifacts that do not read back, an execution that fails.
 """

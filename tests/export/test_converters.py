@@ -7,9 +7,9 @@ from pathlib import Path
 
 import onnx
 
-from pipeline.evidence.registry import all_checks
+from pipeline.evidence.checklinks import all_checks
 from pipeline.export.onnx_model import MIN_OPSET, max_opset
-from pipeline.export.registry import converters, supported_operators
+from pipeline.export.converters import converters, supported_operators
 from pipeline.export.tasks import task_export
 
 ROOT = Path(__file__).parents[2]
@@ -69,7 +69,7 @@ def test_task_export_declares_dependencies_and_targets() -> None:
     assert set(tasks) == {"branch3", "inception", "lenet5", "mbconv", "resnet8"}
     task = tasks["lenet5"]
     assert task["file_dep"][:2] == ["models/lenet5/model.onnx", "models/lenet5/deploy.yaml"]
-    assert "pipeline/export/exporter.py" in task["file_dep"] and "pipeline/vectors.py" in task["file_dep"]
+    assert "pipeline/export/exporter.py" in task["file_dep"] and "pipeline/numerics/vectors.py" in task["file_dep"]
     assert all((ROOT / dep).is_file() for dep in task["file_dep"])
     assert task["targets"] == ["artifacts/lenet5/export/graph.nnef", "artifacts/lenet5/export/provenance.json",
                                "artifacts/lenet5/export/validation.json", "artifacts/lenet5/export/checks.json",

@@ -6,7 +6,7 @@ must share no code with either: it is onnx's own reference evaluator
 of the ONNX model whose every float32 tensor (initializers, Constant nodes, graph inputs,
 outputs and value_info, Cast targets) is float64. One rewrite: onnx.reference computes
 BatchNormalization at opsets 9 to 13 with batch statistics (onnx pull request 8442,
-pipeline/onnx_runner.py), so each BatchNormalization node is replaced by its inference
+pipeline/numerics/onnx_runner.py), so each BatchNormalization node is replaced by its inference
 formula as plain ONNX arithmetic, `(x - mean) / sqrt(var + epsilon) * scale + B`, still
 evaluated by onnx.reference. Two more, for onnx.reference 1.23 defects: LRN (its loop runs over the
 batch axis, not the channels) as Mul, a 1x1 Conv with a 0/1 channel band, Mul, Add, Pow, Div; a

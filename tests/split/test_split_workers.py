@@ -12,8 +12,8 @@ from pipeline.diagnostics import PipelineError
 from tests.split.split_helpers import branch3_export, branch3_spec
 from pipeline.nnef.checker import check_paths
 from pipeline.split.allocation import resolve_deployment
-from pipeline.split.codes import SplitError
-from pipeline.split.execute import execute_split, identical, trace_document
+from pipeline.split.errors import SplitError
+from pipeline.split.workers import execute_split, identical, trace_document
 from pipeline.split.exported import load_exported, vectors_for
 from pipeline.split.plan import Schedule, schedule_document
 from pipeline.split.splitter import Step, split_deployment

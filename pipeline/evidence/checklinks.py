@@ -1,4 +1,4 @@
-"""The check registry seen from the evidence side: tolerant loading and link checks.
+"""Which checks there are and what they link to, seen from the evidence side: tolerant loading, link checks.
 
 `all_checks()` stops at the first check module that cannot be imported. The evidence
 builder must still report everything else, so `load_checks()` turns a module that fails to
@@ -14,10 +14,10 @@ import re
 from typing import Iterable, Mapping
 
 from pipeline.diagnostics import Finding, Severity
-from pipeline.registry import checks
-from pipeline.registry.checks import CheckSpec
-from pipeline.registry.requirements import RequirementSet
-from pipeline.layout import STEPS
+from pipeline.ledger import checks
+from pipeline.ledger.checks import CheckSpec
+from pipeline.ledger.requirements import RequirementSet
+from pipeline.project.layout import STEPS
 
 LOG = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ PyYAML's plain `safe_load` forgets where a value was and silently keeps the last
 duplicate keys. Requirement files are reviewed by people, so an error must point at the
 file, the key path and the line; we compose the node tree ourselves to keep those.
 
-Before composing, the file is judged (pipeline.yamlguard): a regular file of at most
+Before composing, the file is judged (pipeline.files.yamlguard): a regular file of at most
 MAX_BYTES (environment variable PIPELINE_MAX_REQUIREMENTS_BYTES), no anchor or alias (an
 alias bomb would be exponential to walk), nesting within yamlguard.MAX_DEPTH; each refusal
 is an EVID-E001 finding with its line.
@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from pipeline.diagnostics import Finding, Severity, Span
-from pipeline.yamlguard import limit_from_env, read_bounded, screen
+from pipeline.files.yamlguard import limit_from_env, read_bounded, screen
 
 CODE_SYNTAX = "EVID-E001"
 CODE_DUPLICATE_KEY = "EVID-E008"

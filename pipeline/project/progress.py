@@ -11,7 +11,7 @@ reporter (dodo.py `DOIT_CONFIG["reporter"]`) prints, in the main doit process:
 * the time per step (the task groups: export, check, ...), before the summary of `verify`,
   or at the end when `verify` does not run.
 
-The worker processes' log records reach the console through pipeline.tasklog. Nothing
+The worker processes' log records reach the console through pipeline.project.tasklog. Nothing
 here decides a verdict: it only reads what the steps left.
 """
 
@@ -25,9 +25,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, TextIO
 
-from pipeline.layout import CHECKS_FILE, REPORTS_DIR, STEPS, step_dir
-from pipeline.tasklog import LOG_FILE, keep_log, start_log
-from pipeline.oneline import shorten
+from pipeline.project.layout import CHECKS_FILE, REPORTS_DIR, STEPS, step_dir
+from pipeline.project.tasklog import LOG_FILE, keep_log, start_log
+from pipeline.project.oneline import shorten
 
 NOTICE_EVERY = 30.0          # seconds without a line before the running tasks are listed
 VERDICT_ORDER = ("fail", "not run", "emulated", "pass")

@@ -11,7 +11,7 @@ records the steps write. `configure` (called by dodo.py before the workers fork)
   run with nothing to do keeps the previous run's log) and names it at the end.
 
 `in_task` names the task for the records logged inside it (the step and evidence actions
-use it: pipeline.registry.freshness).
+use it: pipeline.ledger.freshness).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Iterator, TextIO
 
-from pipeline.oneline import shorten
+from pipeline.project.oneline import shorten
 
 LOG_FILE = ".doit.log"         # the step log of the last run that did work
 RUN_LOG = ".doit-run.log"      # the step log of the run in progress

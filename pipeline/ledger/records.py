@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from pipeline.atomic import write_json
+from pipeline.files.atomic import write_json
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span
-from pipeline.registry.freshness import FAILED_FILE, check_output
-from pipeline.registry.hashing import FileDigest, file_digest, iter_files, relative_posix
-from pipeline.registry.tools import tool_versions
-from pipeline.layout import CHECKS_FILE, RECORD_FILE, STEPS, step_dir
+from pipeline.ledger.freshness import FAILED_FILE, check_output
+from pipeline.ledger.hashing import FileDigest, file_digest, iter_files, relative_posix
+from pipeline.ledger.tools import tool_versions
+from pipeline.project.layout import CHECKS_FILE, RECORD_FILE, STEPS, step_dir
 
 SCHEMA_VERSION = 1
 
