@@ -9,7 +9,7 @@ variables) and measures, each run in a fresh process:
            front end's whole work on the file), wall and CPU time, peak resident memory.
            The goal: under 1 s (wall) at 5,000 operations (docs/nnef.md, "Speed and memory").
   command: `python -m pipeline check --no-tensors FILE`, the whole command (interpreter
-           start, the CLI's imports of every sub-command, the grammar, the standard
+           start, the CLI and the check command's module, the grammar, the standard
            library's catalogue, the check, the report), wall time.
   lark:    (--lark) the same check with the fast parser switched off, so the lark parser
            reads the text: why flatparse.py exists.

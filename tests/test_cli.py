@@ -44,3 +44,23 @@ def test_console_script_is_declared() -> None:
 
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
     assert scripts["nncert"] == "pipeline.cli:main"
+
+
+def test_the_command_table_is_what_the_modules_register() -> None:
+    assert sorted(cli.COMMAND_OF.values()) == sorted(cli.COMMAND_MODULES)
+    for name, module in cli.COMMAND_OF.items():
+        parser = cli.build_parser([name])
+        subparsers = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+        assert list(subparsers.choices) == [name], module
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    import subprocess
+    import sys
+
+    probe = ("import sys; from pipeline import cli; code = cli.main(['-v', 'check', '--help']); "
+             "print(code, sorted(m for m in cli.COMMAND_MODULES if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.splitlines()[-1] == "0 ['pipeline.nnef.command']", out.stdout[-2000:]
+    # with no command we know, every command is there to list or to suggest
+    assert cli._command_modules(["chek"]) == cli.COMMAND_MODULES == cli._command_modules([])

@@ -181,7 +181,8 @@ def _build_programs(code: Path, out: Path, root: Path, manifest: dict[str, Any],
                                     (["NNEF_TRACE"] if trace else []) + defines)
         emulated.append(objects)
         return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines,
-                                objects=linked + list(objects.outputs.values()), libraries=["-lstdc++"])
+                                objects=linked + [os.path.relpath(p, code) for p in objects.outputs.values()],
+                                libraries=["-lstdc++"])   # relative: no checkout path in run.json
 
     plain = build(out / "bin" / "nnef_run", False, [])
     traced = build(out / "bin" / "nnef_run_trace", True, [f"NNEF_TRACE_INFERENCES={capacity}"])
