@@ -227,7 +227,7 @@ class TraceMatrix:
         }
 
 
-def _model_status(verdicts: list[Verdict], on_platform: list[bool]) -> str:
+def model_status(verdicts: list[Verdict], on_platform: list[bool]) -> str:
     """One model's status from its checks' verdicts and whether each passed where it must."""
     if not verdicts:
         return M_NO_CHECK
@@ -299,7 +299,7 @@ def compute_statuses(
                     stale_link = Link(f"check:{check_id}", req_id) in stale
                     verdicts.append(Verdict.NOT_RUN if stale_link else outcome.verdict)
                     on_platform.append(_on_platform(outcome, target))
-                per_model[model] = _model_status(verdicts, on_platform)
+                per_model[model] = model_status(verdicts, on_platform)
             status = RequirementStatus(req_id, _overall(per_model, target), per_model, checks, children, False,
                                        verified_on=requirements[req_id].verified_on)
             if not models:

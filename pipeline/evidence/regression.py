@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity
 from pipeline.evidence.collect import VERDICT_ORDER
 from pipeline.evidence.junit import TRACEABILITY_SUITE
-from pipeline.evidence.matrix import MODEL_STATUS_ORDER, STATUS_ORDER, _model_status
+from pipeline.evidence.matrix import MODEL_STATUS_ORDER, STATUS_ORDER, model_status
 from pipeline.evidence.runsummary import BETTER, E_BASELINE_UNREADABLE, E_CHANGE, E_REGRESSION
 from pipeline.ledger.checks import Verdict
 
@@ -242,7 +242,7 @@ def _derived_per_model(models: Iterable[str], checks: Mapping[tuple[str, str], s
                 continue
             verdicts = [Verdict(checks[k]) for k in keys]
             on_platform = [not target or _on_target(obtained[k]) for k in keys]
-            per_model[(req_id, model)] = _model_status(verdicts, on_platform)
+            per_model[(req_id, model)] = model_status(verdicts, on_platform)
     return per_model
 
 
