@@ -63,6 +63,24 @@ class ItemInput:
     steps: list[Step]
     step_ops: list[Operation | None]   # the instruction of each compute/send/get step (None: barrier)
 
+    def where(self, op: Operation) -> Location:
+        """`op`'s place in the item file, for an error about it."""
+        if op.span is None:
+            return Location.in_file(self.nnef_rel)
+        return Location(self.nnef_rel, op.span.line, op.span.column, op.span.end_line, op.span.end_column)
+
+    def instruction(self, op: Operation) -> tuple[int, str]:
+        """`op`'s line in the item file and its text (the operation's name when it has no line), as traces name it."""
+        line = op.span.line if op.span else 0
+        return line, self.lines[line - 1].strip() if 0 < line <= len(self.lines) else op.name
+
+    def shape(self, tensor: str) -> tuple[int, ...]:
+        """The checker's shape of `tensor`; CODEGEN-E008 when it inferred none."""
+        info = self.graph.tensors.get(tensor)
+        if info is None or info.shape is None:
+            raise CodegenError("CODEGEN-E008", f"tensor {tensor} has no inferred shape", Location.in_file(self.nnef_rel))
+        return tuple(int(s) for s in info.shape)
+
     def declaration(self, tensor: str) -> Operation | None:
         for op in self.graph.operations:
             if op.name in DECLARATIONS and any(r.name == tensor for r in op.output_refs()):

@@ -79,15 +79,10 @@ class ItemEmitter:
 
     # ------------------------------------------------------------------ analysis
     def _where(self, op: Operation) -> Location:
-        if op.span is None:
-            return Location.in_file(self.item.nnef_rel)
-        return Location(self.item.nnef_rel, op.span.line, op.span.column, op.span.end_line, op.span.end_column)
+        return self.item.where(op)
 
     def _shape(self, name: str) -> tuple[int, ...]:
-        info = self.graph.tensors.get(name)
-        if info is None or info.shape is None:
-            raise CodegenError("CODEGEN-E008", f"tensor {name} has no inferred shape", Location.in_file(self.item.nnef_rel))
-        return tuple(int(s) for s in info.shape)
+        return self.item.shape(name)
 
     def _check_scalar(self, op: Operation) -> None:
         for ref in op.output_refs() + op.input_refs():
@@ -262,9 +257,7 @@ class ItemEmitter:
         kernel.used_arrays.append(name)
 
     def _instruction(self, op: Operation) -> tuple[int, str]:
-        line = op.span.line if op.span else 0
-        text = self.item.lines[line - 1].strip() if 0 < line <= len(self.item.lines) else op.name
-        return line, text
+        return self.item.instruction(op)
 
     def _assemble(self, kernels: dict[int, tuple[Kernel, dict[str, str], list[str]]], plan: Plan) -> ItemCode:
         item = self.item

@@ -97,20 +97,13 @@ class CudaItemEmitter:
         self.host_arrays: dict[str, tuple[str, np.ndarray, str]] = {}   # device name -> host name, values, note
 
     def _where(self, op: Operation) -> Location:
-        if op.span is None:
-            return Location.in_file(self.item.nnef_rel)
-        return Location(self.item.nnef_rel, op.span.line, op.span.column, op.span.end_line, op.span.end_column)
+        return self.item.where(op)
 
     def _shape(self, name: str) -> tuple[int, ...]:
-        info = self.graph.tensors.get(name)
-        if info is None or info.shape is None:
-            raise CodegenError("CODEGEN-E008", f"tensor {name} has no inferred shape", Location.in_file(self.item.nnef_rel))
-        return tuple(int(s) for s in info.shape)
+        return self.item.shape(name)
 
     def _line(self, op: Operation) -> tuple[int, str]:
-        line = op.span.line if op.span else 0
-        text = self.item.lines[line - 1].strip() if 0 < line <= len(self.item.lines) else op.name
-        return line, text
+        return self.item.instruction(op)
 
     def _declare(self) -> None:
         for op in self.graph.operations:

@@ -147,8 +147,7 @@ def _submission(d: DeploymentInput, item: ItemInput) -> Submission:
 
 def _nnef(item: ItemInput, op: Any) -> tuple[int, str]:
     """The NNEF line of `op` and its text, safe inside a C comment."""
-    line = op.span.line if op.span else 0
-    text = item.lines[line - 1].strip() if 0 < line <= len(item.lines) else op.name
+    line, text = item.instruction(op)
     return line, text.replace("*/", "* /")
 
 

@@ -226,8 +226,7 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
         for op in item.graph.operations:
             if op.name == "variablesync":
                 var = op.output_refs()[0].name
-                line = op.span.line if op.span else 0
-                text = item.lines[line - 1].strip() if 0 < line <= len(item.lines) else op.name
+                line, text = item.instruction(op)
                 first, last = sync_lines[var]
                 entries.append(TraceEntry(line, text, "nnef_deployment.c", first, last))
         entries.sort(key=lambda e: (e.nnef_line, e.code_file, e.first))
