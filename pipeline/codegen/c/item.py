@@ -26,7 +26,7 @@ from pipeline.codegen.c.kernels.common import ConstArray, Kernel, Operand
 from pipeline.codegen.shared import contract
 from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
                                               weights_blob_file, weights_file)
-from pipeline.codegen.shared.planner import Buffer, Plan, check_plan, plan_buffers
+from pipeline.codegen.shared.planner import Buffer, Plan, checked_plan
 from pipeline.codegen.shared.spelling import F32, flits, ident
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
@@ -207,12 +207,7 @@ class ItemEmitter:
         for index, floats in scratch.items():
             if floats:
                 buffers.append(Buffer(f"scratch@{index}", floats * 4, index, index))
-        plan = plan_buffers(buffers, ALIGNMENT)
-        problems = check_plan(plan)
-        if problems:
-            raise CodegenError("CODEGEN-E008", f"buffer plan of item {self.item.name}: {problems[0]}",
-                               Location.in_file(self.item.nnef_rel))
-        return plan
+        return checked_plan(buffers, ALIGNMENT, self.item.name, self.item.nnef_rel)
 
     # ------------------------------------------------------------------ emission
     def _refuse_unsupported(self) -> None:

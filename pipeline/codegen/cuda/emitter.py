@@ -30,7 +30,7 @@ import numpy as np
 from pipeline import __version__
 from pipeline.codegen.shared import contract
 from pipeline.codegen.shared.contract import weights_blob_file
-from pipeline.codegen.shared.planner import Buffer, Plan, check_plan, plan_buffers
+from pipeline.codegen.shared.planner import Buffer, Plan, checked_plan
 from pipeline.codegen.shared.spelling import flit, ident, strides
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
@@ -230,12 +230,7 @@ class CudaItemEmitter:
             last[s.root] = len(self.item.steps)
         buffers = [Buffer(n, math.prod(self._shape(n)) * 4, first[n], max(last.get(n, first[n]), first[n]))
                    for n in first]
-        plan = plan_buffers(buffers, ALIGNMENT)
-        problems = check_plan(plan)
-        if problems:
-            raise CodegenError("CODEGEN-E008", f"buffer plan of item {self.item.name}: {problems[0]}",
-                               Location.in_file(self.item.nnef_rel))
-        return plan
+        return checked_plan(buffers, ALIGNMENT, self.item.name, self.item.nnef_rel)
 
     def _host_weights(self, w: CodeWriter) -> bytes | None:
         """The host copies of the weights: hex-float initializers, or #defines into the linked blob

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeline.codegen.errors import CodegenError
+from pipeline.diagnostics import Location
+
 
 @dataclass
 class Buffer:
@@ -90,3 +93,12 @@ def check_plan(plan: Plan) -> list[str]:
                                 f"at the same time and share bytes {max(a.offset, b.offset)}.."
                                 f"{min(a.offset + a.size, b.offset + b.size) - 1}")
     return problems
+
+
+def checked_plan(buffers: list[Buffer], alignment: int, item: str, nnef_rel: str) -> Plan:
+    """`plan_buffers`, then `check_plan` on the result: CODEGEN-E008 at the item's file on the first problem."""
+    plan = plan_buffers(buffers, alignment)
+    problems = check_plan(plan)
+    if problems:
+        raise CodegenError("CODEGEN-E008", f"buffer plan of item {item}: {problems[0]}", Location.in_file(nnef_rel))
+    return plan
