@@ -25,7 +25,7 @@
 
 /* Vector types are used where the target has registers of their width: 16 bytes (SSE2,
  * NEON) always, 32 bytes with AVX; otherwise the portable lane-by-lane form (same bits). */
-#if defined(__GNUC__) && !defined(NNEF_PORTABLE) && (NNEF_VL == 4 || defined(__AVX__))
+#if defined(__GNUC__) && !defined(NNEF_PORTABLE) && !defined(__FRAMAC__) && (NNEF_VL == 4 || defined(__AVX__))
 #define NNEF_VECTOR_EXT 1
 #endif
 #if defined(__GNUC__)
@@ -42,6 +42,11 @@
 #else
 #define NNEF_PREFETCH(p) ((void)(p))
 #endif
+
+#if defined(__FRAMAC__)
+/* Frama-C's EVA reads the analysed forms of the primitives below (docs/prove.md). */
+#include "nnef_eva.h"
+#else
 
 /* ---------------------------------------------------------------- scalar primitives */
 
@@ -400,6 +405,8 @@ NNEF_VMAP1(nnef_vfloor, nnef_floor)
 NNEF_VMAP1(nnef_vceil, nnef_ceil)
 NNEF_VMAP1(nnef_vsign, nnef_sign)
 #endif
+
+#endif /* __FRAMAC__ */
 
 /* Sync variables, barriers and step instrumentation: nnef_sync.h (also included by CUDA items). */
 #include "nnef_sync.h"
