@@ -3,7 +3,8 @@
 Trace: every instruction of the item's NNEF file (as the checker reads it) has an entry in
 trace.json whose code lines exist and carry a comment naming that NNEF line; in the other
 direction every generated kernel function and every weight array lies inside an entry's
-range; the NNEF file still has the hash the trace recorded.
+range, and every other line of code the deployment compiles inside a named infrastructure part
+(`check_coverage`: trace.json `parts`); the NNEF file still has the hash the trace recorded.
 
 Weights: every array weights.json lists is re-derived here from its tensor file (whose
 SHA-256 must still be the recorded one) by this module's own implementation of the layout,
@@ -233,6 +234,32 @@ def check_trace(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]]:
                     continue  # derived generation-time constants (divisors, literal biases)
                 problems.append(f"{code_file}:{number}: {what} is not inside any trace entry")
     return problems, {"instructions": len(instruction_lines), "trace_entries": len(entries)}
+
+
+def check_coverage(folder: Path, files: list[str], root: Path) -> tuple[list[str], dict[str, Any]]:
+    """Every non-blank line of the deployment's `files` (paths inside `folder`: the sources and headers its
+    program compiles) lies in an instruction's entry or a named part of some item's trace.json
+    (pipeline/codegen/shared/parts.py): the trace is two-way. Problems name the first lines left out."""
+    from pipeline.codegen.shared.parts import uncovered
+
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for path in sorted(folder.glob("*/trace.json")):
+        trace = json.loads(path.read_text(encoding="utf-8"))
+        for e in trace["entries"] + trace.get("parts", []):
+            ranges.setdefault(e["code_file"], []).append((e["code_lines"][0], e["code_lines"][1]))
+    problems: list[str] = []
+    lines = outside = 0
+    for name in files:
+        path = folder / name
+        rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+        text = path.read_text(encoding="utf-8")
+        lines += sum(1 for line in text.split("\n") if line.strip())
+        for first, last in uncovered(text, ranges.get(rel, [])):
+            outside += last - first + 1
+            if len(problems) < 20:
+                shown = text.split("\n")[first - 1].strip()[:60]
+                problems.append(f"{rel}:{first}-{last}: in no instruction's entry and no named part ({shown})")
+    return problems, {"code_lines": lines, "code_lines_outside_the_trace": outside}
 
 
 def code_to_nnef(trace: dict[str, Any], code_file: str, line: int) -> list[int]:

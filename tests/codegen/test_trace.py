@@ -43,7 +43,7 @@ def test_trace_shape_round_trip_and_reverse(project):
     traces, findings = read_code_traces("t", root)
     assert len(traces) == 1 and not findings, [f.message for f in findings]
     trace = json.loads((item / "trace.json").read_text())
-    assert set(trace) == {"schema_version", "item", "target", "nnef_file", "nnef_sha256", "entries"}
+    assert set(trace) == {"schema_version", "item", "target", "nnef_file", "nnef_sha256", "entries", "parts"}
     assert trace["target"] == "c" and trace["nnef_file"].endswith("CPU0.nnef")
     lines = (split / "CPU0.nnef").read_text().splitlines()
     instructions = [i + 1 for i, text in enumerate(lines) if "=" in text and "(" in text]
@@ -102,3 +102,35 @@ def test_every_function_names_its_nnef_line(project):
         head = source[:source.index(f"static void {name}(")]
         comment = head[head.rindex("/*"):]
         assert "CPU0.nnef:" in comment and "=" in comment
+
+
+def test_every_line_of_the_program_is_in_the_trace(project):
+    """Two-way: every non-blank line of every file the program compiles is in an instruction's entry or a named
+    infrastructure part with the requirements it serves; the run function is one, the runtime another."""
+    root, _, item = project
+    folder = item.parent
+    manifest = json.loads((folder / "build.json").read_text())
+    problems, measured = tracecheck.check_coverage(folder, manifest["sources"] + manifest["headers"], root)
+    assert problems == [] and measured["code_lines_outside_the_trace"] == 0 and measured["code_lines"] > 500
+    trace = json.loads((item / "trace.json").read_text())
+    parts = {p["part"].split(":")[0]: p for p in trace["parts"]}
+    assert {"run function", "buffer plan", "runtime", "harness", "file header", "preamble"} <= set(parts)
+    run = parts["run function"]
+    source = (item / "nnef_item_CPU0.c").read_text().splitlines()
+    assert run["code_file"].endswith("nnef_item_CPU0.c") and "HLR-EXE-003" in run["requirements"]
+    assert source[run["code_lines"][0] - 1 + 1].startswith("void nnef_item_CPU0_run(") and source[run["code_lines"][1] - 1] == "}"
+    runtime = [p["code_file"].rsplit("/", 1)[-1] for p in trace["parts"] if p["part"].startswith("runtime")]
+    assert sorted(runtime) == ["nnef_runtime.c", "nnef_runtime.h", "nnef_sync.h"]
+
+
+def test_a_line_in_no_entry_and_no_part_fails_the_trace_check(project):
+    """A construct no rule names (a helper the generator never wrote before) is outside the trace: seen."""
+    root, _, item = project
+    folder = item.parent
+    source = item / "nnef_item_CPU0.c"
+    source.write_text(source.read_text() + "\nstatic int nnef_helper(void)\n{\n    return 1;\n}\n")
+    manifest = json.loads((folder / "build.json").read_text())
+    problems, measured = tracecheck.check_coverage(folder, manifest["sources"] + manifest["headers"], root)
+    assert measured["code_lines_outside_the_trace"] == 4
+    assert len(problems) == 1 and "nnef_item_CPU0.c" in problems[0] and "no named part" in problems[0]
+    assert "static int nnef_helper" in problems[0]
