@@ -46,7 +46,7 @@ def brief(reason: str, limit: int = 120) -> str:
     text = text.split("; ", 1)[0]
     while len(text) > limit and ": " in text:
         head = text.rsplit(": ", 1)[0]
-        if len(head) < min(40, limit):      # a head this short says little (a file name, an item): cut words instead
+        if " " not in head:                 # a file name or an item alone says little: cut words instead
             break
         text = head
     return shorten(text, limit)
