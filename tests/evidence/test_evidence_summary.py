@@ -114,7 +114,7 @@ def test_the_execute_column_counts_deployments_not_model_level_results() -> None
 def test_every_finding_line_is_short_and_says_what_to_do() -> None:
     from pipeline.evidence.summary import MAX_FINDING, finding_lines
 
-    finding = {"code": "EVID-E021", "severity": "warning", "message": "x" * 500, "fix": "install y " * 60,
+    finding = {"code": "EVID-E021", "severity": "warning", "message": "a reason " * 60, "fix": "install y " * 60,
                "span": {"file": "models/lenet5/deploy.yaml", "line": 52, "column": 5}}
     lines = finding_lines(finding)
     assert lines[0].startswith("  models/lenet5/deploy.yaml:52: EVID-E021: ") and lines[1].startswith("    fix: install")
