@@ -34,19 +34,36 @@ E_NOT_APPLICABLE = "EVID-E027"   # a requirement that applies to no model (note)
 _WORST = (Verdict.FAIL, Verdict.NOT_RUN, Verdict.EMULATED, Verdict.PASS, Verdict.NOT_APPLICABLE)
 
 
+def _separators(text: str, separator: str) -> list[int]:
+    """Where `separator` occurs in `text` outside parentheses and brackets."""
+    found, depth = [], 0
+    for index, char in enumerate(text):
+        if char in "([":
+            depth += 1
+        elif char in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith(separator, index):
+            found.append(index)
+    return found
+
+
 def brief(reason: str, limit: int = 120) -> str:
     """The first clause of a reason, on one line, at most `limit` characters (cut between words).
 
     Reasons lead with what happened and append figures after `; ` (`host is not the timing
     platform (...); measured here: max ...`) or `: ` (`no computed bound: not discriminating:
     output 'prob', ...`): the clause before the first `; ` is kept, then, while too long,
-    everything after the last `: ` (unless what is left says too little: then words are cut).
+    what comes before the last `: ` (separators inside parentheses do not count), unless that
+    says too little (a bare name, less than half the room): then words are cut.
     """
     text = " ".join(str(reason).split())
-    text = text.split("; ", 1)[0]
-    while len(text) > limit and ": " in text:
-        head = text.rsplit(": ", 1)[0]
-        if " " not in head:                 # a file name or an item alone says little: cut words instead
+    cuts = _separators(text, "; ")
+    if cuts:
+        text = text[:cuts[0]]
+    while len(text) > limit:
+        cuts = _separators(text, ": ")
+        head = text[:cuts[-1]] if cuts else ""
+        if " " not in head or len(head) < limit // 2:
             break
         text = head
     return shorten(text, limit)
@@ -149,7 +166,8 @@ def _met_cause(check_id: str, verdict: Verdict, reason: str, model: str, of_depl
 
 
 class Locator:
-    """Spans of deploy.yaml keys of each model (`models/<m>/deploy.yaml:<line>`), read once per model."""
+    """Spans of deploy.yaml keys of each model (`models/<m>/deploy.yaml:<line>`: the line of the key, or of its
+    nearest written ancestor's for a key the spec leaves out), read once per model through load_deploy."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -166,7 +184,7 @@ def _positions_cached(path: str, stamp: tuple[int, int]) -> dict[str, tuple[int,
     from pipeline.project.deploy import DeployError, load_deploy
 
     try:
-        return dict(load_deploy(path).positions)
+        return dict(load_deploy(path).key_positions)
     except (DeployError, OSError):
         return {}
 
