@@ -28,6 +28,7 @@ from pipeline.evidence.matrix import DEVELOPMENT, TraceMatrix, build_matrix
 from pipeline.evidence.package import VerifyReport, build_package, package_path, write_package
 from pipeline.evidence.render_html import render_html
 from pipeline.evidence.codepages import CODE_DIR, render_code_pages
+from pipeline.evidence.gaps import with_fixes
 from pipeline.evidence.render_model import INDEX, render_model_page
 from pipeline.files.names import confined
 from pipeline.evidence.render_text import render_csv, render_markdown
@@ -86,7 +87,7 @@ def build_reports(root: str | Path = ".", models: list[str] | None = None, git: 
     base = Path(root)
     matrix = build_matrix(base, models, package_results="read", git=git, mode=mode)
     excluded = excluded_models(base, matrix.models, exclude)
-    matrix.findings = sorted_findings(matrix.findings + run_findings(matrix, excluded, baseline))
+    matrix.findings = sorted_findings(with_fixes(matrix.findings + run_findings(matrix, excluded, baseline)))
     paths = report_paths(base)
     write_text(paths["html"], render_html(matrix))
     for model in matrix.models:

@@ -287,3 +287,39 @@ def owed_why(gaps: Sequence[Gap]) -> str:
     head = (f"{check_id} " if several else "") + verdict + (f" on {models} models" if models > 1 else "")
     more = f" (+{len(keys) - 1} other)" if len(keys) > 1 else ""
     return shorten(f"{head}{more}: {reason}" if reason else f"{head}{more}", MAX_WHY)
+
+
+# What to do about the findings that are not gaps (docs/evidence.md "Error codes"), by code.
+FIXES: dict[str, str] = {
+    "EVID-E012": "register a check that verifies it (docs/conventions.md \"Checks and results\")",
+    "EVID-E015": "review the check against the requirement's new text, then `python -m pipeline evidence baseline`",
+    "EVID-E016": "review the new links, then `python -m pipeline evidence baseline`",
+    "EVID-E017": "`python -m pipeline evidence baseline` drops the entry",
+    "EVID-E022": "re-run the step that wrote the file (`doit verify`); a result file is never edited by hand",
+    "EVID-E023": "register the check (docs/conventions.md) or remove its results",
+    "EVID-E024": "re-run the step (`doit verify`) so that its results record the check's requirements now",
+    "EVID-E031": "re-run the step that wrote it (`doit --always-execute verify`); an artifact is never edited by hand",
+    "EVID-E032": "re-run the step on its current inputs (`doit verify`)",
+    "EVID-E033": "remove the file, or have the step record it",
+    "EVID-E034": "re-run the step (`doit verify`)",
+    "EVID-E035": "re-run the step (`doit verify`)",
+    "EVID-E036": "fix what the message names, then `doit verify`",
+    "EVID-E040": "re-run the code generation (`doit verify`); a trace is never edited by hand",
+    "EVID-E080": "run the model's chain (`doit evidence:<model>`), or give its deploy.yaml `excluded: <reason>`",
+    "EVID-E081": "see why the step stopped (its failed.json), fix it, then `doit verify`",
+    "EVID-E084": "find what made it worse (the model's page); accept a new baseline only deliberately",
+}
+
+
+def with_fixes(findings: Sequence[Finding]) -> list[Finding]:
+    """`findings`, each without a fix given the one its code calls for (FIXES; a refused model folder's
+    DEPLOY-/NAME- code: its spec or its name); the others as they are."""
+    from dataclasses import replace
+
+    fixed = []
+    for f in findings:
+        fix = f.fix or FIXES.get(f.code, "")
+        if not fix and f.code.startswith(("DEPLOY-", "NAME-")):
+            fix = "fix the model folder as the message says (docs/deploy.md), then `doit verify`"
+        fixed.append(replace(f, fix=fix) if fix != f.fix else f)
+    return fixed

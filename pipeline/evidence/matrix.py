@@ -639,7 +639,7 @@ def build_matrix(
         artifacts=artifacts,
         code_traces=code_traces,
         stale_links=stale,
-        findings=sorted_findings(findings),
+        findings=sorted_findings(gaps.with_fixes(findings)),
         git=git if git is not None else git_state(base),
         mode=mode,
         step_states=states,
