@@ -17,6 +17,7 @@ the HTML report shows (`finding_counts`).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
@@ -176,6 +177,20 @@ def _aligned(rows: list[list[str]], indent: str = "  ") -> list[str]:
     return [shorten(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()) for row in rows]
 
 
+_INSTALL = re.compile(r"apt-get install ([a-z0-9][a-z0-9 .+-]*[a-z0-9+])")
+
+
+def missing_packages(document: Mapping[str, Any]) -> list[str]:
+    """The Debian packages whose absence made checks `not run` here (their reasons name them)."""
+    found: set[str] = set()
+    for outcome in document.get("outcomes", []):
+        for result in outcome.get("results", []):
+            if result.get("verdict") == "not run":
+                for match in _INSTALL.finditer(str(result.get("reason", ""))):
+                    found.update(match.group(1).split())
+    return sorted(found)
+
+
 def finding_lines(finding: Mapping[str, Any]) -> list[str]:
     """A finding as the console shows it: `  file:line: CODE: message`, then `    fix: ...` when it says one;
     each line at most MAX_FINDING characters (the full text is in trace.json and on the model's page)."""
@@ -217,6 +232,11 @@ def summary_text(document: Mapping[str, Any], max_findings: int = 20) -> str:
         lines += _aligned([["requirement", "still owes", "models", "checks short of pass", "why", "report"]] + rows)
         if parents:
             lines.append(shorten(f"  and through them: {', '.join(parents)}"))
+    packages = missing_packages(document)
+    if packages:
+        lines += ["", shorten(f"Not installed here: {' '.join(packages)}; the checks that need them say `not run` (the "
+                              "host's verdicts stand). Install them: `sudo apt-get install "
+                              f"{' '.join(packages)}` or `bash tools/setup verify` (docs/setup.md)")]
     findings = document.get("findings", [])
     lines += run_rule_lines(document)   # models that did not run, excluded models, the baseline (runverdict.py)
     counts = finding_counts(f.get("severity", "") for f in findings)

@@ -119,3 +119,17 @@ def test_every_finding_line_is_short_and_says_what_to_do() -> None:
     lines = finding_lines(finding)
     assert lines[0].startswith("  models/lenet5/deploy.yaml:52: EVID-E021: ") and lines[1].startswith("    fix: install")
     assert all(len(line) <= MAX_FINDING for line in lines)
+
+
+def test_the_summary_names_the_packages_missing_here() -> None:
+    document = {
+        "coverage": {"total": 0, "by_status": {"verified": 0, "partially verified": 0, "failed": 0, "not verified": 0,
+                                               "no check": 0}, "by_level": {}},
+        "models": ["m"],
+        "outcomes": [{"model": "m", "step": "codegen", "check_id": "codegen.static", "verdict": "not run", "results": [
+            {"subject": "m/aarch64", "verdict": "not run", "reason": "platform aarch64_qemu needs aarch64-linux-gnu-gcc "
+             "(Debian package gcc-aarch64-linux-gnu), not installed here; install with: apt-get install "
+             "gcc-aarch64-linux-gnu"}, {"subject": "m/single", "verdict": "pass", "reason": ""}]}],
+    }
+    line = next(l for l in summary_text(document).splitlines() if l.startswith("Not installed here"))
+    assert "gcc-aarch64-linux-gnu" in line and "bash tools/setup verify" in line
