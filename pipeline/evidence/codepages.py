@@ -35,8 +35,8 @@ from pipeline.files.readguard import InputRefused, read_input
 CODE_DIR = "code"
 MODEL_PAGE = "report.html"    # the model's page, in the folder the code pages' folder is in (paths.MODEL_REPORT_FILE)
 MAX_BYTES = 16 << 20          # a file larger than this is linked, not rendered
-# A file larger than this (the weights headers: thousands of lines of hex floats) is shown plain, still
-# with every line anchored: its colours would cost 5 times its size in markup and most of the build's time.
+# A file larger than this (the weights headers: thousands of lines of hex floats) is shown plain, every line
+# still anchored: colours would cost 5 times its size in markup and three quarters of the pages' time.
 MAX_HIGHLIGHTED = 128 << 10
 ANCHOR = "L"                  # line n's anchor: #L-n; a range's: #L-first-last
 
@@ -143,6 +143,19 @@ def _anchors(html: str, ranges: Iterable[tuple[int, int]]) -> str:
     return html
 
 
+def _plain(text: str) -> str:
+    """A file too large to highlight, as Pygments' formatter lays out a page (the same anchors, line spans
+    and numbers), without colours: no highlighting, so nothing here is written by hand that Pygments does."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    width = len(str(len(lines)))
+    body = "".join(f'<span id="line-{n}"><a id="{ANCHOR}-{n}" name="{ANCHOR}-{n}"></a><a href="#{ANCHOR}-{n}">'
+                   f'<span class="linenos">{n:>{width}}</span></a>{escape(line, quote=False)}\n</span>'
+                   for n, line in enumerate(lines, start=1))
+    return f'<div class="highlight"><pre><span></span><code>{body}</code></pre></div>\n'
+
+
 def render_file(notes: FileNotes, root: Path, prefix: str, model_page: str, index_page: str) -> str:
     """The page of one file: its text, highlighted, every line anchored, and its trace beside it.
     `prefix`: from this page to the model's folder; `model_page`, `index_page`: links back."""
@@ -155,8 +168,8 @@ def render_file(notes: FileNotes, root: Path, prefix: str, model_page: str, inde
     text = data.decode("utf-8", errors="replace")
     formatter = HtmlFormatter(linenos="inline", lineanchors=ANCHOR, anchorlinenos=True, linespans="line",
                               wrapcode=True)
-    lexer = _lexer(notes.path) if len(data) <= MAX_HIGHLIGHTED else TextLexer()
-    code = _anchors(highlight(text, lexer, formatter), [(n.first, n.last) for n in notes.notes])
+    shown = highlight(text, _lexer(notes.path), formatter) if len(data) <= MAX_HIGHLIGHTED else _plain(text)
+    code = _anchors(shown, [(n.first, n.last) for n in notes.notes])
     rows = [f'<tr><td class="nowrap"><a href="#{ANCHOR}-{n.first}' + (f'-{n.last}' if n.last != n.first else "")
             + f'">{n.first}' + (f"-{n.last}" if n.last != n.first else "") + f"</a></td><td>{n.label}</td></tr>"
             for n in sorted(notes.notes, key=lambda n: (n.first, n.last, n.sort))]
