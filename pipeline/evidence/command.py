@@ -23,7 +23,7 @@ from typing import Any
 
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.evidence.matrix import DEVELOPMENT, STRICT
-from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, print_findings, report_error
+from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, print_findings, report_error, say
 from pipeline.project.layout import check_output_folders, model_names
 
 
@@ -35,26 +35,26 @@ def _verify(args: argparse.Namespace) -> int:
     public = load_public_key(args.key) if args.key else None
     report = verify_package(args.package, public)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2, sort_keys=True))
+        say(json.dumps(report.to_json(), indent=2, sort_keys=True))
         return report.exit_code
     for name, expected, actual in report.tampered:
-        print(f"{E_TAMPERED} TAMPERED {name}: manifest sha256 {expected}, actual {actual}")
+        say(f"{E_TAMPERED} TAMPERED {name}: manifest sha256 {expected}, actual {actual}")
     for name in report.missing:
-        print(f"{E_MISSING} MISSING  {name}")
+        say(f"{E_MISSING} MISSING  {name}")
     for name in report.extra:
-        print(f"{E_EXTRA} EXTRA    {name}")
+        say(f"{E_EXTRA} EXTRA    {name}")
     other = [f for f in report.findings if f.code not in (E_TAMPERED, E_MISSING, E_EXTRA)]
     print_findings(other, sys.stdout)
     if report.ok:
-        print(f"OK {args.package}: {report.checked} entries match the manifest and the step records")
+        say(f"OK {args.package}: {report.checked} entries match the manifest and the step records")
     else:
         counts: dict[str, int] = {}
         for finding in report.findings:
             counts[finding.code] = counts.get(finding.code, 0) + 1
         listed = ", ".join(f"{count} x {code}" for code, count in sorted(counts.items()))
-        print(f"FAILED {args.package}: {len(report.tampered)} tampered, {len(report.missing)} missing, "
+        say(f"FAILED {args.package}: {len(report.tampered)} tampered, {len(report.missing)} missing, "
               f"{len(report.extra)} extra ({listed})")
-    print(_authenticity(report))
+    say(_authenticity(report))
     return report.exit_code
 
 
@@ -93,9 +93,9 @@ def _build(args: argparse.Namespace) -> int:
                                      exclude=args.exclude or (), baseline=baseline)
     for package in packages:
         state = "verified" if package.verify.ok else "DOES NOT VERIFY"
-        print(f"{package.path}: {state}; {package.reproducibility['reason']}")
+        say(f"{package.path}: {state}; {package.reproducibility['reason']}")
     document = matrix.to_json()
-    print(summary_text(document))
+    say(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
 
 
@@ -114,13 +114,13 @@ def _merge(args: argparse.Namespace) -> int:
     with signing_with(args.sign_key):   # an unusable key is refused before anything is copied
         origin = merge_shards(args.shards, root)
         for model, shard in sorted(origin.items()):
-            print(f"merged {model} from {shard}")
+            say(f"merged {model} from {shard}")
         packages, matrix = build_all(root, mode=STRICT if args.strict else DEVELOPMENT, exclude=args.exclude or (),
                                      baseline=baseline)
     for package in packages:
-        print(f"{package.path}: {'verified' if package.verify.ok else 'DOES NOT VERIFY'}")
+        say(f"{package.path}: {'verified' if package.verify.ok else 'DOES NOT VERIFY'}")
     document = matrix.to_json()
-    print(summary_text(document))
+    say(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
 
 
@@ -128,7 +128,7 @@ def _keygen(args: argparse.Namespace) -> int:
     from pipeline.evidence.signing import generate_key_pair
 
     keyid = generate_key_pair(args.private, args.public)
-    print(f"{args.private}: Ed25519 signing key (mode 0600; keep it secret)\n{args.public}: its public key, "
+    say(f"{args.private}: Ed25519 signing key (mode 0600; keep it secret)\n{args.public}: its public key, "
           f"keyid {keyid} (give it to `evidence verify --key`)")
     return EXIT_OK
 
@@ -143,7 +143,7 @@ def _summary(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         return report_error(PipelineError("EVID-E061", f"cannot read {path}: {exc} (run `doit evidence` first)",
                                           Location.in_file(path)))
-    print(summary_text(document))
+    say(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
 
 
@@ -156,13 +156,13 @@ def _requirements(args: argparse.Namespace) -> int:
         specs, load_findings = load_checks()
         findings = findings + load_findings + registry_findings(specs, requirements)
     if args.json:
-        print(json.dumps({
+        say(json.dumps({
             "requirements": [r.to_json() for r in requirements],
             "findings": [f.to_json() for f in findings],
         }, indent=2, sort_keys=True))
     else:
         print_findings(findings, sys.stdout)
-        print(f"{len(requirements)} requirements in {len(requirements.files)} files; "
+        say(f"{len(requirements)} requirements in {len(requirements.files)} files; "
               f"{sum(f.is_error for f in findings)} errors, {sum(not f.is_error for f in findings)} warnings")
     return EXIT_FAILED if any(f.is_error for f in findings) else EXIT_OK
 
@@ -180,7 +180,7 @@ def _baseline(args: argparse.Namespace) -> int:
     specs, findings = load_checks()
     print_findings(findings, sys.stderr)
     path = write_baseline(specs, requirements, args.root)
-    print(f"{path}: baselined the links of {len(requirements)} requirements and {len(specs)} checks")
+    say(f"{path}: baselined the links of {len(requirements)} requirements and {len(specs)} checks")
     return EXIT_OK
 
 
