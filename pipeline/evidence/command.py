@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -59,15 +60,19 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _authenticity(report: Any) -> str:
-    """The line saying what was checked: integrity only, or who built the package."""
+    """The line saying what was checked: integrity only, or who built the package. Without --key a
+    signature is only present: the key id it names is a claim anyone can write, never "signed by"."""
     from pipeline.evidence.signing import E_SIGNATURE
 
-    signed = f"signed by keyid {', '.join(report.signed_by)}" if report.signed_by else "unsigned"
     if report.authenticated:
-        return f"authentic: {signed}, verified with the --key given"
+        return f"authentic: signed by keyid {', '.join(report.signed_by)}, verified with the --key given"
     if report.key_given:
-        return f"{E_SIGNATURE} NOT AUTHENTIC: {signed}; no signature by the --key given verifies"
-    return f"integrity checked, not authenticity ({signed}; give --key PUBLIC to check who built it)"
+        claimed = f"its signature names keyid {', '.join(report.signed_by)}" if report.signed_by else "unsigned"
+        return f"{E_SIGNATURE} NOT AUTHENTIC: {claimed}; no signature by the --key given verifies"
+    if report.signed_by:
+        return ("integrity checked, not authenticity (signature present, not checked: it names keyid "
+                f"{', '.join(report.signed_by)}; give --key PUBLIC to check who built it)")
+    return "integrity checked, not authenticity (unsigned; give --key PUBLIC to check who built it)"
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -76,7 +81,7 @@ def _build(args: argparse.Namespace) -> int:
     from pipeline.evidence.signing import signing_with
     from pipeline.evidence.summary import error_count, summary_text
 
-    root = Path(args.root)
+    root = Path(args.root).absolute()    # joined once: paths below it are never joined to a relative root again
     check_output_folders(root)
     known = model_names(root)
     unknown = [m for m in args.model or [] if m not in known]
@@ -93,7 +98,7 @@ def _build(args: argparse.Namespace) -> int:
                                      exclude=args.exclude or (), baseline=baseline)
     for package in packages:
         state = "verified" if package.verify.ok else "DOES NOT VERIFY"
-        say(f"{package.path}: {state}; {package.reproducibility['reason']}")
+        say(f"{os.path.relpath(package.path)}: {state}; {package.reproducibility['reason']}")
     document = matrix.to_json()
     say(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
@@ -106,7 +111,7 @@ def _merge(args: argparse.Namespace) -> int:
     from pipeline.evidence.signing import signing_with
     from pipeline.evidence.summary import error_count, summary_text
 
-    root = Path(args.root)
+    root = Path(args.root).absolute()    # a relative --root was joined twice (tinyproj/tinyproj/..., PIPE-E901)
     unknown = [m for m in args.exclude or [] if m not in model_names(root)]
     if unknown:
         return report_error(PipelineError("EVID-E060", f"--exclude: unknown model(s) {', '.join(unknown)}"))
@@ -118,7 +123,7 @@ def _merge(args: argparse.Namespace) -> int:
         packages, matrix = build_all(root, mode=STRICT if args.strict else DEVELOPMENT, exclude=args.exclude or (),
                                      baseline=baseline)
     for package in packages:
-        say(f"{package.path}: {'verified' if package.verify.ok else 'DOES NOT VERIFY'}")
+        say(f"{os.path.relpath(package.path)}: {'verified' if package.verify.ok else 'DOES NOT VERIFY'}")
     document = matrix.to_json()
     say(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
