@@ -125,21 +125,21 @@ def build_flags(lanes: int, *, trace: bool = False, sanitize: bool = False,
 
 
 @lru_cache(maxsize=64)
-def _predefined(name: str, flags: tuple[str, ...]) -> str | None:
+def _predefined(name: str, flags: tuple[str, ...], timeout: float) -> str | None:
     try:
-        proc = process.run([name, *flags, "-dM", "-E", "-x", "c", os.devnull], timeout=60)
+        proc = process.run([name, *flags, "-dM", "-E", "-x", "c", os.devnull], timeout=timeout)
     except PipelineError:
         return None
     return proc.out if proc.returncode == 0 else None
 
 
-def checked_flags(name: str, flags: Sequence[str]) -> None:
+def checked_flags(name: str, flags: Sequence[str], timeout: float = 60.0) -> None:
     """RUN-E002 when compiler `name`, given a build's `flags`, says it will do what the qualified flags
     exclude: its predefined macros (`-dM -E`) name FMA instructions on x86 (__FMA__), fast or finite
     math, or another language or optimisation than C99 at -O2. The compiler's own word, whatever the
     spelling of the flags (pipeline/toolchain/flags.py judges the spelling; this, the effect). Where the
     query does not run, the build itself reports."""
-    said = _predefined(name, tuple(flags))
+    said = _predefined(name, tuple(flags), min(timeout, 60.0))
     if said is None:
         return
     lines = {line.strip() for line in said.splitlines()}
@@ -167,7 +167,7 @@ def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], b
     target = platform or host_platform()
     name = compiler_path(cc, target)
     flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines, platform=target)
-    checked_flags(name, flags)
+    checked_flags(name, flags, timeout)
     folder = Path(code_dir)
     binary_path = Path(binary).resolve()
     binary_path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,7 +200,7 @@ def compile_objects(code_dir: str | os.PathLike[str], sources: Sequence[str], ou
     (empty when clean)."""
     name = compiler_path(cc, platform)
     flags, defs = build_flags(lanes, defines=defines, platform=platform)
-    checked_flags(name, flags)
+    checked_flags(name, flags, timeout)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     objects, commands, diagnostics = [], [], []
