@@ -8,9 +8,14 @@ deployment spec key, a plan, an ONNX node):
               ^~~~
 
 The source line and the caret appear when the location has a file and a line and the file
-can be read (bounded: files over `MAX_SOURCE_BYTES` are not shown, each file is read once per
-rendering, a long line is cut around its caret, and one error draws at most
-`MAX_PROBLEMS_SHOWN` of its problems).
+can be read as text (bounded: files over `MAX_SOURCE_BYTES`, links and binary files are not
+shown, each file is read once per rendering, a long line is cut around its caret, and one
+error draws at most `MAX_PROBLEMS_SHOWN` of its problems).
+
+Everything a command prints goes through `say`, which escapes control characters
+(`diagnostics.printable`): a name, a message or a line quoted from a file can neither drive the
+terminal (escape sequences, carriage returns) nor read differently from its bytes (bidirectional
+overrides).
 """
 
 from __future__ import annotations
