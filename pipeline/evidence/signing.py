@@ -30,7 +30,6 @@ import base64
 import binascii
 import contextlib
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path

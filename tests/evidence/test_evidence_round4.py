@@ -12,13 +12,10 @@ joined twice.
 from __future__ import annotations
 
 import json
-import os
-import resource
 import signal
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -26,7 +23,7 @@ import pytest
 from pipeline import cli
 from pipeline.diagnostics import PipelineError
 from pipeline.evidence.build import build_model_package
-from pipeline.evidence.package import MANIFEST, verify_package
+from pipeline.evidence.package import verify_package
 from pipeline.evidence.regression import read_baseline
 from pipeline.evidence.render_text import csv_cell
 from pipeline.evidence.signing import ENVELOPE, generate_key_pair, load_signer
