@@ -229,11 +229,12 @@ def _follow(proc: subprocess.Popen[bytes], command: list[str], streams: list[_St
                 _kill_group(proc.pid)       # children left behind die with it; what they printed is read
                 drain_until = time.perf_counter() + DRAIN_S
         if drain_until is None:
-            remaining = deadline - time.perf_counter()
-            while not _exited(proc.pid):       # pipes closed, program still running
+            remaining, pause = deadline - time.perf_counter(), 0.0005
+            while not _exited(proc.pid):       # pipes closed, program still running (or just exiting)
                 if remaining <= 0:
                     raise TimedOut(command, timeout)
-                time.sleep(min(remaining, 0.05))
+                time.sleep(min(remaining, pause))
+                pause = min(pause * 2, 0.05)
                 remaining = deadline - time.perf_counter()
     finally:
         selector.close()
