@@ -99,7 +99,7 @@ def cause(check_id: str, verdict: Verdict, reason: str, subject: str, model: str
     if packages:
         names = packages.group(1).strip()
         return Cause(f"{of_deployment}.platform" if deployment else of_deployment,
-                     f"install {names} (`sudo apt-get install {names}`, or `bash tools/setup`), then `doit verify`")
+                     f"install {names} (`sudo apt-get install {names}`, or `bash tools/setup verify`), then `doit verify`")
     justified = _JUSTIFIED.search(reason)
     if justified:
         return Cause("validation.tolerance.max_abs_error",
