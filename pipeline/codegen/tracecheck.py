@@ -181,6 +181,15 @@ def check_weights(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]
     return problems, {"weight_arrays": len(record["arrays"]), "weight_floats": floats}
 
 
+def _functions(item_dir: Path) -> list[dict[str, Any]]:
+    """The item's functions as build.json lists them (function, lines, nnef_line)."""
+    manifest = item_dir.parent / "build.json"
+    if not manifest.is_file():
+        return []
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    return next((i.get("functions", []) for i in data.get("items", []) if i.get("dir") == item_dir.name), [])
+
+
 def check_trace(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]]:
     """Problems with the item's trace.json against its NNEF file and the generated code."""
     problems: list[str] = []
@@ -219,7 +228,9 @@ def check_trace(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]]:
         mentions = re.search(rf"{re.escape(name)}:{e['nnef_line']}\b", block) is not None
         declared = e["code_file"].endswith("nnef_deployment.c") and "variablesync" in block
         is_tensor_decl = re.search(r"static float \*const T_\w+", block) is not None
-        if not (mentions or declared or is_tensor_decl):
+        functions = {f["function"] for f in _functions(item_dir) if f.get("nnef_line") == e["nnef_line"]}
+        is_index_table = any(re.search(rf"\b(IX|B|D)_{re.escape(fn)}(_\w+)?\b", block) for fn in functions)
+        if not (mentions or declared or is_tensor_decl or is_index_table):
             problems.append(f"entry for NNEF line {e['nnef_line']}: {e['code_file']}:{first}-{last} does not name "
                             f"{name}:{e['nnef_line']}")
     # back: every kernel function and weight array lies inside an entry's range

@@ -134,3 +134,25 @@ def test_a_line_in_no_entry_and_no_part_fails_the_trace_check(project):
     assert measured["code_lines_outside_the_trace"] == 4
     assert len(problems) == 1 and "nnef_item_CPU0.c" in problems[0] and "no named part" in problems[0]
     assert "static int nnef_helper" in problems[0]
+
+
+def test_a_kernels_generation_time_tables_are_its_instructions_lines(tmp_path):
+    """Index tables (IX_), literal biases (B_) and divisor tables (D_) are named after their function and traced
+    to its instruction: nothing of them is left outside the trace."""
+    body = """
+    x = external<scalar>(shape = [1, 2, 5, 6]);
+    p = avg_pool(x, size = [1, 1, 3, 3], border = 'ignore', padding = [(0, 0), (0, 0), (1, 1), (1, 1)], stride = [1, 1, 2, 2], dilation = [1, 1, 1, 1]);
+    f = variable<scalar>(shape = [2, 1, 3, 2], label = 'f');
+    y = deconv(p, f, 0.5, border = 'constant', padding = [(0, 1), (2, 0)], stride = [2, 3], dilation = [1, 2], output_shape = [], groups = 2);
+"""
+    split = H.single_item(tmp_path / "split", body, {"f": np.ones((2, 1, 3, 2), np.float32)})
+    code = tmp_path / "code"
+    H.generate(split, split, code, 4, tmp_path)
+    manifest = json.loads((code / "build.json").read_text())
+    problems, measured = tracecheck.check_coverage(code, manifest["sources"] + manifest["headers"], tmp_path)
+    assert problems == [] and measured["code_lines_outside_the_trace"] == 0
+    trace = json.loads((code / "CPU0" / "trace.json").read_text())
+    tables = [e for e in trace["entries"] if any(k in (tmp_path / e["code_file"]).read_text().splitlines()[e["code_lines"][0] - 1]
+                                                 for k in ("Index tables", "Derived constants"))]
+    assert tables and all(e["instruction"].startswith(("p = avg_pool", "y = deconv")) for e in tables)
+    assert tracecheck.check_trace(code / "CPU0", tmp_path)[0] == []

@@ -34,7 +34,7 @@ from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, item_file, s
                                               weights_blob_file, weights_file)
 from pipeline.codegen.c import RUNTIME_DIR, RUNTIME_FILES
 from pipeline.codegen.c.programs import math_header
-from pipeline.codegen.shared.parts import deployment_parts
+from pipeline.codegen.shared.parts import constructs, deployment_parts
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.program.items import emitter_for
@@ -179,6 +179,34 @@ def _deployment_files(deployment: DeploymentInput, items: list[ItemCode], barrie
     return h.text(), c.text(), sync_lines
 
 
+GENERATED_PREFIXES = ("IX_", "B_", "D_")   # a kernel's generation-time tables: index, literal bias, divisor
+
+
+def _table_entries(code: ItemCode, source_file: str, entries: list[TraceEntry]) -> list[TraceEntry]:
+    """Entries for the generation-time constants of an item's kernels, named after their function
+    (`IX_<function>_...` index tables before the functions, `B_<function>` literal biases and
+    `D_<function>...` divisor tables in the weights header): each run of them belongs to that function's
+    instruction."""
+    lines_of = {f["function"]: int(f["nnef_line"]) for f in code.functions if f.get("function") and f.get("nnef_line")}
+    text_of = {e.nnef_line: e.instruction for e in entries}
+    found: list[TraceEntry] = []
+    files = [(source_file, code.source)] + ([(weights_file(code.name), code.weights)] if code.weights else [])
+    for name, text in files:
+        for construct in constructs(text):
+            owner = next((fn for fn in sorted(lines_of, key=len, reverse=True) if construct.names and all(
+                n.startswith(GENERATED_PREFIXES) and (n.split("_", 1)[1] == fn or n.split("_", 1)[1].startswith(f"{fn}_"))
+                for n in construct.names)), None)
+            if owner is None:
+                continue
+            line = lines_of[owner]
+            last = found[-1] if found else None
+            if last is not None and (last.nnef_line, last.code_file) == (line, name) and last.last + 1 == construct.first:
+                found[-1] = TraceEntry(line, last.instruction, name, last.first, construct.last)
+            else:
+                found.append(TraceEntry(line, text_of.get(line, ""), name, construct.first, construct.last))
+    return found
+
+
 def _write_traces(traces: list[tuple[Path, dict[str, Any]]], folder: Path, rel_folder: str,
                   sources: list[Path]) -> list[Path]:
     """Write each item's trace.json with its infrastructure `parts` (pipeline/codegen/shared/parts.py): those of
@@ -252,6 +280,7 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
                 line, text = item.instruction(op)
                 first, last = sync_lines[var]
                 entries.append(TraceEntry(line, text, "nnef_deployment.c", first, last))
+        entries += _table_entries(code, source_file, entries)
         entries.sort(key=lambda e: (e.nnef_line, e.code_file, e.first))
         traces.append((sub, {
             "schema_version": 1,
