@@ -31,6 +31,7 @@ import numpy as np
 from pipeline.codegen.nvdla import reader as R
 from pipeline.execute.nvdla import hw_arith as H
 from pipeline.execute.nvdla import lut as L
+from pipeline.execute.nvdla.csc import weight_extent, weight_offsets
 from pipeline.execute.nvdla.scheduler import EmulationError, Op, Scheduler
 
 MODES = ("ideal", "hw-approx")
@@ -140,10 +141,8 @@ class Machine:
         if op.in_precision != 2 or op.out_precision != 2:
             raise EmulationError("CONV precision other than FP16")
         x = self.read(a, s.src_data)
-        c, r, k = op.kernel_channel_csc, op.kernel_height_csc, s.dst_data.channel
-        kw = op.kernel_width_csc
-        buf, base = self._buffer(a, s.weight_data)
-        w = np.frombuffer(buf, dtype="<f2", count=k * c * r * kw, offset=base).astype(np.float32).reshape(k, c, r, kw)
+        w = self._weights(a, op, s)
+        k, c, r, kw = w.shape
         x = np.pad(x, ((0, 0), (op.pad_y_top, op.pad_y_bottom), (op.pad_x_left, op.pad_x_right)))
         oh, ow = s.dst_data.height, s.dst_data.width
         if self.hw:
@@ -162,6 +161,23 @@ class Machine:
         if s.dst_data.type != MEM_HW:
             self.write(a, s.dst_data, out)
         self.pipe = out
+
+    def _weights(self, a: list[int], op: Any, s: Any) -> np.ndarray:
+        """The (K, C, R, S) FP16 weights, each read at the address the CSC reads it from (csc.py), K being the
+        output cube's channels as the firmware programs WEIGHT_KERNEL (kmd/firmware/conv.c)."""
+        k, c, r, kw = s.dst_data.channel, op.kernel_channel_csc, op.kernel_height_csc, op.kernel_width_csc
+        if op.weight_format != 0:
+            raise EmulationError("CONV weights compressed: not emulated (uncompressed only)")
+        extent = weight_extent(k, c, r, kw)
+        if op.bytes_per_kernel != c * r * kw * 2:  # the CDMA counts a kernel group done by it, the CSC by its own
+            raise EmulationError(f"CONV bytes_per_kernel {op.bytes_per_kernel}, the CSC reads {c * r * kw * 2} "
+                                 f"({c} x {r} x {kw} halves)")
+        buf, base = self._buffer(a, s.weight_data)
+        if s.weight_data.size < extent or base + extent > len(buf) or base % 2:
+            raise EmulationError(f"CONV weights of {extent} bytes: the weight cube holds {s.weight_data.size} at "
+                                 f"offset {base} of a {len(buf)}-byte memory")
+        halves = np.frombuffer(buf, dtype="<f2", count=extent // 2, offset=base)
+        return halves[weight_offsets(k, c, r, kw) // 2].astype(np.float32)
 
     def _sdp_unit(self, a: list[int], unit: Any, cube: Any, x: np.ndarray) -> np.ndarray:
         if not unit.enable:
