@@ -196,13 +196,14 @@ class Machine:
             operand = self.read(a, cube)
             alu = mul = operand
         if unit.type in (2, 3):
-            x = {0: np.maximum, 1: np.minimum, 2: np.add}[unit.alu_type](x, alu).astype(np.float32)
+            add = H.sdp_add if self.hw else np.add
+            x = {0: np.maximum, 1: np.minimum, 2: add}[unit.alu_type](x, alu).astype(np.float32)
         if unit.type in (1, 3) and unit.act == 3:  # PReLU: the multiplier applies to negative values
             x = np.where(x < 0, self._sdp_mul(x, mul), x).astype(np.float32)
         elif unit.type in (1, 3):
             x = self._sdp_mul(x, mul)
         if unit.act == 1:
-            x = np.maximum(x, np.float32(0))
+            x = H.sdp_relu(x) if self.hw else np.maximum(x, np.float32(0))
         return x
 
     def _sdp_mul(self, x: np.ndarray, mul: Any) -> np.ndarray:
@@ -232,15 +233,21 @@ class Machine:
         x = self.read(a, s.src_data)
         kh, kw = op.pool_height + 1, op.pool_width + 1
         fill = -np.inf if op.pool_mode == 1 else 0.0
-        x = np.pad(x, ((0, 0), (op.pad_top, op.pad_bottom), (op.pad_left, op.pad_right)), constant_values=fill)
+        pads = ((0, 0), (op.pad_top, op.pad_bottom), (op.pad_left, op.pad_right))
+        inside = np.pad(np.ones(x.shape, dtype=bool), pads)
+        x = np.pad(x, pads, constant_values=fill)
         oh, ow = s.dst_data.height, s.dst_data.width
-        windows = [x[:, i:i + op.stride_y * (oh - 1) + 1:op.stride_y, j:j + op.stride_x * (ow - 1) + 1:op.stride_x]
-                   for i in range(kh) for j in range(kw)]
-        stack = np.stack(windows)
+
+        def windows(a: np.ndarray) -> np.ndarray:
+            return np.stack([a[:, i:i + op.stride_y * (oh - 1) + 1:op.stride_y,
+                               j:j + op.stride_x * (ow - 1) + 1:op.stride_x] for i in range(kh) for j in range(kw)])
+
+        stack = windows(x)
         if op.pool_mode == 1:
             out = stack.max(axis=0)
         elif op.pool_mode == 0 and self.hw:
-            out = H.pdp_average_fp17(stack.reshape(kh, kw, *stack.shape[1:]))
+            out = H.pdp_average_fp17(stack.reshape(kh, kw, *stack.shape[1:]),
+                                     windows(inside).reshape(kh, kw, *stack.shape[1:]))
         elif op.pool_mode == 0:
             out = stack.sum(axis=0, dtype=np.float32) / np.float32(kh * kw)
         else:
