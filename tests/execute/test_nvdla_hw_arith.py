@@ -121,6 +121,8 @@ def test_an_exact_cancellation_keeps_the_sign_of_the_first_operand():
     assert np.signbit(H.sdp_relu(np.array([-0.0, -1.0, 2.0], np.float32))).tolist() == [False, False, False]
     assert np.isnan(H.sdp_relu(np.array([np.nan], np.float32))).all()
     assert np.signbit(H.fp17(np.array([-2.0 ** -40]))).all()  # flushed below the FP17 normals, sign kept
+    # FpMul's zero keeps the product's sign (seen on the cmod: x * hard_sigmoid(x) = -3.04 x 0 is -0)
+    assert np.signbit(H.sdp_mul_flush(np.float32([-3.041, -1e-40]) * np.float32([0.0, 1.0]))).all()
 
 
 def test_pdp_average_leaves_padded_positions_out_of_the_sum():

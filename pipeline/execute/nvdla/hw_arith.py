@@ -39,9 +39,11 @@ def fp17(x: np.ndarray) -> np.ndarray:
 def sdp_mul_flush(product: np.ndarray) -> np.ndarray:
     """SDP float32 multiply: a product below the smallest float32 normal becomes zero (FpMul in
     hls/include/nvdla_float.h sets `is_zero` when the result exponent is 0; hls/sdp/sdp_x.cpp multiplies
-    in float32 with it). Round to nearest even otherwise, as numpy does."""
+    in float32 with it), of the product's sign (`SetToZero` keeps the sign `a_sign ^ b_sign`: -3 x +0 is -0).
+    Round to nearest even otherwise, as numpy does."""
     product = np.asarray(product, dtype=np.float32)
-    return np.where(np.abs(product) < np.finfo(np.float32).tiny, np.float32(0), product).astype(np.float32)
+    return np.where(np.abs(product) < np.finfo(np.float32).tiny, np.copysign(np.float32(0), product),
+                    product).astype(np.float32)
 
 
 def sdp_add(data: np.ndarray, operand: np.ndarray) -> np.ndarray:
