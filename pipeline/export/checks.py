@@ -260,12 +260,34 @@ def _trace_problems(export_dir: Path, onnx_path: Path) -> tuple[list[str], dict[
     actual = [(i, n.op_type, n.name) for i, n in enumerate(model.graph.node)]
     if listed != actual:
         problems.append("provenance.json does not list the ONNX model's nodes in order")
+    unused = _unused_problems(provenance, [v.name for v in model.graph.output])
+    problems.extend(unused)
     for node in provenance["nodes"]:
         folded = node.get("folded") is not None and set(node["folded"]) == {o for o in node["outputs"] if o}
-        if not node["nnef_lines"] and not (node["op_type"] == "Constant" and node["outputs"]) and not folded:
+        if (not node["nnef_lines"] and not (node["op_type"] == "Constant" and node["outputs"]) and not folded
+                and not node.get("unused")):
             problems.append(f"ONNX node {node['index']} ({node['op_type']} '{node['name']}') has no NNEF line")
     measured = {"lines": len(body), "nodes": len(provenance["nodes"]), "tensor_files": len(provenance["tensor_files"])}
     return problems, measured
+
+
+def _unused_problems(provenance: dict[str, Any], graph_outputs: list[str]) -> list[str]:
+    """A node listed as `unused` (not converted: read only by folded nodes) must be so: none of its
+    outputs is a graph output, every node reading one is folded or unused itself, and it has no line."""
+    nodes = provenance["nodes"]
+    skipped = {n["index"] for n in nodes if n.get("unused") or n.get("folded") is not None}
+    problems = []
+    for node in nodes:
+        if not node.get("unused"):
+            continue
+        outputs = {o for o in node["outputs"] if o}
+        readers = [n for n in nodes if outputs & set(n["inputs"]) and n["index"] not in skipped]
+        label = f"ONNX node {node['index']} ({node['op_type']} '{node['name']}')"
+        if outputs & set(graph_outputs) or readers or node["nnef_lines"]:
+            what = (f"node {readers[0]['index']} ({readers[0]['op_type']}) reads it" if readers else
+                    "it has NNEF lines" if node["nnef_lines"] else "it is a graph output")
+            problems.append(f"{label} is listed as unused, but {what}")
+    return problems
 
 
 def trace_result(model: str, export_dir: Path, onnx_path: Path, read: list[str]) -> CheckResult:

@@ -75,6 +75,7 @@ class NodeRecord:
     parameters: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     folded: bool = False  # evaluated at export (pipeline.export.fold): its outputs are constants
+    unused: bool = False  # dead: read only by folded nodes, never converted (pipeline.export.fold.dead_nodes)
 
 
 class ExportContext:
@@ -91,6 +92,7 @@ class ExportContext:
         self.variables: dict[tuple[str, tuple[int, ...]], VariableRecord] = {}
         self.records: dict[int, NodeRecord] = {}
         self.constant_nodes: dict[str, int] = {}
+        self.live: set[str] | None = None  # the tensors converted nodes read and the graph outputs (fold.live_tensors)
         self.node: Node | None = None
         self._assigned: set[str] = set()
         self._reserve_names()
@@ -336,10 +338,18 @@ class ExportContext:
         self.records[node.index].dropped.append(node.outputs[index])
 
     def is_used(self, name: str) -> bool:
-        """Whether tensor `name` is read by any node or is a graph output."""
+        """Whether tensor `name` is a graph output or read by a node that is converted (a folded Shape reads
+        no data, a dead node computes nothing needed): an optional output that is not is left out."""
         if name in self.model.outputs:
             return True
+        if self.live is not None:
+            return name in self.live
         return any(name in n.inputs for n in self.model.nodes)
+
+    def wanted(self, index: int) -> bool:
+        """Whether optional output `index` of the current node is named and used (is_used)."""
+        node = self._current()
+        return node.has_output(index) and self.is_used(node.outputs[index])
 
     def temp(self, hint: str) -> TensorName:
         """A fresh name for an intermediate result, `<hint>` made unique."""

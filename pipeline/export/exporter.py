@@ -33,7 +33,7 @@ from pipeline.files.atomic import canonical_json, write_bytes
 from pipeline.export.context import ExportContext
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError, node_error
-from pipeline.export.fold import fold, folded_without_converter, refine_shapes
+from pipeline.export.fold import dead_nodes, fold, live_tensors, reinfer
 from pipeline.export.names import sanitize
 from pipeline.export.onnx_model import DEFAULT_DOMAINS, Node, OnnxModel, load_onnx
 from pipeline.export.provenance import build_provenance
@@ -66,11 +66,11 @@ class ExportResult:
     outputs: dict[str, str]
 
 
-def _unsupported(ctx: ExportContext, folded: set[int]) -> list[tuple[Node, str]]:
-    """Each node whose operator (type, domain or version) has no converter, with what is wrong."""
+def _unsupported(ctx: ExportContext, skipped: set[int]) -> list[tuple[Node, str]]:
+    """Each converted node whose operator (type, domain or version) has no converter, with what is wrong."""
     problems = []
     for node in ctx.model.nodes:
-        if node.index in folded:
+        if node.index in skipped:
             continue
         conv = find(node.op_type) if node.domain in DEFAULT_DOMAINS else None
         where = f"node '{node.label}' (index {node.index})"
@@ -84,25 +84,28 @@ def _unsupported(ctx: ExportContext, folded: set[int]) -> list[tuple[Node, str]]
 
 
 def _convert_nodes(ctx: ExportContext) -> None:
-    """Every unsupported operator of the model is reported in one EXPORT-E003 before any conversion."""
+    """Every unsupported operator on the data path is reported in one EXPORT-E003 before any conversion:
+    folded nodes (constants) and dead ones (read only by folded shape computations) are no blockers and
+    are not named."""
     model = ctx.model
     folded, values = fold(model, ctx.supported)
-    problems = _unsupported(ctx, folded)
+    dead = dead_nodes(model, folded)
+    problems = _unsupported(ctx, folded | dead)
     if problems:
         first = problems[0][0]
         count = f"{len(problems)} unsupported operator{'s' if len(problems) > 1 else ''}"
         listed = "; ".join(text for _, text in problems)
-        constant = folded_without_converter(model, folded)
-        if constant:
-            listed += (f"; folded at export (constant, not blockers): "
-                       + "; ".join(f"{n.op_type} at node '{n.label}' (index {n.index})" for n in constant))
         raise node_error("EXPORT-E003", f"{count}: {listed}", node_name=first.label,
                          op_type=first.op_type, opset=first.opset, supported=ctx.supported)
-    try:
-        refine_shapes(model, values)
-    except Exception as exc:  # noqa: BLE001 - InferenceError and friends
-        raise ExportError("EXPORT-E009", f"ONNX shape inference with the folded shape values failed: {exc}") from None
+    reinfer(model, values)
+    ctx.live = live_tensors(model, folded | dead)
     for node in model.nodes:
+        if node.index in dead:
+            ctx.begin(node)
+            ctx.records[node.index].unused = True
+            ctx.records[node.index].dropped.extend(name for name in node.outputs if name)
+            ctx.end()
+            continue
         if node.index in folded:
             ctx.begin(node)
             ctx.records[node.index].folded = True

@@ -12,7 +12,8 @@ Written beside graph.nnef (schema version 1, canonical JSON, no paths or times):
                   nnef_operations, nnef_variables (names its statements assign),
                   parameters (constants read as attribute values), dropped_outputs;
                   for a node folded at export (pipeline.export.fold) also `folded`:
-                  per output its dtype, shape and values (or their sha256 above 64)
+                  per output its dtype, shape and values (or their sha256 above 64); for a
+                  dead node (read only by folded nodes: fold.dead_nodes) `unused: true`
     lines         per NNEF statement line: the variable(s) it assigns, the operation, the
                   ONNX node (index, name, op_type) or graph input, and the initializer
     tensor_files  per .dat file: label, file, NNEF shape, ONNX tensor and shape, sha256,
@@ -102,6 +103,8 @@ def build_provenance(ctx: ExportContext, graph_name: str, text: str, lines: list
             "parameters": sorted(set(node_record.parameters)) if node_record else [],
             "dropped_outputs": list(node_record.dropped) if node_record else [],
         })
+        if node_record is not None and node_record.unused:
+            nodes[-1]["unused"] = True
         if node_record is not None and node_record.folded:
             nodes[-1]["folded"] = {name: _folded_value(ctx.constants[name]) for name in node.outputs if name}
     tensor_files = []
