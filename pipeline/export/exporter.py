@@ -22,7 +22,7 @@ import logging
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +42,7 @@ from pipeline.nnef import build
 from pipeline.nnef.catalogue import EXECUTABLE
 from pipeline.nnef.checker import check_text
 from pipeline.nnef.graph import Graph
+from pipeline.nnef.masks import Mask, judge, non_finite
 from pipeline.nnef.printer import print_document
 from pipeline.nnef.tensorfile import encode_tensor
 
@@ -64,6 +65,7 @@ class ExportResult:
     variables: dict[str, np.ndarray]
     inputs: dict[str, str]
     outputs: dict[str, str]
+    masks: list[Mask] = field(default_factory=list)
 
 
 def _unsupported(ctx: ExportContext, skipped: set[int]) -> list[tuple[Node, str]]:
@@ -161,6 +163,35 @@ def _self_check(ctx: ExportContext, text: str) -> tuple[Graph, list[int]]:
     return graph, lines
 
 
+def _judge_non_finite(ctx: ExportContext, graph: Graph) -> list[Mask]:
+    """The -inf the load let through (guard.check_finite) stands only as an attention mask
+    (pipeline.nnef.masks): read as a parameter by a converted node, or stored in a variable that is
+    no mask, it is EXPORT-E017; a mask that masks a whole softmax row is EXPORT-E019."""
+    for index, record in sorted(ctx.records.items()):
+        if record.folded or record.unused:
+            continue
+        for name in record.parameters:
+            first = non_finite(ctx.constants[name]) if name in ctx.constants else None
+            if first is not None:
+                node = ctx.model.nodes[index]
+                raise ExportError("EXPORT-E017", f"'{name}' holds {first[1]} at index {list(first[0])}, read as a "
+                                  f"parameter by node '{node.label}' ({node.op_type}); a -inf is accepted only as an "
+                                  "attention mask ahead of a Softmax (docs/export.md, Limits)",
+                                  Location(element=f"node '{node.label}'"))
+    records = {record.name: record for record in ctx.variables.values()}
+    masks, problems = judge(graph, {name: record.data for name, record in records.items()})
+    for problem in problems:
+        record = records[problem.variable]
+        where = Location(element=f"ONNX tensor '{record.onnx_name}'")
+        if problem.full_row:
+            raise ExportError("EXPORT-E019", f"the attention mask '{record.onnx_name}' (NNEF variable "
+                              f"'{problem.variable}') {problem.reason}", where)
+        raise ExportError("EXPORT-E017", f"'{record.onnx_name}' holds {problem.value} at index {list(problem.index)} "
+                          f"and {problem.reason}; a -inf is accepted only as an attention mask ahead of a Softmax "
+                          "(docs/export.md, Limits)", where)
+    return masks
+
+
 def convert(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> ExportResult:
     """Export in memory (nothing written); ExportError (EXPORT-Ennn) on any unsupported construct."""
     model = load_onnx(source)
@@ -175,12 +206,13 @@ def convert(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> ExportR
     document = build.with_operation_extensions(document)
     text = print_document(document)
     graph, lines = _self_check(ctx, text)
+    masks = _judge_non_finite(ctx, graph)
     files: dict[str, bytes] = {GRAPH_FILE: text.encode("utf-8")}
     variables = {}
     for record in ctx.variables.values():
         files[f"{record.name}.dat"] = encode_tensor(record.data)
         variables[record.name] = record.data
-    provenance = build_provenance(ctx, graph_name, text, lines, files, GRAPH_FILE, outputs)
+    provenance = build_provenance(ctx, graph_name, text, lines, files, GRAPH_FILE, outputs, masks)
     files[PROVENANCE_FILE] = canonical_json(provenance).encode("utf-8")
     log.info("exported %d ONNX nodes to %d NNEF statements and %d tensor files",
              len(model.nodes), len(ctx.body), len(variables))
@@ -193,6 +225,7 @@ def convert(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> ExportR
         variables=variables,
         inputs={name: ctx.defined[name] for name in model.inputs},
         outputs=dict(zip(model.outputs, outputs)),
+        masks=masks,
     )
 
 

@@ -65,7 +65,7 @@ def run_export_step(model: str, root: str | os.PathLike[str] = ".") -> list[Chec
         checks.explicit_result(model, out, graph_files),
         checks.trace_result(model, out, onnx_path, sources[:1] + exported),
         checks.khronos_result(model, out, graph_files),
-        checks.finite_result(model, result.model, sources[:1]),
+        checks.finite_result(model, result.model, sources[:1] + graph_files, out),
         checks.reject_result(model),
     ]
     write_json(checks_path(model, STEP, base), results_document(results))
