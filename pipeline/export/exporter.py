@@ -182,14 +182,27 @@ def _judge_non_finite(ctx: ExportContext, graph: Graph) -> list[Mask]:
     masks, problems = judge(graph, {name: record.data for name, record in records.items()})
     for problem in problems:
         record = records[problem.variable]
-        where = Location(element=f"ONNX tensor '{record.onnx_name}'")
+        what = _constant_origin(ctx, record.onnx_name)
+        where = Location(element=what)
         if problem.full_row:
-            raise ExportError("EXPORT-E019", f"the attention mask '{record.onnx_name}' (NNEF variable "
-                              f"'{problem.variable}') {problem.reason}", where)
-        raise ExportError("EXPORT-E017", f"'{record.onnx_name}' holds {problem.value} at index {list(problem.index)} "
-                          f"and {problem.reason}; a -inf is accepted only as an attention mask ahead of a Softmax "
+            raise ExportError("EXPORT-E019", f"the attention mask {what} (NNEF variable '{problem.variable}') "
+                              f"{problem.reason}", where)
+        raise ExportError("EXPORT-E017", f"{what} holds {problem.value} at index {list(problem.index)} and "
+                          f"{problem.reason}; a -inf is accepted only as an attention mask ahead of a Softmax "
                           "(docs/export.md, Limits)", where)
     return masks
+
+
+def _constant_origin(ctx: ExportContext, name: str) -> str:
+    """How a refusal names a constant: an initializer, a Constant node's value or a folded computation's output."""
+    if name in ctx.model.initializers:
+        return f"initializer '{name}'"
+    index = ctx.constant_nodes.get(name)
+    if index is None:
+        return f"constant '{name}'"
+    node = ctx.model.nodes[index]
+    kind = "the value of Constant node" if node.op_type == "Constant" else f"the folded output of {node.op_type} node"
+    return f"'{name}' ({kind} '{node.label}')"
 
 
 def convert(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> ExportResult:
