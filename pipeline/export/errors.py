@@ -31,6 +31,7 @@ CODES: dict[str, str] = {
     "EXPORT-E017": "an initializer or Constant value holds a NaN or an infinity that is not an attention mask (the tensor and the first index are named)",
     "EXPORT-E018": "more nodes or initializers than the limits (10,000 each; PIPELINE_MAX_ONNX_NODES, PIPELINE_MAX_ONNX_INITIALIZERS)",
     "EXPORT-E019": "an attention mask masks every element of a softmax row (the softmax there is 0 / 0 = NaN; the mask and the row are named)",
+    "EXPORT-E020": "the trained model's reference files (deploy.yaml trained_reference) cannot be read or do not fit the model (names, shapes, float32, vector count)",
 }
 
 
