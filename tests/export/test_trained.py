@@ -161,3 +161,22 @@ def test_the_deploy_section_is_judged_by_the_loader(section, code, tmp_path):
     with pytest.raises(DeployError) as error:
         load_deploy(path)
     assert code in {p.code for p in error.value.problems}, json.dumps([str(p) for p in error.value.problems])
+
+
+def test_the_shipped_branch3_carries_its_trained_reference(tmp_path):
+    """models/branch3/trained.npz (trained.py: torch modules, build.py's parameters) is named by deploy.yaml,
+    recorded in the README, and the export computes what it holds."""
+    import hashlib
+
+    from tests.projects import ROOT
+
+    folder = ROOT / "models" / "branch3"
+    spec = load_deploy(folder / "deploy.yaml").trained
+    assert spec is not None and spec.file == "trained.npz" and spec.framework == "torch"
+    assert hashlib.sha256((folder / "trained.npz").read_bytes()).hexdigest() in (folder / "README.md").read_text()
+    result = export_model(folder / "model.onnx", tmp_path / "export")
+    shapes = {name: list(result.graph.tensors[nnef].shape) for name, nnef in {**result.inputs, **result.outputs}.items()}
+    judged = trained_result("branch3", spec, folder, folder / "model.onnx", tmp_path / "export", result.inputs,
+                            result.outputs, {n: shapes[n] for n in result.inputs},
+                            {n: shapes[n] for n in result.outputs}, [])
+    assert judged.verdict is Verdict.PASS, judged.reason
