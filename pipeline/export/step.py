@@ -39,7 +39,7 @@ def _relative(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def ctx_shape(result: ExportResult, onnx_name: str) -> list[int]:
+def io_shape(result: ExportResult, onnx_name: str) -> list[int]:
     """The static shape of a graph input or output of an export (its NNEF tensor's)."""
     nnef = result.inputs.get(onnx_name) or result.outputs[onnx_name]
     return list(result.graph.tensors[nnef].shape or [])
@@ -74,8 +74,8 @@ def run_export_step(model: str, root: str | os.PathLike[str] = ".") -> list[Chec
         checks.finite_result(model, result.model, sources[:1] + graph_files, out),
         checks.reject_result(model),
         trained.trained_result(model, spec.trained, model_dir(model, base), onnx_path, out, result.inputs,
-                               result.outputs, {n: ctx_shape(result, n) for n in result.inputs},
-                               {n: ctx_shape(result, n) for n in result.outputs},
+                               result.outputs, {n: io_shape(result, n) for n in result.inputs},
+                               {n: io_shape(result, n) for n in result.outputs},
                                sources + [rel(model_dir(model, base) / f) for f in trained.reference_files(spec.trained)]
                                + graph_files),
     ]
