@@ -32,6 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+# The programs it runs, the platforms' compilers, binutils (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("${CC:-gcc}", "aarch64-linux-gnu-gcc", "@platforms", "nm", "objdump",
+                           "aarch64-linux-gnu-nm", "aarch64-linux-gnu-objdump")
+
 FORBIDDEN_CALLS = ("malloc", "calloc", "realloc", "free", "alloca", "setjmp", "longjmp", "sbrk", "mmap")
 BRANCH_TOKENS = re.compile(r"\b(if|else|switch|while|goto|case)\b|\?|&&|\|\|")
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)

@@ -26,6 +26,9 @@ import numpy as np
 
 from pipeline.diagnostics import Location, PipelineError
 
+# The programs it runs, callgrind (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("valgrind",)
+
 TOGGLES = ("nnef_item_*_run", "nnef_sync_wait", "nnef_barrier")
 BOUNDARY = "nnef_vector_start"    # the harness function called before each vector (nnef_main.c)
 

@@ -16,6 +16,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Iterable
 
+# The programs it runs, none for a verdict: git names the commit (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ()
+
 LOG = logging.getLogger(__name__)
 
 # Distributions whose version can change an artifact or a verdict.

@@ -39,15 +39,16 @@ from typing import Sequence
 
 from pipeline.files.atomic import write_bytes
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.toolchain.platforms import Platform, host_platform
+from pipeline.toolchain.platforms import FORBIDDEN_FLAGS, Platform, host_platform
+
+# The programs it runs, the compilers of the host, aarch64_qemu and a spec's own platforms (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("${CC:-gcc}", "aarch64-linux-gnu-gcc", "@platforms")
 
 QUALIFIED_FLAGS: tuple[str, ...] = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off",
                                      "-fno-delete-null-pointer-checks")
 EXTRA_FLAGS: tuple[str, ...] = ("-fno-math-errno", "-pthread")
 ISA_FLAGS: dict[str, tuple[str, ...]] = {"avx2": ("-mavx2", "-mno-fma"), "baseline": ()}
-FORBIDDEN_FLAGS = ("-ffast-math", "-Ofast", "-ffinite-math-only", "-fno-trapping-math", "-march=native",
-                   "-mfma", "-ffp-contract=fast", "-funsafe-math-optimizations", "-fassociative-math",
-                   "-fdelete-null-pointer-checks")
+# FORBIDDEN_FLAGS (imported above) live beside the platforms' refusal rules, which loading a spec applies.
 SANITIZE_FLAGS: tuple[str, ...] = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 
 

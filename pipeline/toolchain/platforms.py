@@ -31,6 +31,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+# The programs it runs, none for a verdict (the runner's version, recorded) (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ()
+
 HOST = "host"
 AARCH64_QEMU = "aarch64_qemu"
 BUILTIN_NAMES = (HOST, AARCH64_QEMU)
@@ -43,7 +46,13 @@ WHERE = {LOCAL: "host", EMULATOR: "emulation", SSH: "target"}
 # The architectures the static scans know (pipeline/codegen/static.py); another one is `not run` there.
 ARCHITECTURE_ALIASES = {"x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
-# Flags a platform may not add: the forbidden ones of pipeline/toolchain/cc.py, and every flag that
+# Never passed to a compiler (docs/codegen.md "Flags"; pipeline/toolchain/cc.py checks every build against
+# them): here, with the refusal rules a spec's platforms are judged by, so that loading a spec does not
+# import the compiler driver (whose programs would become every step's tools, pipeline/ledger/dependencies.py).
+FORBIDDEN_FLAGS = ("-ffast-math", "-Ofast", "-ffinite-math-only", "-fno-trapping-math", "-march=native",
+                   "-mfma", "-ffp-contract=fast", "-funsafe-math-optimizations", "-fassociative-math",
+                   "-fdelete-null-pointer-checks")
+# Flags a platform may not add: FORBIDDEN_FLAGS, and every flag that
 # would override or weaken a qualified one (optimisation level, language, contraction, diagnostics,
 # the null-pointer inference, the build host's own CPU).
 OVERRIDING_PREFIXES = ("-O", "-std=", "-ffp-contract", "-W", "-w", "-fdelete-null-pointer-checks",
@@ -185,11 +194,9 @@ def resolve(name: str | None, declared: Mapping[str, Platform] | None = None) ->
 
 def flag_problem(flag: Any, link: bool = False) -> str | None:
     """Why a platform may not add `flag` (a sentence), or None. Compile flags only add: a flag that
-    is forbidden (cc.FORBIDDEN_FLAGS), enables fused multiply-add on x86, names the build host's CPU
+    is forbidden (FORBIDDEN_FLAGS), enables fused multiply-add on x86, names the build host's CPU
     (`=native`) or overrides a qualified flag (optimisation, language, contraction, warnings, the
     null-pointer inference, math options) is refused. Link flags are the linker's and the C library's."""
-    from pipeline.toolchain.cc import FORBIDDEN_FLAGS
-
     if not isinstance(flag, str) or not flag.startswith("-") or "\n" in flag or "\0" in flag:
         return f"{flag!r} is not a compiler option (options start with '-')"
     if flag in FORBIDDEN_FLAGS:
