@@ -14,8 +14,9 @@ times of the installed distributions' metadata folders. No absolute path, host o
 an identity (records hold them).
 
 A name is what a module declares in `TOOLS` (pipeline/project/closure.py): a command on the
-PATH (`nvcc`), a command from an environment variable with a default (`${CC:-gcc}`), or
-`python`; a library is named by its top-level import name (`yaml`).
+PATH (`nvcc`), a command from an environment variable with a default (`${CC:-gcc}`), `python`,
+or `@host`, the build host's architecture and widest vector ISA (the host platform's lanes and
+flags come from it); a library is named by its top-level import name (`yaml`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ CACHE_FILE = ".doit-tools.json"
 CACHE_VERSION = 1
 NOT_INSTALLED = "not installed"
 PYTHON = "python"
+HOST = "@host"
 # Commands whose version is not printed by `--version`.
 VERSION_OPTIONS = {"dot": "-V", "ssh": "-V"}
 # gcc-like drivers: the compiler proper they run is part of their identity.
@@ -215,6 +217,11 @@ def identities(tools: Iterable[str], libraries: Iterable[str] = (), root: Path |
     for name in sorted(set(tools)):
         if name == PYTHON:
             out[name] = f"{platform.python_implementation()} {platform.python_version()}"
+            continue
+        if name == HOST:
+            from pipeline.toolchain.platforms import host_architecture, host_isa
+
+            out[name] = f"{host_architecture()}, vector ISA {host_isa()}"
             continue
         command = command_of(name)
         key = f"{name}={command}" if command != name else name

@@ -18,6 +18,11 @@ Added, with the reason:
     -mavx2 -mno-fma   (only for code generated with 8 lanes for the `host` platform, on an x86-64
                       host with AVX2) 256-bit registers for the same IEEE single-precision
                       operations; -mno-fma makes fused multiply-add instructions unavailable outright
+    -mavx512f -mno-fma  (only for code generated with 16 lanes for the `host` platform, on an
+                      x86-64 host with AVX-512F) 512-bit registers, the same operations; AVX-512F
+                      has fused multiply-adds of its own (EVEX vfmadd*), which nothing emits:
+                      contraction is off (-ffp-contract=off), the code calls no fma, and the
+                      static check rejects any vfmadd* in the objects (pipeline/codegen/static.py)
 A platform (pipeline/toolchain/platforms.py) names the compiler and adds its own flags before
 these (its sysroot, -mcpu=...; refused when forbidden or overriding one of these, so the
 qualified flags, which come after, stay in force) and its link flags (-static) at the link.
@@ -29,7 +34,6 @@ libm symbol left in the code fails the link.
 from __future__ import annotations
 
 import os
-import platform
 import shlex
 import shutil
 import subprocess
@@ -39,15 +43,19 @@ from typing import Sequence
 
 from pipeline.files.atomic import write_bytes
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.toolchain.platforms import FORBIDDEN_FLAGS, Platform, host_platform
+from pipeline.toolchain.platforms import FORBIDDEN_FLAGS, Platform, host_isa, host_platform
 
-# The programs it runs, the compilers of the host, aarch64_qemu and a spec's own platforms (pipeline/ledger/dependencies.py).
-TOOLS: tuple[str, ...] = ("${CC:-gcc}", "aarch64-linux-gnu-gcc", "@platforms")
+# The programs it runs, the compilers of the host, aarch64_qemu and a spec's own platforms, and the host's
+# vector ISA its flags and the host platform's lanes come from (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("${CC:-gcc}", "aarch64-linux-gnu-gcc", "@platforms", "@host")
 
 QUALIFIED_FLAGS: tuple[str, ...] = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off",
                                      "-fno-delete-null-pointer-checks")
 EXTRA_FLAGS: tuple[str, ...] = ("-fno-math-errno", "-pthread")
-ISA_FLAGS: dict[str, tuple[str, ...]] = {"avx2": ("-mavx2", "-mno-fma"), "baseline": ()}
+ISA_FLAGS: dict[str, tuple[str, ...]] = {"avx512": ("-mavx512f", "-mno-fma"), "avx2": ("-mavx2", "-mno-fma"),
+                                          "baseline": ()}
+# The vector ISA whose registers hold `lanes` float32 lanes (host_isa() names the widest the host has).
+ISA_LANES: dict[str, int] = {"avx512": 16, "avx2": 8}
 # FORBIDDEN_FLAGS (imported above) live beside the platforms' refusal rules, which loading a spec applies.
 SANITIZE_FLAGS: tuple[str, ...] = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 
@@ -94,23 +102,14 @@ def compiler_version(cc: str | None = None, platform: Platform | None = None) ->
     return (out.stdout.splitlines() or ["unknown"])[0].strip()
 
 
-def host_isa() -> str:
-    """'avx2' on an x86-64 host whose CPU reports AVX2, else 'baseline'."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return "baseline"
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "baseline"
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return "avx2" if "avx2" in line.split(":", 1)[-1].split() else "baseline"
-    return "baseline"
-
-
 def isa_for(lanes: int) -> str:
-    """The instruction-set flags for code generated with `lanes` lanes on this host."""
-    return "avx2" if lanes == 8 and host_isa() == "avx2" else "baseline"
+    """The instruction-set flags for code generated with `lanes` lanes on this host: the ISA whose
+    registers hold that many lanes when the host has it (an AVX-512 host has AVX2 too), else none."""
+    have = host_isa()
+    for isa, width in ISA_LANES.items():
+        if width == lanes and ISA_LANES.get(have, 0) >= width:
+            return isa
+    return "baseline"
 
 
 def build_flags(lanes: int, *, trace: bool = False, sanitize: bool = False,

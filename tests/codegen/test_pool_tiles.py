@@ -81,11 +81,13 @@ def test_pool_tiles_bit_identical(case, lanes, tmp_path):
     folder, inputs, expected = case
     code, item = _generate(case, tmp_path, lanes)
     text = item.read_text()
-    # the tiles and copies this test means to exercise are the ones generated
-    assert "acc7 = nnef_vmax_update(" in _function(text, "p1"), "p1 not in tiles of 8"
-    assert "acc1 = nnef_vadd(" in _function(text, "p2") and "acc1 = nnef_vadd(" in _function(text, "p5")
-    for name in ("p1", "p2", "p5", "p7", "p8"):
-        assert "each element written once" in _function(text, name), name
+    # the tiles and copies this test means to exercise are the ones generated (shapes chosen for 4 and 8
+    # lanes; at 16, AVX-512's, other tiles fit them and only the bits are compared)
+    if lanes <= 8:
+        assert "acc7 = nnef_vmax_update(" in _function(text, "p1"), "p1 not in tiles of 8"
+        assert "acc1 = nnef_vadd(" in _function(text, "p2") and "acc1 = nnef_vadd(" in _function(text, "p5")
+        for name in ("p1", "p2", "p5", "p7", "p8"):
+            assert "each element written once" in _function(text, name), name
     if lanes == 8:
         assert "nnef_vload_even(" in _function(text, "p1")
         assert "for (int y3 = 64; y3 < 72; y3 += 8)" in _function(text, "p5"), "no vector past the last tile"
