@@ -99,7 +99,8 @@ class _Cache:
         path = None if root is None else Path(root) / CACHE_FILE
         if path == self.path:
             return
-        self.__init__()   # type: ignore[misc]
+        self.programs, self.libraries, self.changed, self.known, self.fingerprint = {}, {}, False, {}, ""
+        self.owners = None
         self.path = path
         if path is None:
             return
@@ -238,4 +239,5 @@ def identities(tools: Iterable[str], libraries: Iterable[str] = (), root: Path |
 
 def forget() -> None:
     """Drop what this process computed (tests that change a tool between two checks)."""
-    _CACHE.__init__()   # type: ignore[misc]
+    global _CACHE
+    _CACHE = _Cache()

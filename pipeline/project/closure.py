@@ -556,6 +556,7 @@ def project_paths(files: Iterable[Path], root: Path | str = ".") -> list[str]:
 
 def forget() -> None:
     """Drop what this process computed (tests that edit sources in a scratch copy)."""
+    global _STORE
     _INDEX.clear()
     _CLOSURES.clear()
-    _STORE.__init__()   # type: ignore[misc]
+    _STORE = _Store()
