@@ -113,10 +113,12 @@ def isa_for(lanes: int) -> str:
 
 
 def build_flags(lanes: int, *, trace: bool = False, sanitize: bool = False,
-                defines: Sequence[str] = (), platform: Platform | None = None) -> tuple[list[str], list[str]]:
-    """(compiler flags, -D defines) of a build for `platform` (default host); never one of FORBIDDEN_FLAGS."""
+                defines: Sequence[str] = (), platform: Platform | None = None,
+                isa: str | None = None) -> tuple[list[str], list[str]]:
+    """(compiler flags, -D defines) of a build for `platform` (default host); never one of FORBIDDEN_FLAGS.
+    `isa`: another key of ISA_FLAGS than isa_for(lanes) for a host build (a narrower one for valgrind)."""
     target = platform or host_platform()
-    isa = ISA_FLAGS[isa_for(lanes)] if target.is_host else ()
+    isa = ISA_FLAGS[isa or isa_for(lanes)] if target.is_host else ()
     flags = list(target.compile_flags()) + list(QUALIFIED_FLAGS) + list(EXTRA_FLAGS) + list(isa)
     if sanitize:
         flags += list(SANITIZE_FLAGS)
@@ -131,16 +133,17 @@ def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], b
                      lanes: int, *, trace: bool = False, sanitize: bool = False, defines: Sequence[str] = (),
                      include_dirs: Sequence[str] = (".",), cc: str | None = None,
                      timeout: float = 600.0, objects: Sequence[str | os.PathLike[str]] = (),
-                     libraries: Sequence[str] = (), platform: Platform | None = None) -> BuildResult:
+                     libraries: Sequence[str] = (), platform: Platform | None = None,
+                     isa: str | None = None) -> BuildResult:
     """Compile `sources` (relative to `code_dir`) into `binary`; RUN-E003 with the diagnostics on
     any error or warning (warnings are errors under -Werror, so an empty stderr is the proof
     that none was issued). Written atomically: a failed build leaves no binary. `objects` built
     by another compiler (a mixed deployment's CUDA items) are linked in, with `libraries`
     (-l options) after them. `platform` (default host) gives the compiler, its flags and its link
-    flags (after the libraries)."""
+    flags (after the libraries); `isa` as build_flags."""
     target = platform or host_platform()
     name = compiler_path(cc, target)
-    flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines, platform=target)
+    flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines, platform=target, isa=isa)
     folder = Path(code_dir)
     binary_path = Path(binary).resolve()
     binary_path.parent.mkdir(parents=True, exist_ok=True)
