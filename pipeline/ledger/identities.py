@@ -83,6 +83,16 @@ def _first_line(argv: list[str]) -> str:
     return "version unknown"
 
 
+_VERSION: list[str] = []
+
+
+def _cache_version() -> str:
+    """CACHE_VERSION and the SHA-256 of this module's source: its code decides what an identity holds."""
+    if not _VERSION:
+        _VERSION.append(f"{CACHE_VERSION}-{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}")
+    return _VERSION[0]
+
+
 class _Cache:
     """Identities computed in this process, backed by the cache file of the project root."""
 
@@ -96,6 +106,8 @@ class _Cache:
         self.owners: Mapping[str, list[str]] | None = None
 
     def use_root(self, root: Path | str | None) -> None:
+        """Use the cache file of the project folder `root` (None: none); a file written by another
+        version of this module is ignored (what an identity holds may have changed)."""
         path = None if root is None else Path(root) / CACHE_FILE
         if path == self.path:
             return
@@ -108,7 +120,7 @@ class _Cache:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return
-        if isinstance(document, dict) and document.get("version") == CACHE_VERSION:
+        if isinstance(document, dict) and document.get("version") == _cache_version():
             self.programs = document.get("programs") if isinstance(document.get("programs"), dict) else {}
             self.libraries = document.get("libraries") if isinstance(document.get("libraries"), dict) else {}
 
@@ -118,7 +130,7 @@ class _Cache:
             return
         tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps({"version": CACHE_VERSION, "programs": self.programs,
+            tmp.write_text(json.dumps({"version": _cache_version(), "programs": self.programs,
                                        "libraries": self.libraries}, sort_keys=True), encoding="utf-8")
             os.replace(tmp, self.path)
             self.changed = False
