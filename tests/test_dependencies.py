@@ -199,7 +199,9 @@ def test_identities_come_from_the_cache_without_starting_a_program(tmp_path: Pat
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("a program was started for a cached identity")
 
-    monkeypatch.setattr(identities.subprocess, "run", refuse)
+    from pipeline.toolchain import process
+
+    monkeypatch.setattr(process, "run", refuse)
     monkeypatch.setattr(identities.metadata, "packages_distributions", refuse)
     assert identities.identities(["${CC:-gcc}", "python"], ["numpy", "yaml"], root=tmp_path) == first
     identities.forget()

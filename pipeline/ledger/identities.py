@@ -27,7 +27,6 @@ import os
 import platform
 import re
 import shutil
-import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -46,6 +45,7 @@ VERSION_OPTIONS = {"dot": "-V", "ssh": "-V"}
 DRIVER = re.compile(r"^(.*-)?(gcc|cc|g\+\+|c\+\+)(-[0-9.]+)?$")
 ENVIRONMENT = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*):-([^}]+)\}$")
 VERSION_TIMEOUT_S = 30
+VERSION_BYTES = 1 << 20   # what a version query may print
 VERSION = re.compile(r"\d+\.\d+")
 
 
@@ -71,12 +71,15 @@ def _sha256(path: Path) -> str:
 
 
 def _first_line(argv: list[str]) -> str:
+    """The version line a program prints (bounded: pipeline/toolchain/process.py), or 'version unknown'."""
+    from pipeline.diagnostics import PipelineError
+    from pipeline.toolchain import process
+
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=VERSION_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
+        done = process.run(argv, timeout=VERSION_TIMEOUT_S, max_output=VERSION_BYTES, max_errors=VERSION_BYTES)
+    except PipelineError:
         return "version unknown"
-    for text in (proc.stdout, proc.stderr):
+    for text in (done.out, done.err):
         lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
         if lines:   # the first line with a version number (nvcc names itself first), else the first
             return next((line for line in lines if VERSION.search(line)), lines[0])
