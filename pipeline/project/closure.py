@@ -475,6 +475,64 @@ def _expand(pattern: str) -> tuple[list[Path], bool]:
     return ([base], True) if base.is_file() else ([], False)
 
 
+@dataclass(frozen=True)
+class _Edges:
+    """What one module adds to a closure: the modules it reaches directly (its parent packages
+    included), the third-party libraries it imports, its data paths and tools."""
+
+    modules: tuple[str, ...]
+    libraries: tuple[str, ...]
+    data: tuple[str, ...]
+    tools: tuple[str, ...]
+
+
+_EDGES: dict[str, _Edges] = {}
+
+
+def _edges(name: str) -> _Edges:
+    """The edges of module `name` (module docstring), resolved once per process."""
+    known = _EDGES.get(name)
+    if known is not None:
+        return known
+    index = _index()
+    file = index.modules.get(name)
+    if file is None:
+        raise ValueError(f"{name} is not a module of {PACKAGE}")
+    facts = _STORE.get(name, file)
+    reached: set[str] = set()
+    libraries: set[str] = set()
+
+    def reach(target: str) -> None:
+        reached.update(c for c in (*_parents(target), target) if c in index.modules)
+
+    reach(name)
+    for module, imported in facts.imports:
+        top = module.split(".")[0]
+        if top != PACKAGE:
+            if top and top not in sys.stdlib_module_names:
+                libraries.add(top)
+            continue
+        reach(module)
+        lazy = dict(_STORE.get(module, index.modules[module]).lazy) if module in index.modules else {}
+        for item in imported:
+            if f"{module}.{item}" in index.modules:
+                reach(f"{module}.{item}")
+            elif item in lazy:
+                reach(lazy[item])
+    for named in facts.names:
+        if named in index.modules:
+            reach(named)
+    for module, table in facts.refs:
+        if module in index.modules:
+            for named in dict(_STORE.get(module, index.modules[module]).tables).get(table, ()):
+                if named in index.modules:
+                    reach(named)
+    reached.discard(name)
+    result = _Edges(tuple(sorted(reached)), tuple(sorted(libraries)), facts.data, facts.tools)
+    _EDGES[name] = result
+    return result
+
+
 def closure(roots: Iterable[str], root: Path | str | None = ".") -> Closure:
     """The import closure of the modules `roots` (dotted names of the package), its data files,
     third-party libraries and tools. `root`: the project folder whose cache file is used (None: none)."""
@@ -484,49 +542,24 @@ def closure(roots: Iterable[str], root: Path | str | None = ".") -> Closure:
         return known
     _STORE.use_root(root)
     index = _index()
+    for name in key:
+        if name not in index.modules:
+            raise ValueError(f"{name} is not a module of {PACKAGE}")
     seen: set[str] = set()
-    todo = list(key)
+    todo = [m for name in key for m in (*_parents(name), name) if m in index.modules]
+    seen.update(todo)
     data: set[str] = set()
     libraries: set[str] = set()
     tools: set[str] = set()
-
-    def reach(name: str) -> None:
-        for candidate in (*_parents(name), name):
-            if candidate in index.modules and candidate not in seen:
-                seen.add(candidate)
-                todo.append(candidate)
-
     while todo:
-        name = todo.pop()
-        file = index.modules.get(name)
-        if file is None:
-            raise ValueError(f"{name} is not a module of {PACKAGE}")
-        seen.add(name)
-        reach(name)
-        facts = _STORE.get(name, file)
-        data.update(facts.data)
-        tools.update(facts.tools)
-        for module, imported in facts.imports:
-            top = module.split(".")[0]
-            if top != PACKAGE:
-                if top and top not in sys.stdlib_module_names:
-                    libraries.add(top)
-                continue
-            reach(module)
-            lazy = dict(_STORE.get(module, index.modules[module]).lazy) if module in index.modules else {}
-            for item in imported:
-                if f"{module}.{item}" in index.modules:
-                    reach(f"{module}.{item}")
-                elif item in lazy:
-                    reach(lazy[item])
-        for named in facts.names:
-            if named in index.modules:
-                reach(named)
-        for module, table in facts.refs:
-            if module in index.modules:
-                for named in dict(_STORE.get(module, index.modules[module]).tables).get(table, ()):
-                    if named in index.modules:
-                        reach(named)
+        edges = _edges(todo.pop())
+        data.update(edges.data)
+        tools.update(edges.tools)
+        libraries.update(edges.libraries)
+        for module in edges.modules:
+            if module not in seen:
+                seen.add(module)
+                todo.append(module)
     _STORE.save()
     files: set[Path] = {index.modules[m] for m in seen}
     found: set[Path] = set()
@@ -544,14 +577,9 @@ def closure(roots: Iterable[str], root: Path | str | None = ".") -> Closure:
 
 def project_paths(files: Iterable[Path], root: Path | str = ".") -> list[str]:
     """`files` as doit file_dep strings: relative to the project folder `root` when inside it, else absolute."""
-    base = Path(root).resolve()
-    out = []
-    for path in files:
-        try:
-            out.append(path.relative_to(base).as_posix())
-        except ValueError:
-            out.append(path.as_posix())
-    return sorted(out)
+    base = str(Path(root).resolve())
+    prefix = base.rstrip("/") + "/"
+    return sorted(str(p)[len(prefix):] if str(p).startswith(prefix) else Path(p).as_posix() for p in files)
 
 
 def forget() -> None:
@@ -559,4 +587,5 @@ def forget() -> None:
     global _STORE
     _INDEX.clear()
     _CLOSURES.clear()
+    _EDGES.clear()
     _STORE = _Store()
