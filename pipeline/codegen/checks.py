@@ -31,6 +31,9 @@ from pipeline.toolchain.cc import (QUALIFIED_FLAGS, binutil, build_flags, compil
 from pipeline.toolchain.platforms import Platform, described, host_platform, missing_reason, missing_tools, runner_version
 from pipeline.toolchain.runners import session
 
+# The programs it runs, the platforms' compilers (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("${CC:-gcc}", "aarch64-linux-gnu-gcc", "@platforms")
+
 STEP = "codegen"
 STATIC = "codegen.static"
 TRACE = "codegen.trace"

@@ -50,7 +50,7 @@ TRACE_FILE = "trace.json"
 MEMORY_MAP_FILE = "memory_map.json"
 WEIGHTS_FILE = "weights.json"
 DEFAULT_LANES = 8
-SUPPORTED_LANES = (4, 8)
+SUPPORTED_LANES = (4, 8, 16)
 TRACE_INFERENCES = 128
 
 
