@@ -12,7 +12,10 @@ the same kind with it:
   regression;
 * everything that got better, new models, checks and requirements, checks and requirements
   that no longer exist (their requirements' statuses say what that cost) are listed
-  (EVID-E085, note).
+  (EVID-E085, note);
+* a check or a requirement that now does not apply (`n/a`, `not applicable`), or applies
+  where it did not, is neither worse nor better: it is listed (EVID-E085, note), and the
+  statuses of the requirements it traces to say what that changed.
 
 A model excluded from the run (pipeline/evidence/completeness.py) excuses what got worse on it
 alone: such changes are listed as excused, not failed.
@@ -26,16 +29,15 @@ the file and the key path or element.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import stat
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity
+from pipeline.files.readguard import InputRefused, read_input
+from pipeline.files.treeguard import TreeRefused, loads_json, parse_xml
+from pipeline.files.yamlguard import limit_from_env
 from pipeline.evidence.collect import VERDICT_ORDER
 from pipeline.evidence.junit import TRACEABILITY_SUITE
 from pipeline.evidence.matrix import MODEL_STATUS_ORDER, STATUS_ORDER, model_status
@@ -43,6 +45,13 @@ from pipeline.evidence.runsummary import BETTER, E_BASELINE_UNREADABLE, E_CHANGE
 from pipeline.ledger.checks import Verdict
 
 MAX_BASELINE_BYTES = 256 * 1024 * 1024
+# What a baseline may hold once parsed (pipeline/files/treeguard.py judges it first): the trace.json
+# of the five shipped models has 119,000 values and keys and nests 10 deep, their junit.xml 3,860 tags.
+MAX_DEPTH = 64
+MAX_NODES = 8_000_000          # PIPELINE_MAX_BASELINE_NODES
+NODES_VARIABLE = "PIPELINE_MAX_BASELINE_NODES"
+MAX_ELEMENTS = 2_000_000
+MAX_ATTRIBUTES = 8_000_000
 TRACE, JUNIT = "trace.json", "junit.xml"
 GONE = "absent"   # tonight's side of a model the baseline had and this run does not
 
@@ -81,6 +90,7 @@ class Comparison:
     improvements: list[Change] = field(default_factory=list)
     excused: list[Change] = field(default_factory=list)     # worse only on excluded models
     removed: list[Change] = field(default_factory=list)     # checks or requirements that no longer exist
+    applicability: list[Change] = field(default_factory=list)   # now n/a, or applies where it was n/a
 
 
 # ---------------------------------------------------------------------- reading
@@ -92,34 +102,30 @@ def _problem(source: str, message: str, key_path: str = "") -> PipelineError:
 
 def _read_text(path: Path) -> str:
     source = path.as_posix()
-    try:
-        info = os.stat(path)
+    try:   # not through a link, a regular file, never more read than it holds (pipeline/files/readguard.py)
+        data = read_input(path, max_bytes=MAX_BASELINE_BYTES)
+    except InputRefused as refused:
+        raise _problem(source, f"cannot read it: {refused.reason}" if refused.unreadable else refused.reason) from None
     except OSError as exc:
         raise _problem(source, f"cannot read it: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise _problem(source, "not a regular file")
-    if info.st_size > MAX_BASELINE_BYTES:
-        raise _problem(source, f"{info.st_size} bytes, more than the limit of {MAX_BASELINE_BYTES}")
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BASELINE_BYTES + 1)
-        if len(data) > MAX_BASELINE_BYTES:
-            raise _problem(source, f"more than {MAX_BASELINE_BYTES} bytes")
         return data.decode("utf-8")
-    except OSError as exc:
-        raise _problem(source, f"cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise _problem(source, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def read_baseline(path: str | Path) -> Snapshot:
-    """The snapshot of a previous run's reports/trace.json or reports/junit.xml (told apart by content)."""
+    """The snapshot of a previous run's reports/trace.json or reports/junit.xml (told apart by content),
+    its nesting and size judged before it is parsed (pipeline/files/treeguard.py)."""
     file = Path(path)
     text = _read_text(file)
     if text.lstrip().startswith("<"):
         return snapshot_from_junit(text, file.as_posix())
     try:
-        document = json.loads(text)
+        document = loads_json(text.encode("utf-8"), MAX_DEPTH, limit_from_env(NODES_VARIABLE, MAX_NODES))
+    except TreeRefused as refused:
+        raise _problem(file.as_posix(), f"refused before parsing: {refused.reason} (raise the count with "
+                       f"{NODES_VARIABLE})") from None
     except ValueError as exc:
         raise _problem(file.as_posix(), f"neither JUnit XML nor JSON: {exc}") from None
     return snapshot_from_trace(document, file.as_posix())
@@ -176,17 +182,14 @@ def _properties(case: ET.Element) -> dict[str, str]:
     return {p.get("name", ""): p.get("value", "") for p in props.findall("property")}
 
 
-_DECLARATION = re.compile(r"<!(DOCTYPE|ENTITY)")
-
-
 def snapshot_from_junit(text: str, source: str = JUNIT) -> Snapshot:
     """The snapshot of a junit.xml this pipeline wrote (with its testcase properties)."""
-    declaration = _DECLARATION.search(text)
-    if declaration:
-        raise _problem(source, f"a <!{declaration.group(1)}> declaration: the JUnit this pipeline writes has none, "
-                       "and entities are not expanded here")
     try:
-        root = ET.fromstring(text)
+        root = parse_xml(text, MAX_DEPTH, MAX_ELEMENTS, MAX_ATTRIBUTES)
+    except TreeRefused as refused:
+        raise PipelineError(E_BASELINE_UNREADABLE, f"baseline: refused before parsing: {refused.reason} (the JUnit "
+                            "this pipeline writes has no declaration and nests 5 deep)",
+                            Location(source, refused.line, refused.column)) from None
     except ET.ParseError as exc:
         line, column = exc.position
         raise PipelineError(E_BASELINE_UNREADABLE, f"baseline: not well-formed XML: {exc}",
@@ -264,6 +267,14 @@ def snapshot_like(baseline: Snapshot, document: Mapping[str, Any], junit_text: s
 # ---------------------------------------------------------------------- comparing
 
 
+_NOT_APPLICABLE = ("n/a", "not applicable")
+
+
+def _applicability(before: str, after: str) -> bool:
+    """Whether a change is one of applicability (to or from n/a), which is neither worse nor better."""
+    return before != after and (before in _NOT_APPLICABLE or after in _NOT_APPLICABLE) and after != GONE
+
+
 def _worse(order: tuple[str, ...], before: str, after: str) -> bool:
     """Whether `after` is worse than `before` in `order` (worst first); GONE is worst of all."""
     rank = {value: index for index, value in enumerate(order)}
@@ -295,7 +306,9 @@ def compare(baseline: Snapshot, current: Snapshot, excluded: Iterable[str] = ())
         if after == before:
             continue
         change = Change(f"{model}/{check}", before, after)
-        if _worse(_VERDICTS, before, after):
+        if _applicability(before, after):
+            result.applicability.append(change)
+        elif _worse(_VERDICTS, before, after):
             (result.excused if model in excused_models else result.regressions).append(change)
         elif after != GONE:
             result.improvements.append(change)
@@ -319,12 +332,17 @@ def _compare_requirement(req_id: str, before: str, baseline: Snapshot, current: 
         if was is None or now == was:
             continue
         now = GONE if now is None else now
+        if _applicability(was, now):
+            continue          # the requirement's overall status says what it changed
         (worse_on if _worse(MODEL_STATUS_ORDER, was, now) else better_on).append((model, was, now))
     verified_before = sum(1 for m in baseline.models if baseline.per_model.get((req_id, m)) == "pass")
     verified_now = sum(1 for m in current.models if current.per_model.get((req_id, m)) == "pass")
     counts = f"verified on {verified_now} model(s), was {verified_before}" if verified_now != verified_before else ""
     models_text = "; ".join(f"{m}: {w} -> {n}" for m, w, n in worse_on)
-    status_worse = after != before and _worse(STATUS_ORDER, before, after)
+    if _applicability(before, after) and not worse_on:
+        result.applicability.append(Change(req_id, before, after, counts))
+        return
+    status_worse = after != before and not _applicability(before, after) and _worse(STATUS_ORDER, before, after)
     if status_worse or worse_on:
         detail = "; ".join(t for t in (counts, models_text) if t)
         change = Change(req_id, before, after, detail) if after != before else Change(req_id, "", f"still {after}", detail)
@@ -346,6 +364,8 @@ def comparison_findings(comparison: Comparison, source: str) -> list[Finding]:
                          f"{c.text()}") for c in comparison.excused]
     findings += [Finding(E_CHANGE, Severity.NOTE, f"gone since the baseline {source}: {c.text()}")
                  for c in comparison.removed]
+    findings += [Finding(E_CHANGE, Severity.NOTE, f"applies otherwise than in the baseline {source}: {c.text()}")
+                 for c in comparison.applicability]
     return findings
 
 

@@ -301,10 +301,22 @@ def _matmul(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bou
 # --- element-wise ---------------------------------------------------------------------------------
 
 
+def _masked(x: Bounded) -> np.ndarray:
+    """The elements that are exactly -inf: an attention mask's (pipeline/nnef/masks.py), in every evaluation."""
+    return (x.v == -np.inf) & (x.e == 0)
+
+
 def _add(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], sign: float = 1.0) -> list[Bounded]:
+    """x + y: the errors add, one rounding. Where one operand is a mask's -inf and the other finite the sum is
+    exactly -inf in every IEEE evaluation: error 0 there (issue 38)."""
     x, y = ins
     e = x.e + y.e
-    return [Bounded(x.v + sign * y.v, e + U * (x.hi + y.hi) + TINY)]
+    v = x.v + sign * y.v
+    bound = e + U * (x.hi + y.hi) + TINY
+    if sign > 0 and (np.any(x.v == -np.inf) or np.any(y.v == -np.inf)):
+        masked = (_masked(x) & np.isfinite(y.v)) | (_masked(y) & np.isfinite(x.v))
+        bound = np.where(masked, 0.0, bound)
+    return [Bounded(v, bound)]
 
 
 def _sub(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
@@ -377,7 +389,13 @@ def _softmax_operands(node: onnx.NodeProto, x: Bounded, opset: int) -> tuple[np.
 
 
 def _softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset: int) -> list[Bounded]:
+    """Masked elements (an attention mask's exact -inf) give exp(-inf - max) = +0 exactly in every
+    evaluation: they add nothing to the sum and their output is exactly 0 (bound 0); a row masked
+    everywhere is 0 / 0 (the export refuses it, EXPORT-E019)."""
     v, e, axis, shape = _softmax_operands(node, ins[0], opset)
+    masked = (v == -np.inf) & (e == 0)
+    if np.any(masked.all(axis=axis)):
+        raise BoundUnavailable(f"Softmax of a fully masked row (node '{node.name or node.output[0]}')", DATA_DEPENDENT)
     t = v - v.max(axis=axis, keepdims=True)
     s = np.exp(t) / np.exp(t).sum(axis=axis, keepdims=True)
     n = v.shape[axis]
@@ -385,10 +403,11 @@ def _softmax(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded], opset: int
     with np.errstate(over="ignore"):  # a large input error: inf here, the bound capped at 1 below
         propagated = s * np.expm1(2.0 * big)
     # x - max rounds relatively by u; exp amplifies that by |t|; exp's own error; the sum; the division.
-    exp_rel = np.expm1(U * (np.abs(t) + 2.0 * big)) + _rounding(a, 1.0, "exp")
+    exp_rel = np.where(masked, 0.0, np.expm1(U * (np.abs(np.where(masked, 0.0, t)) + 2.0 * big)) +
+                       _rounding(a, 1.0, "exp"))
     worst = exp_rel.max(axis=axis, keepdims=True)
     rel = (1.0 + exp_rel) * (1.0 + U) / ((1.0 - worst) * (1.0 - gamma(n))) - 1.0
-    bound = np.minimum(propagated + (s + propagated) * rel + TINY, 1.0)  # both in [0, 1]
+    bound = np.where(masked, 0.0, np.minimum(propagated + (s + propagated) * rel + TINY, 1.0))  # both in [0, 1]
     return [Bounded(s.reshape(shape), bound.reshape(shape))]
 
 
@@ -895,6 +914,53 @@ def _identity(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[B
     return [ins[0]]
 
 
+def _where(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    """Where(c, x, y): each element is x's or y's, with its bound (no arithmetic); c exact (a constant)."""
+    c, x, y = ins
+    if np.any(c.e):
+        raise BoundUnavailable(f"Where with a condition that has an error (node '{node.name or node.output[0]}')",
+                               DATA_DEPENDENT)
+    condition = np.asarray(c.v, bool)
+    return [Bounded(np.where(condition, x.v, y.v), np.where(condition, x.e, y.e))]
+
+
+def _evaluate(node: onnx.NodeProto, values: list[np.ndarray]) -> list[np.ndarray]:
+    from onnx.reference import ReferenceEvaluator
+
+    bare = onnx.helper.make_node(node.op_type, list(node.input), list(node.output), domain=node.domain)
+    bare.attribute.extend(node.attribute)
+    feeds = {name: value for name, value in zip(node.input, values) if name}
+    return [np.asarray(v) for v in ReferenceEvaluator(bare).run(None, feeds)]
+
+
+# What torch writes around masks (causal: Trilu, Equal, Where; padding: ConstantOfShape, Expand) and in-place
+# writes of constants (ScatterND): selections and comparisons, no rounding (issue 38). A selection moves each
+# element with its bound (the operator applied to the values and to the bounds alike); a comparison or a
+# generator needs exact inputs and gives exact outputs.
+SELECTIONS = frozenset({"Trilu", "Expand", "Tile", "ScatterND", "ScatterElements", "GatherND", "GatherElements"})
+EXACT_RESULTS = frozenset({"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor",
+                           "ConstantOfShape", "NonZero", "IsNaN", "IsInf", "OneHot", "EyeLike", "Range"})
+
+
+def _selection(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    floats = [np.asarray(i.v).dtype.kind == "f" for i in ins]
+    if any(np.any(i.e) for i, f in zip(ins, floats) if not f):
+        raise BoundUnavailable(f"{node.op_type} with indices or a shape that have an error (node "
+                               f"'{node.name or node.output[0]}')", DATA_DEPENDENT)
+    values = _evaluate(node, [i.v for i in ins])
+    bounds = _evaluate(node, [np.asarray(i.e, np.float64) if f else i.v for i, f in zip(ins, floats)])
+    return [Bounded(np.asarray(v, np.float64) if v.dtype.kind == "f" else v, np.asarray(b, np.float64))
+            for v, b in zip(values, bounds)]
+
+
+def _exact_result(a: Arithmetic, node: onnx.NodeProto, ins: list[Bounded]) -> list[Bounded]:
+    if any(np.any(i.e) for i in ins) or (node.op_type == "Range" and any(np.asarray(i.v).dtype.kind == "f" for i in ins)):
+        raise BoundUnavailable(f"{node.op_type} of values that have an error or are floats (node "
+                               f"'{node.name or node.output[0]}')", DATA_DEPENDENT)
+    values = _evaluate(node, [i.v for i in ins])
+    return [Bounded(np.asarray(v, np.float64) if v.dtype.kind == "f" else v, np.zeros(np.shape(v))) for v in values]
+
+
 def _text(value: object) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
@@ -930,6 +996,7 @@ RULES: dict[str, Callable[..., list[Bounded]]] = {
     "Pad": _pad, "Slice": _slice, "Split": _split, "Shape": _shape, "Gather": _gather,
     "ConvTranspose": _conv_transpose, "LRN": _lrn, "Resize": _resize,
     "Sqrt": _sqrt, "Erf": _erf, "Pow": _pow, "Cast": _cast, "Mod": _float_mod,
+    "Where": _where, **{op: _selection for op in SELECTIONS}, **{op: _exact_result for op in EXACT_RESULTS},
 }
 
 
@@ -938,7 +1005,7 @@ RULES: dict[str, Callable[..., list[Bounded]]] = {
 # unrounded, NVDLA's CONV -> SDP: one rounding more is a larger bound, never a smaller one).
 EXACT_IN_STORAGE = frozenset({"Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Identity",
                               "Dropout", "Relu", "MaxPool", "GlobalMaxPool", "Max", "Min", "Slice", "Split",
-                              "Gather"})
+                              "Gather", "Where"}) | SELECTIONS
 # Operators a storage arithmetic refuses, and why.
 STORAGE_REFUSED = {"LRN": "NVDLA's CDP evaluates a lookup table whose interpolation error has no bound rule here "
                           "(it would need the LUT's sample spacing and the derivative of the function)"}
@@ -982,16 +1049,17 @@ class ErrorBound:
         if not np.all(np.isfinite(stored[np.isfinite(value)])):
             raise BoundUnavailable(f"'{name}' holds a value beyond {storage.name}'s largest {storage.max:g}",
                                    STORAGE_OVERFLOW)
-        return Bounded(value, np.abs(stored - value))
+        return Bounded(value, np.where(value == -np.inf, 0.0, np.abs(stored - value)))  # a mask's -inf: exact
 
     def _store(self, node: onnx.NodeProto, name: str, x: Bounded) -> Bounded:
         """The tensor as written to memory: one rounding to the storage format, overflow refused."""
         storage = self.arithmetic.storage
         if storage is None or np.asarray(x.v).dtype.kind != "f":
             return x
+        masked = _masked(x)  # a mask's -inf is stored as -inf (issue 38)
         if node.op_type not in EXACT_IN_STORAGE:
-            x = Bounded(x.v, x.e + storage.u * x.hi + storage.tiny)
-        if x.v.size and float(np.max(x.hi)) >= storage.max:
+            x = Bounded(x.v, np.where(masked, 0.0, x.e + storage.u * x.hi + storage.tiny))
+        if x.v.size and float(np.max(np.where(masked, 0.0, x.hi))) >= storage.max:
             raise BoundUnavailable(f"'{name}' (node '{node.name or node.output[0]}', {node.op_type}): its bound reaches "
                                    f"{float(np.max(x.hi)):.6g} >= {storage.name}'s largest {storage.max:g}",
                                    STORAGE_OVERFLOW)

@@ -14,6 +14,7 @@ import pytest
 
 from pipeline.files.atomic import canonical_json
 from pipeline.project.deploy import load_deploy
+from pipeline.project.layout import model_names
 from pipeline.ledger.checks import read_results_document
 from pipeline.export import export_model
 from pipeline.export.readback import compare_with_khronos
@@ -24,7 +25,7 @@ from pipeline.nnef.checker import check_paths
 pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).parents[2]
-MODELS = ["branch3", "inception", "lenet5", "mbconv", "resnet8"]
+MODELS = model_names(ROOT)   # every shipped model (models/)
 
 
 @pytest.fixture(scope="module")
@@ -86,10 +87,12 @@ def test_export_step_writes_artifacts_and_passing_checks(tmp_path: Path) -> None
     stored = read_results_document(json.loads((out / "checks.json").read_text()))
     assert {r.check_id for r in stored} == {"export.numeric", "export.explicit", "export.trace", "export.khronos",
                                            "export.finite_parameters", "export.reject", "export.tolerance", "export.bound_reference",
-                                           "export.bound_onnxruntime", "export.discriminating"}
+                                           "export.bound_onnxruntime", "export.discriminating", "export.trained_model"}
     bounds = {"export.bound_reference", "export.bound_onnxruntime"}
-    assert all(r.verdict.value == "pass" for r in results if r.check_id not in bounds), \
+    assert all(r.verdict.value == "pass" for r in results if r.check_id not in bounds | {"export.trained_model"}), \
         [(r.check_id, r.reason) for r in results]
+    trained = next(r for r in results if r.check_id == "export.trained_model")   # lenet5 ships no framework outputs
+    assert trained.verdict.value == "not run" and "trained_reference" in trained.reason
     # LeNet-5's worst-case bound (0.1) is 10^5 times its measured rounding: not discriminating, not checked
     assert all(r.verdict.value == "not run" and "not discriminating" in r.reason for r in results
                if r.check_id in bounds), [(r.check_id, r.reason) for r in results]

@@ -78,25 +78,16 @@ typedef int32_t nnef_vi;
 #define nnef_vload_strided(p, s) ((p)[(s) * nnef_eva_lane])
 #define nnef_vload_even(p) ((p)[nnef_eva_lane2])
 #define nnef_vload_odd(p) ((p)[nnef_eva_lane2])
-#if NNEF_VL == 4
 #define nnef_vstore(p, v) \
     do { \
         float *const nnef_q_ = (p); \
         const float nnef_v_ = (v); \
-        nnef_q_[0] = nnef_v_; nnef_q_[1] = nnef_v_; nnef_q_[2] = nnef_v_; nnef_q_[3] = nnef_v_; \
+        /*@ loop unroll NNEF_VL; */ \
+        for (int nnef_i_ = 0; nnef_i_ < NNEF_VL; ++nnef_i_) nnef_q_[nnef_i_] = nnef_v_; \
     } while (0)
-#else
-#define nnef_vstore(p, v) \
-    do { \
-        float *const nnef_q_ = (p); \
-        const float nnef_v_ = (v); \
-        nnef_q_[0] = nnef_v_; nnef_q_[1] = nnef_v_; nnef_q_[2] = nnef_v_; nnef_q_[3] = nnef_v_; \
-        nnef_q_[4] = nnef_v_; nnef_q_[5] = nnef_v_; nnef_q_[6] = nnef_v_; nnef_q_[7] = nnef_v_; \
-    } while (0)
-#endif
 NNEF_INLINE void nnef_vstore_n(float *p, nnef_vf v, int n)
 {
-    /*@ loop unroll 8; */
+    /*@ loop unroll NNEF_VL; */
     for (int i = 0; i < n; ++i) p[i] = v;
 }
 #define nnef_vlane(v, i) ((float)(v))
