@@ -9,9 +9,11 @@ run on the same vectors as the qualified build; the check fails on a sanitizer r
 exit, or an output that differs by one bit from the qualified build's (the sanitizer build is
 the same C: a difference is undefined behaviour the compiler exploited in one of the two).
 
-A deployment on another platform (an emulator, a board) is `not run`: the sanitizers' runtimes
-are the host's (the same sources of the model are judged on its host deployments). A deployment
-without a C program (one cuda or one nvdla item alone) is `n/a`.
+A deployment on another platform (an emulator, a board): its sources are built with the host's
+compiler and flags for its lanes and run here (the sanitizers' runtimes are the host's): the C is
+the deployment's, the compiler the host's, which the result says (`measured.built_for`); its
+outputs are compared with the platform run's. A deployment without a C program (one cuda or one
+nvdla item alone) is `n/a`.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ register_check(SANITIZERS, "Generated code runs the validation vectors clean und
                f"Every deployment whose C program runs on the host: the program (runtime, harness, items) built with "
                f"the build flags plus {' '.join(SANITIZE_FLAGS)} and run on the deployment's validation vectors "
                "(ASAN_OPTIONS detect_leaks=1, halt_on_error=1): exit 0, no sanitizer report, outputs bit-identical to "
-               "the qualified build's. Not run on another platform (the sanitizers' runtimes are the host's); n/a "
-               "for a deployment without a C program.")
+               "the qualified build's. A deployment on another platform: its sources built by the host's compiler "
+               "and run on the host (the sanitizers' runtimes are the host's); n/a for a deployment without a C "
+               "program.")
 
 
 def _report(text: str) -> str:
@@ -52,7 +55,8 @@ def _report(text: str) -> str:
 
 
 def sanitizer_result(subject: str, build: Callable[[Path], Any], harness: Callable[..., Any], where: Any,
-                     expected: Path, output_names: list[str], vectors: int, root: Path) -> CheckResult:
+                     expected: Path, output_names: list[str], vectors: int, root: Path,
+                     platform: str = "host") -> CheckResult:
     """execute.sanitizers of one deployment: `build(binary)` makes the sanitized program (a BuildResult),
     `harness(binary, outputs, session=..., env=..., check=False)` runs it on the vectors; the outputs are
     compared with the qualified build's in `expected`."""
@@ -64,7 +68,9 @@ def sanitizer_result(subject: str, build: Callable[[Path], Any], harness: Callab
             return CheckResult(SANITIZERS, subject, Verdict.FAIL, f"the sanitizer build failed: {error.code}: "
                                f"{error.message}"[:2000])
         done = harness(built.binary, work / "outputs", session=where, env=dict(ENVIRONMENT), check=False)
-        measured: dict[str, Any] = {"vectors": vectors, "flags": list(built.flags), "exit": done.returncode,
+        measured: dict[str, Any] = {"built_for": "host" if platform == "host" else
+                                    f"host (the sources of the {platform} deployment, the host's compiler)",
+                                    "vectors": vectors, "flags": list(built.flags), "exit": done.returncode,
                                     "options": dict(ENVIRONMENT)}
         report = _report(done.stderr)
         if report or done.returncode != 0:
@@ -85,8 +91,10 @@ def sanitizer_result(subject: str, build: Callable[[Path], Any], harness: Callab
 
 
 def not_run(subject: str, reason: str) -> CheckResult:
+    """The check on a deployment whose program did not run (the reason why)."""
     return CheckResult(SANITIZERS, subject, Verdict.NOT_RUN, reason)
 
 
 def no_program(subject: str, kind: str) -> CheckResult:
+    """The check on a deployment of one cuda or one nvdla item alone: nothing to sanitize."""
     return not_applicable(SANITIZERS, subject, f"a deployment of one {kind} item alone has no C program to sanitize")

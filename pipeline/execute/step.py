@@ -280,15 +280,12 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         traced_runs = run_campaign(harness, where, plain, traced, out, outputs_dir, output_names, cuda, vectors, runs,
                                    noise_seeds, dla_items, inputs_dir, manifest, instructions, root, target, counted)
         subject = f"{model}/{deployment}"
-        if not sanitize:
-            sanitized = None
-        elif not target.is_host:
-            sanitized = sanitizers.not_run(subject, f"platform {target.name}: the sanitizers' runtimes run on the host "
-                                           "only (the model's host deployments are sanitized)")
-        else:
-            build = _builder(code, out, manifest, None, target, [])
+        sanitized = None
+        if sanitize:       # on the host: the sanitizers' runtimes are the host's (another platform's sources built here)
+            build = _builder(code, out, manifest, None, target if target.is_host else host_platform(), [])
             sanitized = sanitizers.sanitizer_result(subject, lambda binary: build(binary, False, [], sanitize=True),
-                                                    harness, where, outputs_dir, output_names, vectors, root)
+                                                    harness, where if target.is_host else None, outputs_dir,
+                                                    output_names, vectors, root, target.name)
     document = {
         "schema_version": 1,
         "model": model,
