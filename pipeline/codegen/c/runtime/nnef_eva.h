@@ -10,8 +10,9 @@
  *    evaluates isnan on a value, not `x != x`, whose two operands it reads separately): each
  *    branch keeps the values reduced by its condition, where the mask through the float's bits
  *    leaves EVA nothing (select(c, a in [0,1], b in [-3,2]) came out as [-inf, inf]).
- *    Equivalence with nnef_runtime.h: tests/prove/test_forms.py (every combination of the
- *    conditions, the select bit by bit, the unary forms on all 2^32 inputs).
+ *    Equivalence with nnef_runtime.h: tests/prove/test_forms.py (the selects on every pair of
+ *    22 special and ordinary values, bit by bit; the unary forms on a stride-5 sweep of the
+ *    float32 bit patterns).
  * 2. Vectors: one float stands for every lane of an nnef_vf. Every vector operation the items
  *    use acts lane by lane (the same IEEE operation in each lane; no reduction crosses lanes),
  *    so a value bounding every lane of the operands bounds every lane of the result: the
