@@ -24,7 +24,8 @@ import csv
 import os
 import re
 import shutil
-import time
+import signal
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ class Analysis:
     properties: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     degenerated: bool = False
     main_reached_end: bool = True
+    cpu_limited: bool = False
     error: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -102,24 +104,35 @@ def command(sources: list[str], mode: str, lanes: int) -> list[str]:
             "-eva-no-show-progress", "-eva-no-print", *sources]
 
 
+# Frama-C started under a CPU-time limit (RLIMIT_CPU, inherited by its preprocessor): the limit is the
+# same on a loaded machine and on an idle one, where a wall-clock limit would not be.
+_LIMITED = ("import os, resource, sys; n = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_CPU, (n, n + 5)); "
+            "os.execvp(sys.argv[2], sys.argv[2:])")
+WALL_FACTOR = 6     # the wall-clock bound, a multiple of the CPU limit (a machine shared by six)
+
+
 def analyse(folder: Path, manifest: dict[str, Any], item: dict[str, Any], mode: str, ranges: dict[str, Range],
-            work: Path, timeout: float) -> Analysis:
-    """EVA on `item` of the deployment in `folder` (build.json `manifest`), in `mode`, bounded by `timeout`
-    seconds (PipelineError TimedOut past it; NotStarted without Frama-C)."""
+            work: Path, cpu_limit: float) -> Analysis:
+    """EVA on `item` of the deployment in `folder` (build.json `manifest`), in `mode`, bounded by `cpu_limit`
+    CPU seconds (Analysis.cpu_limited past it) and WALL_FACTOR times that in wall-clock time (PipelineError
+    TimedOut); NotStarted without Frama-C."""
     sources = _prepare(folder, manifest, item, mode, ranges, work)
     argv = command(sources, mode, int(manifest["lanes"]))
-    started = time.process_time()
+    limit = max(1, int(cpu_limit))
     begun = os.times()
-    done = process.run(argv, timeout=timeout, cwd=work, env={**os.environ, "LC_ALL": "C", "PWD": str(work.resolve())})   # Frama-C resolves names by $PWD
+    done = process.run([sys.executable, "-c", _LIMITED, str(limit), *argv], timeout=limit * WALL_FACTOR, cwd=work,
+                       env={**os.environ, "LC_ALL": "C", "PWD": str(work.resolve())})   # Frama-C resolves names by $PWD
     ended = os.times()
     cpu = (ended.children_user + ended.children_system) - (begun.children_user + begun.children_system)
-    analysis = parse(done.out + "\n" + done.err, item["name"], mode, argv, cpu or (time.process_time() - started))
+    analysis = parse(done.out + "\n" + done.err, item["name"], mode, argv, cpu)
+    if done.returncode in (-signal.SIGXCPU, -signal.SIGKILL) or cpu >= limit:
+        analysis.cpu_limited = True
     red = work / RED_FILE
     if red.is_file():
         with red.open(encoding="utf-8", newline="") as handle:
             rows = list(csv.reader(handle, delimiter="\t"))
         analysis.red = [" ".join(cell.strip() for cell in row if cell.strip())[:300] for row in rows[1:] if any(row)]
-    if done.returncode != 0:
+    if done.returncode != 0 and not analysis.cpu_limited:
         analysis.error = f"frama-c exited {done.returncode}: {done.said.strip()[-1500:]}"
     return analysis
 

@@ -34,7 +34,7 @@ def code(tmp_path_factory):
 def _judge(folder: Path, work: Path, mode: str = VALUES):
     manifest = json.loads((folder / "build.json").read_text())
     item = manifest["items"][0]
-    analysis = eva.analyse(folder, manifest, item, mode, RANGES, work, 300)
+    analysis = eva.analyse(folder, manifest, item, mode, RANGES, work, 120)
     texts = [(work / item["source"]).read_text(), driver_source(manifest, item, mode, RANGES)]
     return checks.judge("m/d", [(analysis, checks.expected_assertions(texts))], [], []), analysis
 
@@ -100,3 +100,12 @@ def test_the_output_parser_reads_frama_c():
     assert analysis.alarms == [{"file": "a.c", "line": 7, "alarm": "out of bounds read. assert \\valid_read(p + i);"}]
     assert analysis.assertions == {"d.c:9 nnef_output_finite": "unknown"} and analysis.alarm_count == 3
     assert analysis.statements == (10, 12) and analysis.properties["Assertions"] == (0, 1, 0) and analysis.degenerated
+
+
+def test_the_cpu_limit_stops_the_analysis(code, tmp_path):
+    """An analysis past its CPU limit is cut (RLIMIT_CPU) and says so; the step reports it not run."""
+    manifest = json.loads((code / "build.json").read_text())
+    spin = "{ volatile unsigned n = 0; /*@ loop unroll 100000000; */ for (unsigned i = 0; i < 100000000u; ++i) n = n + 1u; }"
+    folder = _planted(code, tmp_path, spin)
+    analysis = eva.analyse(folder, manifest, manifest["items"][0], VALUES, RANGES, tmp_path / "w", 2)
+    assert analysis.cpu_limited and analysis.seconds >= 1.5
