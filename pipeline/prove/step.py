@@ -39,8 +39,8 @@ from pipeline.toolchain import process
 
 STEP = "prove"
 EVA_FILE = "eva.json"
-ITEM_LIMIT_S = 600.0       # CPU seconds of one item's analysis
-MODEL_BUDGET_S = 1200.0    # CPU seconds of a model's analyses together
+ITEM_LIMIT_S = 300.0       # CPU seconds of one item's analysis
+MODEL_BUDGET_S = 480.0     # CPU seconds of a model's analyses together
 MIN_LIMIT_S = 30.0
 
 
