@@ -109,3 +109,24 @@ def test_the_cpu_limit_stops_the_analysis(code, tmp_path):
     folder = _planted(code, tmp_path, spin)
     analysis = eva.analyse(folder, manifest, manifest["items"][0], VALUES, RANGES, tmp_path / "w", 2)
     assert analysis.cpu_limited and analysis.seconds >= 1.5
+
+
+def test_without_frama_c_the_step_says_not_run(tmp_path, monkeypatch):
+    """No frama-c: every C deployment not run naming the Debian package; cuda/nvdla alone n/a; no code: not run."""
+    from tests.projects import ROOT
+    from pipeline.prove import step
+
+    (tmp_path / "models" / "branch3").mkdir(parents=True)
+    shutil.copy(ROOT / "models" / "branch3" / "deploy.yaml", tmp_path / "models" / "branch3" / "deploy.yaml")
+    for name in ("single", "paper3"):
+        folder = tmp_path / "artifacts" / "branch3" / "codegen" / "c" / name
+        folder.mkdir(parents=True)
+        (folder / "build.json").write_text("{}")
+    monkeypatch.setattr(eva, "available", lambda: False)
+    verdicts = {r.subject.split("/")[1]: r for r in step.run_prove_step("branch3", tmp_path)}
+    assert verdicts["single"].verdict is Verdict.NOT_RUN and "frama-c-base" in verdicts["single"].reason
+    assert verdicts["paper3"].verdict is Verdict.NOT_RUN and "frama-c-base" in verdicts["paper3"].reason
+    assert verdicts["aarch64"].verdict is Verdict.NOT_RUN and "no generated C code" in verdicts["aarch64"].reason
+    assert verdicts["gpu"].verdict is Verdict.NOT_APPLICABLE and verdicts["dla"].verdict is Verdict.NOT_APPLICABLE
+    assert verdicts["paper3gpu"].verdict is Verdict.NOT_RUN and "cuda" in verdicts["paper3gpu"].reason
+    assert (tmp_path / "artifacts" / "branch3" / "prove" / "checks.json").is_file()
