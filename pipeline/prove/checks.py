@@ -4,7 +4,7 @@ prove.eva   LLR-COD-009   Frama-C EVA on every item of the deployment (pipeline/
 
 The verdict reads Frama-C's own report (docs/prove.md "Verdicts"):
 * pass: every item analysed to the end, 0 alarms, 0 red statuses, every assertion reached and
-  valid or unknown and justified in justified.yaml (listed in `measured`), no degeneration;
+  valid or unknown and justified in justified.json (listed in `measured`), no degeneration;
 * fail: a red status or an invalid assertion: a run-time error that happens for certain, or a
   non-finite output for every input;
 * not run: Frama-C missing (naming frama-c-base), its time limit reached, Frama-C could not read
@@ -16,18 +16,17 @@ The verdict reads Frama-C's own report (docs/prove.md "Verdicts"):
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from pipeline.ledger.checks import CheckResult, Verdict, not_applicable, register_check
 from pipeline.prove.eva import Analysis
 
 STEP = "prove"
 EVA = "prove.eva"
-JUSTIFIED_FILE = Path(__file__).with_name("justified.yaml")
+JUSTIFIED_FILE = Path(__file__).with_name("justified.json")
 MAX_LISTED = 50
 
 register_check(EVA, "Generated C is free of run-time errors for every input in the deploy.yaml range", STEP,
@@ -37,13 +36,13 @@ register_check(EVA, "Generated C is free of run-time errors for every input in t
                "holds the whole model), or any finite float to its inputs and received values (an item of a split: "
                "memory safety only): no alarm (out-of-bounds access, uninitialised read, invalid pointer, integer "
                "overflow or division by zero, a NaN made by a float operation), every output element finite, every "
-               "assertion valid or justified (pipeline/prove/justified.yaml). Alarms or a time limit: not run (not "
+               "assertion valid or justified (pipeline/prove/justified.json). Alarms or a time limit: not run (not "
                "verified) with the count; a red status: fail.")
 
 
 def justified() -> dict[str, str]:
-    """{assertion name: why it holds} (justified.yaml)."""
-    document = yaml.safe_load(JUSTIFIED_FILE.read_text(encoding="utf-8")) or {}
+    """{assertion name: why it holds} (justified.json)."""
+    document = json.loads(JUSTIFIED_FILE.read_text(encoding="utf-8"))
     return {str(k): " ".join(str(v).split()) for k, v in (document.get("assertions") or {}).items()}
 
 

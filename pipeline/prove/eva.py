@@ -14,7 +14,7 @@ of its transcendental programs: docs/prove.md) and reports:
   a run-time error that happens for certain.
 
 Frama-C's output is read, never trusted to say "proved": the analysis counts as a proof only with
-0 alarms, 0 red statuses, every assertion valid (or unknown and justified in justified.yaml),
+0 alarms, 0 red statuses, every assertion valid (or unknown and justified in justified.json),
 the whole `main` reached, and no degeneration.
 """
 

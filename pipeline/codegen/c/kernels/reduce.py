@@ -16,7 +16,7 @@ import math
 from pipeline.codegen.c.kernels.common import F32, Kernel, Operand, emitter, flit, strides
 
 # The ACSL assertions of softmax that Frama-C's EVA cannot decide (its interval domain does not
-# relate a value to the row's maximum): listed with their proof in pipeline/prove/justified.yaml.
+# relate a value to the row's maximum): listed with their proof in pipeline/prove/justified.json.
 SOFTMAX_SHIFT = "nnef_softmax_shift"
 SOFTMAX_SUM = "nnef_softmax_sum"
 
