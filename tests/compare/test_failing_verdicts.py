@@ -1,0 +1,97 @@
+"""Issue 42: the defects a surviving mutant of the numeric verdict stood for, each planted and seen red.
+
+A model with one good and one diverging output, a relative tolerance exceeded while the absolute one
+holds, the report figures of a failing comparison (per-output verdict, the first element beyond the
+tolerance, the mean over every vector), NaN against a NaN of the other sign, and a one-vector
+validation, which cannot tell a constant output from a working one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipeline.compare.numeric import compare, first_exceeding
+from pipeline.numerics.metrics import ErrorAccumulator, within_tolerance
+from pipeline.numerics.tolerance import discriminating, spread
+
+
+def _two_outputs() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Expected outputs `a` and `b`; the actual `a` matches, the actual `b` diverges at vector 1, element 2."""
+    expected = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.ones((2, 3), np.float32)}
+    actual = {"a": expected["a"].copy(), "b": expected["b"].copy()}
+    actual["b"][1, 2] = 5.0
+    return actual, expected
+
+
+def test_one_diverging_output_of_two_fails_the_comparison_in_both_modes() -> None:
+    actual, expected = _two_outputs()
+    for result in (compare(actual, expected, exact=True), compare(actual, expected, max_abs_error=1e-3)):
+        assert [o.passed for o in result.outputs] == [True, False]
+        assert not result.passed                          # all outputs, not any
+        assert result.first_failure().name == "b"
+        verdicts = {o["output"]: o["verdict"] for o in result.to_json()["outputs"]}
+        assert verdicts == {"a": "pass", "b": "fail"}
+
+
+def test_the_failing_output_s_report_names_the_first_element_beyond_the_tolerance() -> None:
+    e = np.zeros((3, 4), np.float32)
+    a = e.copy()
+    a[0, 3] = 1e-4          # the first divergence, within the tolerance
+    a[1, 2] = 0.5           # the first element beyond it
+    a[2, 0] = 0.75          # the largest, later
+    out = compare({"y": a}, {"y": e}, max_abs_error=1e-3).outputs[0]
+    first = first_exceeding("y", a, e, 1e-3)
+    assert (first.vector, first.flat_index, first.index) == (1, 2, [2])
+    assert not out.passed and "first element beyond the tolerance: output y, vector 1, element [2]" in out.reason
+    report = out.to_json()
+    assert report["verdict"] == "fail" and report["reason"] == out.reason
+    assert report["first_divergence"]["vector"] == 0 and report["first_divergence"]["index"] == [3]
+    assert report["max_abs_error"] == 0.75 and report["worst"]["vector"] == 2
+
+
+def test_a_relative_tolerance_is_applied_when_the_absolute_one_holds() -> None:
+    e = np.array([[100.0, 2.0]], np.float32)
+    a = np.array([[100.0, 2.1]], np.float32)   # 0.1 absolute, 5 % relative
+    assert compare({"y": a}, {"y": e}, max_abs_error=1.0).passed
+    failed = compare({"y": a}, {"y": e}, max_abs_error=1.0, max_rel_error=0.01)
+    assert not failed.passed and "max relative error" in failed.outputs[0].reason
+    assert compare({"y": a}, {"y": e}, max_abs_error=1.0, max_rel_error=0.06).passed
+    stats = failed.outputs[0].stats
+    assert not within_tolerance(stats, None, 0.01)[0] and within_tolerance(stats, None, None)[0]
+
+
+def test_the_mean_abs_error_is_over_every_vector_not_the_last() -> None:
+    e = np.zeros((3, 2), np.float32)
+    a = np.array([[0.5, 0.5], [0.25, 0.25], [0.0, 0.0]], np.float32)   # the last vector is exact
+    result = compare({"y": a}, {"y": e}, max_abs_error=1.0)
+    assert result.outputs[0].stats.mean_abs_error == 0.25
+    assert result.measured()["mean_abs_error"] == 0.25
+    accumulator = ErrorAccumulator()
+    for v in range(3):
+        accumulator.add(a[v], e[v], vector=v)
+    assert accumulator.stats().mean_abs_error == 0.25 and accumulator.stats().elements == 6
+
+
+def test_nan_against_a_nan_of_the_other_sign_agrees_and_against_a_number_fails() -> None:
+    positive = np.array([[np.nan, 1.0]], np.float32)
+    negative = positive.copy()
+    negative.view(np.uint32)[0, 0] = 0xFFC00000   # -NaN
+    exact = compare({"y": negative}, {"y": positive}, exact=True)
+    assert exact.passed and exact.outputs[0].bit_identical and exact.measured()["max_ulp"] == 0
+    assert exact.outputs[0].signed_zero_mismatches == 0 and exact.measured()["nan_mismatches"] == 0
+    assert compare({"y": negative}, {"y": positive}, max_abs_error=0.0).passed
+    number = np.array([[0.0, 1.0]], np.float32)
+    for kwargs in ({"exact": True}, {"max_abs_error": 1e9}):
+        result = compare({"y": number}, {"y": negative}, **kwargs)
+        assert not result.passed and result.to_json()["outputs"][0]["verdict"] == "fail"
+    assert first_exceeding("y", number, negative, 1e9).index == [0]
+
+
+def test_a_one_vector_validation_does_not_discriminate() -> None:
+    one = np.array([[0.0, 10.0, -3.0]])
+    assert spread(one) == 0.0
+    assert not discriminating(spread(one), 1e-6)[0]
+    assert "a constant output would pass" in discriminating(spread(one), 1e-6)[1]
+    two = np.array([[0.0, 10.0, -3.0], [0.5, 10.0, -5.0]])
+    assert spread(two) == 2.0 and discriminating(spread(two), 1.0)[0]
+    assert not discriminating(spread(two), 2.0)[0]      # equal to the tolerance: not more than it
