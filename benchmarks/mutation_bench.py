@@ -217,7 +217,9 @@ def _run_tests(scratch: Path, tests: tuple[str, ...], timeout: float, check_orig
     return ("passed" if code == 0 else "failed"), (detail or f"exit {code}")
 
 
-def judge(modules: list[str], sample: int, seed: int, progress: bool = True) -> list[Row]:
+def judge(modules: list[str], sample: int, seed: int, progress: bool = True,
+          only: dict[str, set[str]] | None = None) -> list[Row]:
+    """Run the sampled mutants of `modules` (or, with `only`, the mutants of those keys per module)."""
     for name in PRELOAD:
         try:
             __import__(name)
@@ -237,6 +239,9 @@ def judge(modules: list[str], sample: int, seed: int, progress: bool = True) -> 
             hand = [m for m in every if m.hand]
             chosen = generated if sample <= 0 or sample >= len(generated) else \
                 random.Random(f"{seed}:{module}").sample(generated, sample)
+            if only is not None:
+                chosen = [m for m in generated if m.key in only.get(module, set())]
+                hand = [m for m in hand if m.key in only.get(module, set())]
             tests = MODULES[module]
             target = scratch / module_path(module)
             original = target.read_text(encoding="utf-8")
@@ -313,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=30, help="mutants per module, drawn at random; 0: all")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--json", type=Path, help="write the table's figures and every mutant's outcome here")
+    parser.add_argument("--rerun", type=Path, metavar="JSON",
+                        help="only the survivors of a previous --json run (after adding tests that should kill them)")
     parser.add_argument("--list", action="store_true", help="list the modules, mutant counts and test files")
     parser.add_argument("--fail-under", type=float, default=None,
                         help="exit 1 when the killed share of the judged mutants (all modules) is below this %%")
@@ -321,7 +328,14 @@ def main(argv: list[str] | None = None) -> int:
         for module in args.modules:
             print(f"{module}: {len(mutants_of(module))} mutants; tests {', '.join(MODULES[module])}")
         return 0
-    rows = judge(args.modules, args.sample, args.seed)
+    only = None
+    if args.rerun:
+        previous = json.loads(args.rerun.read_text(encoding="utf-8"))
+        only = {}
+        for row in previous["rows"]:
+            only[row["module"]] = {m["key"] for m in row["mutants"] if m["outcome"] == "survived"}
+        args.modules = [m for m in args.modules if only.get(m)]
+    rows = judge(args.modules, args.sample, args.seed, only=only)
     print(table(rows))
     print("\nsurvivors:\n" + survivors(rows))
     if args.json:

@@ -95,3 +95,56 @@ def test_a_one_vector_validation_does_not_discriminate() -> None:
     two = np.array([[0.0, 10.0, -3.0], [0.5, 10.0, -5.0]])
     assert spread(two) == 2.0 and discriminating(spread(two), 1.0)[0]
     assert not discriminating(spread(two), 2.0)[0]      # equal to the tolerance: not more than it
+
+
+def test_the_tolerance_rule_s_figures_as_reported() -> None:
+    from pipeline.numerics.tolerance import effective_tolerance
+
+    rule = effective_tolerance(1e-5, float("inf"), 2e-6)
+    assert rule.to_json() == {"effective_max_abs_error": 1e-5, "limit_max_abs_error": 1e-5,
+                              "computed_max_abs_error": "inf", "measured_rounding_max_abs_error": 2e-6,
+                              "basis": "deploy.yaml limit", "justified": True, "reason": rule.reason}
+    assert effective_tolerance(1e-5, None).reason == ("no computed bound (not evaluated); rounding not measured "
+                                                       "against the float64 yardstick")
+    assert effective_tolerance(1e-5, None, None, "no rule for Foo").reason.startswith("no computed bound (no rule for Foo)")
+
+
+def test_the_rule_when_even_the_measured_rounding_exceeds_the_limit() -> None:
+    from pipeline.numerics.tolerance import effective_tolerance
+
+    rule = effective_tolerance(1e-6, 1e-3, 4e-6)
+    assert (rule.effective, rule.limit, rule.computed, rule.measured_rounding, rule.basis, rule.justified) == \
+        (1e-6, 1e-6, 1e-3, 4e-6, "deploy.yaml limit", False)
+    assert "(4.000e-06) exceeds it too" in rule.reason and "of at least 4.0e-06 would be justified" in rule.reason
+
+
+def test_bound_discrimination_at_its_boundary() -> None:
+    from pipeline.numerics.tolerance import bound_discrimination
+
+    assert bound_discrimination(100 * 1e-8, 1e-8, 1e-6) == (True, "")          # exactly 100 times: discriminates
+    assert not bound_discrimination(100.5 * 1e-8, 1e-8, 1e-6)[0]
+    tiny = 2.0 ** -149                                                            # nothing measured, magnitude 0
+    assert bound_discrimination(100 * tiny, 0.0, 0.0) == (True, "")
+    assert not bound_discrimination(101 * tiny, 0.0, 0.0)[0]
+
+
+def test_the_error_measures_as_reported() -> None:
+    from pipeline.numerics.metrics import UNORDERED, compare_arrays
+
+    stats = compare_arrays(np.array([np.nan, 1.0, 2.0], np.float32), np.array([0.0, 1.0, 2.5], np.float32))
+    assert UNORDERED == 2 ** 32 and stats.max_ulp == 2 ** 32 and stats.nan_mismatches == 1
+    assert stats.to_json() == {"elements": 3, "exact_elements": 1, "max_abs_error": 0.5, "mean_abs_error": 0.25,
+                               "max_rel_error": 0.2, "max_ulp": 2 ** 32, "nan_mismatches": 1,
+                               "worst": {"vector": None, "index": [0], "actual": "nan", "expected": 0.0,
+                                         "nan_mismatch": True}}
+
+
+def test_the_worst_element_is_the_first_of_equal_errors_and_expected_values_are_float32() -> None:
+    accumulator = ErrorAccumulator()
+    for v in range(3):
+        accumulator.add(np.array([1.0, 0.5], np.float32), np.array([1.0, 0.0], np.float32), vector=v)
+    assert accumulator.stats().worst["vector"] == 0 and accumulator.stats().worst["index"] == [1]
+    # a float64 expected value is compared as the float32 it rounds to (the outputs are float32)
+    exact = ErrorAccumulator()
+    exact.add(np.array([0.1], np.float32), np.array([0.1], np.float64))
+    assert exact.stats().max_abs_error == 0.0 and exact.stats().exact_elements == 1
