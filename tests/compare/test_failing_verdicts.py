@@ -148,3 +148,38 @@ def test_the_worst_element_is_the_first_of_equal_errors_and_expected_values_are_
     exact = ErrorAccumulator()
     exact.add(np.array([0.1], np.float32), np.array([0.1], np.float64))
     assert exact.stats().max_abs_error == 0.0 and exact.stats().exact_elements == 1
+
+
+def test_the_report_of_a_failing_comparison_field_by_field() -> None:
+    e = np.array([[1.0, 2.0], [4.0, -8.0]], np.float32)
+    a = e.copy()
+    a[1, 1] = np.nan
+    result = compare({"y": a}, {"y": e}, max_abs_error=1e-3)
+    assert not result.passed
+    report = result.to_json()
+    assert report["summary"] == {"outputs": 1, "vectors": 2, "max_abs_error": 0.0, "mean_abs_error": 0.0,
+                                 "max_rel_error": 0.0, "max_ulp": 2 ** 32, "nan_mismatches": 1, "bit_identical": False,
+                                 "top1_agreement": 0.5}      # argmax takes the NaN of vector 1 as its maximum
+    assert report["outputs"][0]["first_divergence"] == {
+        "output": "y", "vector": 1, "flat_index": 1, "index": [1], "actual": "nan", "expected": -8.0,
+        "actual_bits": "0x7fc00000", "expected_bits": "0xc1000000", "ulp": 2 ** 32}
+    assert result.outputs[0].divergence.describe() == \
+        "output y, vector 1, element [1] (flat 1): nan (0x7fc00000) vs -8.0 (0xc1000000), 4294967296 ULP"
+    assert report["outputs"][0]["top1_agreement"] == 1 and report["outputs"][0]["top1_vectors"] == 2
+
+
+def test_the_first_element_beyond_the_tolerance_on_values_away_from_zero() -> None:
+    e = np.array([[1.0, -3.0, 5.0]], np.float32)
+    a = np.array([[1.0, -3.0005, 5.5]], np.float32)     # within 1e-3, then beyond
+    first = first_exceeding("y", a, e, 1e-3)
+    assert first.index == [2] and first.actual == np.float32(5.5) and first.expected == 5.0
+    assert first_exceeding("y", a, e, 1.0) is None
+    assert first_exceeding("y", np.array([[np.inf, 2.0]], np.float32), np.array([[np.inf, 2.0]], np.float32), 0.0) is None
+
+
+def test_top1_takes_the_first_maximum_per_vector() -> None:
+    from pipeline.compare.numeric import top1
+
+    e = np.array([[0.0, 1.0, 1.0], [3.0, 2.0, 1.0]], np.float32)
+    assert top1(np.array([[0.0, 1.0, 0.5], [1.0, 2.0, 1.0]], np.float32), e) == (1, 2)
+    assert top1(e.reshape(2, 3, 1), e.reshape(2, 3, 1)) == (2, 2)
