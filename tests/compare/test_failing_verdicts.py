@@ -183,3 +183,12 @@ def test_top1_takes_the_first_maximum_per_vector() -> None:
     e = np.array([[0.0, 1.0, 1.0], [3.0, 2.0, 1.0]], np.float32)
     assert top1(np.array([[0.0, 1.0, 0.5], [1.0, 2.0, 1.0]], np.float32), e) == (1, 2)
     assert top1(e.reshape(2, 3, 1), e.reshape(2, 3, 1)) == (2, 2)
+
+
+def test_a_comparison_of_no_outputs_measures_nothing_and_fails_nothing() -> None:
+    from pipeline.compare.numeric import Comparison
+
+    assert Comparison().measured() == {"outputs": 0, "vectors": 0, "max_abs_error": 0.0, "mean_abs_error": 0.0,
+                                       "max_rel_error": 0.0, "max_ulp": 0, "nan_mismatches": 0, "bit_identical": True,
+                                       "top1_agreement": 1.0}
+    assert Comparison().first_failure() is None
