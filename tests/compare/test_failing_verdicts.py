@@ -192,3 +192,16 @@ def test_a_comparison_of_no_outputs_measures_nothing_and_fails_nothing() -> None
                                        "max_rel_error": 0.0, "max_ulp": 0, "nan_mismatches": 0, "bit_identical": True,
                                        "top1_agreement": 1.0}
     assert Comparison().first_failure() is None
+
+
+def test_within_tolerance_names_the_bound_and_where_it_was_worst() -> None:
+    accumulator = ErrorAccumulator()
+    accumulator.add(np.array([1.0, 2.0, 3.0], np.float32), np.array([1.0, 2.0, 3.0], np.float32), vector=0)
+    accumulator.add(np.array([1.0, 2.0, 1.5], np.float32), np.array([1.0, 2.0, 1.0], np.float32), vector=1)
+    stats = accumulator.stats()
+    assert within_tolerance(stats, 1.0) == (True, "")
+    assert within_tolerance(stats, 1e-3) == (False, "max abs error 0.5 exceeds 0.001 (vector 1, element [2]: 1.5 vs "
+                                                    "reference 1.0)")
+    assert within_tolerance(stats, None, 0.1) == (False, "max relative error 0.5 exceeds 0.1")
+    assert within_tolerance(stats, max_ulp=0)[1] == "max ULP distance 4194304 exceeds 0"
+    assert within_tolerance(stats, max_ulp=4194304) == (True, "")
