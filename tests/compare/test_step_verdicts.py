@@ -294,3 +294,53 @@ def test_an_nvdla_run_within_the_absolute_parameter_is_emulated_and_beyond_it_fa
     bad = judged(off)
     assert bad.verdict is Verdict.FAIL and "absolute tolerance int8_max_abs_error" in bad.reason
     assert "which layers to move was not evaluated" in bad.reason
+
+
+# --------------------------------------------------------------------- mixed deployments and GPU runs
+
+def _mixed_project(root: Path, ns: list[int]) -> None:
+    run_dir = root / "artifacts/m/execute/mixed"
+    split_dir = root / "artifacts/m/split/mixed"
+    for folder in (run_dir, run_dir / "gpu", split_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "timing.json").write_text(json.dumps({"ns": ns, "warmup": 1, "runs": len(ns)}))
+    (split_dir / "schedule.json").write_text(json.dumps({"items": {}}))
+
+
+def test_host_figures_of_an_emulated_cuda_item_are_never_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(step.PLATFORM_VARIABLE, "orin")          # even where the host is the timing platform
+    _mixed_project(tmp_path, [10_000] * 10)                       # 10 us, well inside the 100 us budget
+    folder = tmp_path / "artifacts/m/compare/mixed"
+    folder.mkdir(parents=True)
+    doc = {"cuda_items": ["GPU0"], "gpu": {"status": "not run"}}
+    traces, budget, stability, path = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), doc, PARAMS,
+                                                  folder, tmp_path)
+    assert (traces.check_id, traces.verdict) == (checks.TRACES, Verdict.NOT_RUN)
+    assert [budget.check_id, stability.check_id, path.check_id] == [checks.BUDGET, checks.STABILITY, checks.PATH]
+    assert [budget.verdict, stability.verdict, path.verdict] == [Verdict.NOT_RUN] * 3
+    assert budget.reason.startswith("the cuda items ran on the host emulation: these are host figures")
+    assert budget.measured["max_us"] == 10.0 and budget.obtained.where is Where.EMULATION
+    assert "cuda items (GPU0) on the CUDA host emulation" in budget.obtained.detail
+    dla = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), {"nvdla_items": ["DLA0"], "met": "no MET with DLA"},
+                      PARAMS, folder, tmp_path)
+    assert [r.verdict for r in dla] == [Verdict.NOT_RUN] * 4 and dla[1].reason == "no MET with DLA"
+
+
+def test_gpu_figures_are_judged_only_where_the_gpu_is_the_timing_platform(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _mixed_project(tmp_path, [200_000] * 10)                      # 200 us: over the budget
+    folder = tmp_path / "artifacts/m/compare/mixed"
+    folder.mkdir(parents=True)
+    doc = {"cuda_items": ["GPU0"], "gpu": {"status": "ran", "obtained": "target:orin",
+                                           "folder": "artifacts/m/execute/mixed/gpu"}}
+    monkeypatch.delenv(step.PLATFORM_VARIABLE, raising=False)
+    traces, budget, stability, path = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), doc, PARAMS,
+                                                  folder, tmp_path)
+    assert [r.verdict for r in (traces, budget, stability, path)] == [Verdict.NOT_RUN] * 4
+    assert budget.reason.startswith("the GPU is not the timing platform (NNCERT_PLATFORM=(unset)")
+    assert budget.obtained == Obtained.target("orin")          # figures measured on the GPU, not judged
+    assert "valgrind does not see a GPU" in path.reason
+    monkeypatch.setenv(step.PLATFORM_VARIABLE, "orin")
+    budget = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), doc, PARAMS, folder, tmp_path)[1]
+    assert budget.verdict is Verdict.FAIL and budget.obtained == Obtained.target("orin")
+    assert (folder / "gpu" / "met.json").is_file()
