@@ -362,6 +362,21 @@ def main(argv: list[str] | None = None) -> int:
             only[row["module"]] = {m["key"] for m in row["mutants"] if m["outcome"] == "survived"}
         args.modules = [m for m in args.modules if only.get(m)]
     rows = judge(args.modules, args.sample, args.seed, only=only)
+    if args.rerun:     # the whole sample again: the previous run's outcomes, its survivors replaced by tonight's
+        rerun = {r.module: r for r in rows}
+        rows = []
+        for previous_row in previous["rows"]:
+            row = rerun.get(previous_row["module"]) or Row(previous_row["module"], previous_row["total"])
+            again = {m.key: m for m in row.mutants}
+            row.mutants = [again.get(m["key"]) or Mutant(
+                m["module"], m["key"], hand=m["hand"], line=m["line"], outcome=m["outcome"], seconds=m["seconds"],
+                note=m["note"]) for m in previous_row["mutants"]]
+            for m in row.mutants:   # a survivor now known equivalent
+                reason = EQUIVALENT.get((m.module, m.key))
+                if m.outcome == "survived" and reason:
+                    m.outcome, m.note = "equivalent", reason
+            row.error = row.error or previous_row["error"]
+            rows.append(row)
     print(table(rows))
     print("\nsurvivors:\n" + survivors(rows))
     if args.json:
