@@ -48,7 +48,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "compare.step": ("tests/compare/test_step_verdicts.py",),
     "compare.nvdla_bound": ("tests/compare/test_nvdla_bound_report.py", "tests/compare/test_nvdla_bound.py",
                             "tests/compare/test_nvdla_fp16.py"),
-    "export.checks": ("tests/export/test_export_checks.py", "tests/tolerance/test_discrimination.py",
+    "export.checks": ("tests/test_check_registry.py", "tests/export/test_export_checks.py", "tests/tolerance/test_discrimination.py",
                       "tests/export/test_fold_dead.py", "tests/export/test_masks.py", "tests/tolerance/test_rule.py"),
     "evidence.matrix": ("tests/evidence/test_failing_verdicts.py", "tests/evidence/test_evidence_gaps.py",
                         "tests/evidence/test_evidence_matrix.py"),

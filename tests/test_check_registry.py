@@ -55,3 +55,18 @@ def test_check_modules_are_exactly_the_modules_that_register_checks() -> None:
     assert len(set(checks.CHECK_MODULES)) == len(checks.CHECK_MODULES)
     assert set(checks.CHECK_MODULES) == _registering_modules()
 
+
+
+def test_every_check_traces_to_the_requirements_its_reviewed_links_name() -> None:
+    """A check's requirement list changed in code (a typo, a dropped ID) moves coverage without review: the
+    registered links must be those of requirements/links.lock.json (rebaselined by `python -m pipeline evidence
+    baseline` after a review)."""
+    import json
+
+    from pipeline.evidence.checklinks import load_checks
+
+    specs, _ = load_checks()
+    registered = {(f"check:{spec.id}", req) for spec in specs.values() for req in spec.requirements}
+    lock = json.loads((PIPELINE.parent / "requirements/links.lock.json").read_text(encoding="utf-8"))
+    reviewed = {(link["source"], link["target"]) for link in lock["links"] if link["source"].startswith("check:")}
+    assert registered == reviewed
