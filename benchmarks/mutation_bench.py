@@ -191,6 +191,9 @@ def _scratch() -> Path:
     return folder
 
 
+_CHILD = [0]    # the running child's process group, killed with us
+
+
 def _run_tests(scratch: Path, tests: tuple[str, ...], timeout: float, check_origin: bool = False) -> tuple[str, str]:
     """Run `tests` in a forked child: ('passed'|'failed'|'timeout', detail)."""
     read, write = os.pipe()
@@ -215,6 +218,7 @@ def _run_tests(scratch: Path, tests: tuple[str, ...], timeout: float, check_orig
         finally:
             os._exit(int(code))
     os.close(write)
+    _CHILD[0] = pid
     deadline = time.monotonic() + timeout
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -236,6 +240,11 @@ def _run_tests(scratch: Path, tests: tuple[str, ...], timeout: float, check_orig
 
 
 def _terminate(signum: int, frame: Any) -> None:
+    if _CHILD[0]:
+        try:
+            os.killpg(_CHILD[0], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     raise SystemExit(128 + signum)     # the scratch copy is removed on the way out (judge's finally)
 
 
@@ -280,7 +289,7 @@ def judge(modules: list[str], sample: int, seed: int, progress: bool = True,
                     f"pipeline imported from {detail}, not the scratch copy"
                 print(f"{module}: {row.error}; skipped", file=sys.stderr)
                 continue
-            timeout = max(30.0, 4 * row.baseline_s)
+            timeout = max(60.0, 6 * row.baseline_s)   # generous: on a shared machine a survivor may run slow
             todo = sorted(chosen, key=lambda m: m.line) + hand
             for index, mutant in enumerate(todo, 1):
                 target.write_text(sources[id(mutant)], encoding="utf-8")
@@ -305,12 +314,13 @@ def judge(modules: list[str], sample: int, seed: int, progress: bool = True,
 
 def table(rows: list[Row]) -> str:
     """The benchmark-style table: per module, what was run and what it did."""
-    head = ("module", "mutants", "run", "killed", "survived", "equivalent", "% killed", "hand killed", "s/mutant")
+    head = ("module", "mutants", "run", "killed", "of which timeouts", "survived", "equivalent", "% killed",
+            "hand killed", "s/mutant")
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     totals = [0, 0, 0, 0, 0, 0, 0]
     for row in rows:
         if row.error:
-            lines.append(f"| {row.module} | {row.total} | - | - | - | - | - | - | ({row.error}) |")
+            lines.append(f"| {row.module} | {row.total} | - | - | - | - | - | - | - | ({row.error}) |")
             continue
         run = len(row.mutants)
         killed = row.count("killed", "timeout")
@@ -319,12 +329,13 @@ def table(rows: list[Row]) -> str:
         hand_killed = sum(1 for m in hand if m.outcome in ("killed", "timeout"))
         judged = run - equivalent
         seconds = sum(m.seconds for m in row.mutants) / run if run else 0.0
-        lines.append(f"| {row.module} | {row.total} | {run} | {killed} | {survived} | {equivalent} | "
+        lines.append(f"| {row.module} | {row.total} | {run} | {killed} | {row.count('timeout')} | {survived} | {equivalent} | "
                      f"{100 * killed / judged if judged else 100:.0f} % | {hand_killed}/{len(hand)} | {seconds:.1f} |")
         for i, value in enumerate((row.total, run, killed, survived, equivalent, hand_killed, len(hand))):
             totals[i] += value
     judged = totals[1] - totals[4]
-    lines.append(f"| **all** | {totals[0]} | {totals[1]} | {totals[2]} | {totals[3]} | {totals[4]} | "
+    timeouts = sum(r.count("timeout") for r in rows)
+    lines.append(f"| **all** | {totals[0]} | {totals[1]} | {totals[2]} | {timeouts} | {totals[3]} | {totals[4]} | "
                  f"{100 * totals[2] / judged if judged else 100:.0f} % | {totals[5]}/{totals[6]} | |")
     return "\n".join(lines)
 
@@ -346,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--json", type=Path, help="write the table's figures and every mutant's outcome here")
     parser.add_argument("--rerun", type=Path, metavar="JSON",
-                        help="only the survivors of a previous --json run (after adding tests that should kill them)")
+                        help="only the survivors (and timeouts) of a previous --json run, e.g. after adding tests")
     parser.add_argument("--list", action="store_true", help="list the modules, mutant counts and test files")
     parser.add_argument("--fail-under", type=float, default=None,
                         help="exit 1 when the killed share of the judged mutants (all modules) is below this %%")
@@ -360,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         previous = json.loads(args.rerun.read_text(encoding="utf-8"))
         only = {}
         for row in previous["rows"]:
-            only[row["module"]] = {m["key"] for m in row["mutants"] if m["outcome"] == "survived"}
+            only[row["module"]] = {m["key"] for m in row["mutants"] if m["outcome"] in ("survived", "timeout")}
         args.modules = [m for m in args.modules if only.get(m)]
     rows = judge(args.modules, args.sample, args.seed, only=only)
     if args.rerun:     # the whole sample again: the previous run's outcomes, its survivors replaced by tonight's
