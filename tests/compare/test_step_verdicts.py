@@ -165,6 +165,8 @@ def test_met_stability_jitter_and_drift_at_their_boundaries() -> None:
     unknown = _met(_whole(10), 0.1, None)[checks.STABILITY]
     assert unknown.verdict is Verdict.NOT_RUN and "no accepted baseline for single" in unknown.reason
     assert unknown.measured["drift_ratio"] is None and unknown.measured["max_jitter_ratio"] == 0.5
+    figures = _met(_whole(10), 0.123456, 0.0123456)[checks.STABILITY].measured
+    assert (figures["jitter_ratio"], figures["drift_ratio"], figures["max_drift_ratio"]) == (0.1235, 0.0123, 0.1)
 
 
 def test_the_timing_platform_is_the_declared_one_named_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -232,6 +234,9 @@ def test_instruction_counts_one_path_for_every_input(tmp_path: Path, document, v
     assert (found.check_id, found.verdict, found.reason) == (checks.PATH, verdict, reason)
     if verdict is Verdict.PASS:
         assert found.measured == {"inputs": 2, "instructions": [7], "tool": "valgrind"}
+        assert json.loads((tmp_path / "compare/path.json").read_text()) == {
+            "schema_version": 1, "tool": "valgrind", "counts": {"v0": 7, "v1": 7}}
+        assert found.written == ["compare/path.json"] and found.read == ["run/instructions.json"]
 
 
 # ----------------------------------------------------------------------------------------- n/a checks
@@ -289,11 +294,14 @@ def test_an_nvdla_run_within_the_absolute_parameter_is_emulated_and_beyond_it_fa
     good = judged(_reference())
     assert good.check_id == checks.NVDLA_REFERENCE and good.verdict is Verdict.EMULATED
     assert "no NVDLA here, so never pass" in good.reason and good.obtained.where is Where.EMULATION
+    assert good.measured["tolerance_basis"] == "absolute tolerance" and good.measured["precision"] == "int8"
     off = _reference()
     off["b"][0, 0] += 1e3
     bad = judged(off)
     assert bad.verdict is Verdict.FAIL and "absolute tolerance int8_max_abs_error" in bad.reason
     assert "which layers to move was not evaluated" in bad.reason
+    assert bad.obtained == Obtained.emulation("NVDLA emulator") and bad.written == ["compare/dla/nvdla-numeric.json"]
+    assert bad.read == ["run/dla/a.dat", "run/dla/b.dat"]
 
 
 # --------------------------------------------------------------------- mixed deployments and GPU runs
@@ -344,3 +352,7 @@ def test_gpu_figures_are_judged_only_where_the_gpu_is_the_timing_platform(tmp_pa
     budget = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), doc, PARAMS, folder, tmp_path)[1]
     assert budget.verdict is Verdict.FAIL and budget.obtained == Obtained.target("orin")
     assert (folder / "gpu" / "met.json").is_file()
+    monkeypatch.delenv(step.PLATFORM_VARIABLE)
+    step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), {"cuda_items": ["GPU0"]}, PARAMS, folder, tmp_path)
+    assert list(step.current_met_documents("m", tmp_path)) == ["mixed"]
+    assert step.current_met_documents("m", tmp_path)["mixed"]["whole_network"]["max_us"] == 200.0
