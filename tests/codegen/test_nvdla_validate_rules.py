@@ -304,3 +304,16 @@ def test_v009_a_precision_other_than_fp16_per_unit(request, fixture, cls, index,
     for name in fields:
         planted = _field(planted, "task-0-op_list", cls, index, name, 0)
     assert [m.split(": ", 1)[1] for m in _messages(planted, "NVDLA-V009")] == [text]
+
+
+def test_v007_a_context_blob_not_at_offset_0_of_its_memory(pair) -> None:  # type: ignore[no-untyped-def]
+    """The firmware reads the network descriptor at offset 0 of its memory whatever the address entry says."""
+    changed = _copy(pair)
+    address = _address_of(changed, 0)
+    memory = changed["memory_list"][address["mem_id"]]
+    memory["size"] += 32
+    memory["offsets"] = [32]
+    address["offset"] = 32
+    found = _messages(changed, "NVDLA-V007")
+    assert len(found) == 1 and found[0].startswith("task 0: network blob at offset 32 of its memory: the firmware "
+                                                   "reads it at offset 0")
