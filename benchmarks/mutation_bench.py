@@ -249,8 +249,9 @@ def _terminate(signum: int, frame: Any) -> None:
 
 
 def judge(modules: list[str], sample: int, seed: int, progress: bool = True,
-          only: dict[str, set[str]] | None = None) -> list[Row]:
-    """Run the sampled mutants of `modules` (or, with `only`, the mutants of those keys per module)."""
+          only: dict[str, set[str]] | None = None, done: Callable[[list[Row]], None] | None = None) -> list[Row]:
+    """Run the sampled mutants of `modules` (or, with `only`, the mutants of those keys per module); `done`
+    is called with the rows after each module (a run cut short keeps what it finished)."""
     for name in PRELOAD:
         try:
             __import__(name)
@@ -306,6 +307,8 @@ def judge(modules: list[str], sample: int, seed: int, progress: bool = True,
                     print(f"[{module} {index}/{len(todo)}] {mutant.outcome:<10} {mutant.seconds:5.1f} s  "
                           f"line {mutant.line}: {mutant.key[:110]}", file=sys.stderr, flush=True)
             target.write_text(original, encoding="utf-8")
+            if done is not None:
+                done(rows)
     finally:
         os.chdir(ROOT)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -373,7 +376,14 @@ def main(argv: list[str] | None = None) -> int:
         for row in previous["rows"]:
             only[row["module"]] = {m["key"] for m in row["mutants"] if m["outcome"] in ("survived", "timeout")}
         args.modules = [m for m in args.modules if only.get(m)]
-    rows = judge(args.modules, args.sample, args.seed, only=only)
+    def save(rows: list[Row]) -> None:
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"sample": args.sample, "seed": args.seed, "rows": [
+                {"module": r.module, "total": r.total, "baseline_s": round(r.baseline_s, 1), "error": r.error,
+                 "mutants": [m.to_json() for m in r.mutants]} for r in rows]}, indent=1, sort_keys=True) + "\n")
+
+    rows = judge(args.modules, args.sample, args.seed, only=only, done=None if args.rerun else save)
     if args.rerun:     # the whole sample again: the previous run's outcomes, its survivors replaced by tonight's
         rerun = {r.module: r for r in rows}
         rows = []
@@ -391,11 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
     print(table(rows))
     print("\nsurvivors:\n" + survivors(rows))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"sample": args.sample, "seed": args.seed, "rows": [
-            {"module": r.module, "total": r.total, "baseline_s": round(r.baseline_s, 1), "error": r.error,
-             "mutants": [m.to_json() for m in r.mutants]} for r in rows]}, indent=1, sort_keys=True) + "\n")
+    save(rows)
     if any(r.error for r in rows):
         return 2
     if args.fail_under is not None:
