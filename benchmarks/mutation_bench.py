@@ -361,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the table's figures and every mutant's outcome here")
     parser.add_argument("--rerun", type=Path, metavar="JSON",
                         help="only the survivors (and timeouts) of a previous --json run, e.g. after adding tests")
+    parser.add_argument("--table", type=Path, nargs="+", metavar="JSON",
+                        help="print the table of saved --json runs (a later file's module replaces an earlier's)")
     parser.add_argument("--list", action="store_true", help="list the modules, mutant counts and test files")
     parser.add_argument("--fail-under", type=float, default=None,
                         help="exit 1 when the killed share of the judged mutants (all modules) is below this %%")
@@ -368,6 +370,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for module in args.modules:
             print(f"{module}: {len(mutants_of(module))} mutants; tests {', '.join(MODULES[module])}")
+        return 0
+    if args.table:
+        saved: dict[str, Row] = {}
+        for path in args.table:
+            for data in json.loads(path.read_text(encoding="utf-8"))["rows"]:
+                saved[data["module"]] = Row(data["module"], data["total"], [Mutant(
+                    m["module"], m["key"], hand=m["hand"], line=m["line"], outcome=m["outcome"], seconds=m["seconds"],
+                    note=m["note"]) for m in data["mutants"]], data["baseline_s"], data["error"])
+        rows = [saved[m] for m in MODULES if m in saved]
+        for row in rows:
+            for m in row.mutants:
+                reason = EQUIVALENT.get((m.module, m.key))
+                if m.outcome == "survived" and reason:
+                    m.outcome, m.note = "equivalent", reason
+        print(table(rows))
+        print("\nsurvivors:\n" + survivors(rows))
         return 0
     only = None
     if args.rerun:
