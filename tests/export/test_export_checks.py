@@ -56,8 +56,10 @@ def test_export_tolerance_fails_on_the_one_unjustified_output_and_is_not_run_wit
     assert failing.measured["bad.justified"] is False and failing.measured["good.effective_max_abs_error"] == 2e-6
     passing = tolerance_result("m", _report([_output(GOOD, 0.0, tolerance=justified)]), [], [])
     assert passing.verdict is Verdict.PASS and passing.reason.startswith("output 'good': computed bound")
-    for yardstick in ({"unavailable": "onnx.reference refused Foo", "vectors": 2}, {"vectors": 0}):
-        assert tolerance_result("m", _report(report.outputs, yardstick=yardstick), [], []).verdict is Verdict.NOT_RUN
+    for yardstick, why in (({"unavailable": "onnx.reference refused Foo", "vectors": 2}, "onnx.reference refused Foo"),
+                           ({"vectors": 0}, "no vector")):
+        not_run = tolerance_result("m", _report(report.outputs, yardstick=yardstick), [], [])
+        assert not_run.verdict is Verdict.NOT_RUN and not_run.reason == f"no float64 yardstick: {why}"
 
 
 def test_export_bounds_fail_on_the_side_farther_than_its_bound() -> None:
@@ -75,9 +77,14 @@ def test_export_bounds_fail_on_the_side_farther_than_its_bound() -> None:
     unavailable = _report(report.outputs, yardstick={"vectors": 2, "bound": {"unavailable": "no rule for Foo"}})
     assert [r.verdict for r in bound_results("m", unavailable, [], [])] == [Verdict.NOT_RUN] * 2
     assert bound_results("m", unavailable, [], [])[1].reason == "no computed bound: no rule for Foo"
-    for yardstick in ({"vectors": 0, "bound": {"unavailable": ""}}, {"unavailable": "x", "vectors": 2}):
-        assert [r.verdict for r in bound_results("m", _report(report.outputs, yardstick=yardstick), [], [])] == \
-            [Verdict.NOT_RUN] * 2
+    for yardstick, why in (({"vectors": 0, "bound": {"unavailable": ""}}, "no vector"),
+                           ({"unavailable": "x", "vectors": 2}, "x")):
+        found = bound_results("m", _report(report.outputs, yardstick=yardstick), ["r"], ["w"])
+        assert [(r.verdict, r.reason, r.read, r.written) for r in found] == \
+            [(Verdict.NOT_RUN, f"no float64 yardstick: {why}", ["r"], ["w"])] * 2
+    found = bound_results("m", unavailable, ["r"], ["w"])
+    assert [(r.check_id, r.read, r.written, r.measured["vectors"]) for r in found] == \
+        [(BOUND_REFERENCE, ["r"], ["w"], 2), (BOUND_ONNXRUNTIME, ["r"], ["w"], 2)]
 
 
 def test_export_discriminating_fails_on_the_one_constant_output_and_needs_two_vectors() -> None:
