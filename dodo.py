@@ -57,11 +57,13 @@ from pipeline.check.tasks import task_check  # noqa: E402,F401
 from pipeline.split.tasks import task_split  # noqa: E402,F401
 from pipeline.petri.tasks import task_petri  # noqa: E402,F401
 from pipeline.codegen.tasks import task_codegen  # noqa: E402,F401
+from pipeline.prove.tasks import task_prove  # noqa: E402,F401
 from pipeline.execute.tasks import task_execute  # noqa: E402,F401
 from pipeline.compare.tasks import task_compare  # noqa: E402,F401
 from pipeline.evidence.tasks import evidence_tasks  # noqa: E402
 
-task_evidence, task_verify = evidence_tasks(after=("export", "check", "split", "petri", "codegen", "execute", "compare"))
+task_evidence, task_verify = evidence_tasks(after=("export", "check", "split", "petri", "codegen", "prove", "execute",
+                                                              "compare"))
 
 # Last: each task creator above depends on its code and tools, computed, never listed (a new step included).
 globals().update(code_dependencies(globals()))

@@ -22,7 +22,7 @@ from pipeline.project import closure
 from tests.closure_oracle import oracle_closure
 from tests.projects import ROOT
 
-STEPS = ("export", "check", "split", "petri", "codegen", "execute", "compare", "evidence")
+STEPS = ("export", "check", "split", "petri", "codegen", "prove", "execute", "compare", "evidence")
 # Files under pipeline/ that no code of the package reads, with the reason.
 NOT_READ = {
     "pipeline/codegen/nvdla/loadable.fbs": "the loadable's schema as a document: writer.py and reader.py spell its "

@@ -47,7 +47,7 @@ from pipeline.codegen.program.generate import BUILD_FILE
 from pipeline.project.deploy import load_deploy
 from pipeline.project.targets import code_kind
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.ledger.checks import results_document
+from pipeline.ledger.checks import CheckResult, results_document
 from pipeline.ledger.records import record_step
 from pipeline.project.layout import checks_path, model_dir, project_relative, step_data, step_dir
 from pipeline.ledger.hashing import sha256_file
@@ -62,6 +62,7 @@ from pipeline.execute.gpu import run_on_gpu
 from pipeline.execute.nvdla.run import run_nvdla_deployment
 from pipeline.execute.harness import run_harness, write_input_vectors
 from pipeline.execute.instructions import UNDECODED_ISAS, valgrind_version
+from pipeline.execute import sanitizers
 
 from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP  # noqa: F401 (re-exported)
 from pipeline.execute.campaign import (INSTRUCTIONS_FILE, NVDLA_NOT_MEASURED, PATH_VECTORS, SEED_VARIABLE,  # noqa: F401
@@ -161,6 +162,32 @@ def _harness(inputs_dir: Path, vectors: int, nvdla_build: Path, dla_items: list[
     return harness
 
 
+def _builder(code: Path, out: Path, manifest: dict[str, Any], judged: list[Path] | None, target: Platform,
+             emulated: list[Any]) -> Callable[..., Any]:
+    """build(binary, trace, defines, sanitize=False): the deployment's program, linking codegen.compile's
+    objects (`judged`) for the plain build; a mixed deployment's cuda items compiled for the host
+    emulation (their objects appended to `emulated`)."""
+    lanes, sources, cuda = int(manifest["lanes"]), list(manifest["sources"]), manifest.get("cuda")
+
+    def build(binary: Path, trace: bool, defines: list[str], sanitize: bool = False) -> Any:
+        c_sources: list[str] = sources
+        linked: list[str] = []
+        if judged is not None and not trace and not defines and not sanitize:
+            c_sources, linked = [], [os.path.relpath(p, code) for p in judged]
+        if not cuda:
+            return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines, objects=linked,
+                                    platform=target, sanitize=sanitize)
+        objects = emulation_objects(code, cuda["sources"], binary.parent / "obj" / binary.name if sanitize
+                                    else out / "obj" / binary.name, (["NNEF_TRACE"] if trace else []) + defines)
+        if not sanitize:                          # the sanitized build is the check's, not run.json's
+            emulated.append(objects)
+        return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines, sanitize=sanitize,
+                                objects=linked + [os.path.relpath(p, code) for p in objects.outputs.values()],
+                                libraries=["-lstdc++"])   # relative: no checkout path in run.json
+
+    return build
+
+
 def _build_programs(code: Path, out: Path, root: Path, manifest: dict[str, Any], judged: list[Path] | None,
                     target: Platform, capacity: int) -> tuple[Any, Any, list[dict[str, Any]]]:
     """The uninstrumented program (linking codegen.compile's objects when `judged` holds them) and the
@@ -170,21 +197,7 @@ def _build_programs(code: Path, out: Path, root: Path, manifest: dict[str, Any],
     lanes, sources, cuda = int(manifest["lanes"]), list(manifest["sources"]), manifest.get("cuda")
     emulated: list[Any] = []
 
-    def build(binary: Path, trace: bool, defines: list[str]) -> Any:
-        c_sources: list[str] = sources
-        linked: list[str] = []
-        if judged is not None and not trace and not defines:
-            c_sources, linked = [], [os.path.relpath(p, code) for p in judged]
-        if not cuda:
-            return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines, objects=linked,
-                                    platform=target)
-        objects = emulation_objects(code, cuda["sources"], out / "obj" / binary.name,
-                                    (["NNEF_TRACE"] if trace else []) + defines)
-        emulated.append(objects)
-        return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines,
-                                objects=linked + [os.path.relpath(p, code) for p in objects.outputs.values()],
-                                libraries=["-lstdc++"])   # relative: no checkout path in run.json
-
+    build = _builder(code, out, manifest, judged, target, emulated)
     plain = build(out / "bin" / "nnef_run", False, [])
     traced = build(out / "bin" / "nnef_run_trace", True, [f"NNEF_TRACE_INFERENCES={capacity}"])
     counted = None   # the program valgrind counts, where it cannot decode the plain one's vector ISA
@@ -236,10 +249,11 @@ def _nvdla_record(root: Path, nvdla_build: Path, dla_items: list[str], cuda: Any
 
 def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int, runs: int,
                    *, instructions: bool = True, noise_seeds: tuple[int, ...] = NOISE_SEEDS,
-                   platform: Platform | None = None) -> dict[str, Any]:
+                   platform: Platform | None = None, sanitize: bool = True) -> dict[str, Any]:
     """Build and run one deployment on `platform` (default host: its compiler, flags and runner;
     pipeline/toolchain/platforms.py); returns its run.json document: the builds, the campaign
-    (pipeline/execute/campaign.py), what ran where."""
+    (pipeline/execute/campaign.py), what ran where, and (`sanitize`) the execute.sanitizers result of
+    the sanitized build run on the same vectors (pipeline/execute/sanitizers.py)."""
     target = platform or host_platform()
     code = code_folder(model, deployment, root)
     out = run_folder(model, deployment, root)
@@ -265,6 +279,13 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
     with tempfile.TemporaryDirectory(prefix="nnef-runner-") as transfers, session(target, Path(transfers)) as where:
         traced_runs = run_campaign(harness, where, plain, traced, out, outputs_dir, output_names, cuda, vectors, runs,
                                    noise_seeds, dla_items, inputs_dir, manifest, instructions, root, target, counted)
+        subject = f"{model}/{deployment}"
+        sanitized = None
+        if sanitize:       # on the host: the sanitizers' runtimes are the host's (another platform's sources built here)
+            build = _builder(code, out, manifest, None, target if target.is_host else host_platform(), [])
+            sanitized = sanitizers.sanitizer_result(subject, lambda binary: build(binary, False, [], sanitize=True),
+                                                    harness, where if target.is_host else None, outputs_dir,
+                                                    output_names, vectors, root, target.name)
     document = {
         "schema_version": 1,
         "model": model,
@@ -283,6 +304,8 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         "met_runs": runs,
         "warmup": WARMUP,
     }
+    if sanitized is not None:
+        document["sanitizers"] = sanitized.to_json()
     if cuda:
         document.update(_cuda_record(model, deployment, root, inputs_dir, vectors, runs, code, manifest, shuffled_dir,
                                      output_names, dla_items))
@@ -290,6 +313,22 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         document.update(_nvdla_record(root, nvdla_build, dla_items, cuda))
     write_json(out / RUN_FILE, document)
     return document
+
+
+def _sanitizer_results(model: str, spec: Any, documents: dict[str, dict[str, Any]]) -> list[CheckResult]:
+    """execute.sanitizers of every deployment: its run's result, n/a without a C program, not run (with the
+    run's reason) where the program did not run."""
+    results = []
+    for name, document in documents.items():
+        subject = f"{model}/{name}"
+        kind = code_kind([item.target for item in spec.deployments[name].items])
+        if "sanitizers" in document:
+            results.append(CheckResult.from_json(document["sanitizers"]))
+        elif kind in ("cuda", "nvdla"):
+            results.append(sanitizers.no_program(subject, kind))
+        else:
+            results.append(sanitizers.not_run(subject, f"the program did not run: {document.get('reason', '')}"[:2000]))
+    return results
 
 
 def _platform_tools(spec: Any) -> dict[str, str]:
@@ -353,7 +392,7 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
             write_json(run_folder(model, name, base) / RUN_FILE, document)
             documents[name] = document
             log.error("run %s/%s: %s", model, name, error)
-    write_json(checks_path(model, STEP, base), results_document([]))
+    write_json(checks_path(model, STEP, base), results_document(_sanitizer_results(model, spec, documents)))
     codegen = step_dir(model, "codegen", base)
     record_step(model, STEP, inputs=[p for p in [deploy_path] if p.exists()] + step_data(codegen),
                 command=["doit", f"execute:{model}"], root=base,

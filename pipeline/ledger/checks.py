@@ -30,6 +30,8 @@ CHECK_MODULES: tuple[str, ...] = (
     "pipeline.codegen.checks",
     "pipeline.compare.checks",
     "pipeline.export.trained",
+    "pipeline.execute.sanitizers",
+    "pipeline.prove.checks",
 )
 
 

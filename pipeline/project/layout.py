@@ -27,7 +27,7 @@ REPORT_FILES = {
 REQUIREMENTS_DIR = "requirements"
 
 # The steps in chain order; each writes artifacts/<model>/<step>/ and a checks.json there.
-STEPS: tuple[str, ...] = ("export", "check", "split", "petri", "codegen", "execute", "compare")
+STEPS: tuple[str, ...] = ("export", "check", "split", "petri", "codegen", "prove", "execute", "compare")
 
 CHECKS_FILE = "checks.json"
 RECORD_FILE = "record.json"             # every step's record of what it read and wrote

@@ -29,6 +29,7 @@ from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, barrier_step
                                               weights_blob_file, weights_file)
 from pipeline.codegen.shared.planner import Buffer, Plan, checked_plan
 from pipeline.codegen.shared.spelling import F32, flits, ident
+from pipeline.codegen.c.tidy import tidy_item
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
 from pipeline.diagnostics import Location
@@ -397,7 +398,8 @@ class ItemEmitter:
         weights_text, weight_entries, records, blob = self._weights()
         entries += weight_entries
         memory_map = self._memory_map(plan)
-        return ItemCode(item.name, w.text(), weights_text, sorted(entries, key=lambda e: (e.nnef_line, e.code_file)),
+        code = tidy_item(w.text(), f"{item.name} item", [weights_text])   # MISRA C:2012 2.2, 12.1: same lines, same bits
+        return ItemCode(item.name, code, weights_text, sorted(entries, key=lambda e: (e.nnef_line, e.code_file)),
                         memory_map, records, functions, inputs, outputs, sends, gets, weights_blob=blob)
 
     # ------------------------------------------------------------------ weights header

@@ -10,6 +10,7 @@ through masks; infinities and NaN are built from their bit patterns.
 
 from __future__ import annotations
 
+from pipeline.codegen.c.contracts import CONTRACTS, framac_declaration
 from pipeline.codegen.shared.programs import Spelling, callees_first, render_function
 from pipeline.semantics import transcendental as T
 
@@ -102,7 +103,7 @@ def math_header() -> str:
     where the compiler has vector extensions, else the scalar function lane by lane."""
     programs = callees_first([T.PROGRAMS[name] for name in sorted(T.PROGRAMS)])
     parts = [PRELUDE]
-    parts += [render_function(p, SCALAR) for p in programs]
+    parts += [_scalar(p) for p in programs]
     unary = [p.name for p in programs if len(p.params) == 1]
     binary = [p.name for p in programs if len(p.params) == 2]
     parts.append("#if defined(NNEF_VECTOR_EXT)")
@@ -113,6 +114,16 @@ def math_header() -> str:
     parts.append("#endif")
     parts.append("#endif /* NNEF_MATH_H */")
     return "\n\n".join(parts) + "\n"
+
+
+def _scalar(program: T.Program) -> str:
+    """The scalar function; for a program with a contract (pipeline/codegen/c/contracts.py), Frama-C
+    reads the contract and a prototype instead of the body (__FRAMAC__: no compiler defines it)."""
+    body = render_function(program, SCALAR)
+    contract = CONTRACTS.get(program.name)
+    if contract is None:
+        return body
+    return f"#if defined(__FRAMAC__)\n{framac_declaration(contract)}\n#else\n{body}\n#endif"
 
 
 def unknown_primitives() -> set[str]:

@@ -318,7 +318,8 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
         "barriers": barriers,
         "sources": ["nnef_main.c", "nnef_runtime.c", "nnef_deployment.c"]
         + [m["source"] for m in items_manifest if m["language"] == "c"],
-        "headers": ["nnef_config.h", "nnef_deployment.h", "nnef_math.h", "nnef_runtime.h", "nnef_sync.h", "nnef_harness.h"]
+        "headers": ["nnef_config.h", "nnef_deployment.h", "nnef_math.h", "nnef_runtime.h", "nnef_sync.h", "nnef_harness.h",
+                    "nnef_eva.h"]
         + [m["weights"] for m in items_manifest if "weights" in m],
         **({"cuda": {"sources": [m["source"] for m in items_manifest if m["language"] == "cuda"],
                      "headers": sorted(support), **({"architectures": list(architectures)} if architectures else {})}}

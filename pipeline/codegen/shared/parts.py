@@ -33,6 +33,8 @@ FILE_PARTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "nnef_runtime.h": RUNTIME, "nnef_runtime.c": RUNTIME, "nnef_sync.h": RUNTIME,
     "nnef_harness.h": HARNESS, "nnef_main.c": HARNESS,
     "nnef_math.h": MATH, "nnef_cuda_math.h": MATH,
+    "nnef_eva.h": ("analysed forms of the runtime primitives: read by Frama-C's EVA only (__FRAMAC__), never compiled",
+                   ("LLR-COD-009",)),
     "nnef_config.h": ("configuration: item, input and output counts, the vector width", ("HLR-COD-003",)),
     "nnef_cuda.h": ("CUDA runtime: launch macros, error checks", ("LLR-COD-007", "HLR-NUM-003")),
     "nnef_cuda_emulate.h": ("CUDA host emulation: blocks and threads in a seeded order", ("LLR-COD-007", "HLR-NUM-003")),

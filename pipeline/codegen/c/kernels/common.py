@@ -97,6 +97,12 @@ class Kernel:
         self._level -= 1
         self.line("}")
 
+    def reduce(self, header: str, iterations: int) -> None:
+        """Open a loop over the terms of a reduction (`iterations` at most), annotated for Frama-C's
+        EVA: `loop unroll` keeps each term apart, where merging the iterations would widen the
+        running sum to infinity (docs/prove.md). A comment to the compiler: no bit changes."""
+        self.open(f"/*@ loop unroll {max(1, iterations)}; */ {header}")
+
     # -- resources
     def scratch(self, floats: int) -> str:
         """A scratch region of `floats` floats, live during this instruction only; its C pointer."""

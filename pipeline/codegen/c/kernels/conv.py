@@ -267,7 +267,7 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
     gvar = "g" if groups > 1 else "0"
     k.line(f"const float *const xg = {src} + ({nvar} * {channels} + {gvar} * {cg}) * {hp * wp};")
     if chunk < cg:
-        k.open(f"for (int cc = 0; cc < {cg}; cc += {chunk})")
+        k.reduce(f"for (int cc = 0; cc < {cg}; cc += {chunk})", cg // chunk)
 
     def block(o0: str, rows: int, lines: int, cols: list[str]) -> None:
         """rows output channels x lines output rows (y, y + 1, ...) x the column vectors cols."""
@@ -279,13 +279,13 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
         if chunk == cg:
             k.line("nnef_vf " + ", ".join(a for row in accs for a in row).replace(", ", " = nnef_vzero(), ")
                    + " = nnef_vzero();")
-            k.open(f"for (int c = 0; c < {cg}; ++c)")
+            k.reduce(f"for (int c = 0; c < {cg}; ++c)", cg)
         else:
             for r, row in enumerate(accs):
                 for a, (t, col) in zip(row, spots):
                     k.line(f"nnef_vf {a} = nnef_vload({out_at(r, t, col)});")
-            k.open(f"for (int c = cc; c < cc + {chunk}; ++c)")
-        k.open(f"for (int i = 0; i < {kh}; ++i)")
+            k.reduce(f"for (int c = cc; c < cc + {chunk}; ++c)", chunk)
+        k.reduce(f"for (int i = 0; i < {kh}; ++i)", kh)
         for t in range(lines):
             k.line(f"const float *const xr{t} = xg + (c * {hp} + (y + {t}) * {s0} + i * {d0}) * {wp};")
         k.line(f"const float *const wr = {wname} + ((({gvar} * {nblocks} + {o0} / {r_block}) * {cg} + c) * {kh} + i)"
@@ -406,7 +406,7 @@ def _taps(k: Kernel, kw: int) -> Iterator[str]:
             k.open("")
             yield str(j)
     else:
-        k.open(f"for (int j = 0; j < {kw}; ++j)")
+        k.reduce(f"for (int j = 0; j < {kw}; ++j)", kw)
         yield "j"
 
 
@@ -495,8 +495,8 @@ def _fast(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, border:
             k.line(f"const int off{p} = ((pos + {p}) / {wo}) * {s0 * wp} + ((pos + {p}) % {wo}) * {s1};")
         accs = [[f"a{p}_{v}" for v in range(vb)] for p in range(count)]
         k.line("nnef_vf " + ", ".join(f"{a} = nnef_vzero()" for row in accs for a in row) + ";")
-        k.open(f"for (int c = 0; c < {cg}; ++c)")
-        k.open(f"for (int i = 0; i < {kh}; ++i)")
+        k.reduce(f"for (int c = 0; c < {cg}; ++c)", cg)
+        k.reduce(f"for (int i = 0; i < {kh}; ++i)", kh)
         k.line(f"const float *const xr = xg + c * {hp * wp} + i * {d0 * wp};")
         k.line(f"const float *const wr = wb + (c * {kh} + i) * {kw * block};")
         for j in _taps(k, kw):
@@ -661,7 +661,7 @@ def _fast_whole_plane(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: 
         count = len(positions)
         accs = [[f"a{p}_{v}" for v in range(vb)] for p in range(count)]
         k.line("nnef_vf " + ", ".join(f"{a} = nnef_vzero()" for row in accs for a in row) + ";")
-        k.open(f"for (int c = 0; c < {cg}; ++c)")
+        k.reduce(f"for (int c = 0; c < {cg}; ++c)", cg)
         k.line(f"const float *const xc = xg + c * {height * width};")
         k.line(f"const float *const wc = wb + c * {kh * kw * block};")
         if y0 == 0 and PREFETCH_BYTES and math.prod(f.shape) * 4 >= PREFETCH_MIN_BYTES:
@@ -757,10 +757,10 @@ def _general(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: int, bord
     for y, extent in zip(ys, win.out_shape):
         k.open(f"for (int {y} = 0; {y} < {extent}; ++{y})")
     k.line("float acc = 0.0f;")
-    k.open(f"for (int c = 0; c < {cg}; ++c)")
+    k.reduce(f"for (int c = 0; c < {cg}; ++c)", cg)
     for axis, (j, y) in enumerate(zip(js, ys)):
         lo, hi = tables[axis]
-        k.open(f"for (int {j} = {lo}[{y}]; {j} < {hi}[{y}]; ++{j})")
+        k.reduce(f"for (int {j} = {lo}[{y}]; {j} < {hi}[{y}]; ++{j})", f.shape[2 + axis])
     x_index = " + ".join([f"(n * {shape[1]} + o / {og} * {cg} + c) * {xst[1]}"]
                          + [f"({y} * {win.stride[a]} + {j} * {win.dilation[a]} - {pads[a][0]}) * {xst[2 + a]}"
                             for a, (y, j) in enumerate(zip(ys, js))])

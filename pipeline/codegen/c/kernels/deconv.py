@@ -94,10 +94,10 @@ def deconv(k: Kernel) -> None:
     for y, extent in zip(ys, out_extents):
         k.open(f"for (int {y} = 0; {y} < {extent}; ++{y})")
     k.line("float acc = 0.0f;")
-    k.open(f"for (int c = 0; c < {cg}; ++c)")
+    k.reduce(f"for (int c = 0; c < {cg}; ++c)", cg)
     for a, y in enumerate(ys):
         lo, hi, tap, inp = tables[a]
-        k.open(f"for (int m{a} = {lo}[{y}]; m{a} < {hi}[{y}]; ++m{a})")
+        k.reduce(f"for (int m{a} = {lo}[{y}]; m{a} < {hi}[{y}]; ++m{a})", f.shape[2 + a])
         k.line(f"const int j{a} = {tap}[m{a}], i{a} = {inp}[m{a}];")
     x_index = " + ".join([f"(n * {channels} + g * {cg} + c) * {xst[1]}"] + [f"i{a} * {xst[2 + a]}" for a in range(rank)])
     w_index = " + ".join([f"(g * {cg} + c) * {wst[0]}", f"oo * {wst[1]}"] + [f"j{a} * {wst[2 + a]}" for a in range(rank)])

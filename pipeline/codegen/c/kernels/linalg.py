@@ -70,7 +70,7 @@ def _emit_rows(k: Kernel, rows: int, columns: int, depth: int, a_elem: str, b_ve
             k.line("nnef_vf " + ", ".join(f"{a} = nnef_vzero()" for a in accs) + ";")
         if scalars:
             k.line("float " + ", ".join(f"{s} = 0.0f" for s in scalars) + ";")
-        k.open(f"for (int k = 0; k < {depth}; ++k)")
+        k.reduce(f"for (int k = 0; k < {depth}; ++k)", depth)
         k.line(f"const float ak = {a_elem.format(r='r', k='k')};")
         if accs:
             k.line("const nnef_vf av = nnef_vset1(ak);")

@@ -52,7 +52,7 @@ def lrn(k: Kernel) -> None:
     k.line("float acc = 0.0f;")
     taps = [a for a in range(rank) if size[a] > 1]
     for a in taps:
-        k.open(f"for (int t{a} = 0; t{a} < {size[a]}; ++t{a})")
+        k.reduce(f"for (int t{a} = 0; t{a} < {size[a]}; ++t{a})", size[a])
     off = " + ".join(f"({ys[a]}{' + t' + str(a) if a in taps else ''}) * {pst[a]}" for a in range(rank))
     k.line(f"acc = acc + sq[{off}];")
     for _ in taps:

@@ -241,7 +241,7 @@ class _Pool:
         init = "nnef_vset1(nnef_float(0xff800000u))" if self.is_max else "nnef_vzero()"
         k.line("nnef_vf " + ", ".join(f"acc{n} = {init}" for n in range(len(outputs))) + ";")
         for a in self.tap_axes:
-            k.open(f"for (int t{a} = 0; t{a} < {self.size[a]}; ++t{a})")
+            k.reduce(f"for (int t{a} = 0; t{a} < {self.size[a]}; ++t{a})", self.size[a])
         for n, (row, lane) in enumerate(outputs):
             load = self._vector_load(self._offset(lane, row), partial=stored is not None)
             k.line(f"acc{n} = nnef_vmax_update({load}, acc{n});" if self.is_max
@@ -259,7 +259,7 @@ class _Pool:
         k = self.k
         k.line(f"float acc = {'nnef_float(0xff800000u)' if self.is_max else '0.0f'};")
         for a in self.tap_axes:
-            k.open(f"for (int t{a} = 0; t{a} < {self.size[a]}; ++t{a})")
+            k.reduce(f"for (int t{a} = 0; t{a} < {self.size[a]}; ++t{a})", self.size[a])
         k.line(f"const float t = {self.src}[{self._offset(lane_var, row)}];")
         k.line("acc = nnef_max_update(t, acc);" if self.is_max else "acc = acc + t;")
         for _ in self.tap_axes:

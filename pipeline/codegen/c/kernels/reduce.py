@@ -15,6 +15,11 @@ import math
 
 from pipeline.codegen.c.kernels.common import F32, Kernel, Operand, emitter, flit, strides
 
+# The ACSL assertions of softmax that Frama-C's EVA cannot decide (its interval domain does not
+# relate a value to the row's maximum): listed with their proof in pipeline/prove/justified.json.
+SOFTMAX_SHIFT = "nnef_softmax_shift"
+SOFTMAX_SUM = "nnef_softmax_sum"
+
 
 def _axes(k: Kernel, x: Operand) -> list[int]:
     axes = sorted(int(a) for a in k.op.attribs["axes"])
@@ -49,7 +54,7 @@ def reduce(k: Kernel) -> None:
                  "min": ("nnef_vset1(nnef_float(0x7f800000u))", "nnef_float(0x7f800000u)")}[kind]
         k.line(f"{'nnef_vf' if vector else 'float'} acc = {inits[0] if vector else inits[1]};")
         for a in reduced:
-            k.open(f"for (int r{a} = 0; r{a} < {x.shape[a]}; ++r{a})")
+            k.reduce(f"for (int r{a} = 0; r{a} < {x.shape[a]}; ++r{a})", x.shape[a])
         terms = [f"y{a} * {xst[a]}" for a in outer] + [f"r{a} * {xst[a]}" for a in reduced]
         if vaxis is not None and lane is not None:
             terms.append(f"{lane} * {xst[vaxis]}")
@@ -111,7 +116,7 @@ def softmax(k: Kernel) -> None:
 
     def reduce_loops() -> str:
         for a in reduced:
-            k.open(f"for (int r{a} = 0; r{a} < {x.shape[a]}; ++r{a})")
+            k.reduce(f"for (int r{a} = 0; r{a} < {x.shape[a]}; ++r{a})", x.shape[a])
         return " + ".join(f"r{a} * {xst[a]}" for a in reduced) or "0"
 
     def close() -> None:
@@ -124,10 +129,13 @@ def softmax(k: Kernel) -> None:
     close()
     k.line("float s = 0.0f;")
     off = reduce_loops()
-    k.line(f"const float e = nnef_exp(xs[{off}] - m);")
+    k.line(f"const float d = xs[{off}] - m;")
+    k.line(f"/*@ assert {SOFTMAX_SHIFT}: d <= 0; */")   # m is the row's maximum (docs/prove.md)
+    k.line("const float e = nnef_exp(d);")
     k.line(f"ys[{off}] = e;")
     k.line("s = s + e;")
     close()
+    k.line(f"/*@ assert {SOFTMAX_SUM}: s >= 1; */")      # the maximum's own term is exp(+0) = 1
     off = reduce_loops()
     k.line(f"ys[{off}] = ys[{off}] / s;")
     close()

@@ -25,8 +25,8 @@
 
 /* Vector types are used where the target has registers of their width: 16 bytes (SSE2,
  * NEON) always, 32 bytes with AVX, 64 bytes with AVX-512; otherwise the portable lane-by-lane
- * form (same bits). */
-#if defined(__GNUC__) && !defined(NNEF_PORTABLE) && \
+ * form (same bits). Frama-C (__FRAMAC__) reads nnef_eva.h's forms instead. */
+#if defined(__GNUC__) && !defined(NNEF_PORTABLE) && !defined(__FRAMAC__) && \
     (NNEF_VL == 4 || (NNEF_VL == 8 && defined(__AVX__)) || (NNEF_VL == 16 && defined(__AVX512F__)))
 #define NNEF_VECTOR_EXT 1
 #endif
@@ -44,6 +44,11 @@
 #else
 #define NNEF_PREFETCH(p) ((void)(p))
 #endif
+
+#if defined(__FRAMAC__)
+/* Frama-C's EVA reads the analysed forms of the primitives below (docs/prove.md). */
+#include "nnef_eva.h"
+#else
 
 /* ---------------------------------------------------------------- scalar primitives */
 
@@ -418,6 +423,8 @@ NNEF_VMAP1(nnef_vfloor, nnef_floor)
 NNEF_VMAP1(nnef_vceil, nnef_ceil)
 NNEF_VMAP1(nnef_vsign, nnef_sign)
 #endif
+
+#endif /* __FRAMAC__ */
 
 /* Sync variables, barriers and step instrumentation: nnef_sync.h (also included by CUDA items). */
 #include "nnef_sync.h"
