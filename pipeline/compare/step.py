@@ -65,7 +65,7 @@ def output_tolerances(model: str, spec: DeploySpec, root: Path) -> dict[str, Eff
     rules = {}
     for output in document.get("outputs", []):
         recorded = output.get("tolerance") or {}
-        yard = document.get("yardstick", {})
+        yard = document.get("enclosure", {})
         why = (yard.get("bound") or {}).get("unavailable", "") or yard.get("unavailable", "")
         computed, rounding = recorded.get("computed_max_abs_error"), recorded.get("measured_rounding_max_abs_error")
         rules[output["nnef"]] = effective_tolerance(limit, None if computed is None else float(computed),

@@ -1,0 +1,399 @@
+"""The error bound of an implementation on one input vector, from the network's sensitivity at the vector.
+
+Write every tensor the implementation computes as x^ = x + e, x the exact value. An operation computes
+op(x^_in) with its own rounding eta, so e_out = op(x^_in) - op(x_in) + eta = J e_in + r + eta: J the
+operation's Jacobian at the vector, r the remainder of the linearization (a kink the error may cross,
+a second derivative), eta the local rounding. Unrolled over the graph, each output's error is exactly
+
+    e_out = sum over operations k of J_(out <- k) (eta_k + r_k) (+ the known errors of stored constants)
+
+with J_(out <- k) the network's Jacobian from operation k's result to the output, at the vector: the
+row of each output element is one backward pass (reverse mode, `Step.vjp`), so the bound weighs each
+rounding by the network's actual sensitivity instead of products of |W|. Per output element:
+
+* `deterministic` = sum |J| d + sum |J| rho + |shift|: every elementary rounding at its worst, in the
+  same direction (d: the sum of their bounds; rho the remainder): holds for any rounding outcome, and
+  is as large as that: a dot product of n terms contributes n roundings' worth, a network 10^5 sources
+  aligned. It is recorded, never used as a tolerance (docs/compare.md, "Why the worst case cannot
+  discriminate").
+* `probabilistic` = |shift| + LAMBDA sqrt(sum J^2 q^2) + sum |J| rho: the elementary roundings as
+  independent, mean-zero, bounded random variables (Higham and Mary's model, SIAM J. Sci. Comput.
+  41(5), 2019; q the root sum of squares of their bounds), Hoeffding's inequality: each element is
+  within it with probability at least 1 - 2 exp(-LAMBDA^2 / 2) = 1 - 3.0e-8. This is the bound the
+  checks use: it discriminates (docs/compare.md).
+* `shift`: errors known with their sign (an FP16-stored constant or input, a lookup table's own error),
+  carried exactly to first order.
+
+The remainders need each tensor's error B (the `spread`): a first-order simulation of the model's
+rounding errors (SAMPLES random draws through the linearized network, plus the known errors) gives its
+root mean square per element; B = LAMBDA * SAFETY times it (the draws' own sampling error covered by
+SAFETY). A decision (relu, max pool, clip, a comparison) whose margin exceeds B is stable; one that does
+not contributes its remainder (the excess), and the count of such decisions is recorded.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import onnx
+
+from pipeline.numerics.arithmetic import Arithmetic
+from pipeline.numerics.graph import Graph, GraphRefused, Op, prepare
+from pipeline.numerics.rules import Context, Local, NoRule, Rounding, Spread, Step, rule_of
+
+LAMBDA = 6.0
+FAILURE_PROBABILITY = 2.0 * math.exp(-LAMBDA * LAMBDA / 2.0)
+SAMPLES = 8
+SAFETY = 4.0
+SEED = 20240541
+COTANGENTS = 64  # output elements per backward pass (a batch of rows of the Jacobian)
+
+
+class BoundUnavailable(Exception):
+    """No bound: BOUND-E001 no rule for an operator or attribute, E002 a data-dependent refusal (a denominator
+    whose error may reach 0), E003 a value reaching the storage format's largest value, E004 an operator the
+    storage arithmetic has no rule for, E005 a bound that is not finite."""
+
+    def __init__(self, message: str, code: str = "BOUND-E001") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class Bound:
+    """One output's bound (arrays of the output's shape) under one arithmetic."""
+
+    value: np.ndarray
+    shift: np.ndarray
+    deterministic: np.ndarray
+    probabilistic: np.ndarray
+    remainder: np.ndarray
+    sigma: np.ndarray
+
+
+@dataclass
+class Report:
+    """What one run measured besides the bounds: decisions near their margin, the largest spread."""
+
+    undecided: dict[str, int] = field(default_factory=dict)
+    decisions: int = 0
+
+
+class _Accumulator:
+    def __init__(self, batch: int) -> None:
+        self.det = np.zeros(batch)
+        self.var = np.zeros(batch)
+        self.shift = np.zeros(batch)
+        self.rem = np.zeros(batch)
+
+    @staticmethod
+    def _flat(a: np.ndarray, batch: int) -> np.ndarray:
+        return a.reshape(batch, -1)
+
+    def local(self, g: np.ndarray, source: Local) -> None:
+        batch = g.shape[0]
+        d = np.broadcast_to(source.d, g.shape[1:])
+        q = np.broadcast_to(source.q, g.shape[1:])
+        gf = self._flat(g, batch)
+        self.det += np.abs(gf) @ d.ravel()
+        self.var += np.square(gf) @ np.square(q).ravel()
+
+    def shared(self, coef: np.ndarray, d: np.ndarray, q: np.ndarray) -> None:
+        batch = coef.shape[0]
+        d = np.broadcast_to(d, coef.shape[1:])
+        q = np.broadcast_to(q, coef.shape[1:])
+        cf = self._flat(coef, batch)
+        self.det += np.abs(cf) @ d.ravel()
+        self.var += np.square(cf) @ np.square(q).ravel()
+
+    def known(self, coef: np.ndarray, delta: np.ndarray) -> None:
+        batch = coef.shape[0]
+        self.shift += self._flat(coef, batch) @ np.broadcast_to(delta, coef.shape[1:]).ravel()
+
+    def remainder(self, g: np.ndarray, rho: np.ndarray) -> None:
+        batch = g.shape[0]
+        self.rem += np.abs(self._flat(g, batch)) @ np.broadcast_to(rho, g.shape[1:]).ravel()
+
+
+def _add(grads: dict[str, np.ndarray], name: str, value: np.ndarray | None) -> None:
+    if value is None or not name:
+        return
+    grads[name] = grads[name] + value if name in grads else value
+
+
+class Sensitivity:
+    """The bounds of one or more arithmetics on one model (module docstring).
+
+    `placement(op) -> Arithmetic | None` chooses, for mixed deployments, another arithmetic for some
+    operations (a DLA item's in FP16 next to CPU items in float32): a tensor crossing into a storage
+    format is rounded to it there."""
+
+    def __init__(self, model: onnx.ModelProto | Graph, arithmetics: Sequence[Arithmetic],
+                 placement: Callable[[Op], str | None] | None = None,
+                 placed: Mapping[str, Arithmetic] | None = None) -> None:
+        try:
+            self.graph = model if isinstance(model, Graph) else prepare(model)
+            for op in self.graph.ops:
+                rule_of(op)
+        except (GraphRefused, NoRule) as error:
+            raise BoundUnavailable(str(error), getattr(error, "code", "BOUND-E001")) from None
+        self.arithmetics = list(arithmetics)
+        self.placement = placement
+        self.placed = dict(placed or {})
+        self.ctx = Context(self.graph)
+        self.producer = {name: i for i, op in enumerate(self.graph.ops) for name in op.outputs if name}
+        for arithmetic in self._all():
+            if arithmetic.storage is not None:
+                for op in self.graph.ops:
+                    if self._arith(op, arithmetic) is arithmetic and op.op_type == "LRN":
+                        raise BoundUnavailable(f"LRN under {arithmetic.name}", "BOUND-E004")
+
+    def _all(self) -> list[Arithmetic]:
+        return self.arithmetics + list(self.placed.values())
+
+    def _arith(self, op: Op, default: Arithmetic) -> Arithmetic:
+        if self.placement is None:
+            return default
+        key = self.placement(op)
+        return self.placed.get(key, default) if key else default
+
+    # --- forward ------------------------------------------------------------------------------------
+
+    def _forward(self, inputs: Mapping[str, np.ndarray]) -> tuple[dict[str, Any], list[Step]]:
+        env: dict[str, Any] = {}
+        for name, value in self.graph.constants.items():
+            value = np.asarray(value)
+            env[name] = value.astype(np.float64) if value.dtype.kind == "f" else value
+        for name, real in self.graph.reals.items():
+            env[name] = np.float64(real.value)
+        for name, value in inputs.items():
+            env[name] = np.asarray(value, np.float32).astype(np.float64)
+        steps: list[Step] = []
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for op in self.graph.ops:
+                ins = [env[name] if name else None for name in op.inputs]
+                try:
+                    step = rule_of(op).linearize(op, ins, self.ctx)
+                except NoRule as error:
+                    raise BoundUnavailable(str(error), error.code) from None
+                steps.append(step)
+                for name, value in zip(op.outputs, step.outputs):
+                    if name:
+                        env[name] = value
+        return env, steps
+
+    def _float(self, env: Mapping[str, Any], name: str) -> bool:
+        value = env.get(name)
+        return value is not None and np.asarray(value).dtype.kind == "f"
+
+    def _constant(self, name: str) -> bool:
+        return self.graph.is_constant(name)
+
+    # --- storage crossings ----------------------------------------------------------------------------
+
+    def _stored(self, op: Op, arithmetic: Arithmetic) -> Arithmetic | None:
+        a = self._arith(op, arithmetic)
+        return a if a.storage is not None else None
+
+    def _crossing(self, op: Op, k: int, arithmetic: Arithmetic) -> bool:
+        """Whether input k of op (in a storage format) comes from outside it: rounded when it crosses."""
+        name = op.inputs[k]
+        if not name or self._constant(name) or name in self.graph.inputs:
+            return False
+        producer = self.producer.get(name)
+        return producer is None or self._stored(self.graph.ops[producer], arithmetic) is None
+
+    # --- simulation of the spreads ---------------------------------------------------------------------
+
+    def _spreads(self, env: Mapping[str, Any], steps: list[Step], arithmetic: Arithmetic,
+                 roundings: dict[int, Rounding], spreads_guess: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(SEED)
+        tangents: dict[str, np.ndarray] = {}
+        for name in self.graph.inputs:
+            if name not in env:
+                continue
+            consumers = [self.graph.ops[i] for i in self.graph.consumers.get(name, [])]
+            stored = [c for c in consumers if self._stored(c, arithmetic) is not None]
+            if stored:
+                storage = self._stored(stored[0], arithmetic).storage
+                delta = storage.round(env[name]) - env[name]
+                tangents[name] = np.broadcast_to(delta, (SAMPLES,) + np.shape(env[name])).copy()
+        for index, (op, step) in enumerate(zip(self.graph.ops, steps)):
+            if not all(np.asarray(o).dtype.kind == "f" for o in step.outputs):
+                continue
+            a = self._arith(op, arithmetic)
+            rounding = roundings[index]
+            ins: list[np.ndarray | None] = []
+            for k, name in enumerate(op.inputs):
+                t = tangents.get(name) if name else None
+                if name and self._constant(name) and a.storage is not None and rule_of(op).stores_constants \
+                        and self._float(env, name):
+                    delta = a.storage.round(env[name]) - env[name]
+                    if np.any(delta):
+                        t = np.broadcast_to(delta, (SAMPLES,) + np.shape(env[name])).copy()
+                if a.storage is not None and self._crossing(op, k, arithmetic) and self._float(env, name):
+                    noise = a.storage.u * (np.abs(env[name]) + spreads_guess.get(name, 0.0)) + a.storage.tiny
+                    t = (0.0 if t is None else t) + rng.standard_normal((SAMPLES,) + np.shape(env[name])) * noise
+                if k < len(rounding.inputs) and rounding.inputs[k] is not None and self._float(env, name):
+                    noise = rng.standard_normal((SAMPLES,) + np.shape(env[name])) * rounding.inputs[k].q
+                    t = noise if t is None else t + noise
+                ins.append(t)
+            outs = step.jvp(ins) if any(t is not None for t in ins) else [None] * len(step.outputs)
+            outs = list(outs) + [None] * (len(step.outputs) - len(outs))
+            for k, (name, value) in enumerate(zip(op.outputs, step.outputs)):
+                if not name:
+                    continue
+                shape = (SAMPLES,) + np.shape(value)
+                t = outs[k]
+                t = np.zeros(shape) if t is None else np.broadcast_to(t, shape).copy()
+                if k < len(rounding.local) and rounding.local[k] is not None:
+                    t = t + rng.standard_normal(shape) * rounding.local[k].q
+                if k < len(rounding.shift) and rounding.shift[k] is not None:
+                    t = t + rounding.shift[k]
+                if k == 0:
+                    for shared in rounding.shared:
+                        if shared.forward is not None:
+                            draw = rng.standard_normal((SAMPLES,) + np.shape(shared.q)) * shared.q
+                            t = t + np.broadcast_to(shared.forward(draw), shape)
+                    for _, delta, forward in rounding.known:
+                        t = t + np.broadcast_to(forward(np.broadcast_to(delta, (SAMPLES,) + np.shape(delta))), shape)
+                if a.storage is not None and not rule_of(op).exact_in_storage:
+                    noise = a.storage.u * np.abs(value) + a.storage.tiny
+                    t = t + rng.standard_normal(shape) * noise
+                tangents[name] = t
+        spreads = {}
+        for name, t in tangents.items():
+            spreads[name] = LAMBDA * SAFETY * np.sqrt(np.mean(np.square(t), axis=0))
+        return spreads
+
+    # --- the bound ---------------------------------------------------------------------------------------
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> tuple[dict[str, dict[str, Bound]], dict[str, Report]]:
+        """{arithmetic name: {output: Bound}} and {arithmetic name: Report}."""
+        env, steps = self._forward(inputs)
+        results: dict[str, dict[str, Bound]] = {}
+        reports: dict[str, Report] = {}
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for arithmetic in self.arithmetics:
+                results[arithmetic.name], reports[arithmetic.name] = self._one(env, steps, arithmetic)
+        return results, reports
+
+    def _roundings(self, env: Mapping[str, Any], steps: list[Step], arithmetic: Arithmetic,
+                   spreads: Mapping[str, np.ndarray]) -> dict[int, Rounding]:
+        out: dict[int, Rounding] = {}
+        for index, (op, step) in enumerate(zip(self.graph.ops, steps)):
+            spread = Spread([spreads.get(name) if name else None for name in op.inputs],
+                            [spreads.get(name) for name in op.outputs])
+            try:
+                out[index] = step.rounding(self._arith(op, arithmetic), spread)
+            except NoRule as error:
+                raise BoundUnavailable(str(error), error.code) from None
+        return out
+
+    def _one(self, env: dict[str, Any], steps: list[Step], arithmetic: Arithmetic) -> tuple[dict[str, Bound], Report]:
+        # spreads: a first simulation without them, then the roundings with the spreads it gives
+        first = self._roundings(env, steps, arithmetic, {})
+        spreads = self._spreads(env, steps, arithmetic, first, {})
+        roundings = self._roundings(env, steps, arithmetic, spreads)
+        report = Report()
+        remainders: dict[int, list[np.ndarray | None]] = {}
+        for index, (op, step) in enumerate(zip(self.graph.ops, steps)):
+            spread = Spread([spreads.get(name) if name else None for name in op.inputs],
+                            [spreads.get(name) for name in op.outputs])
+            try:
+                rho = step.remainder(spread, self._arith(op, arithmetic))
+            except NoRule as error:
+                raise BoundUnavailable(str(error), error.code) from None
+            remainders[index] = rho
+            near, total = step.decisions(spread)
+            report.decisions += total
+            if near:
+                report.undecided[op.origin] = report.undecided.get(op.origin, 0) + near
+        bounds: dict[str, Bound] = {}
+        for output in self.graph.outputs:
+            value = np.asarray(env[output], np.float64)
+            n = value.size
+            acc = {key: np.zeros(n) for key in ("det", "var", "shift", "rem")}
+            for start in range(0, n, COTANGENTS):
+                stop = min(n, start + COTANGENTS)
+                part = self._backward(env, steps, arithmetic, roundings, remainders, output, start, stop)
+                for key in acc:
+                    acc[key][start:stop] = getattr(part, key)
+            shape = value.shape
+            sigma = np.sqrt(acc["var"])
+            det = acc["det"] + acc["rem"] + np.abs(acc["shift"])
+            prob = np.abs(acc["shift"]) + LAMBDA * sigma + acc["rem"]
+            if not np.all(np.isfinite(prob)):
+                raise BoundUnavailable(f"the bound of '{output}' is not finite", "BOUND-E005")
+            bounds[output] = Bound(value, acc["shift"].reshape(shape), det.reshape(shape), prob.reshape(shape),
+                                   acc["rem"].reshape(shape), sigma.reshape(shape))
+        return bounds, report
+
+    def _backward(self, env: Mapping[str, Any], steps: list[Step], arithmetic: Arithmetic,
+                  roundings: dict[int, Rounding], remainders: dict[int, list[np.ndarray | None]], output: str,
+                  start: int, stop: int) -> _Accumulator:
+        value = np.asarray(env[output], np.float64)
+        batch = stop - start
+        seed = np.zeros((batch, value.size))
+        seed[np.arange(batch), np.arange(start, stop)] = 1.0
+        grads: dict[str, np.ndarray] = {output: seed.reshape((batch,) + value.shape)}
+        acc = _Accumulator(batch)
+        for index in range(len(self.graph.ops) - 1, -1, -1):
+            op, step = self.graph.ops[index], steps[index]
+            outs = [grads.pop(name, None) if name else None for name in op.outputs]
+            if all(g is None for g in outs):
+                continue
+            a = self._arith(op, arithmetic)
+            rounding = roundings[index]
+            rule = rule_of(op)
+            for k, g in enumerate(outs):
+                if g is None:
+                    continue
+                if k < len(rounding.local) and rounding.local[k] is not None:
+                    acc.local(g, rounding.local[k])
+                if k < len(rounding.shift) and rounding.shift[k] is not None:
+                    acc.known(g, rounding.shift[k])
+                rho = remainders[index][k] if k < len(remainders[index]) else None
+                if rho is not None:
+                    acc.remainder(g, rho)
+                if a.storage is not None and not rule.exact_in_storage:
+                    stored = a.storage.u * np.abs(step.outputs[k]) + a.storage.tiny
+                    acc.local(g, Local(stored, stored))
+            for shared in rounding.shared:
+                acc.shared(shared.coefficient(outs), shared.d, shared.q)
+            for coefficient, delta, _ in rounding.known:
+                acc.known(coefficient(outs), delta)
+            need = []
+            for k, name in enumerate(op.inputs):
+                floating = bool(name) and self._float(env, name)
+                constant = bool(name) and self._constant(name)
+                wanted = floating and (not constant or (a.storage is not None and rule.stores_constants))
+                wanted = wanted or (k < len(rounding.inputs) and rounding.inputs[k] is not None)
+                need.append(wanted)
+            if not any(need):
+                continue
+            g_ins = step.vjp(outs, need)
+            for k, name in enumerate(op.inputs):
+                g = g_ins[k] if k < len(g_ins) else None
+                if g is None or not name:
+                    continue
+                if k < len(rounding.inputs) and rounding.inputs[k] is not None:
+                    acc.local(g, rounding.inputs[k])
+                if self._constant(name):
+                    if a.storage is not None and rule.stores_constants and self._float(env, name):
+                        acc.known(g, a.storage.round(env[name]) - env[name])
+                    continue
+                if a.storage is not None and self._crossing(op, k, arithmetic):
+                    stored = a.storage.u * np.abs(env[name]) + a.storage.tiny
+                    acc.local(g, Local(stored, stored))
+                if name in self.graph.inputs:
+                    consumer_storage = a.storage
+                    if consumer_storage is not None:
+                        acc.known(g, consumer_storage.round(env[name]) - env[name])
+                    continue
+                _add(grads, name, g)
+        return acc
+
