@@ -27,6 +27,7 @@ import onnx
 from pipeline.numerics import doubled as D
 from pipeline.numerics.doubled import Ball
 from pipeline.numerics.graph import Graph, GraphRefused, prepare
+from pipeline.numerics.products import single_thread
 from pipeline.numerics.rules import Context, NoRule, rule_of
 
 DESCRIPTION = ("double-word ball arithmetic (about 2^-100 relative, every rounding bounded): Ozaki's error-free "
@@ -78,7 +79,7 @@ class Enclosure:
         for name, value in inputs.items():
             env[name] = D.exact(np.asarray(value, np.float32).astype(np.float64))
         wanted = set(self.graph.outputs) | (keep or set())
-        with np.errstate(over="ignore", invalid="ignore"):
+        with single_thread(), np.errstate(over="ignore", invalid="ignore"):
             for index, op in enumerate(self.graph.ops):
                 ins = [env[name] if name else None for name in op.inputs]
                 try:

@@ -42,6 +42,7 @@ import onnx
 
 from pipeline.numerics.arithmetic import Arithmetic
 from pipeline.numerics.graph import Graph, GraphRefused, Op, prepare
+from pipeline.numerics.products import single_thread
 from pipeline.numerics.rules import Context, Local, NoRule, Rounding, Spread, Step, rule_of
 
 LAMBDA = 6.0
@@ -272,14 +273,19 @@ class Sensitivity:
     # --- the bound ---------------------------------------------------------------------------------------
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> tuple[dict[str, dict[str, Bound]], dict[str, Report]]:
-        """{arithmetic name: {output: Bound}} and {arithmetic name: Report}."""
-        env, steps = self._forward(inputs)
-        results: dict[str, dict[str, Bound]] = {}
-        reports: dict[str, Report] = {}
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            for arithmetic in self.arithmetics:
-                results[arithmetic.name], reports[arithmetic.name] = self._one(env, steps, arithmetic)
-        return results, reports
+        """{arithmetic name: {output: Bound}} and {arithmetic name: Report}. The spreads are simulated once, with
+        the last arithmetic (the one whose roundings include the others': onnxruntime's after the reference's);
+        one backward pass serves every arithmetic."""
+        with single_thread(), np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            env, steps = self._forward(inputs)
+            dominant = self.arithmetics[-1]
+            first = self._roundings(env, steps, dominant, {})
+            spreads = self._spreads(env, steps, dominant, first, {})
+            roundings = {a.name: self._roundings(env, steps, a, spreads) for a in self.arithmetics}
+            remainders, reports = {}, {}
+            for a in self.arithmetics:
+                remainders[a.name], reports[a.name] = self._remainders(steps, a, spreads)
+            return self._bounds(env, steps, roundings, remainders), reports
 
     def _roundings(self, env: Mapping[str, Any], steps: list[Step], arithmetic: Arithmetic,
                    spreads: Mapping[str, np.ndarray]) -> dict[int, Rounding]:
@@ -293,85 +299,101 @@ class Sensitivity:
                 raise BoundUnavailable(str(error), error.code) from None
         return out
 
-    def _one(self, env: dict[str, Any], steps: list[Step], arithmetic: Arithmetic) -> tuple[dict[str, Bound], Report]:
-        # spreads: a first simulation without them, then the roundings with the spreads it gives
-        first = self._roundings(env, steps, arithmetic, {})
-        spreads = self._spreads(env, steps, arithmetic, first, {})
-        roundings = self._roundings(env, steps, arithmetic, spreads)
+    def _remainders(self, steps: list[Step], arithmetic: Arithmetic,
+                    spreads: Mapping[str, np.ndarray]) -> tuple[dict[int, list[np.ndarray | None]], Report]:
         report = Report()
         remainders: dict[int, list[np.ndarray | None]] = {}
         for index, (op, step) in enumerate(zip(self.graph.ops, steps)):
             spread = Spread([spreads.get(name) if name else None for name in op.inputs],
                             [spreads.get(name) for name in op.outputs])
             try:
-                rho = step.remainder(spread, self._arith(op, arithmetic))
+                remainders[index] = step.remainder(spread, self._arith(op, arithmetic))
             except NoRule as error:
                 raise BoundUnavailable(str(error), error.code) from None
-            remainders[index] = rho
             near, total = step.decisions(spread)
             report.decisions += total
             if near:
                 report.undecided[op.origin] = report.undecided.get(op.origin, 0) + near
-        bounds: dict[str, Bound] = {}
+            if self._arith(op, arithmetic).storage is not None:
+                storage = self._arith(op, arithmetic).storage
+                for name, value in zip(op.outputs, step.outputs):
+                    if name and np.asarray(value).dtype.kind == "f" and value.size and \
+                            float(np.max(np.abs(value) + spreads.get(name, 0.0))) >= storage.max:
+                        raise BoundUnavailable(f"'{name}' (node '{op.origin}', {op.op_type}) reaches "
+                                               f"{float(np.max(np.abs(value))):.6g} (+ its spread) >= {storage.name}'s "
+                                               f"largest {storage.max:g}", "BOUND-E003")
+        return remainders, report
+
+    def _bounds(self, env: dict[str, Any], steps: list[Step], roundings: Mapping[str, dict[int, Rounding]],
+                remainders: Mapping[str, dict[int, list[np.ndarray | None]]]) -> dict[str, dict[str, Bound]]:
+        out: dict[str, dict[str, Bound]] = {a.name: {} for a in self.arithmetics}
         for output in self.graph.outputs:
             value = np.asarray(env[output], np.float64)
             n = value.size
-            acc = {key: np.zeros(n) for key in ("det", "var", "shift", "rem")}
+            acc = {a.name: {key: np.zeros(n) for key in ("det", "var", "shift", "rem")} for a in self.arithmetics}
             for start in range(0, n, COTANGENTS):
                 stop = min(n, start + COTANGENTS)
-                part = self._backward(env, steps, arithmetic, roundings, remainders, output, start, stop)
-                for key in acc:
-                    acc[key][start:stop] = getattr(part, key)
-            shape = value.shape
-            sigma = np.sqrt(acc["var"])
-            det = acc["det"] + acc["rem"] + np.abs(acc["shift"])
-            prob = np.abs(acc["shift"]) + LAMBDA * sigma + acc["rem"]
-            if not np.all(np.isfinite(prob)):
-                raise BoundUnavailable(f"the bound of '{output}' is not finite", "BOUND-E005")
-            bounds[output] = Bound(value, acc["shift"].reshape(shape), det.reshape(shape), prob.reshape(shape),
-                                   acc["rem"].reshape(shape), sigma.reshape(shape))
-        return bounds, report
+                parts = self._backward(env, steps, roundings, remainders, output, start, stop)
+                for name, part in parts.items():
+                    for key in acc[name]:
+                        acc[name][key][start:stop] = getattr(part, key)
+            for a in self.arithmetics:
+                sums = acc[a.name]
+                shape = value.shape
+                sigma = np.sqrt(sums["var"])
+                det = sums["det"] + sums["rem"] + np.abs(sums["shift"])
+                prob = np.abs(sums["shift"]) + LAMBDA * sigma + sums["rem"]
+                if not np.all(np.isfinite(prob)):
+                    raise BoundUnavailable(f"the bound of '{output}' under {a.name} is not finite", "BOUND-E005")
+                out[a.name][output] = Bound(value, sums["shift"].reshape(shape), det.reshape(shape),
+                                            prob.reshape(shape), sums["rem"].reshape(shape), sigma.reshape(shape))
+        return out
 
-    def _backward(self, env: Mapping[str, Any], steps: list[Step], arithmetic: Arithmetic,
-                  roundings: dict[int, Rounding], remainders: dict[int, list[np.ndarray | None]], output: str,
-                  start: int, stop: int) -> _Accumulator:
+    def _backward(self, env: Mapping[str, Any], steps: list[Step], roundings: Mapping[str, dict[int, Rounding]],
+                  remainders: Mapping[str, dict[int, list[np.ndarray | None]]], output: str, start: int,
+                  stop: int) -> dict[str, _Accumulator]:
+        """One backward pass (rows start..stop of the output's Jacobian) accumulating every arithmetic's sums."""
         value = np.asarray(env[output], np.float64)
         batch = stop - start
         seed = np.zeros((batch, value.size))
         seed[np.arange(batch), np.arange(start, stop)] = 1.0
         grads: dict[str, np.ndarray] = {output: seed.reshape((batch,) + value.shape)}
-        acc = _Accumulator(batch)
+        accs = {a.name: _Accumulator(batch) for a in self.arithmetics}
         for index in range(len(self.graph.ops) - 1, -1, -1):
             op, step = self.graph.ops[index], steps[index]
             outs = [grads.pop(name, None) if name else None for name in op.outputs]
             if all(g is None for g in outs):
                 continue
-            a = self._arith(op, arithmetic)
-            rounding = roundings[index]
             rule = rule_of(op)
-            for k, g in enumerate(outs):
-                if g is None:
-                    continue
-                if k < len(rounding.local) and rounding.local[k] is not None:
-                    acc.local(g, rounding.local[k])
-                if k < len(rounding.shift) and rounding.shift[k] is not None:
-                    acc.known(g, rounding.shift[k])
-                rho = remainders[index][k] if k < len(remainders[index]) else None
-                if rho is not None:
-                    acc.remainder(g, rho)
-                if a.storage is not None and not rule.exact_in_storage:
-                    stored = a.storage.u * np.abs(step.outputs[k]) + a.storage.tiny
-                    acc.local(g, Local(stored, stored))
-            for shared in rounding.shared:
-                acc.shared(shared.coefficient(outs), shared.d, shared.q)
-            for coefficient, delta, _ in rounding.known:
-                acc.known(coefficient(outs), delta)
+            placed = {a.name: self._arith(op, a) for a in self.arithmetics}
+            for arithmetic in self.arithmetics:
+                a, acc, rounding = placed[arithmetic.name], accs[arithmetic.name], roundings[arithmetic.name][index]
+                for k, g in enumerate(outs):
+                    if g is None:
+                        continue
+                    if k < len(rounding.local) and rounding.local[k] is not None:
+                        acc.local(g, rounding.local[k])
+                    if k < len(rounding.shift) and rounding.shift[k] is not None:
+                        acc.known(g, rounding.shift[k])
+                    rho = remainders[arithmetic.name][index]
+                    rho = rho[k] if k < len(rho) else None
+                    if rho is not None:
+                        acc.remainder(g, rho)
+                    if a.storage is not None and not rule.exact_in_storage:
+                        stored = a.storage.u * np.abs(step.outputs[k]) + a.storage.tiny
+                        acc.local(g, Local(stored, stored))
+                for shared in rounding.shared:
+                    acc.shared(shared.coefficient(outs), shared.d, shared.q)
+                for coefficient, delta, _ in rounding.known:
+                    acc.known(coefficient(outs), delta)
             need = []
             for k, name in enumerate(op.inputs):
                 floating = bool(name) and self._float(env, name)
                 constant = bool(name) and self._constant(name)
-                wanted = floating and (not constant or (a.storage is not None and rule.stores_constants))
-                wanted = wanted or (k < len(rounding.inputs) and rounding.inputs[k] is not None)
+                stored = any(p.storage is not None for p in placed.values()) and rule.stores_constants
+                wanted = floating and (not constant or stored)
+                wanted = wanted or any(k < len(roundings[a.name][index].inputs)
+                                       and roundings[a.name][index].inputs[k] is not None for a in self.arithmetics)
                 need.append(wanted)
             if not any(need):
                 continue
@@ -380,20 +402,20 @@ class Sensitivity:
                 g = g_ins[k] if k < len(g_ins) else None
                 if g is None or not name:
                     continue
-                if k < len(rounding.inputs) and rounding.inputs[k] is not None:
-                    acc.local(g, rounding.inputs[k])
-                if self._constant(name):
-                    if a.storage is not None and rule.stores_constants and self._float(env, name):
+                for arithmetic in self.arithmetics:
+                    a, acc, rounding = placed[arithmetic.name], accs[arithmetic.name], roundings[arithmetic.name][index]
+                    if k < len(rounding.inputs) and rounding.inputs[k] is not None:
+                        acc.local(g, rounding.inputs[k])
+                    if self._constant(name):
+                        if a.storage is not None and rule.stores_constants and self._float(env, name):
+                            acc.known(g, a.storage.round(env[name]) - env[name])
+                        continue
+                    if a.storage is not None and self._crossing(op, k, arithmetic):
+                        stored = a.storage.u * np.abs(env[name]) + a.storage.tiny
+                        acc.local(g, Local(stored, stored))
+                    if name in self.graph.inputs and a.storage is not None:
                         acc.known(g, a.storage.round(env[name]) - env[name])
-                    continue
-                if a.storage is not None and self._crossing(op, k, arithmetic):
-                    stored = a.storage.u * np.abs(env[name]) + a.storage.tiny
-                    acc.local(g, Local(stored, stored))
-                if name in self.graph.inputs:
-                    consumer_storage = a.storage
-                    if consumer_storage is not None:
-                        acc.known(g, consumer_storage.round(env[name]) - env[name])
+                if self._constant(name) or name in self.graph.inputs:
                     continue
                 _add(grads, name, g)
-        return acc
-
+        return accs

@@ -22,13 +22,12 @@ shared by every position, carried by the weight's cotangent (`Shared`).
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from pipeline.numerics import products
-from pipeline.numerics.arithmetic import NESTINGS, SEQUENTIAL, Arithmetic
+from pipeline.numerics.arithmetic import SEQUENTIAL, Arithmetic
 from pipeline.numerics.doubled import Ball, add, exact, scale
 from pipeline.numerics.graph import Op
 from pipeline.numerics.rules import (Array, Context, Local, NoRule, Rounding, Rule, Shared, Spread, Step, register,
@@ -93,77 +92,117 @@ class Geometry:
         del half
         return grad[(slice(None), slice(None), slice(None), *crop)]
 
-    def nestings(self) -> list[np.ndarray]:
-        """The permutations of the reduction index (c * taps + t) of each nesting, without duplicates."""
-        return _nestings(self.cg, self.taps)
-
-
-@lru_cache(maxsize=64)
-def _nesting_tuple(cg: int, taps: int) -> tuple[tuple[int, ...], ...]:
-    found: list[tuple[int, ...]] = []
-    for nesting in NESTINGS:
-        if nesting == "c,t":
-            perm = [c * taps + t for c in range(cg) for t in range(taps)]
-        elif nesting == "t,c":
-            perm = [c * taps + t for t in range(taps) for c in range(cg)]
-        else:
-            block = int(nesting.split(",")[0][1:])
-            perm = [c * taps + t for b in range(0, cg, block) for t in range(taps) for c in range(b, min(cg, b + block))]
-        if tuple(perm) not in found:
-            found.append(tuple(perm))
-    return tuple(found)
-
-
-def _nestings(cg: int, taps: int) -> list[np.ndarray]:
-    return [np.array(p, np.int64) for p in _nesting_tuple(cg, taps)]
-
 
 # --- order statistics of dot products ---------------------------------------------------------------------
 
 
-def order_stats(w: np.ndarray, cols: np.ndarray, bias: np.ndarray | None, perms: list[np.ndarray],
-                sequential: bool) -> dict[str, np.ndarray]:
-    """Per output [N, G, Og, P] of y = w @ cols (+ bias): S1 = sum |t|, S2 = sum t^2 of the products, R (the
-    largest range of the prefix sums over `perms`, bias first or last), and for the sequential order
-    (perms[0], bias last) A1 = sum |s_k|, A2 = sum s_k^2 over the partial sums it rounds.
+def _range(high: np.ndarray, low: np.ndarray, total: np.ndarray, b: np.ndarray | float) -> np.ndarray:
+    """The range of the partial sums {0, s_1 .. s_n} with the bias added last ({.., s_n + b}) or first
+    ({0, b, b + s_1, ..}): the larger of the two."""
+    high, low = np.maximum(high, 0.0), np.minimum(low, 0.0)
+    last = np.maximum(high, total + b) - np.minimum(low, total + b)
+    first = np.maximum(0.0, np.maximum(b, b + high)) - np.minimum(0.0, np.minimum(b, b + low))
+    return np.maximum(last, first)
+
+
+def _cumsum(a: np.ndarray, axis: int) -> np.ndarray:
+    """np.cumsum along `axis`, the same additions in the same order, one vectorized addition per index (numpy's
+    accumulate along a middle axis ran seven times slower on these shapes)."""
+    out = np.empty_like(a)
+    index: list[Any] = [slice(None)] * a.ndim
+    running = None
+    for i in range(a.shape[axis]):
+        index[axis] = i
+        where = tuple(index)
+        running = a[where] if running is None else running + a[where]
+        out[where] = running
+    return out
+
+
+def _extent(values: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    return values.max(axis=axes), values.min(axis=axes)
+
+
+def order_stats(w: np.ndarray, cols: np.ndarray, bias: np.ndarray | None, channels: int, taps: int,
+                nested: bool = True) -> dict[str, np.ndarray]:
+    """Per output [N, G, Og, P] of y = w @ cols (+ bias), its K = channels * taps terms t in input-channel-major
+    order: S1 = sum |t|, S2 = sum t^2; A1 = sum |s_k|, A2 = sum s_k^2 over the partial sums the sequential order
+    (channel, then tap, bias last) rounds; R = the largest range of the prefix sums of any nesting of
+    pipeline.numerics.arithmetic.NESTINGS, bias first or last (`nested`). Prefix sums of the nestings from two
+    cumulative sums (over taps within a channel, over channels within a tap) and their totals, never a copy
+    of the terms in another order. Computed in float32 (half the memory traffic), each figure then enlarged by
+    what that can have cost it: every computed partial sum is within (K + 3) u32 S1 of the exact one.
     w [G, Og, K], cols [N, G, K, P], bias [G, Og] or [G, Og, P]."""
     n, g_count, k, p = cols.shape
     og = w.shape[1]
     shape = (n, g_count, og, p)
     stats = {key: np.zeros(shape) for key in ("S1", "S2", "R", "A1", "A2")}
-    rows = [(g, o) for g in range(g_count) for o in range(og)]
+    rows = g_count * og
     step = max(1, CHUNK // max(1, n * k * p))
-    w_rows = w.reshape(g_count * og, k)
-    b_rows = None if bias is None else bias.reshape(g_count * og, -1)
+    w_rows = w.reshape(rows, k)
+    b_rows = None if bias is None else bias.reshape(rows, -1)
     groups = np.repeat(np.arange(g_count), og)
-    for start in range(0, len(rows), step):
-        stop = min(len(rows), start + step)
-        ww = w_rows[start:stop]                                   # [c, K]
-        cc = cols[:, groups[start:stop]]                          # [N, c, K, P]
-        terms = ww[None, :, :, None] * cc                         # [N, c, K, P]
-        b = 0.0 if b_rows is None else b_rows[start:stop][None]
-        g_idx, o_idx = groups[start:stop], np.arange(start, stop) % og
-        stats["S1"][:, g_idx, o_idx] = np.abs(terms).sum(axis=2)
-        stats["S2"][:, g_idx, o_idx] = np.square(terms).sum(axis=2)
-        best = np.zeros((n, stop - start, p))
-        for number, perm in enumerate(perms):
-            prefix = np.cumsum(terms[:, :, perm] if number or not np.array_equal(perm, np.arange(k)) else terms, axis=2)
-            high = np.maximum(prefix.max(axis=2), 0.0)
-            low = np.minimum(prefix.min(axis=2), 0.0)
-            total = prefix[:, :, -1]
-            last = np.maximum(high, total + b) - np.minimum(low, total + b)
-            first = np.maximum(0.0, np.maximum(b, b + high)) - np.minimum(0.0, np.minimum(b, b + low))
-            best = np.maximum(best, np.maximum(last, first))
-            if sequential and number == 0:
-                rounded = prefix[:, :, 1:]
-                a1 = np.abs(rounded).sum(axis=2)
-                a2 = np.square(rounded).sum(axis=2)
-                if b_rows is not None:
-                    a1 = a1 + np.abs(total + b)
-                    a2 = a2 + np.square(total + b)
-                stats["A1"][:, g_idx, o_idx] = a1
-                stats["A2"][:, g_idx, o_idx] = a2
-        stats["R"][:, g_idx, o_idx] = best
+    w32 = w_rows.astype(np.float32)
+    cols32 = cols.astype(np.float32)
+    for start in range(0, rows, step):
+        stop = min(rows, start + step)
+        c = stop - start
+        terms = w32[start:stop][None, :, :, None] * cols32[:, groups[start:stop]]       # [N, c, K, P]
+        b = 0.0 if b_rows is None else b_rows[start:stop][None].astype(np.float32)     # [1, c, 1 | P]
+        where = (slice(None), groups[start:stop], np.arange(start, stop) % og)
+        stats["S1"][where] = np.abs(terms).sum(axis=2)
+        stats["S2"][where] = np.einsum("nckp,nckp->ncp", terms, terms)
+        t5 = terms.reshape(n, c, channels, taps, p)
+        within = _cumsum(t5, axis=3)                                                  # taps within a channel
+        channel_totals = within[:, :, :, -1]
+        before = _cumsum(channel_totals, axis=2) - channel_totals
+        ct = within + before[:, :, :, None]                                             # (c, t) prefixes
+        high, low = _extent(ct, (2, 3))
+        total = ct[:, :, -1, -1]
+        best = _range(high, low, total, b)
+        first = np.abs(ct[:, :, 0, 0])
+        a1 = np.abs(ct).sum(axis=(2, 3)) - first
+        a2 = np.einsum("ncxtp,ncxtp->ncp", ct, ct) - first * first
+        if b_rows is not None:
+            a1 = a1 + np.abs(total + b)
+            a2 = a2 + np.square(total + b)
+        stats["A1"][where], stats["A2"][where] = a1, a2
+        if nested and taps > 1 and channels > 1:
+            across = _cumsum(t5, axis=2)                                              # channels within a tap
+            tap_totals = across[:, :, -1]
+            before_t = _cumsum(tap_totals, axis=2) - tap_totals
+            # (t, c) prefixes: the offsets do not depend on the channel, so extremes over channels come first
+            high = (across.max(axis=2) + before_t).max(axis=2)
+            low = (across.min(axis=2) + before_t).min(axis=2)
+            best = np.maximum(best, _range(high, low, total, b))
+            for block in (8, 16):
+                if channels <= block:
+                    continue
+                blocks = -(-channels // block)
+                if blocks * block != channels:
+                    padded = np.zeros((n, c, blocks * block, taps, p))
+                    padded[:, :, :channels] = t5
+                else:
+                    padded = t5
+                inner = _cumsum(padded.reshape(n, c, blocks, block, taps, p), axis=3)  # channels of a block
+                block_taps = inner[:, :, :, -1]                                          # [N, c, blocks, taps, P]
+                before_bt = _cumsum(block_taps, axis=3) - block_taps
+                block_totals = block_taps.sum(axis=3)
+                before_b = _cumsum(block_totals, axis=2) - block_totals
+                offset = before_bt + before_b[:, :, :, None]
+                high = (inner.max(axis=3) + offset).max(axis=(2, 3))
+                low = (inner.min(axis=3) + offset).min(axis=(2, 3))
+                best = np.maximum(best, _range(high, low, total, b))
+        stats["R"][where] = best
+    # what float32 can have cost: the terms (two roundings each) and every partial sum ((K + 3) u32 S1)
+    u32 = 2.0 ** -24
+    slack = (k + 3) * u32 * stats["S1"] * (1.0 + 2.0 ** -20)
+    grow = 1.0 + 4.0 * (k + 3) * u32
+    stats["S1"] = stats["S1"] * grow
+    stats["S2"] = stats["S2"] * grow
+    stats["R"] = stats["R"] + 2.0 * slack
+    stats["A1"] = stats["A1"] + k * slack
+    stats["A2"] = np.square(np.sqrt(stats["A2"]) + np.sqrt(k + 1.0) * slack)
     return stats
 
 
@@ -284,7 +323,7 @@ class ConvStep(Step):
     def stats(self) -> dict[str, np.ndarray]:
         if self._stats is None:
             bias = None if self.bias is None else self.bias.reshape(self.geo.group, self.geo.og)
-            self._stats = order_stats(self.wg, self.cols, bias, self.geo.nestings(), True)
+            self._stats = order_stats(self.wg, self.cols, bias, self.geo.cg, self.geo.taps)
         return self._stats
 
     def rounding(self, arithmetic: Arithmetic, spread: Spread) -> Rounding:
@@ -395,7 +434,7 @@ class MatMulStep(Step):
             if self.bias is not None:
                 full = np.broadcast_to(self.beta * self.bias / self.alpha, self.outputs[0].shape)
                 bias = full.reshape(w.shape[0], w.shape[1], -1)
-            stats = order_stats(w, cols, bias, [np.arange(w.shape[-1])], True)
+            stats = order_stats(w, cols, bias, w.shape[-1], 1)
             self._stats[key] = {name: value.reshape(self.outputs[0].shape) for name, value in stats.items()}
         return self._stats[key]
 
