@@ -47,10 +47,12 @@ from pipeline.numerics.rules import Context, Local, NoRule, Rounding, Spread, St
 
 LAMBDA = 6.0
 FAILURE_PROBABILITY = 2.0 * math.exp(-LAMBDA * LAMBDA / 2.0)
-SAMPLES = 8
-SAFETY = 4.0
+SAMPLES = 16
+SAFETY = 2.0
 SEED = 20240541
 COTANGENTS = 64  # output elements per backward pass (a batch of rows of the Jacobian)
+EXACT_SPREAD = 256  # tensors up to this size read by a softmax get their own bound as spread
+REFINED = frozenset({"Softmax", "LogSoftmax"})
 
 
 class BoundUnavailable(Exception):
@@ -117,6 +119,11 @@ class _Accumulator:
     def remainder(self, g: np.ndarray, rho: np.ndarray) -> None:
         batch = g.shape[0]
         self.rem += np.abs(self._flat(g, batch)) @ np.broadcast_to(rho, g.shape[1:]).ravel()
+
+
+def _normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """Standard normal draws (float32: half the cost; they only estimate the spreads)."""
+    return rng.standard_normal(shape, dtype=np.float32)
 
 
 def _add(grads: dict[str, np.ndarray], name: str, value: np.ndarray | None) -> None:
@@ -237,9 +244,9 @@ class Sensitivity:
                         t = np.broadcast_to(delta, (SAMPLES,) + np.shape(env[name])).copy()
                 if a.storage is not None and self._crossing(op, k, arithmetic) and self._float(env, name):
                     noise = a.storage.u * (np.abs(env[name]) + spreads_guess.get(name, 0.0)) + a.storage.tiny
-                    t = (0.0 if t is None else t) + rng.standard_normal((SAMPLES,) + np.shape(env[name])) * noise
+                    t = (0.0 if t is None else t) + _normal(rng, (SAMPLES,) + np.shape(env[name])) * noise
                 if k < len(rounding.inputs) and rounding.inputs[k] is not None and self._float(env, name):
-                    noise = rng.standard_normal((SAMPLES,) + np.shape(env[name])) * rounding.inputs[k].q
+                    noise = _normal(rng, (SAMPLES,) + np.shape(env[name])) * rounding.inputs[k].q
                     t = noise if t is None else t + noise
                 ins.append(t)
             outs = step.jvp(ins) if any(t is not None for t in ins) else [None] * len(step.outputs)
@@ -250,20 +257,22 @@ class Sensitivity:
                 shape = (SAMPLES,) + np.shape(value)
                 t = outs[k]
                 t = np.zeros(shape) if t is None else np.broadcast_to(t, shape).copy()
+                variance = 0.0  # the element's own roundings, drawn at once (a sum of independent normals)
                 if k < len(rounding.local) and rounding.local[k] is not None:
-                    t = t + rng.standard_normal(shape) * rounding.local[k].q
+                    variance = variance + np.square(rounding.local[k].q)
+                if a.storage is not None and not rule_of(op).exact_in_storage:
+                    variance = variance + np.square(a.storage.u * np.abs(value) + a.storage.tiny)
+                if np.any(variance):
+                    t += _normal(rng, shape) * np.sqrt(variance)
                 if k < len(rounding.shift) and rounding.shift[k] is not None:
                     t = t + rounding.shift[k]
                 if k == 0:
                     for shared in rounding.shared:
                         if shared.forward is not None:
-                            draw = rng.standard_normal((SAMPLES,) + np.shape(shared.q)) * shared.q
+                            draw = _normal(rng, (SAMPLES,) + np.shape(shared.q)) * shared.q
                             t = t + np.broadcast_to(shared.forward(draw), shape)
                     for _, delta, forward in rounding.known:
                         t = t + np.broadcast_to(forward(np.broadcast_to(delta, (SAMPLES,) + np.shape(delta))), shape)
-                if a.storage is not None and not rule_of(op).exact_in_storage:
-                    noise = a.storage.u * np.abs(value) + a.storage.tiny
-                    t = t + rng.standard_normal(shape) * noise
                 tangents[name] = t
         spreads = {}
         for name, t in tangents.items():
@@ -281,11 +290,37 @@ class Sensitivity:
             dominant = self.arithmetics[-1]
             first = self._roundings(env, steps, dominant, {})
             spreads = self._spreads(env, steps, dominant, first, {})
+            spreads = self._refine(env, steps, dominant, spreads)
             roundings = {a.name: self._roundings(env, steps, a, spreads) for a in self.arithmetics}
             remainders, reports = {}, {}
             for a in self.arithmetics:
                 remainders[a.name], reports[a.name] = self._remainders(steps, a, spreads)
             return self._bounds(env, steps, roundings, remainders), reports
+
+    def _refine(self, env: Mapping[str, Any], steps: list[Step], arithmetic: Arithmetic,
+                spreads: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The spread of every small tensor (at most EXACT_SPREAD elements) read by a softmax: its own bound,
+        computed like an output's (backward passes from it), instead of the simulation's estimate times SAFETY:
+        a softmax's remainder is second order in its logits' spread, and the logits' errors are the network's."""
+        small = []
+        for index, op in enumerate(self.graph.ops):
+            if op.op_type not in REFINED:
+                continue
+            for name in op.inputs:
+                if (name and name not in small and not self._constant(name) and name not in self.graph.inputs
+                        and self._float(env, name) and 0 < np.size(env[name]) <= EXACT_SPREAD):
+                    small.append(name)
+        if not small:
+            return spreads
+        roundings = {arithmetic.name: self._roundings(env, steps, arithmetic, spreads)}
+        remainders = {arithmetic.name: self._remainders(steps, arithmetic, spreads)[0]}
+        refined = dict(spreads)
+        for name in small:
+            value = np.asarray(env[name], np.float64)
+            acc = self._backward(env, steps, roundings, remainders, name, 0, value.size, [arithmetic])[arithmetic.name]
+            exact_bound = np.abs(acc.shift) + LAMBDA * np.sqrt(acc.var) + acc.rem
+            refined[name] = exact_bound.reshape(value.shape)
+        return refined
 
     def _roundings(self, env: Mapping[str, Any], steps: list[Step], arithmetic: Arithmetic,
                    spreads: Mapping[str, np.ndarray]) -> dict[int, Rounding]:
@@ -351,22 +386,24 @@ class Sensitivity:
 
     def _backward(self, env: Mapping[str, Any], steps: list[Step], roundings: Mapping[str, dict[int, Rounding]],
                   remainders: Mapping[str, dict[int, list[np.ndarray | None]]], output: str, start: int,
-                  stop: int) -> dict[str, _Accumulator]:
-        """One backward pass (rows start..stop of the output's Jacobian) accumulating every arithmetic's sums."""
+                  stop: int, arithmetics: list[Arithmetic] | None = None) -> dict[str, _Accumulator]:
+        """One backward pass (rows start..stop of the Jacobian of tensor `output`) accumulating every arithmetic's
+        sums."""
+        arithmetics = arithmetics or self.arithmetics
         value = np.asarray(env[output], np.float64)
         batch = stop - start
         seed = np.zeros((batch, value.size))
         seed[np.arange(batch), np.arange(start, stop)] = 1.0
         grads: dict[str, np.ndarray] = {output: seed.reshape((batch,) + value.shape)}
-        accs = {a.name: _Accumulator(batch) for a in self.arithmetics}
+        accs = {a.name: _Accumulator(batch) for a in arithmetics}
         for index in range(len(self.graph.ops) - 1, -1, -1):
             op, step = self.graph.ops[index], steps[index]
             outs = [grads.pop(name, None) if name else None for name in op.outputs]
             if all(g is None for g in outs):
                 continue
             rule = rule_of(op)
-            placed = {a.name: self._arith(op, a) for a in self.arithmetics}
-            for arithmetic in self.arithmetics:
+            placed = {a.name: self._arith(op, a) for a in arithmetics}
+            for arithmetic in arithmetics:
                 a, acc, rounding = placed[arithmetic.name], accs[arithmetic.name], roundings[arithmetic.name][index]
                 for k, g in enumerate(outs):
                     if g is None:
@@ -393,7 +430,7 @@ class Sensitivity:
                 stored = any(p.storage is not None for p in placed.values()) and rule.stores_constants
                 wanted = floating and (not constant or stored)
                 wanted = wanted or any(k < len(roundings[a.name][index].inputs)
-                                       and roundings[a.name][index].inputs[k] is not None for a in self.arithmetics)
+                                       and roundings[a.name][index].inputs[k] is not None for a in arithmetics)
                 need.append(wanted)
             if not any(need):
                 continue
@@ -402,7 +439,7 @@ class Sensitivity:
                 g = g_ins[k] if k < len(g_ins) else None
                 if g is None or not name:
                     continue
-                for arithmetic in self.arithmetics:
+                for arithmetic in arithmetics:
                     a, acc, rounding = placed[arithmetic.name], accs[arithmetic.name], roundings[arithmetic.name][index]
                     if k < len(rounding.inputs) and rounding.inputs[k] is not None:
                         acc.local(g, rounding.inputs[k])

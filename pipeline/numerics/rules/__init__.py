@@ -201,6 +201,15 @@ def unbroadcast(grad: Array, shape: tuple[int, ...]) -> Array:
     return grad.reshape((grad.shape[0],) + tuple(shape))
 
 
+def lift(t: Array | None, ndim: int) -> Array | None:
+    """A tangent [R, *s] of an operand broadcast to an output of rank `ndim`: its shape aligned on the right
+    ([R, 1, .., *s]), so that NumPy's broadcasting does not align the sample axis with the output's."""
+    if t is None:
+        return None
+    missing = ndim - (t.ndim - 1)
+    return t.reshape((t.shape[0],) + (1,) * missing + t.shape[1:]) if missing > 0 else t
+
+
 def one_rounding(arithmetic: Arithmetic, magnitude: Array) -> Local:
     """One rounding of a result of magnitude at most `magnitude`."""
     d = arithmetic.u * magnitude + arithmetic.tiny

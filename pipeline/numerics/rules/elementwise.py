@@ -19,7 +19,7 @@ from pipeline.numerics import doubled as D
 from pipeline.numerics.arithmetic import Arithmetic
 from pipeline.numerics.doubled import Ball
 from pipeline.numerics.graph import Op
-from pipeline.numerics.rules import (Array, Context, Local, NoRule, Rounding, Rule, Spread, Step, one_rounding,
+from pipeline.numerics.rules import (Array, Context, Local, NoRule, Rounding, Rule, Spread, Step, lift, one_rounding,
                                      plus, register, unbroadcast)
 
 _INTEGER = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply,
@@ -142,7 +142,8 @@ class _AddSub(_Binary):
         return self.ins[0] + self.sign * self.ins[1]
 
     def jvp(self, tangents: list[Array | None]) -> list[Array | None]:
-        a, b = tangents[0], tangents[1]
+        ndim = self.outputs[0].ndim
+        a, b = lift(tangents[0], ndim), lift(tangents[1], ndim)
         if a is None and b is None:
             return [None]
         out = 0.0 if a is None else a
@@ -164,7 +165,8 @@ class _Mul(_Binary):
         return self.ins[0] * self.ins[1]
 
     def jvp(self, tangents: list[Array | None]) -> list[Array | None]:
-        a, b = tangents[0], tangents[1]
+        ndim = self.outputs[0].ndim
+        a, b = lift(tangents[0], ndim), lift(tangents[1], ndim)
         if a is None and b is None:
             return [None]
         out = 0.0
@@ -202,7 +204,8 @@ class _Div(_Binary):
         return self.ins[0] / self.ins[1]
 
     def jvp(self, tangents: list[Array | None]) -> list[Array | None]:
-        a, b = tangents[0], tangents[1]
+        ndim = self.outputs[0].ndim
+        a, b = lift(tangents[0], ndim), lift(tangents[1], ndim)
         if a is None and b is None:
             return [None]
         out = 0.0
@@ -249,7 +252,7 @@ class _Sum(Step):
         self.outputs = [sum(self.ins)]
 
     def jvp(self, tangents: list[Array | None]) -> list[Array | None]:
-        present = [t for t in tangents if t is not None]
+        present = [lift(t, self.outputs[0].ndim) for t in tangents if t is not None]
         if not present:
             return [None]
         return [np.broadcast_to(sum(present), (present[0].shape[0],) + self.outputs[0].shape)]
@@ -289,7 +292,7 @@ class _Extremum(Step):
         out = np.zeros((batch,) + self.outputs[0].shape)
         for k, t in enumerate(tangents):
             if t is not None:
-                out = np.where(self.choice == k, np.broadcast_to(t, out.shape), out)
+                out = np.where(self.choice == k, np.broadcast_to(lift(t, out.ndim - 1), out.shape), out)
         return [out]
 
     def vjp(self, grads: list[Array | None], need: list[bool]) -> list[Array | None]:
@@ -365,7 +368,8 @@ class _Where(Step):
         self.outputs = [np.where(self.mask, self.ins[1], self.ins[2])]
 
     def jvp(self, tangents: list[Array | None]) -> list[Array | None]:
-        a, b = tangents[1], tangents[2]
+        ndim = self.outputs[0].ndim
+        a, b = lift(tangents[1], ndim), lift(tangents[2], ndim)
         if a is None and b is None:
             return [None]
         batch = (a if a is not None else b).shape[0]

@@ -30,8 +30,8 @@ from pipeline.numerics import products
 from pipeline.numerics.arithmetic import SEQUENTIAL, Arithmetic
 from pipeline.numerics.doubled import Ball, add, exact, scale
 from pipeline.numerics.graph import Op
-from pipeline.numerics.rules import (Array, Context, Local, NoRule, Rounding, Rule, Shared, Spread, Step, register,
-                                     unbroadcast)
+from pipeline.numerics.rules import (Array, Context, Local, NoRule, Rounding, Rule, Shared, Spread, Step, lift,
+                                     register, unbroadcast)
 
 CHUNK = 1 << 21  # elements of one block of products held at once
 
@@ -78,6 +78,38 @@ class Geometry:
             xp.shape[0], xp.shape[1], self.channels, self.positions) for k in np.ndindex(*self.kernel)], axis=3)
         n = self.x_shape[0]
         return cols.reshape(lead + (n, self.group, self.cg * self.taps, self.positions))
+
+    @property
+    def depthwise(self) -> bool:
+        return self.cg == 1 and self.og == 1
+
+    def _padded(self, t: np.ndarray) -> np.ndarray:
+        spatial = len(self.out)
+        half = len(self.pads) // 2
+        lead = t.ndim - spatial
+        return np.pad(t, [(0, 0)] * lead + [(self.pads[i], self.pads[i + half]) for i in range(spatial)])
+
+    def depthwise_apply(self, t: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """A depthwise convolution [L, N, C, *spatial] -> [L, N, C, *out], w [C, 1, *kernel]: tap by tap (no
+        im2col copy)."""
+        tp = self._padded(t)
+        out = None
+        spatial = len(self.out)
+        for k in np.ndindex(*self.kernel):
+            weight = w[(slice(None), 0) + k].reshape((-1,) + (1,) * spatial)
+            part = tp[(Ellipsis, *self._slices(k))] * weight
+            out = part if out is None else out + part
+        return out
+
+    def depthwise_adjoint(self, g: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """The adjoint of depthwise_apply: [B, N, C, *out] -> [B, N, C, *spatial]."""
+        spatial = len(self.out)
+        grad = np.zeros(g.shape[:-spatial] + tuple(self.padded))
+        for k in np.ndindex(*self.kernel):
+            weight = w[(slice(None), 0) + k].reshape((-1,) + (1,) * spatial)
+            grad[(Ellipsis, *self._slices(k))] += g * weight
+        crop = tuple(slice(self.pads[i], self.pads[i] + self.x_shape[2 + i]) for i in range(spatial))
+        return grad[(Ellipsis, *crop)]
 
     def col2im(self, cols: np.ndarray) -> np.ndarray:
         """The adjoint of im2col: [B, N, G, Cg * taps, P] -> [B, N, C, *spatial]."""
@@ -264,9 +296,12 @@ class ConvStep(Step):
         self._stats: dict[str, np.ndarray] | None = None
 
     def _apply(self, t: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-        """The convolution (no bias) of a batch [L, N, C, *spatial]: one product per group."""
+        """The convolution (no bias) of a batch [L, N, C, *spatial]: one product per group (a depthwise one tap
+        by tap)."""
         geo = self.geo
         wg = self.wg if weights is None else weights
+        if geo.depthwise:
+            return geo.depthwise_apply(t, wg.reshape(self.w.shape))
         cols = geo.im2col(t)                                                       # [L, N, G, K, P]
         lead = cols.shape[:2]
         flat = cols.transpose(2, 3, 0, 1, 4).reshape(geo.group, cols.shape[3], -1)  # [G, K, L * N * P]
@@ -310,7 +345,9 @@ class ConvStep(Step):
             return out
         geo = self.geo
         batch = g.shape[0]
-        if need[0]:
+        if need[0] and geo.depthwise:
+            out[0] = geo.depthwise_adjoint(g, self.w)
+        elif need[0]:
             cols = np.matmul(np.swapaxes(self.wg, 1, 2), self._grouped(g))        # [G, K, B * N * P]
             cols = cols.reshape(geo.group, -1, batch, geo.x_shape[0], geo.positions)
             out[0] = geo.col2im(cols.transpose(2, 3, 0, 1, 4))                      # [B, N, G, K, P]
@@ -386,7 +423,8 @@ class MatMulStep(Step):
             part = self.alpha * np.matmul(self.a, tb)
             out = part if out is None else out + part
         if len(tangents) > 2 and tangents[2] is not None:
-            part = self.beta * np.broadcast_to(tangents[2], (tangents[2].shape[0],) + self.outputs[0].shape)
+            part = self.beta * np.broadcast_to(lift(tangents[2], self.outputs[0].ndim),
+                                               (tangents[2].shape[0],) + self.outputs[0].shape)
             out = part if out is None else out + part
         return [out]
 
