@@ -56,6 +56,7 @@ class Op:
     outputs: list[str]
     attrs: dict[str, Any]
     origin: str
+    source: str = ""  # the ONNX operator it comes from (a composite's name for its expansion)
 
     def attr(self, key: str, default: Any = None) -> Any:
         value = self.attrs.get(key, default)
@@ -166,7 +167,7 @@ class _Builder:
 
     def op(self, op_type: str, inputs: list[str], out: str | None = None, **attrs: Any) -> str:
         target = out or self.name(op_type.lower())
-        self.graph.ops.append(Op(op_type, target, list(inputs), [target], attrs, self.origin))
+        self.graph.ops.append(Op(op_type, target, list(inputs), [target], attrs, self.origin, self.node.op_type))
         return target
 
 
@@ -387,7 +388,7 @@ def prepare(model: onnx.ModelProto) -> Graph:
             _recurrent(b, node, graph)
         else:
             graph.ops.append(Op(node.op_type, node.name or node.output[0], list(node.input), list(node.output),
-                                _attrs(node), node.name or node.output[0]))
+                                _attrs(node), node.name or node.output[0], node.op_type))
     for index, op in enumerate(graph.ops):
         for name in op.inputs:
             graph.consumers.setdefault(name, []).append(index)

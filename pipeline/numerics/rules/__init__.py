@@ -160,6 +160,7 @@ FAMILIES = (
     "pipeline.numerics.rules.activation",
     "pipeline.numerics.rules.pooling",
     "pipeline.numerics.rules.normalization",
+    "pipeline.numerics.rules.upsampling",
 )
 _loaded = False
 
