@@ -36,7 +36,7 @@ def _vision(seed: int) -> onnx.ModelProto:
             "s": rng.uniform(0.5, 1.5, 3).astype(np.float32), "o": _w(rng, 3), "m": _w(rng, 3),
             "v": rng.uniform(0.5, 2, 3).astype(np.float32), "wd": _w(rng, 3, 1, 3, 3),
             "wt": _w(rng, 3, 2, 2, 2), "scales": np.array([1, 1, 2, 2], np.float32),
-            "lo": np.array(-0.5, np.float32), "hi": np.array(0.7, np.float32)}
+            "lo": np.array(-3.0, np.float32), "hi": np.array(3.0, np.float32)}  # no value clipped: no ties
     nodes = [H.node("Pad", ["x", "pads"], ["p"], mode="constant"),
              H.node("Conv", ["p", "w", "b"], ["c"], kernel_shape=[3, 3]),
              H.node("PRelu", ["c", "slope"], ["r"]),
@@ -49,8 +49,7 @@ def _vision(seed: int) -> onnx.ModelProto:
              H.node("MaxPool", ["lk"], ["mp"], kernel_shape=[2, 2], strides=[2, 2]),
              H.node("AveragePool", ["lk"], ["ap"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
              H.node("Add", ["mp", "ap"], ["sum2"]),
-             H.node("Relu", ["sum2"], ["re"]),
-             H.node("Clip", ["re", "lo", "hi"], ["cl"]),
+             H.node("Clip", ["sum2", "lo", "hi"], ["cl"]),
              H.node("ConvTranspose", ["cl", "wt"], ["ct"], kernel_shape=[2, 2], strides=[2, 2], group=1),
              H.node("Resize", ["ct", "", "scales"], ["rs"], mode="linear"),
              H.node("Resize", ["ct", "", "scales"], ["rn"], mode="nearest"),
@@ -59,7 +58,8 @@ def _vision(seed: int) -> onnx.ModelProto:
              H.node("GlobalAveragePool", ["rn"], ["ga"]),
              H.node("ReduceMean", ["sl"], ["rm"], axes=[2, 3], keepdims=1),
              H.node("Concat", ["gm", "ga", "rm"], ["cc"], axis=1),
-             H.node("Transpose", ["cc"], ["y"], perm=[0, 2, 3, 1])]
+             H.node("Relu", ["cc"], ["re"]),
+             H.node("Transpose", ["re"], ["y"], perm=[0, 2, 3, 1])]
     return H.make_model(nodes, {"x": [1, 4, 8, 8]}, {"y": None}, init)
 
 
