@@ -92,9 +92,10 @@ class BoundJudgement:
 
 
 def _bases(names: list[str], exact: list[dict[str, np.ndarray]], errors: list[dict[str, np.ndarray]],
-           bounds: list[dict[str, np.ndarray]] | None, why: str) -> dict[str, dict[str, Any]]:
+           bounds: list[dict[str, np.ndarray]] | None, why: str, unit: float) -> dict[str, dict[str, Any]]:
     """Per output: the bound, unless it is unavailable or does not discriminate (not below the output's spread
-    across the vectors, or more than DISCRIMINATION_RATIO times the largest measured error): then the absolute."""
+    across the vectors, or more than DISCRIMINATION_RATIO times the largest measured error, counted as at least
+    one rounding `unit` of the output's largest magnitude): then the absolute."""
     out: dict[str, dict[str, Any]] = {}
     for name in names:
         values = np.stack([np.asarray(e[name], np.float64) for e in exact])
@@ -104,14 +105,14 @@ def _bases(names: list[str], exact: list[dict[str, np.ndarray]], errors: list[di
             continue
         largest = max(float(np.max(b[name], initial=0.0)) for b in bounds)
         measured = max(float(np.max(e[name], initial=0.0)) for e in errors)
-        entry.update({"max_bound": largest, "max_error": measured,
-                      "bound_to_error": largest / measured if measured > 0 else None})
+        measured = max(measured, unit * float(np.abs(values).max(initial=0.0)), 2.0 ** -149)
+        entry.update({"max_bound": largest, "max_error": measured, "bound_to_error": largest / measured})
         reasons = []
         if len(exact) >= 2:
             useful, reason = discriminating(entry["spread"], largest)
             if not useful:
                 reasons.append(reason)
-        if measured > 0 and largest > DISCRIMINATION_RATIO * measured:
+        if largest > DISCRIMINATION_RATIO * measured:
             reasons.append(f"the bound {largest:.3e} is {largest / measured:.3g} times the largest measured error "
                            f"{measured:.3e} (more than {DISCRIMINATION_RATIO:g} times)")
         out[name] = {**entry, "basis": ABSOLUTE if reasons else BOUND,
@@ -183,7 +184,8 @@ def judge(onnx_model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], outputs
             _, upper = balls[v][name].distance(got)
             errs[name] = np.where(np.isnan(got), np.inf, upper)
         errors.append(errs)
-    bases = _bases(sorted(outputs), exact, errors, bounds, why)
+    unit = fp16.storage.u if fp16.storage is not None else 2.0 ** -24
+    bases = _bases(sorted(outputs), exact, errors, bounds, why, unit)
     kinds = {o["basis"] for o in bases.values()}
     basis = kinds.pop() if len(kinds) == 1 else "computed bound and absolute tolerance"
     result = BoundJudgement(basis, absolute, "; ".join(sorted({o["why"] for o in bases.values() if o["why"]})),

@@ -95,6 +95,7 @@ class BoundRun:
             exact = self.enclosure.run(vector)
         except EnclosureUnavailable as error:  # a value the enclosure cannot bound (a Sqrt of a negative ball)
             self.enclosure, self.unavailable = None, f"{error.code}: {error}"
+            self._drop_bounds(f"no enclosure of the exact result: {error.code}: {error}")
             return
         sides = {"reference": ours, "onnxruntime": ort}
         bounds = None
