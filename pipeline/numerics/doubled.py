@@ -214,17 +214,30 @@ def _same(x: Ball, y: Ball) -> np.ndarray:
     return (x.hi == y.hi) & (x.lo == y.lo) & (x.rad == 0) & (y.rad == 0)
 
 
+def _larger_mid(x: Ball, y: Ball) -> np.ndarray:
+    return (x.hi > y.hi) | ((x.hi == y.hi) & (x.lo >= y.lo))
+
+
+def _centred_on(centre: Ball, others: list[Ball]) -> Ball:
+    """The ball at `centre`'s midpoint containing every point of `others` (a distance bounded in
+    double-word arithmetic): where overlapping balls hold the maximum, it is one of them, within this."""
+    radius = centre.rad
+    for other in others:
+        d = sub(other, Ball(centre.hi, centre.lo, np.zeros_like(centre.rad)))
+        radius = np.maximum(radius, up(np.abs(d.hi) + np.abs(d.lo) + d.rad))
+    return Ball(centre.hi, centre.lo, radius)
+
+
 def maximum(x: Ball, y: Ball) -> Ball:
-    """max(x, y): the larger ball where they are disjoint (or the same exact number), else their hull."""
+    """max(x, y): the larger ball where they are disjoint (or the same exact number); where they overlap, the
+    ball at the larger midpoint wide enough for both (double-word precise, unlike a hull of float64 ends)."""
     x, y = _broadcast(x, y)
     gt, lt = _certainly_greater(x, y) | _same(x, y), _certainly_greater(y, x)
     out = _select(gt, x, y)
     undecided = ~(gt | lt)
     if undecided.any():
-        xl, xu = bounds(x)
-        yl, yu = bounds(y)
-        h = hull(np.maximum(xl, yl), np.maximum(xu, yu))
-        out = _select(undecided, h, out)
+        centre = _select(_larger_mid(x, y), x, y)
+        out = _select(undecided, _centred_on(centre, [x, y]), out)
     return out
 
 

@@ -94,8 +94,14 @@ def window_max(win: Ball) -> Ball:
     decided = (count == 1) | same
     if np.all(decided):
         return pick
-    hull = D.hull(best[..., 0], np.where(candidate, high, -np.inf).max(axis=-1))
-    return D.select(decided, pick, hull)
+    # overlapping candidates: the maximum is one of them; a ball at one of their midpoints (the largest high
+    # word), wide enough for all of them
+    top = np.argmax(np.where(candidate, win.hi, -np.inf), axis=-1)[..., None]
+    centre = D.Ball(*(np.take_along_axis(getattr(win, k), top, -1) for k in ("hi", "lo", "rad")))
+    spread = D.sub(win, D.Ball(centre.hi, centre.lo, np.zeros_like(centre.rad)))
+    reach = np.where(candidate, D.up(np.abs(spread.hi) + np.abs(spread.lo) + spread.rad), 0.0).max(axis=-1)
+    widened = D.Ball(centre.hi[..., 0], centre.lo[..., 0], np.maximum(centre.rad[..., 0], reach))
+    return D.select(decided, pick, widened)
 
 
 def _max_enclose(op: Op, ins: list[Any], ctx: Context) -> list[Any]:
