@@ -59,7 +59,10 @@ class _Builder:
                                   [helper.make_tensor_value_info(k, TensorProto.FLOAT, v) for k, v in inputs.items()],
                                   [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
                                   [numpy_helper.from_array(v, k) for k, v in self.inits.items()])
-        return helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", opset)])
+        model = helper.make_model(graph, ir_version=10, opset_imports=[helper.make_opsetid("", opset)])
+        inferred = onnx.shape_inference.infer_shapes(model)  # the export wants the output's shape
+        model.graph.output[0].CopyFrom(inferred.graph.output[0])
+        return model
 
 
 # MobileNetV3-Small: (kernel, expanded, out, SE, activation, stride)

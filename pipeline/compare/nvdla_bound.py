@@ -74,6 +74,7 @@ class BoundJudgement:
     requirement_clause: str = ""
     placement: list[str] | None = None
     decisions: dict[str, Any] = field(default_factory=dict)
+    measure: str = "the enclosure"  # what the errors are measured against
 
     @property
     def passed(self) -> bool:
@@ -86,7 +87,7 @@ class BoundJudgement:
                 "max_bound": self.max_bound if bounded else None,
                 "max_error_to_bound": self.max_ratio if bounded else None,
                 "elements_beyond": self.beyond, "first_beyond": self.first_beyond,
-                "nvdla_operations": self.placement, "decisions": self.decisions,
+                "nvdla_operations": self.placement, "decisions": self.decisions, "measure": self.measure,
                 "outputs": {name: dict(sorted(o.items())) for name, o in sorted(self.outputs.items())},
                 "deployment_requirement": self.requirement}
 
@@ -142,11 +143,11 @@ def judge(onnx_model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], outputs
     by an independent FP16 evaluation on the same vectors). `on_nvdla`: the ONNX nodes of the deployment's DLA
     items (None: all of them)."""
     fp16 = fp16 or arithmetic()
-    why = ""
+    why, measure = "", "the enclosure"
     try:
         enclosure: Any = Enclosure(onnx_model)
     except EnclosureUnavailable as error:  # the float64 yardstick instead, and why
-        enclosure, why = _Float64(onnx_model), f"no enclosure ({error.code}: {error}): the float64 yardstick's value"
+        enclosure, measure = _Float64(onnx_model), f"the float64 yardstick (no enclosure: {error.code}: {error})"
     try:
         if on_nvdla is None:
             bound: Sensitivity | None = Sensitivity(onnx_model, [fp16])
@@ -163,7 +164,12 @@ def judge(onnx_model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], outputs
     decisions: dict[str, Any] = {"count": 0, "within_spread": {}}
     for v in range(count):
         vector = {name: array[v] for name, array in inputs.items()}
-        balls.append(enclosure.run(vector))
+        try:
+            balls.append(enclosure.run(vector))
+        except EnclosureUnavailable as error:  # not finite (deeper than double-word balls carry): the yardstick
+            enclosure = _Float64(onnx_model)
+            measure = f"the float64 yardstick from vector {v} (no enclosure: {error.code}: {error})"
+            balls.append(enclosure.run(vector))
         exact.append({name: b.mid() for name, b in balls[-1].items()})
         if bounds is not None and bound is not None:
             try:
@@ -189,7 +195,7 @@ def judge(onnx_model: onnx.ModelProto, inputs: Mapping[str, np.ndarray], outputs
     kinds = {o["basis"] for o in bases.values()}
     basis = kinds.pop() if len(kinds) == 1 else "computed bound and absolute tolerance"
     result = BoundJudgement(basis, absolute, "; ".join(sorted({o["why"] for o in bases.values() if o["why"]})),
-                            count, arithmetic=fp16.to_json(), outputs=bases,
+                            count, arithmetic=fp16.to_json(), outputs=bases, measure=measure,
                             placement=None if on_nvdla is None else sorted(on_nvdla),
                             decisions={"count": decisions["count"],
                                        "within_spread": dict(sorted(decisions["within_spread"].items()))})

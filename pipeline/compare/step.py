@@ -245,7 +245,7 @@ def _on_platform(model: str, name: str, subject: str, spec: DeploySpec, doc: dic
 def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.ndarray], folder: Path,
                      root: Path, requirement: dict[str, float | None] | None = None) -> CheckResult:
     """compare.nvdla_reference on an emulated NVDLA run: HLR-NUM-004, every output within the network's
-    FP16 error bound of its float64 value (pipeline.compare.nvdla_bound), or within the absolute
+    FP16 error bound of its exact value (pipeline.compare.nvdla_bound), or within the absolute
     parameter where the bound is unavailable or does not discriminate; the distance to the float32
     reference is recorded too."""
     requirements = load_requirements(root)

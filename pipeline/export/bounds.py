@@ -12,6 +12,11 @@
   estimated spread reaches, and the float64 yardstick's distance to the enclosure (onnx.reference,
   nobody here wrote it: the enclosure's independent cross-check) are recorded.
 
+The enclosure's width grows with depth (about the square root of each layer's fan-in per layer, from 2^-97 of
+the values: docs/compare.md): where it is not finite, or wider than WIDTH_SHARE of the distance it measures, the
+float64 yardstick's value takes its place as a point from that vector on (an estimate, as before issue 41),
+recorded as `enclosure.measure` with the reason.
+
 A bound is used only while it discriminates (pipeline.numerics.tolerance.bound_discrimination: finite
 and at most 100 times the side's measured distance on the same vectors); otherwise it is reported as
 not discriminating with its figures and the bound checks say `not run` (docs/compare.md).
@@ -26,6 +31,8 @@ import onnx
 
 from pipeline.numerics.arithmetic import ONNXRUNTIME, REFERENCE
 from pipeline.numerics.enclosure import DESCRIPTION as ENCLOSURE_DESCRIPTION
+from pipeline.numerics.doubled import Ball
+from pipeline.numerics.doubled import exact as exact_ball
 from pipeline.numerics.enclosure import Enclosure, EnclosureUnavailable
 from pipeline.numerics.metrics import _json_float
 from pipeline.numerics.sensitivity import FAILURE_PROBABILITY, LAMBDA, BoundUnavailable, Sensitivity
@@ -35,6 +42,9 @@ from pipeline.numerics.tolerance import (DISCRIMINATION_RATIO, EffectiveToleranc
 # The enclosure runs on this many of the validation vectors, the bounds on the first BOUND_VECTORS of them.
 ENCLOSURE_VECTORS = 20
 BOUND_VECTORS = 3
+# The enclosure measures while its width is at most this share of the larger distance it brackets (counted as at
+# least one float32 rounding of the output's largest magnitude).
+WIDTH_SHARE = 0.1
 SIDES = ("reference", "onnxruntime")
 
 
@@ -53,10 +63,11 @@ class BoundRun:
         self.yardstick_distance = 0.0
         self.yardstick_unavailable = ""
         self.width = 0.0
+        self.fallback = ""
         try:
             self.enclosure: Enclosure | None = Enclosure(model)
-        except EnclosureUnavailable as error:
-            self.enclosure, self.unavailable = None, f"{error.code}: {error}"
+        except EnclosureUnavailable as error:  # an operator without a rule: the yardstick measures
+            self.enclosure, self.fallback = None, f"from vector 0: {error.code}: {error}"
         try:
             self.bounds: Sensitivity | None = Sensitivity(model, [REFERENCE, ONNXRUNTIME])
         except BoundUnavailable as error:
@@ -87,17 +98,59 @@ class BoundRun:
                         or k.endswith("_remainder") or k.endswith("_deterministic")]:
                 del m[key]
 
+    def _fall_back(self, why: str) -> None:
+        """From this vector on, the float64 yardstick's value stands for the exact result (an estimate)."""
+        self.enclosure = None
+        self.fallback = f"from vector {self.vectors}: {why}"
+
+    def _yardstick_point(self, vector: Mapping[str, np.ndarray]) -> dict[str, Ball] | None:
+        from pipeline.numerics.yardstick import Yardstick
+
+        try:
+            if self._yardstick is None:
+                self._yardstick = Yardstick(self._model)
+            values = self._yardstick.run(vector)
+        except Exception as error:  # onnx.reference refusing the model too: nothing to measure against
+            self.unavailable = f"{self.fallback}; the float64 yardstick: {type(error).__name__}: {error}"
+            self._drop_bounds(f"no measure of the exact result: {self.unavailable}")
+            return None
+        for name in self.measures:
+            if not np.all(np.isfinite(values[name])):
+                self.unavailable = f"{self.fallback}; the float64 yardstick's value of '{name}' is not finite"
+                self._drop_bounds(f"no measure of the exact result: {self.unavailable}")
+                return None
+        return {name: exact_ball(np.asarray(values[name], np.float64)) for name in self.measures}
+
+    def _too_wide(self, exact: Mapping[str, Ball], sides: Mapping[str, Mapping[str, np.ndarray]]) -> str:
+        for name in self.measures:
+            ball = exact[name]
+            width = float(ball.width().max(initial=0.0))
+            floor = 2.0 ** -24 * float(np.abs(ball.mid()).max(initial=0.0))
+            distance = max(float(ball.distance(np.asarray(values[name], np.float64).reshape(ball.shape))[1].max(
+                initial=0.0)) for values in sides.values())
+            if not width <= WIDTH_SHARE * max(distance, floor):
+                return (f"the enclosure of '{name}' is {width:.3g} wide, more than {WIDTH_SHARE} of the distance "
+                        f"{max(distance, floor):.3g} it measures")
+        return ""
+
     def add(self, vector: Mapping[str, np.ndarray], ours: Mapping[str, np.ndarray],
             ort: Mapping[str, np.ndarray]) -> None:
-        if self.enclosure is None:
-            return
-        try:
-            exact = self.enclosure.run(vector)
-        except EnclosureUnavailable as error:  # a value the enclosure cannot bound (a Sqrt of a negative ball)
-            self.enclosure, self.unavailable = None, f"{error.code}: {error}"
-            self._drop_bounds(f"no enclosure of the exact result: {error.code}: {error}")
+        if self.unavailable:
             return
         sides = {"reference": ours, "onnxruntime": ort}
+        exact = None
+        if self.enclosure is not None:
+            try:
+                exact = self.enclosure.run(vector)
+            except EnclosureUnavailable as error:  # not finite (too deep for double-word balls), a Sqrt of a
+                self._fall_back(f"{error.code}: {error}")  # negative ball
+            if exact is not None and (why := self._too_wide(exact, sides)):
+                exact = None
+                self._fall_back(why)
+        if exact is None:
+            exact = self._yardstick_point(vector)
+            if exact is None:
+                return
         bounds = None
         if self.bounds is not None and self.bound_vectors < BOUND_VECTORS:
             try:
@@ -107,7 +160,8 @@ class BoundRun:
                 self.decisions["count"] += report.decisions
                 for origin, count in report.undecided.items():
                     self.decisions["near"][origin] = self.decisions["near"].get(origin, 0) + count
-                self._cross_check(vector, exact)
+                if not self.fallback:
+                    self._cross_check(vector, exact)
             except BoundUnavailable as error:
                 if error.code == "BOUND-E005":
                     self.not_discriminating = {"*": {"figure": "inf", "why": str(error)}}
@@ -180,7 +234,9 @@ class BoundRun:
 
     def describe(self) -> dict[str, Any]:
         return {"method": ENCLOSURE_DESCRIPTION, "vectors": self.vectors, "unavailable": self.unavailable,
-                "max_width": self.width,
+                "max_width": self.width, "width_share": WIDTH_SHARE,
+                "measure": (f"the float64 yardstick, an estimate ({self.fallback})" if self.fallback
+                            else "the enclosure"),
                 "yardstick_cross_check": {"max_distance": self.yardstick_distance,
                                           "unavailable": self.yardstick_unavailable,
                                           "runtime": "onnx.reference in float64 (pipeline.numerics.yardstick)"},

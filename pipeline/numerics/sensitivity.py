@@ -124,6 +124,47 @@ class _Accumulator:
         self.rem += np.abs(self._flat(g, batch)) @ np.broadcast_to(rho, g.shape[1:]).ravel()
 
 
+class _Gathered:
+    """What one cotangent g contributes to the accumulators, gathered so that |g|, g^2 and g are each read once:
+    one matrix product per kind over every arithmetic's vectors (the backward pass is memory-bound)."""
+
+    def __init__(self, g: np.ndarray) -> None:
+        self.g = g
+        self.abs: list[tuple[_Accumulator, str, np.ndarray]] = []
+        self.sq: list[tuple[_Accumulator, np.ndarray]] = []
+        self.lin: list[tuple[_Accumulator, np.ndarray]] = []
+
+    def local(self, acc: _Accumulator, source: Local) -> None:
+        self.abs.append((acc, "det", source.d))
+        self.sq.append((acc, np.square(source.q)))
+
+    def remainder(self, acc: _Accumulator, rho: np.ndarray) -> None:
+        self.abs.append((acc, "rem", rho))
+
+    def known(self, acc: _Accumulator, delta: np.ndarray) -> None:
+        self.lin.append((acc, delta))
+
+    def flush(self) -> None:
+        batch, shape = self.g.shape[0], self.g.shape[1:]
+        gf = self.g.reshape(batch, -1)
+
+        def columns(vectors: list[np.ndarray]) -> np.ndarray:
+            return np.stack([np.broadcast_to(v, shape).ravel() for v in vectors], axis=1)
+
+        if self.abs:
+            sums = np.abs(gf) @ columns([v for _, _, v in self.abs])
+            for j, (acc, kind, _) in enumerate(self.abs):
+                setattr(acc, kind, getattr(acc, kind) + sums[:, j])
+        if self.sq:
+            sums = np.square(gf) @ columns([v for _, v in self.sq])
+            for j, (acc, _) in enumerate(self.sq):
+                acc.var += sums[:, j]
+        if self.lin:
+            sums = gf @ columns([v for _, v in self.lin])
+            for j, (acc, _) in enumerate(self.lin):
+                acc.shift += sums[:, j]
+
+
 def _normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Standard normal draws (float32: half the cost; they only estimate the spreads)."""
     return rng.standard_normal(shape, dtype=np.float32)
@@ -408,26 +449,30 @@ class Sensitivity:
                 continue
             rule = rule_of(op)
             placed = {a.name: self._arith(op, a) for a in arithmetics}
+            gathered = [None if g is None else _Gathered(g) for g in outs]
             for arithmetic in arithmetics:
                 a, acc, rounding = placed[arithmetic.name], accs[arithmetic.name], roundings[arithmetic.name][index]
-                for k, g in enumerate(outs):
-                    if g is None:
+                for k, gk in enumerate(gathered):
+                    if gk is None:
                         continue
                     if k < len(rounding.local) and rounding.local[k] is not None:
-                        acc.local(g, rounding.local[k])
+                        gk.local(acc, rounding.local[k])
                     if k < len(rounding.shift) and rounding.shift[k] is not None:
-                        acc.known(g, rounding.shift[k])
+                        gk.known(acc, rounding.shift[k])
                     rho = remainders[arithmetic.name][index]
                     rho = rho[k] if k < len(rho) else None
                     if rho is not None:
-                        acc.remainder(g, rho)
+                        gk.remainder(acc, rho)
                     if a.storage is not None and not rule.exact_in_storage:
                         stored = a.storage.u * np.abs(step.outputs[k]) + a.storage.tiny
-                        acc.local(g, Local(stored, stored))
+                        gk.local(acc, Local(stored, stored))
                 for shared in rounding.shared:
                     acc.shared(shared.coefficient(outs), shared.d, shared.q)
                 for coefficient, delta, _ in rounding.known:
                     acc.known(coefficient(outs), delta)
+            for gk in gathered:
+                if gk is not None:
+                    gk.flush()
             need = []
             for k, name in enumerate(op.inputs):
                 floating = bool(name) and self._float(env, name)
@@ -444,19 +489,21 @@ class Sensitivity:
                 g = g_ins[k] if k < len(g_ins) else None
                 if g is None or not name:
                     continue
+                gk = _Gathered(g)
                 for arithmetic in arithmetics:
                     a, acc, rounding = placed[arithmetic.name], accs[arithmetic.name], roundings[arithmetic.name][index]
                     if k < len(rounding.inputs) and rounding.inputs[k] is not None:
-                        acc.local(g, rounding.inputs[k])
+                        gk.local(acc, rounding.inputs[k])
                     if self._constant(name):
                         if a.storage is not None and rule.stores_constants and self._float(env, name):
-                            acc.known(g, a.storage.round(env[name]) - env[name])
+                            gk.known(acc, a.storage.round(env[name]) - env[name])
                         continue
                     if a.storage is not None and self._crossing(op, k, arithmetic):
                         stored = a.storage.u * np.abs(env[name]) + a.storage.tiny
-                        acc.local(g, Local(stored, stored))
+                        gk.local(acc, Local(stored, stored))
                     if name in self.graph.inputs and a.storage is not None:
-                        acc.known(g, a.storage.round(env[name]) - env[name])
+                        gk.known(acc, a.storage.round(env[name]) - env[name])
+                gk.flush()
                 if self._constant(name) or name in self.graph.inputs:
                     continue
                 _add(grads, name, g)

@@ -99,3 +99,31 @@ def test_a_refused_bound_never_reaches_json_and_the_bound_checks_are_not_run(tmp
     json.dumps(report.to_json(), allow_nan=False)
     results = bound_results("m", report, [], [])
     assert {r.verdict.value for r in results} == {"not run"} and all("BOUND-E002" in r.reason for r in results)
+
+
+def test_an_enclosure_too_wide_or_unavailable_gives_way_to_the_float64_yardstick(monkeypatch) -> None:
+    """Where the double-word enclosure is wider than WIDTH_SHARE of the distance it measures (a network deeper than
+    its ~100 bits carry, efficientnet_b0) or not finite, the float64 yardstick's value is the measure from that
+    vector on, said so in the record; the bounds keep being checked against it."""
+    import pipeline.export.bounds as B
+
+    model = H.make_model([H.node("MatMul", ["x", "w"], ["h"]), H.node("Relu", ["h"], ["y"])], {"x": [1, 8]},
+                         {"y": [1, 4]}, {"w": np.random.default_rng(1).standard_normal((8, 4)).astype(np.float32)})
+    rng = np.random.default_rng(2)
+    vectors = [rng.uniform(-1, 1, (1, 8)).astype(np.float32) for _ in range(3)]
+    exact = BoundRun(model, {"y": "y"})
+    for x in vectors:
+        _add(exact, model, x)
+    assert exact.describe()["measure"] == "the enclosure" and not exact.fallback
+    monkeypatch.setattr(B, "WIDTH_SHARE", 0.0)  # every enclosure too wide
+    run = BoundRun(model, {"y": "y"})
+    for x in vectors:
+        _add(run, model, x)
+    described = run.describe()
+    assert "yardstick" in described["measure"] and "from vector 0" in described["measure"]
+    assert run.enclosure is None and run.vectors == 3 and not run.unavailable
+    # the float64 value is within 1e-15 of the exact one here: the same measures, the bound checks kept
+    for key in ("reference_max_abs", "onnxruntime_max_abs", "onnxruntime_bound_max"):
+        assert run.measures["y"][key] == pytest.approx(exact.measures["y"][key], rel=1e-6, abs=1e-15)
+    assert run.measures["y"]["onnxruntime_over_bound"] == 0
+    json.dumps(described, allow_nan=False)

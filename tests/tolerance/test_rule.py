@@ -125,3 +125,13 @@ def test_compare_applies_a_per_output_tolerance() -> None:
     e = {"y": np.full((2, 3), 1e-4, np.float32), "z": np.full((2, 3), 1e-4, np.float32)}
     result = compare(a, e, max_abs_error=1e-3, max_abs_errors={"y": 1e-5})
     assert [o.passed for o in result.outputs] == [False, True]
+
+
+def test_a_measured_rounding_above_the_bound_vectors_bound_is_applied() -> None:
+    """The bound is computed on the first vectors, the rounding measured on more: where a later vector's rounding
+    is larger than the bound vectors' bound (still under the limit), the tolerance is that measured rounding."""
+    rule = effective_tolerance(1e-5, 3.0e-6, 3.9e-6)
+    assert rule.effective == 3.9e-6 and rule.basis == "computed bound" and rule.justified
+    assert "is larger and is applied" in rule.reason
+    rule = effective_tolerance(1e-5, 3.0e-6, 4.0e-5)  # beyond the limit: the limit's path, not justified
+    assert rule.effective == 1e-5 and not rule.justified

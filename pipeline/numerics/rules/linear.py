@@ -105,9 +105,12 @@ class Geometry:
         """The adjoint of depthwise_apply: [B, N, C, *out] -> [B, N, C, *spatial]."""
         spatial = len(self.out)
         grad = np.zeros(g.shape[:-spatial] + tuple(self.padded))
+        part = np.empty(np.broadcast_shapes(g.shape, w.shape[:1] + (1,) * spatial))
         for k in np.ndindex(*self.kernel):
             weight = w[(slice(None), 0) + k].reshape((-1,) + (1,) * spatial)
-            grad[(Ellipsis, *self._slices(k))] += g * weight
+            np.multiply(g, weight, out=part)
+            window = grad[(Ellipsis, *self._slices(k))]
+            np.add(window, part, out=window)
         crop = tuple(slice(self.pads[i], self.pads[i] + self.x_shape[2 + i]) for i in range(spatial))
         return grad[(Ellipsis, *crop)]
 
