@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from pipeline import __version__
 from pipeline.diagnostics import PipelineError
-from pipeline.terminal import EXIT_BAD_INPUT, report_error, report_unexpected
+from pipeline.terminal import EXIT_BAD_INPUT, report_error, report_unexpected, say
 
 # Modules providing sub-commands, in the order they appear in --help: the data path, then the tools.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        say("interrupted", file=sys.stderr)
         return 130
     except PipelineError as exc:
         return report_error(exc)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, NamedTuple
 
@@ -161,6 +162,29 @@ class PipelineError(Exception):
         return [self]
 
 
+# What never reaches a terminal raw (`printable`): C0 controls but tab and newline (ESC starts the
+# sequences that move the cursor, set the title or hide text; CR overwrites a line), DEL, the C1
+# controls (U+0080-U+009F: CSI is one), the line and paragraph separators, and the bidirectional
+# overrides and isolates that make a line read differently from its bytes (CVE-2021-42574).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                       "\ufeff\ufff9-\ufffb]")
+_CONTROLS_AND_NEWLINES = re.compile(_CONTROLS.pattern[:-1] + "\n]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: Any, newlines: bool = True) -> str:
+    """`text` as it may reach a terminal: every control character written as an escape (`\\x1b`,
+    `\\u202e`), so a name, a message or a line quoted from a file can neither drive the terminal nor
+    hide what it says. Tabs stay, and newlines unless `newlines` is False (a name on one line).
+    The one escaping every command's output goes through (pipeline/terminal.py `say`)."""
+    value = text if isinstance(text, str) else str(text)
+    return (_CONTROLS if newlines else _CONTROLS_AND_NEWLINES).sub(_escape, value)
+
+
 # Errors no step anticipated (docs/conventions.md, "Errors"): every command and doit action
 # reports them with a code, never with a traceback unless asked.
 INTERNAL_ERROR = "PIPE-E900"  # an exception no step anticipated: a bug, reported as such
@@ -185,6 +209,10 @@ def describe_unexpected(exc: BaseException) -> str:
     PIPE-E901 with the path. Anything else is PIPE-E900 `internal error` with the type and
     the first line of its message.
     """
+    return printable(_described(exc))
+
+
+def _described(exc: BaseException) -> str:
     if isinstance(exc, PipelineError):
         return "\n".join(f"{p.location}: error {p.code}: {p.message}" if p.location else f"error {p.code}: {p.message}"
                          for p in exc.all_problems())

@@ -81,22 +81,22 @@ REFUSED: dict[str, dict[str, str]] = {
         "not yet": {"cast", "debox", "desample", "separable_conv", "separable_deconv"},
     }),
     "C": _reasons({
-        "logical": _LOGICAL, "indices": _INDICES,
+        "logical": _LOGICAL - {"select"}, "indices": _INDICES,
         "not yet": {"area_downsample", "nearest_downsample", "l1_normalization", "l2_normalization",
                     "local_contrast_normalization", "local_mean_normalization", "local_variance_normalization",
                     "moments", "rms_pool", "copy_n"},
     }),
     "CUDA": _reasons({
-        "logical": _LOGICAL, "indices": _INDICES,
+        "logical": _LOGICAL - {"select"}, "indices": _INDICES,
         "not yet": {"area_downsample", "nearest_downsample", "l1_normalization", "l2_normalization",
                     "local_contrast_normalization", "local_mean_normalization", "local_variance_normalization",
                     "moments", "rms_pool", "copy_n", "add_n", "ceil", "elu", "gelu",
                     "log2", "min_reduce", "rsqr", "rsqrt", "selu",
-                    "sign", "silu", "softabs", "split", "stack", "tile", "unstack"},
+                    "sign", "silu", "softabs", "stack", "tile", "unstack"},
     }),
     "NVDLA": _reasons({
-        "logical": _LOGICAL, "indices": _INDICES,
-        "no unit": {"abs", "add_n", "area_downsample", "box", "ceil", "copy_n", "deconv", "elu", "erf", "exp", "floor",
+        "logical": _LOGICAL - {"select"}, "indices": _INDICES,
+        "no unit": {"select", "abs", "add_n", "area_downsample", "box", "ceil", "copy_n", "deconv", "elu", "erf", "exp", "floor",
                     "gelu", "l1_normalization", "l2_normalization", "local_contrast_normalization",
                     "local_mean_normalization", "local_variance_normalization", "log", "log2", "min_reduce",
                     "moments", "multilinear_upsample", "nearest_downsample", "nearest_upsample", "neg", "pad",
@@ -365,25 +365,25 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipeline.files.atomic import write_text
-    from pipeline.terminal import EXIT_FAILED, EXIT_OK
+    from pipeline.terminal import EXIT_FAILED, EXIT_OK, say
 
     reg = registries()
     problems = {**{f"{s} undecided": v for s, v in undecided(reg).items()},
                 **{f"{s} contradicts": v for s, v in contradictions(reg).items()}}
     for what, ops in problems.items():
-        print(f"error OPS-E001: {what}: {', '.join(ops)} (pipeline/operations.py REFUSED; "
+        say(f"error OPS-E001: {what}: {', '.join(ops)} (pipeline/operations.py REFUSED; "
               "docs/adding-an-operation.md)", file=sys.stderr)
     text = render(reg) + "\n"
     if args.write:
         write_text(Path(args.write), text)
-        print(f"wrote {args.write}")
+        say(f"wrote {args.write}")
     elif args.check:
         path = Path(args.check)
         current = path.read_text(encoding="utf-8") if path.is_file() else ""
         if current != text:
             diff = difflib.unified_diff(current.splitlines(), text.splitlines(), str(path), "generated", lineterm="", n=0)
-            print("\n".join(list(diff)[:40]))
-            print(f"{path} is not current: run `python -m pipeline operations --write {path}`", file=sys.stderr)
+            say("\n".join(list(diff)[:40]))
+            say(f"{path} is not current: run `python -m pipeline operations --write {path}`", file=sys.stderr)
             return EXIT_FAILED
     else:
         sys.stdout.write(text)

@@ -8,9 +8,14 @@ deployment spec key, a plan, an ONNX node):
               ^~~~
 
 The source line and the caret appear when the location has a file and a line and the file
-can be read (bounded: files over `MAX_SOURCE_BYTES` are not shown, each file is read once per
-rendering, a long line is cut around its caret, and one error draws at most
-`MAX_PROBLEMS_SHOWN` of its problems).
+can be read as text (bounded: files over `MAX_SOURCE_BYTES`, links and binary files are not
+shown, each file is read once per rendering, a long line is cut around its caret, and one
+error draws at most `MAX_PROBLEMS_SHOWN` of its problems).
+
+Everything a command prints goes through `say`, which escapes control characters
+(`diagnostics.printable`): a name, a message or a line quoted from a file can neither drive the
+terminal (escape sequences, carriage returns) nor read differently from its bytes (bidirectional
+overrides).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, TextIO
 
 from pipeline.diagnostics import (DEBUG_ENV, INTERNAL_ERROR, IO_ERROR, Finding, Location, PipelineError, Span,  # noqa: F401
-                                  debug_requested, describe_unexpected)
+                                  debug_requested, describe_unexpected, printable)
 from pipeline.project.oneline import MAX_LINE, shorten  # noqa: F401 (re-exported)
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -53,12 +58,19 @@ class _Sources(dict):  # type: ignore[type-arg]
 
 
 def _read_source(file: str) -> str | None:
-    path = Path(file)
+    """The text of a source file to draw lines from; None for a file that is not text (an archive, a
+    binary: its "first line" is bytes no terminal should get), too large, a link or unreadable."""
+    from pipeline.files.readguard import InputRefused, read_input
+
     try:
-        if not path.is_file() or path.stat().st_size > MAX_SOURCE_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        data = read_input(file, max_bytes=MAX_SOURCE_BYTES)
+    except (InputRefused, OSError):
+        return None
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
         return None
 
 
@@ -87,14 +99,18 @@ def caret_lines(span: Span | None, texts: Mapping[str, str] | None = None, sourc
         source = head + source[first:first + MAX_LINE_CHARS] + tail
         start = start - first + len(head)
         width = max(1, min(width, MAX_LINE_CHARS + len(head) - start + 1))
-    return [f"    {source}", "    " + " " * (start - 1) + "^" + "~" * (width - 1)]
+    # escaped, the caret kept under the same characters (an escape is wider than what it stands for)
+    before = printable(source[:start - 1], newlines=False)
+    under = printable(source[start - 1:start - 1 + width], newlines=False)
+    after = printable(source[start - 1 + width:], newlines=False)
+    return [f"    {before}{under}{after}", "    " + " " * len(before) + "^" + "~" * max(0, len(under) - 1)]
 
 
 def render_problem(code: str, message: str, location: Location, severity: str = "error",
                    texts: Mapping[str, str] | None = None, sources: _Sources | None = None) -> str:
     """`location: severity CODE: message`, then the source line and caret when known."""
     where = f"{location}: " if location else ""
-    return "\n".join([f"{where}{severity} {code}: {message}", *caret_lines(location.span, texts, sources)])
+    return "\n".join([printable(f"{where}{severity} {code}: {message}"), *caret_lines(location.span, texts, sources)])
 
 
 def render_error(error: PipelineError, texts: Mapping[str, str] | None = None) -> str:
@@ -103,9 +119,15 @@ def render_error(error: PipelineError, texts: Mapping[str, str] | None = None) -
     from pipeline.files.yamlguard import limit_from_env
 
     problems = error.all_problems()
-    limit = limit_from_env(PROBLEMS_VARIABLE, MAX_PROBLEMS_SHOWN)
+    try:
+        limit, refused = limit_from_env(PROBLEMS_VARIABLE, MAX_PROBLEMS_SHOWN), None
+    except PipelineError as bad:     # the error being drawn comes first; the variable is named after it
+        limit, refused = MAX_PROBLEMS_SHOWN, bad
     sources = _Sources(texts)
     drawn = [render_problem(p.code, p.message, p.location, sources=sources) for p in problems[:limit]]
+    if refused is not None:
+        drawn.append(render_problem(refused.code, refused.message + " (the default is used here)", refused.location,
+                                    "note"))
     if len(problems) > limit:
         drawn.append(f"... and {len(problems) - limit} more problem(s) (the first {limit} are shown; "
                      f"raise the number with the environment variable {PROBLEMS_VARIABLE})")
@@ -116,19 +138,26 @@ def format_finding(finding: Finding, texts: Mapping[str, str] | None = None, sou
     """A checker finding like a compiler diagnostic, with its related notes."""
     text = render_problem(finding.code, finding.message, Location.of_span(finding.span), finding.severity.value, texts,
                           sources)
-    notes = [f"{span}: note: {message}" for message, span in finding.related]
+    notes = [printable(f"{span}: note: {message}") for message, span in finding.related]
     return "\n".join([text, *notes])
 
 
 def print_findings(findings: Iterable[Finding], out: TextIO, texts: Mapping[str, str] | None = None) -> None:
     sources = _Sources(texts)   # each file read once, however many findings point into it
     for finding in findings:
-        print(format_finding(finding, texts, sources), file=out)
+        say(format_finding(finding, texts, sources), file=out)
+
+
+def say(text: Any, file: TextIO | None = None) -> None:
+    """Print `text` on `file` (default stdout) with its control characters escaped (diagnostics.printable):
+    the one way a command prints what may quote its input (a file name, an entry of a package, a
+    model name from a baseline, a reason from a shard)."""
+    print(printable(text), file=file if file is not None else sys.stdout)
 
 
 def report_error(error: PipelineError) -> int:
     """Print a bad-input error on stderr; the exit status for bad input."""
-    print(render_error(error), file=sys.stderr)
+    say(render_error(error), file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
@@ -136,13 +165,13 @@ def report_unexpected(exc: BaseException, debug: bool = False) -> int:
     """Print `describe_unexpected(exc)` on stderr (and the traceback when asked); exit status 2."""
     if debug or debug_requested():
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
-    print(render_error(exc) if isinstance(exc, PipelineError) else describe_unexpected(exc), file=sys.stderr)
+    say(render_error(exc) if isinstance(exc, PipelineError) else describe_unexpected(exc), file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
 def fail_usage(message: str) -> int:
     """Print a usage error on stderr; the exit status for bad usage."""
-    print(f"error: {message}", file=sys.stderr)
+    say(f"error: {message}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
@@ -166,5 +195,5 @@ def print_results(results: Sequence[Any], as_json: bool) -> int:
     else:
         for r in results:
             line = f"{r.verdict.value:8} {r.check_id:20} {r.subject}"
-            print(line + (f": {r.reason}" if r.reason else ""))
+            say(line + (f": {r.reason}" if r.reason else ""))
     return EXIT_FAILED if any(r.verdict is Verdict.FAIL for r in results) else EXIT_OK

@@ -16,13 +16,13 @@ data structures.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from pipeline.codegen import compilerdefects, static, tracecheck
 from pipeline.diagnostics import PipelineError
 from pipeline.ledger.checks import CheckResult, Obtained, Verdict, Where, register_check
+from pipeline.toolchain import process
 from pipeline.toolchain.cc import (QUALIFIED_FLAGS, binutil, build_flags, compile_objects, compiler_path,
                                    compiler_version)
 from pipeline.toolchain.platforms import Platform, described, host_platform, missing_reason, missing_tools, runner_version
@@ -255,10 +255,13 @@ def _primitive_jumps(folder: Path, scratch: Path, lanes: int, target: Platform |
     probe.write_text(static.probe_source(), encoding="utf-8")
     flags, _ = build_flags(lanes, platform=target)
     asm = scratch / "probe.s"
-    proc = subprocess.run([compiler_path(platform=target), *flags, f"-I{folder.resolve()}", "-S", str(probe), "-o",
-                           str(asm)], capture_output=True, text=True, check=False)
+    try:
+        proc = process.run([compiler_path(platform=target), *flags, f"-I{folder.resolve()}", "-S", str(probe), "-o",
+                            str(asm)], timeout=600)
+    except PipelineError as error:
+        return {"probe": [f"probe did not compile: {error.code}: {error.message[:300]}"]}
     if proc.returncode != 0:
-        return {"probe": [f"probe did not compile: {proc.stderr.strip()[:300]}"]}
+        return {"probe": [f"probe did not compile: {proc.err.strip()[:300]}"]}
     names = [f"probe_{n}" for n in static.SELECT_PRIMITIVES]
     return static.conditional_jumps(asm.read_text(encoding="utf-8"), names, architecture) or {}
 

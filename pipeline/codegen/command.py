@@ -13,7 +13,7 @@ import argparse
 from typing import Any
 
 from pipeline.diagnostics import PipelineError
-from pipeline.terminal import EXIT_OK, fail_usage, model_and_root, print_results, report_error
+from pipeline.terminal import EXIT_OK, fail_usage, model_and_root, print_results, report_error, say
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             if not (args.export and args.out):
                 return fail_usage("--split needs --export and --out")
             generated = generate_deployment(load_deployment(args.split, args.export, "."), args.out, lanes=lanes)
-            print(f"{len(generated.files)} files written to {args.out}")
+            say(f"{len(generated.files)} files written to {args.out}")
             return EXIT_OK
         if not args.model:
             return fail_usage("give a model (or --split)")

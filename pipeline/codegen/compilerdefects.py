@@ -30,12 +30,12 @@ neither).
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from pipeline.diagnostics import PipelineError
+from pipeline.toolchain import process
 from pipeline.toolchain.runners import LOCAL
 
 EXCLUDING_FLAG = "-fno-delete-null-pointer-checks"
@@ -145,9 +145,11 @@ def run_case(case: DefectCase, cc: str, flags: Sequence[str], scratch: Path, tim
     source = scratch / f"defect_{case.name}.c"
     binary = scratch / f"defect_{case.name}"
     source.write_text(case.source, encoding="utf-8")
-    build = subprocess.run([cc, *flags, str(source), *link_flags, "-o", str(binary)], capture_output=True, text=True,
-                           timeout=timeout, check=False)
-    output = (build.stdout + build.stderr).strip()
+    try:
+        build = process.run([cc, *flags, str(source), *link_flags, "-o", str(binary)], timeout=timeout)
+    except PipelineError as error:
+        return CaseOutcome(case, tuple(flags), "error", f"build: {error.code}: {error.message[:300]}")
+    output = build.said.strip()
     if build.returncode != 0 or output:
         return CaseOutcome(case, tuple(flags), "error", f"build (exit {build.returncode}): {output[:300]}")
     where = session or LOCAL
@@ -174,7 +176,7 @@ def check_cases(cc: str, flags: Sequence[str], scratch: Path, link_flags: Sequen
     The outcomes depend on the compiler, the flags and where the programs run only, so a process
     runs them once per (compiler path, `cc --version`, flags, runner): every deployment of a model
     on one platform shares them."""
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False).stdout
+    version = process.text([cc, "--version"])
     key = (cc, version, tuple(flags) + ("--link",) + tuple(link_flags), runner)
     if key not in _OUTCOMES:
         _OUTCOMES[key] = [run_case(case, cc, flags, scratch, link_flags=link_flags, session=session) for case in CASES]

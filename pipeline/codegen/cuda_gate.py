@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.toolchain import process
+
+MAX_SASS = 1024 * 1024 * 1024     # bytes of cuobjdump -sass for one cubin
 KERNEL = re.compile(r"nnef_k_(?P<item>\w+?)_L(?P<line>\d+)_(?P<result>\w+)")
 PTX_ENTRY = re.compile(r"^\.visible \.entry (\w+)\(", re.M)
 PTX_OP = re.compile(r"^\s*(?:@!?%p\d+\s+)?([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)", re.M)
@@ -149,8 +151,11 @@ def gate(build_dir: Path, archs: list[str], source: Path) -> GateReport:
     report = GateReport()
     for arch in archs:
         exact = check_ptx((build_dir / f"{arch}.ptx").read_text(encoding="utf-8"), arch, nnef_file, report)
-        sass = subprocess.run([cuobjdump, "-sass", str(build_dir / f"{arch}.cubin")], capture_output=True, text=True,
-                              check=True).stdout
+        dumped = process.run([cuobjdump, "-sass", str(build_dir / f"{arch}.cubin")], timeout=600,
+                             max_output=MAX_SASS)
+        if dumped.returncode != 0:
+            raise RuntimeError(f"cuobjdump -sass {arch}.cubin exited {dumped.returncode}: {dumped.err.strip()[:300]}")
+        sass = dumped.out
         check_sass(sass, arch, nnef_file, exact, report)
         check_ptxas((build_dir / f"{arch}.ptxas.txt").read_text(encoding="utf-8"), arch, nnef_file, report)
     return report

@@ -207,9 +207,11 @@ def load_deployment(split_dir: str | os.PathLike[str], export_dir: str | os.Path
                                        Location.in_file(dat)) from None
                 raise CodegenError("CODEGEN-E005", error.message, Location.in_file(dat)) from None
             shape = [int(s) for s in op.attribs.get("shape", [])]
-            if array.dtype != np.float32 or list(array.shape) != shape:
+            declared = op.dtype or "scalar"  # a select's condition is a variable<logical> (shared/conditions.py)
+            expected = np.dtype(bool) if declared == "logical" else np.dtype(np.float32)
+            if array.dtype != expected or list(array.shape) != shape:
                 raise CodegenError("CODEGEN-E005", f"'{label}' holds {array.dtype} {list(array.shape)}, declared "
-                                   f"scalar {shape}", Location.of_span(op.span) if op.span else Location.in_file(dat))
+                                   f"{declared} {shape}", Location.of_span(op.span) if op.span else Location.in_file(dat))
             weights[label] = Weight(label, dat, project_relative(dat, base), sha256_of(dat), array)
     return DeploymentInput(str(plan["model"]), str(plan["deployment"]), schedule.sync, items,
                            list(plan["sync_variables"]), dict(plan["outputs"]), weights, folder, export, base,

@@ -27,10 +27,14 @@ the check says `not run` (an unknown instruction set is never judged clean).
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
+
+from pipeline.toolchain import process
+
+TOOL_TIMEOUT_S = 600.0                   # one nm or objdump run
+MAX_DISASSEMBLY = 1024 * 1024 * 1024     # bytes of objdump -d one object may print
 
 FORBIDDEN_CALLS = ("malloc", "calloc", "realloc", "free", "alloca", "setjmp", "longjmp", "sbrk", "mmap")
 BRANCH_TOKENS = re.compile(r"\b(if|else|switch|while|goto|case)\b|\?|&&|\|\|")
@@ -177,16 +181,12 @@ def kernel_problems(item_file: str, text: str) -> tuple[int, int, list[str]]:
 def libm_symbols(cc: str = "gcc", nm: str = "nm") -> set[str]:
     """The symbols the libm of compiler `cc` exports (from the library itself, read by `nm`, the
     compiler's own for a cross compiler; a fixed list if it cannot be read)."""
-    try:
-        path = subprocess.run([cc, "-print-file-name=libm.so.6"], capture_output=True, text=True,
-                              check=False).stdout.strip()
-        if path and Path(path).is_file():
-            out = subprocess.run([nm, "-D", "--defined-only", path], capture_output=True, text=True, check=False)
-            names = {line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip()}
-            if names:
-                return names
-    except OSError:
-        pass
+    path = process.text([cc, "-print-file-name=libm.so.6"]).strip()
+    if path and Path(path).is_file():
+        out = process.text([nm, "-D", "--defined-only", path])
+        names = {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+        if names:
+            return names
     return set(LIBM_FALLBACK)
 
 
@@ -194,8 +194,8 @@ def undefined_symbols(objects: Iterable[Path], nm: str = "nm") -> dict[str, list
     """Object -> the symbols it references but does not define (`nm -u`; the compiler's own nm)."""
     result = {}
     for obj in objects:
-        out = subprocess.run([nm, "-u", str(obj)], capture_output=True, text=True, check=False)
-        result[obj.name] = sorted(line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip())
+        out = process.run([nm, "-u", str(obj)], timeout=TOOL_TIMEOUT_S).out
+        result[obj.name] = sorted(line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip())
     return result
 
 
@@ -229,10 +229,11 @@ def elf_architecture(path: Path) -> str | None:
 
 def disassemble(objdump: str, path: Path) -> str:
     """`objdump -d --no-show-raw-insn` of an object (the platform's objdump: it reads its architecture)."""
-    proc = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(path)], capture_output=True, text=True, check=False)
+    proc = process.run([objdump, "-d", "--no-show-raw-insn", str(path)], timeout=TOOL_TIMEOUT_S,
+                       max_output=MAX_DISASSEMBLY)
     if proc.returncode != 0:
-        raise RuntimeError(f"{objdump} -d {path.name}: {proc.stderr.strip()[:300]}")
-    return proc.stdout
+        raise RuntimeError(f"{objdump} -d {path.name}: {proc.err.strip()[:300]}")
+    return proc.out
 
 
 def fused_multiply_adds(disassembly: str, architecture: str) -> dict[str, list[str]] | None:

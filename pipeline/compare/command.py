@@ -14,7 +14,7 @@ import argparse
 from typing import Any
 
 from pipeline.diagnostics import PipelineError
-from pipeline.terminal import EXIT_OK, fail_usage, model_and_root, print_results, report_error
+from pipeline.terminal import EXIT_OK, fail_usage, model_and_root, print_results, report_error, say
 
 
 def register(subparsers: Any) -> None:
@@ -49,8 +49,8 @@ def run(args: argparse.Namespace) -> int:
             path = accept_baseline(model, documents, root)
             for name, doc in documents.items():
                 whole = doc["whole_network"]
-                print(f"accepted {model}/{name}: median {whole['median_us']} us, p99 {whole['p99_us']} us")
-            print(f"wrote {path}; review and commit it")
+                say(f"accepted {model}/{name}: median {whole['median_us']} us, p99 {whole['p99_us']} us")
+            say(f"wrote {path}; review and commit it")
             return EXIT_OK
         return print_results(run_compare_step(model, root), args.json)
     except PipelineError as error:

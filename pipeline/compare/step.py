@@ -25,7 +25,7 @@ import numpy as np
 
 from pipeline.files.atomic import write_json, write_text
 from pipeline.files.names import confined
-from pipeline.compare import checks, nvdla_bound
+from pipeline.compare import checks, fp16_layers, nvdla_bound
 from pipeline.compare.checks import result
 from pipeline.compare.met import jitter_ratio, load_baseline, markdown_table, step_rows, stats_us
 from pipeline.compare.numeric import compare
@@ -39,7 +39,9 @@ from pipeline.ledger.records import record_step
 from pipeline.ledger.requirements import load_requirements
 from pipeline.numerics.tolerance import EffectiveTolerance, effective_tolerance
 from pipeline.project.layout import checks_path, model_dir, project_relative, step_dir
+from pipeline.nnef.checker import check_paths
 from pipeline.nnef.tensorfile import read_tensor
+from pipeline.semantics import load_variables
 from pipeline.execute.harness import write_arrays
 
 log = logging.getLogger(__name__)
@@ -297,11 +299,43 @@ def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.
         verdict_ok, clause = judged.passed, nvdla_bound.describe(judged)
     clause += f" (HLR-NUM-004; against the float32 reference: max |error| {stats['max_abs_error']:.3g})"
     if not verdict_ok:
+        limit = float((requirement or {}).get("max_abs_error") or tolerance)
+        ranking = _fp16_layers(model, subject.split("/", 1)[1], root, limit)
+        if isinstance(ranking, str):
+            clause += f"; which layers to move was not evaluated: {ranking}"
+        else:
+            written.append(project_relative(write_json(folder / "fp16-layers.json",
+                                                       {"schema_version": 1, **ranking.to_json()}), root))
+            measured.update({"fp16_layers_to_move": ", ".join(ranking.move) or None,
+                             "fp16_layers_error_after_move": ranking.remaining})
+            clause += f"; {ranking.describe()}"
         return result(checks.NVDLA_REFERENCE, subject, Verdict.FAIL, f"{applied}: {clause}", measured, read,
                       written, obtained)
     return result(checks.NVDLA_REFERENCE, subject, Verdict.EMULATED,
                   f"{applied}: {clause}; top-1 agreement {stats['top1_agreement']:.0%}; no NVDLA here, so never pass",
                   measured, read, written, obtained)
+
+
+def _fp16_layers(model: str, deployment: str, root: Path, tolerance: float) -> fp16_layers.LayerRanking | str:
+    """The layers of a deployment's nvdla items ranked by their FP16 error, and the set to move
+    (pipeline.compare.fp16_layers), on the execute step's vectors; why not, as a string."""
+    try:
+        split_dir = step_dir(model, "split", root) / deployment
+        plan = json.loads((split_dir / "plan.json").read_text(encoding="utf-8"))
+        on_dla: set[str] = set()
+        for item in plan["items"]:
+            if item.get("target") == "nvdla":
+                graph = check_paths([split_dir / f"{item['name']}.nnef"], tensors=False).graphs[0]
+                on_dla.update(ref.name for op in graph.operations if op.name not in ("external", "variable", "get_var")
+                              for ref in op.output_refs())
+        export = step_dir(model, "export", root)
+        graph = check_paths([export / "graph.nnef"], tensors=False).graphs[0]
+        inputs = read_inputs(model, root)
+        count = next(iter(inputs.values())).shape[0]
+        vectors = [{name: array[v] for name, array in inputs.items()} for v in range(count)]
+        return fp16_layers.rank(graph, load_variables(graph, export), vectors, on_dla, tolerance)
+    except Exception as error:  # noqa: BLE001 - a diagnosis must not stop the comparison it explains
+        return f"{type(error).__name__}: {error}"
 
 
 def _whole_dla_refusal(model: str, root: Path) -> str:

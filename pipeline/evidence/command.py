@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.evidence.matrix import DEVELOPMENT, STRICT
-from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, print_findings, report_error
+from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, print_findings, report_error, say
 from pipeline.project.layout import check_output_folders, model_names
 
 
@@ -35,39 +36,43 @@ def _verify(args: argparse.Namespace) -> int:
     public = load_public_key(args.key) if args.key else None
     report = verify_package(args.package, public)
     if args.json:
-        print(json.dumps(report.to_json(), indent=2, sort_keys=True))
+        say(json.dumps(report.to_json(), indent=2, sort_keys=True))
         return report.exit_code
     for name, expected, actual in report.tampered:
-        print(f"{E_TAMPERED} TAMPERED {name}: manifest sha256 {expected}, actual {actual}")
+        say(f"{E_TAMPERED} TAMPERED {name}: manifest sha256 {expected}, actual {actual}")
     for name in report.missing:
-        print(f"{E_MISSING} MISSING  {name}")
+        say(f"{E_MISSING} MISSING  {name}")
     for name in report.extra:
-        print(f"{E_EXTRA} EXTRA    {name}")
+        say(f"{E_EXTRA} EXTRA    {name}")
     other = [f for f in report.findings if f.code not in (E_TAMPERED, E_MISSING, E_EXTRA)]
     print_findings(other, sys.stdout)
     if report.ok:
-        print(f"OK {args.package}: {report.checked} entries match the manifest and the step records")
+        say(f"OK {args.package}: {report.checked} entries match the manifest and the step records")
     else:
         counts: dict[str, int] = {}
         for finding in report.findings:
             counts[finding.code] = counts.get(finding.code, 0) + 1
         listed = ", ".join(f"{count} x {code}" for code, count in sorted(counts.items()))
-        print(f"FAILED {args.package}: {len(report.tampered)} tampered, {len(report.missing)} missing, "
+        say(f"FAILED {args.package}: {len(report.tampered)} tampered, {len(report.missing)} missing, "
               f"{len(report.extra)} extra ({listed})")
-    print(_authenticity(report))
+    say(_authenticity(report))
     return report.exit_code
 
 
 def _authenticity(report: Any) -> str:
-    """The line saying what was checked: integrity only, or who built the package."""
+    """The line saying what was checked: integrity only, or who built the package. Without --key a
+    signature is only present: the key id it names is a claim anyone can write, never "signed by"."""
     from pipeline.evidence.signing import E_SIGNATURE
 
-    signed = f"signed by keyid {', '.join(report.signed_by)}" if report.signed_by else "unsigned"
     if report.authenticated:
-        return f"authentic: {signed}, verified with the --key given"
+        return f"authentic: signed by keyid {', '.join(report.signed_by)}, verified with the --key given"
     if report.key_given:
-        return f"{E_SIGNATURE} NOT AUTHENTIC: {signed}; no signature by the --key given verifies"
-    return f"integrity checked, not authenticity ({signed}; give --key PUBLIC to check who built it)"
+        claimed = f"its signature names keyid {', '.join(report.signed_by)}" if report.signed_by else "unsigned"
+        return f"{E_SIGNATURE} NOT AUTHENTIC: {claimed}; no signature by the --key given verifies"
+    if report.signed_by:
+        return ("integrity checked, not authenticity (signature present, not checked: it names keyid "
+                f"{', '.join(report.signed_by)}; give --key PUBLIC to check who built it)")
+    return "integrity checked, not authenticity (unsigned; give --key PUBLIC to check who built it)"
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -76,7 +81,7 @@ def _build(args: argparse.Namespace) -> int:
     from pipeline.evidence.signing import signing_with
     from pipeline.evidence.summary import error_count, summary_text
 
-    root = Path(args.root)
+    root = Path(args.root).absolute()    # joined once: paths below it are never joined to a relative root again
     check_output_folders(root)
     known = model_names(root)
     unknown = [m for m in args.model or [] if m not in known]
@@ -93,9 +98,9 @@ def _build(args: argparse.Namespace) -> int:
                                      exclude=args.exclude or (), baseline=baseline)
     for package in packages:
         state = "verified" if package.verify.ok else "DOES NOT VERIFY"
-        print(f"{package.path}: {state}; {package.reproducibility['reason']}")
+        say(f"{os.path.relpath(package.path)}: {state}; {package.reproducibility['reason']}")
     document = matrix.to_json()
-    print(summary_text(document))
+    say(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
 
 
@@ -106,7 +111,7 @@ def _merge(args: argparse.Namespace) -> int:
     from pipeline.evidence.signing import signing_with
     from pipeline.evidence.summary import error_count, summary_text
 
-    root = Path(args.root)
+    root = Path(args.root).absolute()    # a relative --root was joined twice (tinyproj/tinyproj/..., PIPE-E901)
     unknown = [m for m in args.exclude or [] if m not in model_names(root)]
     if unknown:
         return report_error(PipelineError("EVID-E060", f"--exclude: unknown model(s) {', '.join(unknown)}"))
@@ -114,13 +119,13 @@ def _merge(args: argparse.Namespace) -> int:
     with signing_with(args.sign_key):   # an unusable key is refused before anything is copied
         origin = merge_shards(args.shards, root)
         for model, shard in sorted(origin.items()):
-            print(f"merged {model} from {shard}")
+            say(f"merged {model} from {shard}")
         packages, matrix = build_all(root, mode=STRICT if args.strict else DEVELOPMENT, exclude=args.exclude or (),
                                      baseline=baseline)
     for package in packages:
-        print(f"{package.path}: {'verified' if package.verify.ok else 'DOES NOT VERIFY'}")
+        say(f"{os.path.relpath(package.path)}: {'verified' if package.verify.ok else 'DOES NOT VERIFY'}")
     document = matrix.to_json()
-    print(summary_text(document))
+    say(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
 
 
@@ -128,7 +133,7 @@ def _keygen(args: argparse.Namespace) -> int:
     from pipeline.evidence.signing import generate_key_pair
 
     keyid = generate_key_pair(args.private, args.public)
-    print(f"{args.private}: Ed25519 signing key (mode 0600; keep it secret)\n{args.public}: its public key, "
+    say(f"{args.private}: Ed25519 signing key (mode 0600; keep it secret)\n{args.public}: its public key, "
           f"keyid {keyid} (give it to `evidence verify --key`)")
     return EXIT_OK
 
@@ -143,7 +148,7 @@ def _summary(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         return report_error(PipelineError("EVID-E061", f"cannot read {path}: {exc} (run `doit evidence` first)",
                                           Location.in_file(path)))
-    print(summary_text(document))
+    say(summary_text(document))
     return EXIT_FAILED if error_count(document) else EXIT_OK
 
 
@@ -156,13 +161,13 @@ def _requirements(args: argparse.Namespace) -> int:
         specs, load_findings = load_checks()
         findings = findings + load_findings + registry_findings(specs, requirements)
     if args.json:
-        print(json.dumps({
+        say(json.dumps({
             "requirements": [r.to_json() for r in requirements],
             "findings": [f.to_json() for f in findings],
         }, indent=2, sort_keys=True))
     else:
         print_findings(findings, sys.stdout)
-        print(f"{len(requirements)} requirements in {len(requirements.files)} files; "
+        say(f"{len(requirements)} requirements in {len(requirements.files)} files; "
               f"{sum(f.is_error for f in findings)} errors, {sum(not f.is_error for f in findings)} warnings")
     return EXIT_FAILED if any(f.is_error for f in findings) else EXIT_OK
 
@@ -180,7 +185,7 @@ def _baseline(args: argparse.Namespace) -> int:
     specs, findings = load_checks()
     print_findings(findings, sys.stderr)
     path = write_baseline(specs, requirements, args.root)
-    print(f"{path}: baselined the links of {len(requirements)} requirements and {len(specs)} checks")
+    say(f"{path}: baselined the links of {len(requirements)} requirements and {len(specs)} checks")
     return EXIT_OK
 
 

@@ -23,18 +23,22 @@ every phase succeeds for every shard:
    only up to the size judged, so a file swapped for a link or grown since phase 1 is
    refused too;
 3. rename: each model's staged trees are renamed into place; the temporary folder is
-   removed whatever happens.
+   removed whatever happens: SIGTERM and SIGINT raise within the merge (Python's default for
+   SIGTERM would end the process without cleaning up) and are held back while it is removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import stat
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable, Iterator
 
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.project.layout import ARTIFACTS_DIR, REPORTS_DIR, check_output_folders, model_names
@@ -225,18 +229,61 @@ def merge_shards(shards: Iterable[str | Path], root: str | Path = ".") -> dict[s
     trees = [tree for shard, models in sorted(by_shard.items()) for tree in judge_shard(Path(shard), models)]
     for folder in (ARTIFACTS_DIR, REPORTS_DIR):
         (base / folder).mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".merge-", suffix=".tmp", dir=base))
     placed: list[Path] = []
-    try:
-        _stage(trees, staging)
-        for tree in trees:
-            target = base / tree.folder / tree.model
-            os.rename(staging / tree.folder / tree.model, target)
-            placed.append(target)
-    except BaseException:
-        for target in placed:   # all or nothing: what was renamed into place goes again
-            shutil.rmtree(target, ignore_errors=True)
-        raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with _signals_raise():
+        staging = Path(tempfile.mkdtemp(prefix=".merge-", suffix=".tmp", dir=base))
+        try:
+            _stage(trees, staging)
+            for tree in trees:
+                target = base / tree.folder / tree.model
+                os.rename(staging / tree.folder / tree.model, target)
+                placed.append(target)
+        except BaseException:
+            with _signals_held():
+                for target in placed:   # all or nothing: what was renamed into place goes again
+                    shutil.rmtree(target, ignore_errors=True)
+            raise
+        finally:
+            with _signals_held():
+                shutil.rmtree(staging, ignore_errors=True)
     return origin
+
+
+STOPPING = (signal.SIGTERM, signal.SIGINT)
+
+
+def _stop(signum: int, frame: Any) -> None:
+    """SIGTERM or SIGINT during a merge: an exception, so that the staging folder is removed on the way out
+    (Python's default for SIGTERM ends the process at once, leaving it: 527 MB once)."""
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """Within the block, SIGTERM and SIGINT raise (`_stop`); the previous handlers come back after it.
+    Only the main thread can set handlers; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, _stop) for signum in STOPPING}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGTERM and SIGINT held back while the block cleans up (delivered after it), so a second signal
+    cannot stop the removal half way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)

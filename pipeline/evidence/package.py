@@ -24,7 +24,6 @@ import io
 import json
 import logging
 import os
-import posixpath
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -36,10 +35,11 @@ from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Spa
 from pipeline.evidence.baseline import baseline_path
 from pipeline.ledger.checks import Verdict
 from pipeline.ledger.hashing import CHUNK, iter_files, relative_posix, sha256_bytes
-from pipeline.evidence.packagerecords import record_problems
+from pipeline.evidence.packagerecords import MANIFEST, record_problems
 from pipeline.evidence.signing import ENVELOPE, Signer, check_envelope, envelope, signer_from_environment
-from pipeline.evidence.zipcheck import directory_size, header_problems, kind_problem
+from pipeline.evidence.zipcheck import directory_size, header_problems, kind_problem, name_problems
 from pipeline.files.readguard import InputRefused, open_input
+from pipeline.files.treeguard import loads_json
 from pipeline.files.yamlguard import limit_from_env
 from pipeline.evidence.junit import junit_xml, testcase_name
 from pipeline.evidence.matrix import TraceMatrix
@@ -53,7 +53,6 @@ from pipeline.evidence.paths import MODEL_REPORT_FILE, PACKAGE_FILE, package_pat
 
 LOG = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
 VERDICTS = "evidence/verdicts.json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PROVENANCE_TYPE = "https://slsa.dev/provenance/v1"
@@ -283,6 +282,8 @@ def build_package(model: str, matrix: TraceMatrix, root: str | Path = ".", signe
 # legitimate entry; hashing the whole bounded package takes about 40 s on this project's
 # 2-core host.
 MAX_ENTRIES = 100_000                  # PIPELINE_MAX_PACKAGE_ENTRIES
+MAX_JSON_DEPTH = 64                    # the manifest, the records, the envelope (lenet5's manifest: 6 deep)
+MAX_JSON_NODES = 8_000_000             # values and keys of one of them (lenet5's manifest: about 2,000)
 MAX_DIRECTORY_BYTES = 64 * 1024 * 1024  # the central directory (follows from the entries; not raised)
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # PIPELINE_MAX_MANIFEST_BYTES (lenet5's: 30 KiB)
 MAX_ENTRY_BYTES = 2**31 + 4096         # PIPELINE_MAX_ENTRY_BYTES
@@ -339,8 +340,10 @@ class VerifyReport:
             "missing": self.missing,
             "extra": self.extra,
             "findings": [f.to_json() for f in self.findings],
-            "signature": {"signed": bool(self.signed_by), "keyids": self.signed_by, "key_given": self.key_given,
-                          "authenticated": self.authenticated,
+            # "signed" only for a signature verified with the key given: without --key an envelope is
+            # "present" and the key ids it names are claims ("keyids"), not who built the package
+            "signature": {"signed": self.authenticated is True, "present": bool(self.signed_by),
+                          "keyids": self.signed_by, "key_given": self.key_given, "authenticated": self.authenticated,
                           "checked": "integrity and authenticity" if self.authenticated else
                                      ("integrity only (no --key given)" if not self.key_given else "integrity")},
         }
@@ -350,11 +353,6 @@ def _unreadable(report: VerifyReport, code: str, message: str) -> VerifyReport:
     report.readable = False
     report.add(code, message)
     return report
-
-
-def _safe_name(name: str) -> bool:
-    return (bool(name) and not name.startswith("/") and "\\" not in name and "\x00" not in name
-            and ".." not in posixpath.normpath(name).split("/") and not name.endswith("/"))
 
 
 def _subjects(manifest: Any) -> dict[str, str]:
@@ -374,10 +372,19 @@ def _subjects(manifest: Any) -> dict[str, str]:
     return subjects
 
 
+def _model_of(manifest: Any) -> str | None:
+    """The model the manifest says the package is of (None when it does not say)."""
+    try:
+        model = manifest["predicate"]["buildDefinition"]["externalParameters"]["model"]
+    except (KeyError, TypeError):
+        return None
+    return model if isinstance(model, str) else None
+
+
 def _read_bounded(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytes:
     """An entry's bytes, never more than `limit` (ValueError beyond: a lying declared size)."""
     with archive.open(info) as handle:
-        data = handle.read(limit + 1)
+        data = handle.read(min(info.file_size, limit) + 1)   # never reserved beyond the declared size
     if len(data) > limit:
         raise ValueError(f"{info.filename} inflates to more than {limit} bytes")
     return data
@@ -426,6 +433,12 @@ def _verify_archive(report: VerifyReport, archive: zipfile.ZipFile, handle: Any,
         _unreadable(report, E_LIMIT, f"the archive holds {len(infos)} entries, more than the limit of {limits['entries']} "
                     f"(raise it with {LIMIT_VARIABLES['entries']})")
         return
+    unsafe = name_problems(info.filename for info in infos)
+    if unsafe:    # names first: every later check matches names exactly, an unpacker normalises them
+        report.readable = False
+        for name, problem in unsafe:
+            report.add(E_UNSAFE_NAME, f"entry {name!r}: {problem}")
+        return
     total = sum(info.file_size for info in infos)
     if total > limits["total"]:
         _unreadable(report, E_LIMIT, f"the entries add up to {total} bytes, more than the limit of {limits['total']} "
@@ -455,7 +468,7 @@ def _verify_archive(report: VerifyReport, archive: zipfile.ZipFile, handle: Any,
         return
     try:
         manifest_bytes = _read_bounded(archive, archive.getinfo(MANIFEST), limits["manifest"])
-        report.manifest = json.loads(manifest_bytes.decode("utf-8"))
+        report.manifest = loads_json(manifest_bytes, MAX_JSON_DEPTH, MAX_JSON_NODES)
         subjects = _subjects(report.manifest)
     except (zipfile.BadZipFile, ValueError, UnicodeDecodeError, OSError, EOFError, zlib.error) as exc:
         _unreadable(report, E_MANIFEST, f"{MANIFEST} is not a valid manifest: {exc}")
@@ -469,8 +482,6 @@ def _verify_archive(report: VerifyReport, archive: zipfile.ZipFile, handle: Any,
             report.tampered.append((name, subjects.get(name, ""), "duplicate entry"))
             continue
         seen.add(name)
-        if not _safe_name(name):
-            report.add(E_UNSAFE_NAME, f"{name!r}: unsafe entry name")
         if name in (MANIFEST, ENVELOPE):
             continue
         if name not in subjects:
@@ -497,7 +508,8 @@ def _verify_archive(report: VerifyReport, archive: zipfile.ZipFile, handle: Any,
         report.add(E_MISSING, f"missing: {name} is listed in the manifest but absent")
     if report.ok:   # the records are read from entries that match the manifest only
         read = lambda name, limit: _read_bounded(archive, archive.getinfo(name), limit)  # noqa: E731
-        for name, problem in record_problems(subjects, sizes, read):
+        model = _model_of(report.manifest)
+        for name, problem in record_problems(subjects, sizes, read, model):
             report.add(E_RECORDS, f"{name}: {problem}")
     _check_signature(report, archive, manifest_bytes, refused, limits, public_key)
 

@@ -13,16 +13,21 @@ signature (pipeline/evidence/signing.py) can catch.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from typing import Callable, Mapping
 
-from pipeline.project.layout import ARTIFACTS_DIR, RECORD_FILE
+from pipeline.evidence.signing import ENVELOPE
+from pipeline.files.treeguard import loads_json
+from pipeline.project.layout import ARTIFACTS_DIR, MODELS_DIR, RECORD_FILE, REQUIREMENTS_DIR
 from pipeline.ledger.freshness import FAILED_FILE
 from pipeline.ledger.records import StepRecord
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
+MAX_RECORD_DEPTH = 64
+MAX_RECORD_NODES = 8_000_000
 E_RECORDS = "EVID-E063"
+MANIFEST = "manifest.json"            # the in-toto statement (pipeline/evidence/package.py)
+AREAS = (ARTIFACTS_DIR, "evidence", MODELS_DIR, REQUIREMENTS_DIR)
 
 
 def _is_record(name: str) -> bool:
@@ -30,21 +35,40 @@ def _is_record(name: str) -> bool:
     return len(parts) == 4 and parts[0] == ARTIFACTS_DIR and parts[3] == RECORD_FILE
 
 
+def area_problem(name: str, model: str | None) -> str | None:
+    """Why `name` is no entry of the package of `model`, or None: a package holds the manifest and
+    its envelope, the generated evidence/, and the model's own artifacts/<m>/ and models/<m>/ with
+    the requirements/ they were judged against; nothing else, and no other model's files."""
+    parts = name.split("/")
+    if len(parts) == 1:
+        return None if name in (MANIFEST, ENVELOPE) else "not a file a package holds at its top"
+    if parts[0] not in AREAS:
+        return f"outside the folders a package holds ({', '.join(AREAS)})"
+    if parts[0] in (ARTIFACTS_DIR, MODELS_DIR) and model is not None and parts[1] != model:
+        return f"a file of model {parts[1]!r} in the package of model {model!r}"
+    return None
+
+
 def record_problems(subjects: Mapping[str, str], sizes: Mapping[str, int],
-                    read: Callable[[str, int], bytes]) -> list[tuple[str, str]]:
-    """(entry, problem) for each disagreement between the package's entries and its records.
+                    read: Callable[[str, int], bytes], model: str | None = None) -> list[tuple[str, str]]:
+    """(entry, problem) for each disagreement between the package's entries and its records, and for
+    every entry outside what a package of `model` holds (`area_problem`): every entry is judged.
 
     `subjects`: entry -> SHA-256 from the manifest (the entries were checked against it);
     `sizes`: entry -> size; `read(name, limit)`: the bytes of an entry (at most `limit`).
     """
     problems: list[tuple[str, str]] = []
+    for name in sorted(subjects):
+        problem = area_problem(name, model)
+        if problem is not None:
+            problems.append((name, problem))
     recorded: set[str] = set()
     recorded_folders: set[str] = set()
     for name in sorted(n for n in subjects if _is_record(n)):
         folder = posixpath.dirname(name)
         recorded_folders.add(folder)
         try:
-            record = StepRecord.from_json(json.loads(read(name, MAX_RECORD_BYTES).decode("utf-8")))
+            record = StepRecord.from_json(loads_json(read(name, MAX_RECORD_BYTES), MAX_RECORD_DEPTH, MAX_RECORD_NODES))
         except (ValueError, KeyError, TypeError, UnicodeDecodeError, AttributeError) as exc:
             problems.append((name, f"the step record cannot be read: {exc}"))
             continue

@@ -26,16 +26,15 @@ the file and the key path or element.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import stat
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity
+from pipeline.files.readguard import InputRefused, read_input
+from pipeline.files.treeguard import TreeRefused, loads_json, parse_xml
+from pipeline.files.yamlguard import limit_from_env
 from pipeline.evidence.collect import VERDICT_ORDER
 from pipeline.evidence.junit import TRACEABILITY_SUITE
 from pipeline.evidence.matrix import MODEL_STATUS_ORDER, STATUS_ORDER, model_status
@@ -43,6 +42,13 @@ from pipeline.evidence.runsummary import BETTER, E_BASELINE_UNREADABLE, E_CHANGE
 from pipeline.ledger.checks import Verdict
 
 MAX_BASELINE_BYTES = 256 * 1024 * 1024
+# What a baseline may hold once parsed (pipeline/files/treeguard.py judges it first): the trace.json
+# of the five shipped models has 119,000 values and keys and nests 10 deep, their junit.xml 3,860 tags.
+MAX_DEPTH = 64
+MAX_NODES = 8_000_000          # PIPELINE_MAX_BASELINE_NODES
+NODES_VARIABLE = "PIPELINE_MAX_BASELINE_NODES"
+MAX_ELEMENTS = 2_000_000
+MAX_ATTRIBUTES = 8_000_000
 TRACE, JUNIT = "trace.json", "junit.xml"
 GONE = "absent"   # tonight's side of a model the baseline had and this run does not
 
@@ -92,34 +98,30 @@ def _problem(source: str, message: str, key_path: str = "") -> PipelineError:
 
 def _read_text(path: Path) -> str:
     source = path.as_posix()
-    try:
-        info = os.stat(path)
+    try:   # not through a link, a regular file, never more read than it holds (pipeline/files/readguard.py)
+        data = read_input(path, max_bytes=MAX_BASELINE_BYTES)
+    except InputRefused as refused:
+        raise _problem(source, f"cannot read it: {refused.reason}" if refused.unreadable else refused.reason) from None
     except OSError as exc:
         raise _problem(source, f"cannot read it: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise _problem(source, "not a regular file")
-    if info.st_size > MAX_BASELINE_BYTES:
-        raise _problem(source, f"{info.st_size} bytes, more than the limit of {MAX_BASELINE_BYTES}")
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BASELINE_BYTES + 1)
-        if len(data) > MAX_BASELINE_BYTES:
-            raise _problem(source, f"more than {MAX_BASELINE_BYTES} bytes")
         return data.decode("utf-8")
-    except OSError as exc:
-        raise _problem(source, f"cannot read it: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise _problem(source, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def read_baseline(path: str | Path) -> Snapshot:
-    """The snapshot of a previous run's reports/trace.json or reports/junit.xml (told apart by content)."""
+    """The snapshot of a previous run's reports/trace.json or reports/junit.xml (told apart by content),
+    its nesting and size judged before it is parsed (pipeline/files/treeguard.py)."""
     file = Path(path)
     text = _read_text(file)
     if text.lstrip().startswith("<"):
         return snapshot_from_junit(text, file.as_posix())
     try:
-        document = json.loads(text)
+        document = loads_json(text.encode("utf-8"), MAX_DEPTH, limit_from_env(NODES_VARIABLE, MAX_NODES))
+    except TreeRefused as refused:
+        raise _problem(file.as_posix(), f"refused before parsing: {refused.reason} (raise the count with "
+                       f"{NODES_VARIABLE})") from None
     except ValueError as exc:
         raise _problem(file.as_posix(), f"neither JUnit XML nor JSON: {exc}") from None
     return snapshot_from_trace(document, file.as_posix())
@@ -176,17 +178,14 @@ def _properties(case: ET.Element) -> dict[str, str]:
     return {p.get("name", ""): p.get("value", "") for p in props.findall("property")}
 
 
-_DECLARATION = re.compile(r"<!(DOCTYPE|ENTITY)")
-
-
 def snapshot_from_junit(text: str, source: str = JUNIT) -> Snapshot:
     """The snapshot of a junit.xml this pipeline wrote (with its testcase properties)."""
-    declaration = _DECLARATION.search(text)
-    if declaration:
-        raise _problem(source, f"a <!{declaration.group(1)}> declaration: the JUnit this pipeline writes has none, "
-                       "and entities are not expanded here")
     try:
-        root = ET.fromstring(text)
+        root = parse_xml(text, MAX_DEPTH, MAX_ELEMENTS, MAX_ATTRIBUTES)
+    except TreeRefused as refused:
+        raise PipelineError(E_BASELINE_UNREADABLE, f"baseline: refused before parsing: {refused.reason} (the JUnit "
+                            "this pipeline writes has no declaration and nests 5 deep)",
+                            Location(source, refused.line, refused.column)) from None
     except ET.ParseError as exc:
         line, column = exc.position
         raise PipelineError(E_BASELINE_UNREADABLE, f"baseline: not well-formed XML: {exc}",

@@ -51,9 +51,31 @@ def obtained(outcome: Outcome) -> tuple[str, str]:
     return " ".join(places), "; ".join(labels)
 
 
+# A cell a spreadsheet would run as a formula (OWASP "CSV Injection"): one starting with = + - @, a
+# tab or a carriage return. Reasons come from shards and models, so every cell is neutralised with a
+# leading ' (shown as text, the rest of the cell unchanged).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> str:
+    """`value` as a CSV cell no spreadsheet evaluates (FORMULA_STARTS)."""
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+class _Cells:
+    """A csv writer whose every cell goes through csv_cell."""
+
+    def __init__(self, out: io.StringIO) -> None:
+        self.writer = csv.writer(out, lineterminator="\n")
+
+    def writerow(self, row: Sequence[object]) -> None:
+        self.writer.writerow([csv_cell(cell) for cell in row])
+
+
 def render_csv(matrix: TraceMatrix) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = _Cells(out)
     writer.writerow(CSV_COLUMNS)
     for req in matrix.requirements:
         st = matrix.statuses[req.id]

@@ -30,7 +30,6 @@ import base64
 import binascii
 import contextlib
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any, Iterator
 from pipeline.files.atomic import canonical_json, write_bytes
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.files.readguard import InputRefused, read_input
+from pipeline.files.treeguard import loads_json
 
 ENVELOPE = "manifest.dsse.json"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -189,7 +189,7 @@ def check_envelope(data: bytes, manifest: bytes, public: Any | None) -> Envelope
     """Judge a DSSE envelope against the package's manifest bytes and, when given, a public key."""
     result = EnvelopeCheck()
     try:
-        document = json.loads(data.decode("utf-8"))
+        document = loads_json(data, 16, 100_000)     # an envelope nests 3 deep and holds a few keys
         payload = base64.b64decode(document["payload"], validate=True)
         payload_type = document["payloadType"]
         signatures = [(str(s["keyid"]), base64.b64decode(s["sig"], validate=True)) for s in document["signatures"]]
@@ -228,8 +228,24 @@ def check_envelope(data: bytes, manifest: bytes, public: Any | None) -> Envelope
     return result
 
 
+def _same_file(first: str | os.PathLike[str], second: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file: the same folder (links resolved) and name, or one existing file."""
+    a, b = Path(first), Path(second)
+    try:
+        if a.exists() and b.exists() and os.path.samefile(a, b):
+            return True
+    except OSError:
+        pass
+    return os.path.realpath(a.parent) == os.path.realpath(b.parent) and a.name == b.name
+
+
 def generate_key_pair(private_path: str | os.PathLike[str], public_path: str | os.PathLike[str]) -> str:
-    """Write a new Ed25519 pair (PEM; the private file mode 0600); its keyid."""
+    """Write a new Ed25519 pair (PEM; the private file mode 0600); its keyid. EVID-E065 before anything
+    is written when both paths name one file (`keygen K K` once wrote the public key over the new
+    private one, then said "keep it secret") or the private file exists."""
+    if _same_file(private_path, public_path):
+        raise PipelineError(E_KEY, f"the private and the public key would be the same file ({os.fspath(public_path)}): "
+                            "name two files", Location.in_file(public_path))
     serialization, ed25519 = _crypto()
     key = ed25519.Ed25519PrivateKey.generate()
     private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,

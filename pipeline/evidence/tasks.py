@@ -197,9 +197,10 @@ def _model_trees(model: str) -> Callable[[], list[Path]]:
 
 def _verify_action() -> bool:
     from pipeline.evidence.summary import error_count, summary_text
+    from pipeline.terminal import say
 
     document = json.loads(report_paths(".")["json"].read_text(encoding="utf-8"))
-    print(summary_text(document))
+    say(summary_text(document))
     return error_count(document) == 0
 
 

@@ -16,10 +16,14 @@ descriptor), 4.3.12 (central directory header), 4.3.14-4.3.16 (zip64 and end rec
 
 from __future__ import annotations
 
+import posixpath
 import stat
 import struct
+import unicodedata
 import zipfile
 from typing import BinaryIO, Iterable
+
+from pipeline.diagnostics import printable
 
 LOCAL = b"PK\x03\x04"
 END = b"PK\x05\x06"
@@ -152,4 +156,42 @@ def header_problems(handle: BinaryIO, infos: Iterable[zipfile.ZipInfo], director
             problems.append((following, f"its data overlaps that of {name} (entries must not share bytes)"))
     if spans and spans[-1][1] > directory_start:
         problems.append((spans[-1][2], "its data overlaps the central directory"))
+    return problems
+
+
+def name_problem(name: str) -> str | None:
+    """Why an entry name is not one a package holds, or None: it must be its own normal form (a
+    relative POSIX path without `.`, `..` or empty components, no trailing `/`, no backslash) and
+    free of control characters. `./artifacts/x` is refused although it names artifacts/x once
+    normalised: an unpacker writes it over artifacts/x, and a check that matches names exactly
+    would not see it."""
+    if not name:
+        return "an empty name"
+    if printable(name, newlines=False) != name:
+        return "a control character in the name"
+    if "\\" in name or name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        return "not a relative POSIX path (absolute, a drive or a backslash)"
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts) or posixpath.normpath(name) != name:
+        return f"not in normal form (it would be unpacked as {posixpath.normpath(name)!r}: '.', '..', '//' or a " \
+               "trailing '/')"
+    return None
+
+
+def name_problems(names: Iterable[str]) -> list[tuple[str, str]]:
+    """(name, problem) for every entry name that is not in normal form, and for every name that is
+    the same file as an earlier one once normalised (Unicode NFC, case: what a case-insensitive or
+    normalising file system unpacks to one file)."""
+    problems: list[tuple[str, str]] = []
+    seen: dict[str, str] = {}
+    for name in names:
+        problem = name_problem(name)
+        if problem is not None:
+            problems.append((name, problem))
+        key = unicodedata.normalize("NFC", posixpath.normpath(name.replace("\\", "/"))).casefold()
+        if key in seen:
+            problems.append((name, "the same file as the entry " + repr(seen[key]) + " once normalised (case, Unicode)"
+                             if seen[key] != name else "the entry appears more than once"))
+        else:
+            seen[key] = name
     return problems

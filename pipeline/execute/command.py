@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from pipeline.diagnostics import PipelineError
-from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, model_and_root, report_error
+from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, model_and_root, report_error, say
 
 
 def register(subparsers: Any) -> None:
@@ -44,5 +44,5 @@ def run(args: argparse.Namespace) -> int:
     for name, doc in documents.items():
         status = doc.get("status")
         failed |= status == "failed"
-        print(f"{status:8} {model}/{name}" + (f": {doc.get('reason')}" if doc.get("reason") else ""))
+        say(f"{status:8} {model}/{name}" + (f": {doc.get('reason')}" if doc.get("reason") else ""))
     return EXIT_FAILED if failed else EXIT_OK

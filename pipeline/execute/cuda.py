@@ -14,7 +14,6 @@ block says what ran on which device, or why not.
 from __future__ import annotations
 
 import json
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from pipeline.execute.harness import write_arrays
 from pipeline.project.layout import project_relative, step_dir
 from pipeline.nnef.tensorfile import read_tensor
 from pipeline.execute.gpu import run_on_gpu
+from pipeline.toolchain import process
 from pipeline.toolchain.nvcc import EMULATION_FLAGS, emulation_build
 
 EMULATION = "host emulation: g++ " + " ".join(EMULATION_FLAGS) + " with nnef_cuda_emulate.h (launch = loop over " \
@@ -45,11 +45,10 @@ def _run(binary: Path, manifest: dict[str, Any], inputs: dict[str, np.ndarray], 
         array = inputs[spec["name"]]
         np.ascontiguousarray(array, "<f4").tofile(ins / f"{spec['name']}.f32")
         count = array.shape[0]
-    proc = subprocess.run([str(binary), str(ins), str(outs), str(count), str(seed)], capture_output=True, text=True,
-                          check=False, timeout=3600)
+    proc = process.run([str(binary), str(ins), str(outs), str(count), str(seed)], timeout=3600)
     if proc.returncode != 0:
         raise PipelineError("RUN-E021", f"the emulated CUDA harness failed (exit {proc.returncode}): "
-                            f"{proc.stderr.strip()[:2000]}")
+                            f"{proc.err.strip()[:2000]}")
     return {o["name"]: np.fromfile(outs / f"{o['name']}.f32", "<f4").reshape([count] + list(o["shape"]))
             for o in manifest["outputs"]}
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.toolchain import process
 
 TOGGLES = ("nnef_item_*_run", "nnef_sync_wait", "nnef_barrier")
 BOUNDARY = "nnef_vector_start"    # the harness function called before each vector (nnef_main.c)
@@ -35,8 +35,7 @@ def valgrind_version() -> str | None:
     path = shutil.which("valgrind")
     if not path:
         return None
-    proc = subprocess.run([path, "--version"], capture_output=True, text=True, check=False)
-    return proc.stdout.strip() or None
+    return process.text([path, "--version"]).strip() or None
 
 
 def special_vector(shape: tuple[int, ...], seed: int = 7) -> np.ndarray:
@@ -80,10 +79,13 @@ def count_instructions_per_vector(binary: str | os.PathLike[str], inputs: str | 
     command = [path, "--tool=callgrind", f"--callgrind-out-file={out_file}", f"--dump-before={BOUNDARY}"]
     command += [f"--toggle-collect={t}" for t in TOGGLES]
     command += [str(binary), "--inputs", str(inputs), "--outputs", str(outputs), "--vectors", str(vectors)]
-    proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
-                          env={**os.environ, "LD_BIND_NOW": "1"})
+    try:
+        proc = process.run(command, timeout=timeout, env={**os.environ, "LD_BIND_NOW": "1"})
+    except PipelineError as error:
+        raise PipelineError("RUN-E031", f"callgrind run failed: {error.code}: {error.message}",
+                            Location.in_file(binary)) from None
     if proc.returncode != 0 or not out_file.is_file():
-        raise PipelineError("RUN-E031", f"callgrind run failed (exit {proc.returncode}): {proc.stderr.strip()[-1500:]}",
+        raise PipelineError("RUN-E031", f"callgrind run failed (exit {proc.returncode}): {proc.err.strip()[-1500:]}",
                             Location.in_file(binary))
     parts = sorted(work.glob("callgrind.out.*"), key=lambda p: int(p.suffix[1:]) if p.suffix[1:].isdigit() else -1)
     if [p.suffix for p in parts] != [f".{k}" for k in range(1, vectors + 1)]:

@@ -41,6 +41,8 @@ from pipeline.export.readback import compare_with_khronos
 from pipeline.export.onnx_model import OnnxModel
 from pipeline.export.validate import ValidationReport
 from pipeline.nnef.checker import check_paths
+from pipeline.nnef.masks import judge
+from pipeline.nnef.tensorfile import read_variable_file
 from pipeline.nnef.findings import PROFILE_DEPENDENT
 from pipeline.nnef.parser import parse_file
 
@@ -134,7 +136,9 @@ register_check(
     ["HLR-EXP-001"],
     "Reads every floating-point initializer and Constant-node tensor of the ONNX model and fails on the first "
     "NaN or infinite value, naming the tensor and the index (in C order) of that value. A NaN weight makes the "
-    "numeric comparison meaningless (NaN == NaN passes as a match), so it is refused before validation counts.",
+    "numeric comparison meaningless (NaN == NaN passes as a match), so it is refused before validation counts. "
+    "The one exception is a -inf attention mask (issue 38): it passes when the export's tensor files hold it "
+    "only as masks ahead of a softmax, no row masked whole (pipeline.nnef.masks, re-judged on the files).",
 )
 register_check(
     REJECT,
@@ -267,12 +271,34 @@ def _trace_problems(export_dir: Path, onnx_path: Path) -> tuple[list[str], dict[
     actual = [(i, n.op_type, n.name) for i, n in enumerate(model.graph.node)]
     if listed != actual:
         problems.append("provenance.json does not list the ONNX model's nodes in order")
+    unused = _unused_problems(provenance, [v.name for v in model.graph.output])
+    problems.extend(unused)
     for node in provenance["nodes"]:
         folded = node.get("folded") is not None and set(node["folded"]) == {o for o in node["outputs"] if o}
-        if not node["nnef_lines"] and not (node["op_type"] == "Constant" and node["outputs"]) and not folded:
+        if (not node["nnef_lines"] and not (node["op_type"] == "Constant" and node["outputs"]) and not folded
+                and not node.get("unused")):
             problems.append(f"ONNX node {node['index']} ({node['op_type']} '{node['name']}') has no NNEF line")
     measured = {"lines": len(body), "nodes": len(provenance["nodes"]), "tensor_files": len(provenance["tensor_files"])}
     return problems, measured
+
+
+def _unused_problems(provenance: dict[str, Any], graph_outputs: list[str]) -> list[str]:
+    """A node listed as `unused` (not converted: read only by folded nodes) must be so: none of its
+    outputs is a graph output, every node reading one is folded or unused itself, and it has no line."""
+    nodes = provenance["nodes"]
+    skipped = {n["index"] for n in nodes if n.get("unused") or n.get("folded") is not None}
+    problems = []
+    for node in nodes:
+        if not node.get("unused"):
+            continue
+        outputs = {o for o in node["outputs"] if o}
+        readers = [n for n in nodes if outputs & set(n["inputs"]) and n["index"] not in skipped]
+        label = f"ONNX node {node['index']} ({node['op_type']} '{node['name']}')"
+        if outputs & set(graph_outputs) or readers or node["nnef_lines"]:
+            what = (f"node {readers[0]['index']} ({readers[0]['op_type']}) reads it" if readers else
+                    "it has NNEF lines" if node["nnef_lines"] else "it is a graph output")
+            problems.append(f"{label} is listed as unused, but {what}")
+    return problems
 
 
 def trace_result(model: str, export_dir: Path, onnx_path: Path, read: list[str]) -> CheckResult:
@@ -305,16 +331,36 @@ def constant_parameters(onnx_model: OnnxModel) -> dict[str, np.ndarray]:
     return found
 
 
-def finite_result(model: str, onnx_model: OnnxModel, read: list[str]) -> CheckResult:
-    """export.finite_parameters over the model's constant tensors (initializers and Constant values)."""
+def finite_result(model: str, onnx_model: OnnxModel, read: list[str], export_dir: Path | None = None) -> CheckResult:
+    """export.finite_parameters over the model's constant tensors (initializers and Constant values): a NaN or
+    +inf fails; a -inf passes only when the export holds it as attention masks, judged again here on the files
+    written (graph.nnef and its tensor files, pipeline.nnef.masks), not taken from the exporter."""
     parameters = constant_parameters(onnx_model)
-    measured = {"tensors": len(parameters), "values": int(sum(np.asarray(a).size for a in parameters.values()))}
-    first = first_non_finite(parameters)
+    measured: dict[str, Any] = {"tensors": len(parameters),
+                                "values": int(sum(np.asarray(a).size for a in parameters.values()))}
+    wrong = {name: np.where(np.asarray(a) == -np.inf, 0.0, a) if np.asarray(a).dtype.kind == "f" else a
+             for name, a in parameters.items()}
+    first = first_non_finite(wrong)
     if first is not None:
         name, index, value = first
         return CheckResult(FINITE, model, Verdict.FAIL, f"tensor '{name}' holds {value} at index {list(index)}",
                            measured, read)
-    return CheckResult(FINITE, model, Verdict.PASS, "", measured, read)
+    if first_non_finite(parameters) is None:
+        return CheckResult(FINITE, model, Verdict.PASS, "", measured, read)
+    if export_dir is None:
+        return CheckResult(FINITE, model, Verdict.FAIL, "the model holds -inf and no export was given to judge "
+                           "whether it is an attention mask", measured, read)
+    report = check_paths([export_dir], profile="certification", tensors=True, finite=True)
+    problems = [f for f in report.findings if f.code == "NNEF-E034"]
+    masks, _ = judge(report.graphs[0], {op.output_refs()[0].name: read_variable_file(export_dir, str(op.attribs["label"])).data
+                                        for op in report.graphs[0].operations if op.name == "variable"}) \
+        if report.graphs else ([], [])
+    measured.update(masks=len(masks), masked_values=sum(m.masked for m in masks))
+    if problems or not masks:
+        reason = problems[0].message if problems else "the -inf of the model reaches no attention mask of the export"
+        return CheckResult(FINITE, model, Verdict.FAIL, reason, measured, read)
+    return CheckResult(FINITE, model, Verdict.PASS, f"-inf only in {len(masks)} attention mask(s) ahead of a softmax: "
+                       + ", ".join(f"'{m.variable}' ({m.masked} masked)" for m in masks), measured, read)
 
 
 def khronos_result(model: str, export_dir: Path, read: list[str]) -> CheckResult:

@@ -22,7 +22,7 @@ from pipeline.project.deploy import check_inputs_match, load_deploy
 from pipeline.diagnostics import PipelineError
 from pipeline.export.exporter import convert, publish
 from pipeline.export.validate import VALIDATION_FILE, default_settings, settings_from_spec, validate_export
-from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, report_error
+from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, report_error, say
 
 
 def register(subparsers: Any) -> None:
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     except PipelineError as exc:
         return report_error(exc)
     tensors = len(result.files) - 2
-    print(f"exported {len(result.model.nodes)} ONNX nodes (opset {result.model.opset}) to "
+    say(f"exported {len(result.model.nodes)} ONNX nodes (opset {result.model.opset}) to "
           f"{len(result.graph.operations)} NNEF operations and {tensors} tensor files in {args.outdir}")
     if args.no_validate:
         return EXIT_OK
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:   # an internal error (reported by the CLI) or an interrupt: no half export left
         _remove_export(args.outdir)
         raise
-    print(report.table())
+    say(report.table())
     return EXIT_OK if report.passed else EXIT_FAILED
 
 

@@ -75,6 +75,7 @@ class NodeRecord:
     parameters: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     folded: bool = False  # evaluated at export (pipeline.export.fold): its outputs are constants
+    unused: bool = False  # dead: read only by folded nodes, never converted (pipeline.export.fold.dead_nodes)
 
 
 class ExportContext:
@@ -91,6 +92,7 @@ class ExportContext:
         self.variables: dict[tuple[str, tuple[int, ...]], VariableRecord] = {}
         self.records: dict[int, NodeRecord] = {}
         self.constant_nodes: dict[str, int] = {}
+        self.live: set[str] | None = None  # the tensors converted nodes read and the graph outputs (fold.live_tensors)
         self.node: Node | None = None
         self._assigned: set[str] = set()
         self._reserve_names()
@@ -245,9 +247,15 @@ class ExportContext:
             return self.variable(name)
         raise ExportError("EXPORT-E011", f"input '{name}' is used before it is defined", Location(element=f"node '{node.label}'"))
 
-    def variable(self, onnx_name: str, shape: Sequence[int] | None = None) -> TensorName:
-        """The NNEF variable holding constant `onnx_name` stored with `shape` (default: its own)."""
-        self._require_float(onnx_name, "constant")
+    def variable(self, onnx_name: str, shape: Sequence[int] | None = None, logical: bool = False) -> TensorName:
+        """The NNEF variable holding constant `onnx_name` stored with `shape` (default: its own); with
+        `logical`, a bool constant as `variable<logical>` (a select's condition, ONNX Where)."""
+        if logical:
+            if self.constants[onnx_name].dtype != np.bool_:
+                raise self.fail("EXPORT-E006", f"constant '{onnx_name}' is {self.constants[onnx_name].dtype}; a "
+                                "condition must be bool")
+        else:
+            self._require_float(onnx_name, "constant")
         value = self.constants[onnx_name]
         target = tuple(int(d) for d in (value.shape if shape is None else shape))
         if math.prod(target) != value.size:
@@ -260,9 +268,10 @@ class ExportContext:
         first = not any(k[0] == onnx_name for k in self.variables) and onnx_name not in self.defined
         name = TensorName(self.names.reserve(onnx_name) if first else self.names.fresh(self.names.reserve(onnx_name)))
         node_index = self.constant_nodes.get(onnx_name, self.node.index if self.node is not None else None)
-        data = np.ascontiguousarray(value, dtype=np.float32).reshape(target)
+        data = np.ascontiguousarray(value, dtype=np.bool_ if logical else np.float32).reshape(target)
         self.variables[key] = VariableRecord(name, onnx_name, tuple(value.shape), target, data, node_index)
-        self._append(name, build.invoke("variable", type_arg="scalar", shape=list(target), label=name),
+        self._append(name, build.invoke("variable", type_arg="logical" if logical else "scalar", shape=list(target),
+                                        label=name),
                      Origin(node_index, initializer=onnx_name))
         if first and tuple(value.shape) == target:
             self.defined.setdefault(onnx_name, name)
@@ -336,10 +345,18 @@ class ExportContext:
         self.records[node.index].dropped.append(node.outputs[index])
 
     def is_used(self, name: str) -> bool:
-        """Whether tensor `name` is read by any node or is a graph output."""
+        """Whether tensor `name` is a graph output or read by a node that is converted (a folded Shape reads
+        no data, a dead node computes nothing needed): an optional output that is not is left out."""
         if name in self.model.outputs:
             return True
+        if self.live is not None:
+            return name in self.live
         return any(name in n.inputs for n in self.model.nodes)
+
+    def wanted(self, index: int) -> bool:
+        """Whether optional output `index` of the current node is named and used (is_used)."""
+        node = self._current()
+        return node.has_output(index) and self.is_used(node.outputs[index])
 
     def temp(self, hint: str) -> TensorName:
         """A fresh name for an intermediate result, `<hint>` made unique."""

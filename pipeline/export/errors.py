@@ -28,8 +28,10 @@ CODES: dict[str, str] = {
     "EXPORT-E014": "a graph input, intermediate or output shape beyond the limits (an extent over 2^31 - 1 or more than 2^32 elements)",
     "EXPORT-E015": "a graph output listed twice",
     "EXPORT-E016": "the ONNX model file is a symbolic link, not a regular file, or exceeds the size limit (2 GiB - 1)",
-    "EXPORT-E017": "an initializer or Constant value holds a NaN or an infinity (the tensor and the first index are named)",
+    "EXPORT-E017": "an initializer or Constant value holds a NaN or an infinity that is not an attention mask (the tensor and the first index are named)",
     "EXPORT-E018": "more nodes or initializers than the limits (10,000 each; PIPELINE_MAX_ONNX_NODES, PIPELINE_MAX_ONNX_INITIALIZERS)",
+    "EXPORT-E019": "an attention mask masks every element of a softmax row (the softmax there is 0 / 0 = NaN; the mask and the row are named)",
+    "EXPORT-E020": "the trained model's reference files (deploy.yaml trained_reference) cannot be read or do not fit the model (names, shapes, float32, vector count)",
 }
 
 

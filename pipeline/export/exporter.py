@@ -22,7 +22,7 @@ import logging
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +33,7 @@ from pipeline.files.atomic import canonical_json, write_bytes
 from pipeline.export.context import ExportContext
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError, node_error
-from pipeline.export.fold import fold, folded_without_converter, refine_shapes
+from pipeline.export.fold import dead_nodes, fold, live_tensors, reinfer
 from pipeline.export.names import sanitize
 from pipeline.export.onnx_model import DEFAULT_DOMAINS, Node, OnnxModel, load_onnx
 from pipeline.export.provenance import build_provenance
@@ -42,6 +42,7 @@ from pipeline.nnef import build
 from pipeline.nnef.catalogue import EXECUTABLE
 from pipeline.nnef.checker import check_text
 from pipeline.nnef.graph import Graph
+from pipeline.nnef.masks import Mask, judge, non_finite
 from pipeline.nnef.printer import print_document
 from pipeline.nnef.tensorfile import encode_tensor
 
@@ -64,13 +65,14 @@ class ExportResult:
     variables: dict[str, np.ndarray]
     inputs: dict[str, str]
     outputs: dict[str, str]
+    masks: list[Mask] = field(default_factory=list)
 
 
-def _unsupported(ctx: ExportContext, folded: set[int]) -> list[tuple[Node, str]]:
-    """Each node whose operator (type, domain or version) has no converter, with what is wrong."""
+def _unsupported(ctx: ExportContext, skipped: set[int]) -> list[tuple[Node, str]]:
+    """Each converted node whose operator (type, domain or version) has no converter, with what is wrong."""
     problems = []
     for node in ctx.model.nodes:
-        if node.index in folded:
+        if node.index in skipped:
             continue
         conv = find(node.op_type) if node.domain in DEFAULT_DOMAINS else None
         where = f"node '{node.label}' (index {node.index})"
@@ -84,25 +86,28 @@ def _unsupported(ctx: ExportContext, folded: set[int]) -> list[tuple[Node, str]]
 
 
 def _convert_nodes(ctx: ExportContext) -> None:
-    """Every unsupported operator of the model is reported in one EXPORT-E003 before any conversion."""
+    """Every unsupported operator on the data path is reported in one EXPORT-E003 before any conversion:
+    folded nodes (constants) and dead ones (read only by folded shape computations) are no blockers and
+    are not named."""
     model = ctx.model
     folded, values = fold(model, ctx.supported)
-    problems = _unsupported(ctx, folded)
+    dead = dead_nodes(model, folded)
+    problems = _unsupported(ctx, folded | dead)
     if problems:
         first = problems[0][0]
         count = f"{len(problems)} unsupported operator{'s' if len(problems) > 1 else ''}"
         listed = "; ".join(text for _, text in problems)
-        constant = folded_without_converter(model, folded)
-        if constant:
-            listed += (f"; folded at export (constant, not blockers): "
-                       + "; ".join(f"{n.op_type} at node '{n.label}' (index {n.index})" for n in constant))
         raise node_error("EXPORT-E003", f"{count}: {listed}", node_name=first.label,
                          op_type=first.op_type, opset=first.opset, supported=ctx.supported)
-    try:
-        refine_shapes(model, values)
-    except Exception as exc:  # noqa: BLE001 - InferenceError and friends
-        raise ExportError("EXPORT-E009", f"ONNX shape inference with the folded shape values failed: {exc}") from None
+    reinfer(model, values)
+    ctx.live = live_tensors(model, folded | dead)
     for node in model.nodes:
+        if node.index in dead:
+            ctx.begin(node)
+            ctx.records[node.index].unused = True
+            ctx.records[node.index].dropped.extend(name for name in node.outputs if name)
+            ctx.end()
+            continue
         if node.index in folded:
             ctx.begin(node)
             ctx.records[node.index].folded = True
@@ -158,6 +163,48 @@ def _self_check(ctx: ExportContext, text: str) -> tuple[Graph, list[int]]:
     return graph, lines
 
 
+def _judge_non_finite(ctx: ExportContext, graph: Graph) -> list[Mask]:
+    """The -inf the load let through (guard.check_finite) stands only as an attention mask
+    (pipeline.nnef.masks): read as a parameter by a converted node, or stored in a variable that is
+    no mask, it is EXPORT-E017; a mask that masks a whole softmax row is EXPORT-E019."""
+    for index, record in sorted(ctx.records.items()):
+        if record.folded or record.unused:
+            continue
+        for name in record.parameters:
+            first = non_finite(ctx.constants[name]) if name in ctx.constants else None
+            if first is not None:
+                node = ctx.model.nodes[index]
+                raise ExportError("EXPORT-E017", f"'{name}' holds {first[1]} at index {list(first[0])}, read as a "
+                                  f"parameter by node '{node.label}' ({node.op_type}); a -inf is accepted only as an "
+                                  "attention mask ahead of a Softmax (docs/export.md, Limits)",
+                                  Location(element=f"node '{node.label}'"))
+    records = {record.name: record for record in ctx.variables.values()}
+    masks, problems = judge(graph, {name: record.data for name, record in records.items()})
+    for problem in problems:
+        record = records[problem.variable]
+        what = _constant_origin(ctx, record.onnx_name)
+        where = Location(element=what)
+        if problem.full_row:
+            raise ExportError("EXPORT-E019", f"the attention mask {what} (NNEF variable '{problem.variable}') "
+                              f"{problem.reason}", where)
+        raise ExportError("EXPORT-E017", f"{what} holds {problem.value} at index {list(problem.index)} and "
+                          f"{problem.reason}; a -inf is accepted only as an attention mask ahead of a Softmax "
+                          "(docs/export.md, Limits)", where)
+    return masks
+
+
+def _constant_origin(ctx: ExportContext, name: str) -> str:
+    """How a refusal names a constant: an initializer, a Constant node's value or a folded computation's output."""
+    if name in ctx.model.initializers:
+        return f"initializer '{name}'"
+    index = ctx.constant_nodes.get(name)
+    if index is None:
+        return f"constant '{name}'"
+    node = ctx.model.nodes[index]
+    kind = "the value of Constant node" if node.op_type == "Constant" else f"the folded output of {node.op_type} node"
+    return f"'{name}' ({kind} '{node.label}')"
+
+
 def convert(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> ExportResult:
     """Export in memory (nothing written); ExportError (EXPORT-Ennn) on any unsupported construct."""
     model = load_onnx(source)
@@ -172,12 +219,13 @@ def convert(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> ExportR
     document = build.with_operation_extensions(document)
     text = print_document(document)
     graph, lines = _self_check(ctx, text)
+    masks = _judge_non_finite(ctx, graph)
     files: dict[str, bytes] = {GRAPH_FILE: text.encode("utf-8")}
     variables = {}
     for record in ctx.variables.values():
         files[f"{record.name}.dat"] = encode_tensor(record.data)
         variables[record.name] = record.data
-    provenance = build_provenance(ctx, graph_name, text, lines, files, GRAPH_FILE, outputs)
+    provenance = build_provenance(ctx, graph_name, text, lines, files, GRAPH_FILE, outputs, masks)
     files[PROVENANCE_FILE] = canonical_json(provenance).encode("utf-8")
     log.info("exported %d ONNX nodes to %d NNEF statements and %d tensor files",
              len(model.nodes), len(ctx.body), len(variables))
@@ -190,6 +238,7 @@ def convert(source: str | os.PathLike[str] | bytes | onnx.ModelProto) -> ExportR
         variables=variables,
         inputs={name: ctx.defined[name] for name in model.inputs},
         outputs=dict(zip(model.outputs, outputs)),
+        masks=masks,
     )
 
 

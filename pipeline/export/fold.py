@@ -12,6 +12,15 @@ constants like Constant outputs) when
   or not a data-path converter exists for it) and every input is a constant (initializer,
   Constant output or a folded output).
 
+Shapes are re-inferred as folding goes (`refine_shapes` with the values folded so far) whenever a
+`Shape` or `Size` meets an input whose shape is not static yet: a shape that depends on computed
+values (a Pad whose pads come from `Shape -> Sub -> Mod -> Concat`, as Swin's window padding
+writes it) becomes static once those values are folded, and the Shapes after it fold too.
+
+A node that is not folded but whose outputs are read only by folded nodes (a Transpose whose only
+reader is a Shape) and by no graph output is *dead*: it computes nothing the model returns, and is
+not converted (`dead_nodes`; provenance records it as `unused`, the trace check verifies the claim).
+
 So the support of an operator is judged only on the nodes that remain: a `Mod` or `Sqrt` of
 constants is no blocker, and the refusal (EXPORT-E003) lists the blockers on the data path, then
 the folded nodes whose operator has no converter, as folded (`folded_without_converter`).
@@ -33,7 +42,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from pipeline.export.errors import node_error
+from pipeline.export.errors import ExportError, node_error
 from pipeline.export.onnx_model import TensorInfo, _shape_of
 from pipeline.export.converters import find
 
@@ -51,6 +60,12 @@ FOLDABLE: frozenset[str] = frozenset({
     "ReduceProd", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
     # comparisons and logic
     "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where",
+    "IsNaN", "IsInf", "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot",
+    # what torch writes around masks, positions and scatters of constants (issue 38): causal masks
+    # (Trilu), index tables and in-place writes (ScatterND, ScatterElements, GatherND, CumSum, NonZero),
+    # one-hot and identity tables, arg reductions of constants
+    "Trilu", "ScatterND", "ScatterElements", "GatherND", "CumSum", "NonZero", "OneHot", "EyeLike",
+    "ArgMax", "ArgMin", "ReduceL1", "ReduceL2", "ReduceSumSquare",
 })
 SHAPE_READERS = frozenset({"Shape", "Size"})
 
@@ -63,12 +78,19 @@ def fold(model: OnnxModel, supported: list[str]) -> tuple[set[int], dict[str, np
     values: dict[str, np.ndarray] = dict(model.initializers)
     folded: set[int] = set()
     result: dict[str, np.ndarray] = {}
+    inferred = 0  # how many folded values the shapes in model.tensors know of
     for node in model.nodes:
         if node.domain not in ("", "ai.onnx") or (node.op_type != "Constant" and node.op_type not in FOLDABLE):
             continue
         inputs = [n for n in node.inputs if n]
-        if node.op_type in SHAPE_READERS:
+        if node.op_type in SHAPE_READERS and inputs and inputs[0] in values:
+            feeds = {inputs[0]: values[inputs[0]]}  # the shape of a constant is its value's
+        elif node.op_type in SHAPE_READERS:
             info = model.tensors.get(inputs[0]) if inputs else None
+            if (info is None or not info.static) and len(result) > inferred:
+                reinfer(model, result)  # the shape may follow from the values folded since
+                inferred = len(result)
+                info = model.tensors.get(inputs[0])
             if info is None or not info.static:
                 continue
             # only the (static) shape of the input is read
@@ -96,9 +118,34 @@ def fold(model: OnnxModel, supported: list[str]) -> tuple[set[int], dict[str, np
     return folded, result
 
 
-def folded_without_converter(model: OnnxModel, folded: set[int]) -> list[Node]:
-    """The folded nodes whose operator has no data-path converter: what a refusal lists as folded."""
-    return [node for node in model.nodes if node.index in folded and find(node.op_type) is None]
+def dead_nodes(model: OnnxModel, folded: set[int]) -> set[int]:
+    """The nodes neither folded nor needed: none of their outputs is a graph output or read by a node
+    that is converted (a folded Shape reads only its input's shape, not its data)."""
+    needed = set(model.outputs)
+    live: set[int] = set()
+    for node in reversed(model.nodes):
+        if node.index in folded or not any(name in needed for name in node.outputs if name):
+            continue
+        live.add(node.index)
+        needed.update(name for name in node.inputs if name)
+    return {node.index for node in model.nodes if node.index not in folded and node.index not in live}
+
+
+def live_tensors(model: OnnxModel, skipped: set[int]) -> set[str]:
+    """The tensors the converted nodes read, and the graph outputs: an optional output outside it is dropped."""
+    needed = set(model.outputs)
+    for node in model.nodes:
+        if node.index not in skipped:
+            needed.update(name for name in node.inputs if name)
+    return needed
+
+
+def reinfer(model: OnnxModel, values: dict[str, np.ndarray]) -> None:
+    """refine_shapes, its failure as EXPORT-E009."""
+    try:
+        refine_shapes(model, values)
+    except Exception as exc:  # noqa: BLE001 - InferenceError and friends
+        raise ExportError("EXPORT-E009", f"ONNX shape inference with the folded shape values failed: {exc}") from None
 
 
 def _run(model: OnnxModel, index: int, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:

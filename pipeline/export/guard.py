@@ -17,9 +17,12 @@ exporter converts anything (and so before anything is written), `load_onnx` call
   outputs) is within the same bounds (EXPORT-E014 names the tensor), so that no later step
   sizes an allocation from an unchecked product;
 * `check_outputs`: no graph output is listed twice (EXPORT-E015);
-* `check_finite`: every float initializer and Constant value is a finite number; a NaN
-  or an infinity is refused (EXPORT-E017) naming the tensor and the index of the first
-  one, so that no inf reaches validation, the bounds or a JSON document.
+* `check_finite`: every float initializer and Constant value is a finite number or -inf; a
+  NaN or a +inf is refused (EXPORT-E017) naming the tensor and the index of the first one.
+  A -inf is what PyTorch writes for attention masks: it is judged once the NNEF is written
+  (pipeline.nnef.masks, in the exporter): a -inf that reaches anything but a softmax as a
+  mask is refused there with the same code, so that no inf reaches validation, the bounds
+  or a JSON document except a mask's, whose meaning is defined.
 
 The bounds are those of the NNEF front end (pipeline.nnef.limits), which checks the
 exported description again; products are computed in Python integers and compared as
@@ -252,19 +255,21 @@ def _constant_floats(graph: onnx.GraphProto) -> Iterator[tuple[str, Any]]:
 
 
 def check_finite(graph: onnx.GraphProto) -> None:
-    """Every float constant is a finite number; EXPORT-E017 names the first NaN or infinity and its index.
+    """Every float constant is a finite number or -inf; EXPORT-E017 names the first NaN or +inf and its index.
 
     A NaN or an infinity among the trained numbers makes the model's outputs, the validation
     figures and every error bound meaningless (and an infinity cannot be written as JSON);
-    such a model is not exported. Run after check_tensor_data (the lengths are checked).
+    such a model is not exported. A -inf passes here: it may be an attention mask, which the
+    exporter judges on the NNEF it wrote (pipeline.nnef.masks; anything else is EXPORT-E017
+    there). Run after check_tensor_data (the lengths are checked).
     """
     from onnx import numpy_helper
 
     for what, value in _constant_floats(graph):
         data = numpy_helper.to_array(value) if isinstance(value, TensorProto) else value
-        bad = ~np.isfinite(data)
+        bad = np.isnan(data) | (data == np.inf)
         if bad.any():
             index = [int(i) for i in np.unravel_index(int(np.argmax(bad)), data.shape)]
             raise ExportError("EXPORT-E017", f"{what} holds {data[tuple(index)].item()} at index {index}; every "
-                              "trained number must be finite (fix or retrain the model; docs/export.md, Limits)",
-                              Location(element=what))
+                              "trained number must be finite, a -inf is accepted only as an attention mask (fix or "
+                              "retrain the model; docs/export.md, Limits)", Location(element=what))

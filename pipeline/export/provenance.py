@@ -12,11 +12,14 @@ Written beside graph.nnef (schema version 1, canonical JSON, no paths or times):
                   nnef_operations, nnef_variables (names its statements assign),
                   parameters (constants read as attribute values), dropped_outputs;
                   for a node folded at export (pipeline.export.fold) also `folded`:
-                  per output its dtype, shape and values (or their sha256 above 64)
+                  per output its dtype, shape and values (or their sha256 above 64); for a
+                  dead node (read only by folded nodes: fold.dead_nodes) `unused: true`
     lines         per NNEF statement line: the variable(s) it assigns, the operation, the
                   ONNX node (index, name, op_type) or graph input, and the initializer
     tensor_files  per .dat file: label, file, NNEF shape, ONNX tensor and shape, sha256,
                   size in bytes, the node that first uses it (or the Constant node)
+    masks         per variable accepted as an attention mask (-inf, pipeline.nnef.masks): its
+                  NNEF name, ONNX tensor, count of -inf values, the softmax results it reaches
 
 Because the sha256 of every tensor file is here, provenance.json changes whenever any
 tensor file changes: later steps can depend on it alone.
@@ -25,11 +28,13 @@ tensor file changes: later steps can depend on it alone.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Mapping
+import math
+from typing import Any, Mapping, Sequence
 
 from pipeline import __version__
 from pipeline.export.context import ExportContext
 from pipeline.nnef import ast
+from pipeline.nnef.masks import Mask
 
 SCHEMA_VERSION = 1
 
@@ -54,10 +59,16 @@ def _folded_value(value: Any) -> dict[str, Any]:
     array = np.ascontiguousarray(value)
     record: dict[str, Any] = {"dtype": str(array.dtype), "shape": list(array.shape)}
     if array.size <= 64:
-        record["values"] = [v.item() if array.dtype.kind in "iub" else float(v) for v in array.reshape(-1)]
+        record["values"] = [v.item() if array.dtype.kind in "iub" else _number(float(v)) for v in array.reshape(-1)]
     else:
         record["sha256"] = hashlib.sha256(array.tobytes()).hexdigest()
     return record
+
+
+def _number(value: float) -> float | str:
+    """A float as JSON holds it: a mask's -inf (the only non-finite constant the export lets through,
+    pipeline/export/masks.py) as the string "-inf", as the validation writes non-finite measures."""
+    return value if math.isfinite(value) else str(value)
 
 
 def sha256(data: bytes) -> str:
@@ -65,7 +76,8 @@ def sha256(data: bytes) -> str:
 
 
 def build_provenance(ctx: ExportContext, graph_name: str, text: str, lines: list[int],
-                     files: Mapping[str, bytes], graph_file: str, output_names: list[str]) -> dict[str, Any]:
+                     files: Mapping[str, bytes], graph_file: str, output_names: list[str],
+                     masks: Sequence[Mask] = ()) -> dict[str, Any]:
     """The provenance document; `lines[i]` is the line of the i-th body statement in `text`."""
     model = ctx.model
     nodes_by_index = {node.index: node for node in model.nodes}
@@ -102,6 +114,8 @@ def build_provenance(ctx: ExportContext, graph_name: str, text: str, lines: list
             "parameters": sorted(set(node_record.parameters)) if node_record else [],
             "dropped_outputs": list(node_record.dropped) if node_record else [],
         })
+        if node_record is not None and node_record.unused:
+            nodes[-1]["unused"] = True
         if node_record is not None and node_record.folded:
             nodes[-1]["folded"] = {name: _folded_value(ctx.constants[name]) for name in node.outputs if name}
     tensor_files = []
@@ -149,4 +163,7 @@ def build_provenance(ctx: ExportContext, graph_name: str, text: str, lines: list
         "nodes": nodes,
         "lines": line_records,
         "tensor_files": tensor_files,
+        "masks": [{"variable": m.variable, "masked_values": m.masked, "softmax": list(m.softmax),
+                   "onnx_tensor": next(r.onnx_name for r in ctx.variables.values() if r.name == m.variable)}
+                  for m in masks],
     }

@@ -22,8 +22,8 @@ from pipeline.files.atomic import write_json
 from pipeline.project.deploy import check_inputs_match, load_deploy
 from pipeline.ledger.checks import CheckResult, results_document
 from pipeline.ledger.records import record_step
-from pipeline.export import checks
-from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE, convert, publish
+from pipeline.export import checks, trained
+from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE, ExportResult, convert, publish
 from pipeline.export.validate import VALIDATION_FILE, settings_from_spec, validate_export
 from pipeline.project.layout import CHECKS_FILE, checks_path, model_dir, step_dir
 
@@ -37,6 +37,12 @@ def _relative(path: Path, root: Path) -> str:
         return path.relative_to(root).as_posix()
     except ValueError:
         return path.as_posix()
+
+
+def io_shape(result: ExportResult, onnx_name: str) -> list[int]:
+    """The static shape of a graph input or output of an export (its NNEF tensor's)."""
+    nnef = result.inputs.get(onnx_name) or result.outputs[onnx_name]
+    return list(result.graph.tensors[nnef].shape or [])
 
 
 def run_export_step(model: str, root: str | os.PathLike[str] = ".") -> list[CheckResult]:
@@ -65,11 +71,17 @@ def run_export_step(model: str, root: str | os.PathLike[str] = ".") -> list[Chec
         checks.explicit_result(model, out, graph_files),
         checks.trace_result(model, out, onnx_path, sources[:1] + exported),
         checks.khronos_result(model, out, graph_files),
-        checks.finite_result(model, result.model, sources[:1]),
+        checks.finite_result(model, result.model, sources[:1] + graph_files, out),
         checks.reject_result(model),
+        trained.trained_result(model, spec.trained, model_dir(model, base), onnx_path, out, result.inputs,
+                               result.outputs, {n: io_shape(result, n) for n in result.inputs},
+                               {n: io_shape(result, n) for n in result.outputs},
+                               sources + [rel(model_dir(model, base) / f) for f in trained.reference_files(spec.trained)]
+                               + graph_files),
     ]
     write_json(checks_path(model, STEP, base), results_document(results))
-    record_step(model, STEP, inputs=sources, command=["doit", f"export:{model}"], root=base,
+    record_step(model, STEP, inputs=sources + [rel(model_dir(model, base) / f)
+                                                for f in trained.reference_files(spec.trained)], command=["doit", f"export:{model}"], root=base,
                 parameters={"vectors": settings.vectors, "seed": settings.seed,
                             "max_abs_error": settings.tolerance.max_abs_error,
                             "max_rel_error": settings.tolerance.max_rel_error})

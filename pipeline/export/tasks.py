@@ -37,6 +37,7 @@ def task_export() -> Iterator[dict[str, Any]]:
             "doc": f"export {model} to NNEF and validate it",
             "actions": [(step_action("export", _export), [model])],
             "file_dep": [(model_dir(model) / "model.onnx").as_posix(), (model_dir(model) / "deploy.yaml").as_posix()]
+            + sorted(p.as_posix() for p in model_dir(model).glob("*.np[yz]"))  # trained_reference files
             + sources,
             "targets": [(out / name).as_posix() for name in (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE)]
             + [checks_path(model, "export").as_posix(), (out / "record.json").as_posix()],

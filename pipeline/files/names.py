@@ -25,7 +25,7 @@ from pathlib import Path
 from pipeline.diagnostics import NOWHERE, Location, PipelineError
 
 MAX_NAME_LENGTH = 64
-NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
+NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}\Z"
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 # The NNEF 1.0.x keywords (Khronos spec section 3.2) plus the extension's `graphitem`: an item

@@ -25,6 +25,7 @@ import errno
 import os
 import stat
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
@@ -151,11 +152,37 @@ def open_input(path: str | os.PathLike[str], *, base: str | os.PathLike[str] | N
 
 def read_input(path: str | os.PathLike[str], *, base: str | os.PathLike[str] | None = None,
                max_bytes: int, variable: str = "", follow: bool = False) -> bytes:
-    """The bytes of the regular file `path` (see `open_input`); at most `max_bytes` are read."""
-    fd, _ = open_input(path, base=base, max_bytes=max_bytes, variable=variable, follow=follow)
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(max_bytes + 1)
+    """The bytes of the regular file `path` (see `open_input`); at most `max_bytes` are read.
+
+    Never reserves more than the file holds: the first read asks for the size `fstat` gave (plus
+    one byte, to see a file that grows), never for the limit (`read(limit + 1)` reserved 2 GiB
+    for a 300-byte file: every export failed under a 2 GB address-space limit); a file that grows
+    while it is read is read on in chunks of CHUNK bytes until the limit is passed.
+    """
+    fd, size = open_input(path, base=base, max_bytes=max_bytes, variable=variable, follow=follow)
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        data = read_bounded(handle, size, max_bytes)
     if len(data) > max_bytes:
         shown = os.fspath(Path(base) / path) if base is not None else os.fspath(path)
         raise InputRefused(shown, f"it grew past the limit of {max_bytes} bytes while being read", TOO_LARGE, len(data))
     return data
+
+
+CHUNK = 1024 * 1024
+
+
+def read_bounded(handle: BinaryIO, size: int, max_bytes: int) -> bytes:
+    """At most `max_bytes + 1` bytes of `handle`, whose size was `size` when judged: one read of
+    what the file holds, then chunks while it still grows (the caller refuses more than `max_bytes`)."""
+    want = max(0, min(size, max_bytes)) + 1
+    first = handle.read(want) or b""
+    if len(first) < want:
+        return first
+    parts, total = [first], len(first)
+    while total <= max_bytes:
+        chunk = handle.read(min(CHUNK, max_bytes + 1 - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    return b"".join(parts)

@@ -102,6 +102,13 @@ def acceptor(name: str) -> Callable[[Any], bool] | None:
 
 # ---------------------------------------------------------------------- paths and messages
 
+def _quoted(text: str, limit: int = 200) -> str:
+    """A string from the document in quotes, on one line (a newline or a control character written as
+    its escape, `'gcc\\n'`), cut to `limit` characters."""
+    shown = repr(text[:limit])[1:-1].replace("\\'", "'")
+    return f"'{shown}'" + ("..." if len(text) > limit else "")
+
+
 def describe(value: Any) -> str:
     """A value as a message names it: `string '1e-5'`, `number 3`, `a list`."""
     if value is None:
@@ -109,7 +116,7 @@ def describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"boolean {str(value).lower()}"
     if isinstance(value, str):
-        return f"string '{value}'"
+        return f"string {_quoted(value)}"
     if isinstance(value, (int, float)):
         return f"number {value}"
     if isinstance(value, list):
@@ -175,7 +182,7 @@ def _messages(error: Any, path: str) -> list[tuple[str, str]]:
         return [(path, f"expected {error.validator_value!r}, got {describe(value)}")]
     if keyword == "enum":
         allowed = error.validator_value
-        shown = f"'{value}'" if isinstance(value, str) else describe(value)
+        shown = _quoted(value) if isinstance(value, str) else describe(value)
         return [(path, f"{shown} is not one of {', '.join(str(a) for a in allowed)}")]
     if keyword == "maximum":
         return [(path, f"expected {_number_word(schema)} <= {error.validator_value}, got {value}")]

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from pipeline.diagnostics import Location, PipelineError
 from pipeline.files.readguard import TOO_LARGE, InputRefused, read_input
 
 MAX_DEPTH = 32   # nesting of mappings and sequences; our schemas need at most 6
@@ -38,12 +39,25 @@ class Refusal:
     unreadable: bool = False
 
 
+MAX_LIMIT = 1 << 50          # the largest limit an environment variable may set (1 PiB, 10^15 entries)
+E_LIMIT_VARIABLE = "PIPE-E013"
+
+
 def limit_from_env(variable: str, default: int) -> int:
-    """A positive integer limit: `default`, or the environment variable `variable` when it holds one."""
+    """The limit `variable` sets in the environment, else `default` (unset or empty).
+
+    PIPE-E013 for a value that is not a positive decimal integer of at most MAX_LIMIT: a limit
+    of 10^23 once reached `read(10^23 + 1)` (OverflowError), and a misspelt one silently kept
+    the default; both are refused, naming the variable.
+    """
     text = os.environ.get(variable, "").strip()
-    if text.isdigit() and int(text) > 0:
-        return int(text)
-    return default
+    if not text:
+        return default
+    if len(text) > 20 or not text.isascii() or not text.isdigit() or not 0 < int(text) <= MAX_LIMIT:
+        raise PipelineError(E_LIMIT_VARIABLE, f"the environment variable {variable} is {text[:40]!r}: a limit is a "
+                            f"positive whole number of at most {MAX_LIMIT} (unset it for the default, {default})",
+                            Location(key_path=variable))
+    return int(text)
 
 
 def read_bounded(path: str | os.PathLike[str], max_bytes: int, variable: str = "") -> tuple[str | None, Refusal | None]:

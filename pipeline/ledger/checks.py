@@ -29,6 +29,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "pipeline.split.checks",
     "pipeline.codegen.checks",
     "pipeline.compare.checks",
+    "pipeline.export.trained",
 )
 
 

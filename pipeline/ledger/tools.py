@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import platform
-import subprocess
 import zlib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Iterable
+
+from pipeline.diagnostics import PipelineError
+from pipeline.toolchain import process
 
 LOG = logging.getLogger(__name__)
 
@@ -71,22 +73,24 @@ class GitState:
 def git_state(root: str | Path = ".") -> GitState:
     """HEAD commit of the checkout containing `root` and whether tracked files differ from it."""
     try:
-        inside = subprocess.run(
-            ["git", "rev-parse", "--show-toplevel"], cwd=root, capture_output=True, text=True, timeout=30, check=False
-        )
+        inside = process.run(["git", "rev-parse", "--show-toplevel"], cwd=root, timeout=30)
         if inside.returncode != 0:
             return GitState(None, reason="not a git checkout")
-        if Path(inside.stdout.strip()).resolve() != Path(root).resolve():
+        if Path(inside.out.strip()).resolve() != Path(root).resolve():
             return GitState(None, reason="project root is not the root of a git checkout")
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=30, check=False)
+        head = process.run(["git", "rev-parse", "HEAD"], cwd=root, timeout=30)
         if head.returncode != 0:
             return GitState(None, reason="git checkout without a commit")
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True, text=True, timeout=60, check=False
-        )
-        return GitState(head.stdout.strip(), dirty=bool(status.stdout.strip()))
-    except FileNotFoundError:
-        return GitState(None, reason="git is not installed")
-    except (OSError, subprocess.SubprocessError) as exc:
+        try:
+            status = process.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, timeout=60,
+                                 max_output=1 << 20)
+        except process.OutputTooLarge:      # more than a MiB of changed files: dirty
+            return GitState(head.out.strip(), dirty=True)
+        return GitState(head.out.strip(), dirty=bool(status.out.strip()))
+    except process.NotStarted as exc:
+        if isinstance(exc.error, FileNotFoundError):
+            return GitState(None, reason="git is not installed")
+        return GitState(None, reason=f"git query failed: {exc.message}")
+    except (OSError, PipelineError) as exc:
         LOG.warning("cannot query git: %s", exc)
         return GitState(None, reason=f"git query failed: {exc}")

@@ -67,6 +67,12 @@ def _convert(
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):    # `? [a, b]`: once kept as the text "['a', 'b']"
+                line, column = _position(key_node)
+                findings.append(Finding(CODE_SYNTAX, Severity.ERROR, f"{path or 'the document'}: a key is a "
+                                        f"{'list' if isinstance(key_node, yaml.SequenceNode) else 'mapping'}, not a "
+                                        "name (keys are plain names)", Span(located.file, line, column)))
+                continue
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, (str, int, float, bool)) and key is not None:
                 key = str(key)

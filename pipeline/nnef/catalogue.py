@@ -34,7 +34,7 @@ EXECUTABLE: frozenset[str] = frozenset({
     "concat", "split", "reshape", "transpose", "squeeze", "unsqueeze", "pad", "slice",
     "batch_normalization", "local_response_normalization", "sum_reduce", "mean_reduce",
     "max_reduce", "copy", "nearest_upsample", "multilinear_upsample",
-    "sqrt", "pow", "erf",
+    "sqrt", "pow", "erf", "select",
 })
 
 # Operations beyond NNEF 1.0.5: name -> the primitive fragment declaration an exported document

@@ -20,16 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from pipeline.diagnostics import Finding, Severity, Span, has_errors, sorted_findings
 from pipeline.files.gcpause import gc_paused
 from pipeline.nnef import ast
 from pipeline.nnef.catalogue import standard_catalogue
 from pipeline.nnef.findings import PROFILE_DEPENDENT
 from pipeline.nnef.fragments import user_catalogue
-from pipeline.nnef.graph import Graph
+from pipeline.nnef.graph import Graph, Operation
 from pipeline.nnef.lowering import GraphBuilder, Options
 from pipeline.nnef.multiitem import check_items
 from pipeline.nnef.parser import parse_text, read_description
+from pipeline.nnef.masks import judge
 from pipeline.nnef.tensorfile import LABEL_CODE, TensorFileError, first_non_finite, label_problem, read_tensor_file
 
 log = logging.getLogger(__name__)
@@ -107,8 +110,10 @@ def check_document(document: ast.Document, profile: str = "certification") -> tu
 
 def check_tensor_files(graph: Graph, base: Path, read: bool = True, finite: bool = False) -> list[Finding]:
     """Each `variable` has a label inside the folder and (with `read`) a readable `<base>/<label>.dat`
-    matching its shape and type; with `finite`, holding finite numbers only (NNEF-E034)."""
+    matching its shape and type; with `finite`, holding finite numbers only (NNEF-E034), except an
+    attention mask's -inf (pipeline.nnef.masks: a -inf that reaches only softmaxes, no row masked whole)."""
     findings = []
+    unfinished: dict[str, tuple[np.ndarray, Operation, Path]] = {}
     for op in graph.operations:
         if op.name != "variable":
             continue
@@ -138,8 +143,15 @@ def check_tensor_files(graph: Graph, base: Path, read: bool = True, finite: bool
                                     f"items ({stored.bits} bits), the declaration says {op.dtype}", op.span))
         bad = first_non_finite(stored.data) if finite else None
         if bad is not None:
-            findings.append(Finding("NNEF-E034", Severity.ERROR, f"tensor file '{path}' holds {bad[1]} at index "
-                                    f"{list(bad[0])} (a weight must be a finite number)", op.span))
+            unfinished[op.output_refs()[0].name] = (stored.data, op, path)
+    if unfinished:
+        _, problems = judge(graph, {name: data for name, (data, _, _) in unfinished.items()})
+        for problem in problems:
+            _, op, path = unfinished[problem.variable]
+            what = "" if problem.full_row else f" holds {problem.value} at index {list(problem.index)} and"
+            findings.append(Finding("NNEF-E034", Severity.ERROR, f"tensor file '{path}'{what} {problem.reason} (a "
+                                    "weight must be a finite number; a -inf only an attention mask ahead of a softmax)",
+                                    op.span))
     return findings
 
 

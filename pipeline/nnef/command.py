@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from pipeline.diagnostics import Severity
 from pipeline.nnef.checker import PROFILES, CheckReport, check_paths, resolve_path
-from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail_usage, format_finding
+from pipeline.terminal import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, fail_usage, format_finding, say
 
 SCHEMA_VERSION = 1
 SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.NOTE)
@@ -64,10 +64,10 @@ def report_json(report: CheckReport, files: list[str]) -> dict[str, Any]:
 
 def print_text(report: CheckReport, files: list[str], out: TextIO) -> None:
     for finding in report.findings:
-        print(format_finding(finding, report.texts), file=out)
+        say(format_finding(finding, report.texts), file=out)
     errors, warnings, notes = (report.count(s) for s in SEVERITIES)
     operations = sum(len(g.operations) for g in report.graphs)
-    print(f"{len(files)} file(s), {len(report.graphs)} graph(s), {operations} operation(s): "
+    say(f"{len(files)} file(s), {len(report.graphs)} graph(s), {operations} operation(s): "
           f"{errors} error(s), {warnings} warning(s), {notes} note(s)", file=out)
 
 

@@ -36,7 +36,7 @@ CODES: dict[str, str] = {
     "NNEF-E033": ("variable label is not a path inside the tensor folder (`..`, empty segment, characters other than "
                   "letters, digits, `_`, `.`, `-`); judged before any file is opened, by the checker, the interpreter "
                   "and the C generator alike (`tensorfile.label_path`), with or without `--no-tensors`"),
-    "NNEF-E034": "tensor file holds a NaN or an infinity (the first one's index and value are named)",
+    "NNEF-E034": "tensor file holds a NaN or an infinity that is not an attention mask ahead of a softmax, or a mask that masks a whole softmax row (the first index and value, or the row, are named; pipeline/nnef/masks.py)",
     "NNEF-E040": "graph parameter not declared by external",
     "NNEF-E041": "graph result never assigned",
     "NNEF-E042": "external declares a tensor that is not a graph parameter",

@@ -21,15 +21,16 @@ from __future__ import annotations
 
 from pipeline.numerics.arithmetic import FP16, ONNXRUNTIME, REFERENCE, Arithmetic, Storage, Table, nvdla_fp16
 from pipeline.numerics.enclosure import Enclosure, EnclosureUnavailable
-from pipeline.numerics.graph import COMPOSITE
+from pipeline.numerics.graph import COMPOSITE, EXACT_MOVES
 from pipeline.numerics.rules import rules as _rules
 from pipeline.numerics.sensitivity import LAMBDA, STORAGE_REFUSED, Bound, BoundUnavailable, Sensitivity
 
 NO_RULE, DATA_DEPENDENT, STORAGE_OVERFLOW, NO_STORAGE_RULE, NOT_FINITE = (
     "BOUND-E001", "BOUND-E002", "BOUND-E003", "BOUND-E004", "BOUND-E005")
 
-# Every ONNX operator the enclosure and the bound have a rule for (a composite through its expansion).
-RULES = frozenset(_rules()) | frozenset(COMPOSITE)
+# Every ONNX operator the enclosure and the bound have a rule for (a composite through its expansion; a
+# selection, comparison or generator of constants folded exactly before any vector, pipeline.numerics.graph).
+RULES = frozenset(_rules()) | frozenset(COMPOSITE) | EXACT_MOVES
 # Operators whose result is an element (or a copy) of a stored input: exact in a storage format.
 EXACT_IN_STORAGE = frozenset(op for op, rule in _rules().items() if rule.exact_in_storage)
 

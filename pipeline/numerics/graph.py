@@ -4,9 +4,10 @@
 
 * constants: initializers and Constant nodes (their values exact: float32 numbers are real numbers);
 * static shapes (onnx.shape_inference); a Shape node becomes a constant;
-* integer subgraphs (shape arithmetic: Shape, Gather, Div, Concat, ... of int64 tensors) folded
-  exactly, by onnx.reference, once; float nodes are never folded (their rounding is part of what the
-  bound counts);
+* integer subgraphs (shape arithmetic: Shape, Gather, Div, Concat, ... of int64 tensors) and the
+  movement, selection and comparison of constants (a mask built from constants) folded exactly, by
+  onnx.reference, once; float arithmetic is never folded (its rounding is part of what the bound
+  counts);
 * composite operators expanded into the primitive operations of their ONNX definition
   (LayerNormalization and Gelu as their function bodies, LRN as x / (bias + alpha / size * S)^beta
   with S a channel-window sum, GRU and LSTM unrolled over their static sequence as ONNX's equations
@@ -28,9 +29,13 @@ import onnx
 from onnx import numpy_helper
 
 FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16)
-# data movement of constants is exact: folded like integer arithmetic
+# data movement, selection and comparison of constants are exact: folded like integer arithmetic (what torch
+# writes around attention masks, issue 38: Trilu, Equal, Where, ConstantOfShape, Expand, ScatterND, ...)
 EXACT_MOVES = frozenset({"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Slice",
-                         "Gather", "Split", "Expand"})
+                         "Gather", "Split", "Expand", "Where", "Trilu", "Tile", "ScatterND", "ScatterElements",
+                         "GatherND", "GatherElements", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
+                         "Not", "And", "Or", "Xor", "IsNaN", "IsInf", "ConstantOfShape", "EyeLike", "OneHot",
+                         "NonZero"})
 
 
 class GraphRefused(Exception):
@@ -96,7 +101,7 @@ def _constant_value(node: onnx.NodeProto) -> np.ndarray:
 
 
 def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
-    inferred = onnx.shape_inference.infer_shapes(model)
+    inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)  # shapes computed from constant shapes
     found: dict[str, tuple[int, ...]] = {}
     for v in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
         t = v.type.tensor_type

@@ -165,6 +165,19 @@ class _Gathered:
                 acc.shift += sums[:, j]
 
 
+def _magnitude(x: np.ndarray) -> np.ndarray:
+    """|x|, with 0 at an attention mask's -inf (pipeline/nnef/masks.py: a constant -inf reaching only softmaxes
+    through Add, Where and storage-only operations; exact in every evaluation and storage format, issue 38)."""
+    x = np.asarray(x, np.float64)
+    return np.where(np.isneginf(x), 0.0, np.abs(x))
+
+
+def _stored_delta(storage: Any, x: np.ndarray) -> np.ndarray:
+    """The known error of storing the exact value x (0 at a mask's -inf, stored as -inf)."""
+    x = np.asarray(x, np.float64)
+    return np.where(np.isneginf(x), 0.0, storage.round(x) - x)
+
+
 def _normal(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     """Standard normal draws (float32: half the cost; they only estimate the spreads)."""
     return rng.standard_normal(shape, dtype=np.float32)
@@ -272,7 +285,7 @@ class Sensitivity:
             stored = [c for c in consumers if self._stored(c, arithmetic) is not None]
             if stored:
                 storage = self._stored(stored[0], arithmetic).storage
-                delta = storage.round(env[name]) - env[name]
+                delta = _stored_delta(storage, env[name])
                 tangents[name] = np.broadcast_to(delta, (SAMPLES,) + np.shape(env[name])).copy()
         for index, (op, step) in enumerate(zip(self.graph.ops, steps)):
             if not all(np.asarray(o).dtype.kind == "f" for o in step.outputs):
@@ -284,11 +297,11 @@ class Sensitivity:
                 t = tangents.get(name) if name else None
                 if name and self._constant(name) and a.storage is not None and rule_of(op).stores_constants \
                         and self._float(env, name):
-                    delta = a.storage.round(env[name]) - env[name]
+                    delta = _stored_delta(a.storage, env[name])
                     if np.any(delta):
                         t = np.broadcast_to(delta, (SAMPLES,) + np.shape(env[name])).copy()
                 if a.storage is not None and self._crossing(op, k, arithmetic) and self._float(env, name):
-                    noise = a.storage.u * (np.abs(env[name]) + spreads_guess.get(name, 0.0)) + a.storage.tiny
+                    noise = a.storage.u * (_magnitude(env[name]) + spreads_guess.get(name, 0.0)) + a.storage.tiny
                     t = (0.0 if t is None else t) + _normal(rng, (SAMPLES,) + np.shape(env[name])) * noise
                 if k < len(rounding.inputs) and rounding.inputs[k] is not None and self._float(env, name):
                     noise = _normal(rng, (SAMPLES,) + np.shape(env[name])) * rounding.inputs[k].q
@@ -306,7 +319,7 @@ class Sensitivity:
                 if k < len(rounding.local) and rounding.local[k] is not None:
                     variance = variance + np.square(rounding.local[k].q)
                 if a.storage is not None and not rule_of(op).exact_in_storage:
-                    variance = variance + np.square(a.storage.u * np.abs(value) + a.storage.tiny)
+                    variance = variance + np.square(a.storage.u * _magnitude(value) + a.storage.tiny)
                 if np.any(variance):
                     t += _normal(rng, shape) * np.sqrt(variance)
                 if k < len(rounding.shift) and rounding.shift[k] is not None:
@@ -398,9 +411,9 @@ class Sensitivity:
                 storage = self._arith(op, arithmetic).storage
                 for name, value in zip(op.outputs, step.outputs):
                     if name and np.asarray(value).dtype.kind == "f" and value.size and \
-                            float(np.max(np.abs(value) + spreads.get(name, 0.0))) >= storage.max:
+                            float(np.max(_magnitude(value) + spreads.get(name, 0.0))) >= storage.max:
                         raise BoundUnavailable(f"'{name}' (node '{op.origin}', {op.op_type}) reaches "
-                                               f"{float(np.max(np.abs(value))):.6g} (+ its spread) >= {storage.name}'s "
+                                               f"{float(np.max(_magnitude(value))):.6g} (+ its spread) >= {storage.name}'s "
                                                f"largest {storage.max:g}", "BOUND-E003")
         return remainders, report
 
@@ -464,7 +477,7 @@ class Sensitivity:
                     if rho is not None:
                         gk.remainder(acc, rho)
                     if a.storage is not None and not rule.exact_in_storage:
-                        stored = a.storage.u * np.abs(step.outputs[k]) + a.storage.tiny
+                        stored = a.storage.u * _magnitude(step.outputs[k]) + a.storage.tiny
                         gk.local(acc, Local(stored, stored))
                 for shared in rounding.shared:
                     acc.shared(shared.coefficient(outs), shared.d, shared.q)
@@ -496,13 +509,13 @@ class Sensitivity:
                         gk.local(acc, rounding.inputs[k])
                     if self._constant(name):
                         if a.storage is not None and rule.stores_constants and self._float(env, name):
-                            gk.known(acc, a.storage.round(env[name]) - env[name])
+                            gk.known(acc, _stored_delta(a.storage, env[name]))
                         continue
                     if a.storage is not None and self._crossing(op, k, arithmetic):
-                        stored = a.storage.u * np.abs(env[name]) + a.storage.tiny
+                        stored = a.storage.u * _magnitude(env[name]) + a.storage.tiny
                         gk.local(acc, Local(stored, stored))
                     if name in self.graph.inputs and a.storage is not None:
-                        gk.known(acc, a.storage.round(env[name]) - env[name])
+                        gk.known(acc, _stored_delta(a.storage, env[name]))
                 gk.flush()
                 if self._constant(name) or name in self.graph.inputs:
                     continue

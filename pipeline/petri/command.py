@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, Callable, Sequence, TextIO
 
 from pipeline.diagnostics import Finding, PipelineError
-from pipeline.terminal import EXIT_BAD_INPUT, fail_usage, report_error
+from pipeline.terminal import EXIT_BAD_INPUT, fail_usage, report_error, say
 from pipeline.ledger.checks import Verdict
 from pipeline.nnef.checker import resolve_path
 from pipeline.nnef.graph import Graph
@@ -68,7 +68,7 @@ def _counterexample_lines(data: Any, indent: str = "    ") -> list[str]:
 def print_text(verification: Verification, out: TextIO) -> None:
     counts = verification.counts
     for encoding, c in counts.items():
-        print(f"{verification.label}: {encoding} encoding: {c['places']} places, {c['transitions']} transitions, "
+        say(f"{verification.label}: {encoding} encoding: {c['places']} places, {c['transitions']} transitions, "
               f"{c['initial_tokens']} initial tokens, {c['arcs']} arcs"
               + (f", {c['sync_transitions']} sync transitions, {c['colours']} items" if c["colours"] > 1 else ""),
               file=out)
@@ -81,13 +81,13 @@ def print_text(verification: Verification, out: TextIO) -> None:
         if outcome.verdict is Verdict.PASS and name == "valid_paths":
             detail = f"{outcome.measured.get('valid_paths')} valid path(s)"
         code = f" {outcome.code}" if outcome.code else ""
-        print(f"{word:8} {name}{code}" + (f": {detail}" if detail else ""), file=out)
+        say(f"{word:8} {name}{code}" + (f": {detail}" if detail else ""), file=out)
         if outcome.verdict is Verdict.FAIL and outcome.counterexample:
-            print("  counterexample:", file=out)
+            say("  counterexample:", file=out)
             for line in _counterexample_lines(outcome.counterexample):
-                print(line, file=out)
+                say(line, file=out)
     failures = sum(1 for o in verification.analyses.values() if o.verdict is Verdict.FAIL)
-    print(f"{'ok' if not failures else f'{failures} check(s) failed'}", file=out)
+    say(f"{'ok' if not failures else f'{failures} check(s) failed'}", file=out)
 
 
 def _handed(holder: list[Sequence[Graph]], findings: list[Finding]) -> Callable[[], tuple[Sequence[Graph], list[Finding]]]:
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         if args.svg:
             note = render_svg(verification.net, dot_path, args.svg)
             if note:
-                print(f"note: {note}", file=sys.stderr)
+                say(f"note: {note}", file=sys.stderr)
     if args.json:
         json.dump({"schema_version": SCHEMA_VERSION, **verification.to_json()}, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")

@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Iterator
 
+from pipeline.diagnostics import PipelineError
 from pipeline.files.atomic import write_bytes, write_text_pieces
 from pipeline.petri.net import Net, PlaceKind, TransitionKind
+from pipeline.toolchain import process
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,7 @@ PALETTE = (("#1f77b4", "#aec7e8"), ("#d62728", "#ff9896"), ("#2ca02c", "#98df8a"
            ("#ff7f0e", "#ffbb78"), ("#8c564b", "#c49c94"), ("#e377c2", "#f7b6d2"), ("#17becf", "#9edae5"))
 CONTROL = ("#7f7f7f", "#d9d9d9")
 SVG_NODE_LIMIT = 2000
+MAX_SVG_BYTES = 256 * 1024 * 1024   # what dot may print for 2,000 nodes (a few MB)
 
 
 def _quote(text: str) -> str:
@@ -104,10 +106,10 @@ def dot_version() -> str | None:
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
+        out = process.run([exe, "-V"], timeout=30)
+    except PipelineError:
         return None
-    words = (out.stderr or out.stdout).split()
+    words = (out.err or out.out).split()
     return next((w for w in words if w[:1].isdigit()), "unknown")
 
 
@@ -121,11 +123,11 @@ def render_svg(net: Net, dot_path: str | os.PathLike[str], svg_path: str | os.Pa
     if exe is None:
         return "SVG skipped: Graphviz 'dot' is not installed (Debian package graphviz)"
     try:
-        out = subprocess.run([exe, "-Tsvg", str(dot_path)], capture_output=True, timeout=120)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"SVG skipped: dot failed: {exc}"
+        out = process.run([exe, "-Tsvg", str(dot_path)], timeout=120, max_output=MAX_SVG_BYTES)
+    except PipelineError as exc:
+        return f"SVG skipped: dot failed: {exc.code}: {exc.message[:200]}"
     if out.returncode != 0:
-        return f"SVG skipped: dot exited {out.returncode}: {out.stderr.decode(errors='replace').strip()[:200]}"
+        return f"SVG skipped: dot exited {out.returncode}: {out.err.strip()[:200]}"
     write_bytes(svg_path, out.stdout)
     log.info("wrote %s", svg_path)
     return None

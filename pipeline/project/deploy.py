@@ -43,6 +43,13 @@ items, synchronisation) and its execution-time budget (met). Schema version 1:
       runs: 1000                           # required, positive integer
       budget_us: 5000                      # required, positive number
       platform: orin-cpu3                  # optional: the timing platform (docs/compare.md)
+    trained_reference:                     # optional: the training framework's own inputs and outputs
+      framework: torch                     # required, with its version (docs/trained-reference.md)
+      framework_version: 2.13.0
+      file: trained.npz                    # either one .npz beside deploy.yaml (inputs/<name>, outputs/<name>)
+      inputs: {x: trained_x.npy}           # or one .npy per ONNX input and per ONNX output, [N, *shape] each
+      outputs: {y: trained_y.npy}
+      tolerance: {max_abs_error: 1.0e-5, max_rel_error: null}   # required
 
 The schema is pipeline/schemas/deploy-1.schema.json (JSON Schema 2020-12), applied by
 pipeline/files/schema.py; this module adds what a schema cannot say (duplicate keys, item
@@ -65,6 +72,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -208,6 +216,23 @@ class MetSpec:
 
 
 @dataclass(frozen=True)
+class TrainedReference:
+    """The trained model's own inputs and outputs, written by its framework (pipeline/export/trained.py)."""
+
+    framework: str
+    framework_version: str
+    file: str | None
+    inputs: dict[str, str]
+    outputs: dict[str, str]
+    max_abs_error: float
+    max_rel_error: float | None
+
+
+# A reference file: one plain file name beside deploy.yaml (no folder, no link out of it: readguard).
+REFERENCE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,250}\.(npy|npz)")
+
+
+@dataclass(frozen=True)
 class DeploySpec:
     """A validated deployment spec; `raw` is the parsed YAML document as written."""
 
@@ -221,6 +246,7 @@ class DeploySpec:
     raw: dict[str, Any] = field(repr=False, default_factory=dict)
     positions: dict[str, tuple[int, int]] = field(repr=False, default_factory=dict)  # key path -> (line, column)
     platforms: dict[str, _platforms.Platform] = field(default_factory=dict)  # the spec's own (`platforms:`)
+    trained: TrainedReference | None = None  # `trained_reference:` (docs/trained-reference.md)
 
     def platform_of(self, deployment: str) -> _platforms.Platform:
         """The platform deployment `deployment`'s cpu items are built for and run on (built-in or declared)."""
@@ -340,6 +366,7 @@ class _Checks:
                 self.report("DEPLOY-E004", f"inputs.{name}.distribution.high",
                             f"expected high > low, got low {float(dist['low'])} and high {float(dist['high'])}")
         self.platforms(top)
+        self.trained(top.get("trained_reference"))
         deployments = top.get("deployments")
         folded: dict[str, str] = {}
         for name, body in (deployments.items() if isinstance(deployments, dict) else ()):
@@ -353,6 +380,23 @@ class _Checks:
                 self.report("DEPLOY-E003", f"deployments.{name}", f"a deployment name must be a string, got {name!r}")
             if isinstance(body, dict):
                 self.deployment(body, f"deployments.{name}")
+
+    def trained(self, section: Any) -> None:
+        """`trained_reference`: one `file` (.npz) or both `inputs` and `outputs` (.npy per name), each a plain file
+        name beside deploy.yaml (DEPLOY-E010 otherwise: no folder, nothing read outside the model's folder)."""
+        if not isinstance(section, dict):
+            return
+        has_file, has_maps = "file" in section, "inputs" in section or "outputs" in section
+        if has_file == has_maps or (has_maps and not ("inputs" in section and "outputs" in section)):
+            self.report("DEPLOY-E004", "trained_reference", "name either `file` (one .npz) or both `inputs` and "
+                        "`outputs` (one .npy per name)")
+        named = [("trained_reference.file", section.get("file"), ".npz")] + [
+            (f"trained_reference.{part}.{name}", value, ".npy") for part in ("inputs", "outputs")
+            for name, value in (section.get(part) or {}).items() if isinstance(section.get(part), dict)]
+        for path, value, suffix in named:
+            if isinstance(value, str) and not (REFERENCE_FILE.fullmatch(value) and value.endswith(suffix)):
+                self.report("DEPLOY-E010", path, f"{value!r} is not a plain {suffix} file name beside deploy.yaml "
+                            "(letters, digits, '_', '.', '-'; no folder)")
 
     def platforms(self, top: dict[Any, Any]) -> None:
         """The platform part (pipeline/toolchain/platforms.py): declared platforms, and the platform every
@@ -464,7 +508,18 @@ def _build(top: dict[str, Any], file: str, positions: dict[str, tuple[int, int]]
         ValidationSpec(validation.get("vectors", DEFAULT_VECTORS), validation["seed"],
                        Tolerance(float(tolerance["max_abs_error"]), None if max_rel is None else float(max_rel))),
         deployments, MetSpec(top["met"]["runs"], float(top["met"]["budget_us"]), top["met"].get("platform")), top,
-        positions, declared)
+        positions, declared, _trained(top.get("trained_reference")))
+
+
+def _trained(section: dict[str, Any] | None) -> TrainedReference | None:
+    if section is None:
+        return None
+    tolerance = section["tolerance"]
+    rel = tolerance.get("max_rel_error")
+    return TrainedReference(str(section["framework"]), str(section["framework_version"]), section.get("file"),
+                            {str(k): str(v) for k, v in (section.get("inputs") or {}).items()},
+                            {str(k): str(v) for k, v in (section.get("outputs") or {}).items()},
+                            float(tolerance["max_abs_error"]), None if rel is None else float(rel))
 
 
 # ---------------------------------------------------------------------- entry points

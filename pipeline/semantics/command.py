@@ -21,7 +21,7 @@ import numpy as np
 
 from pipeline.files.atomic import write_json
 from pipeline.diagnostics import PipelineError
-from pipeline.terminal import EXIT_OK, fail_usage, format_finding, report_error
+from pipeline.terminal import EXIT_OK, fail_usage, format_finding, report_error, say
 
 SCHEMA_VERSION = 1
 
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         return fail_usage(f"no NNEF description at '{args.path}' (a file, or a directory holding graph.nnef)")
     report = check_paths([args.path], profile=args.profile)
     for finding in report.findings:
-        print(format_finding(finding, report.texts), file=sys.stderr)
+        say(format_finding(finding, report.texts), file=sys.stderr)
     if not report.ok:
         return fail_usage(f"{source} does not check; nothing run")
     graphs = [g for g in report.graphs if args.graph in (None, g.name, g.item)]
@@ -103,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
 
     for name, value in outputs.items():
         head = np.ravel(value)[:4].tolist()
-        print(f"{name}: {value.dtype} {list(value.shape)} sha256 {digest(value)[:16]} first {head}")
-    print(f"{graph.name}: {len(graph.operations)} operation(s) interpreted in {elapsed * 1e3:.2f} ms")
+        say(f"{name}: {value.dtype} {list(value.shape)} sha256 {digest(value)[:16]} first {head}")
+    say(f"{graph.name}: {len(graph.operations)} operation(s) interpreted in {elapsed * 1e3:.2f} ms")
 
     if args.out:
         out = Path(args.out)

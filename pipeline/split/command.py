@@ -25,7 +25,7 @@ from pipeline.project.deploy import load_deploy
 from pipeline.diagnostics import PipelineError
 from pipeline.ledger.checks import Verdict, results_document
 from pipeline.project.layout import step_dir
-from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, report_error
+from pipeline.terminal import EXIT_FAILED, EXIT_OK, fail_usage, report_error, say
 
 
 def register(subparsers: Any) -> None:
@@ -57,11 +57,11 @@ def _print(results: list[Any], summaries: list[dict[str, Any]] | None, as_json: 
         sys.stdout.write("\n")
         return
     for summary in summaries or []:
-        print(f"{summary['deployment']}: {summary['items']} item(s), {summary['sync_variables']} sync variable(s), "
+        say(f"{summary['deployment']}: {summary['items']} item(s), {summary['sync_variables']} sync variable(s), "
               f"{summary['bytes']} bytes exchanged per inference")
     for result in sorted(results, key=lambda r: (r.subject, r.check_id)):
         reason = f": {result.reason}" if result.reason else ""
-        print(f"  {result.subject} {result.check_id}: {result.verdict.value}{reason}")
+        say(f"  {result.subject} {result.check_id}: {result.verdict.value}{reason}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         out = Path(args.out) if args.out else step_dir(path.name, "split")
         exported = load_exported(source)
         if exported.model is None:   # outside a project nothing names the exported model: said, not assumed
-            print(f"note: the spec's model '{spec.model}' is not compared with the export: "
+            say(f"note: the spec's model '{spec.model}' is not compared with the export: "
                   f"{Path(source).as_posix()} holds no record.json naming its model (exported outside a project); "
                   "its inputs, shapes and types are compared", file=sys.stderr)
         outcomes = split_to_directory(exported, spec, out, deployments=args.deployment, vectors=args.execute,

@@ -137,6 +137,14 @@ def _const(consts: dict[str, np.ndarray], value: Any) -> np.ndarray | None:
     return None
 
 
+# Why no unit runs an operation, where more can be said than that (the refusal names it, SPLIT-E101).
+NO_UNIT = {
+    "select": "select (ONNX Where, an attention mask's masked_fill): no NVDLA unit picks elements by a mask "
+              "(the SDP computes x op operand per element, the PDP pools, RUBIK moves whole cubes); put it on a CPU "
+              "or GPU item",
+}
+
+
 def _legalize_op(graph: Graph, op: Operation, limits: Limits, consts: dict[str, np.ndarray],
                  shapes: dict[str, list[int]], line: int, text: str, rewrites: list[Rewrite]) -> list[LegalOp]:
     """The LegalOps of one NNEF operation; Refused when no unit can run it."""
@@ -211,7 +219,7 @@ def _legalize_op(graph: Graph, op: Operation, limits: Limits, consts: dict[str, 
         return [_linear(graph, op, limits, consts, out, shape, line, text, rewrites)]
     if op.name == "matmul":
         return [_matmul(graph, op, limits, consts, out, shape, line, text, rewrites)]
-    raise _refuse(graph, op, config, "no NVDLA unit or fallback implements it")
+    raise _refuse(graph, op, config, NO_UNIT.get(op.name, "no NVDLA unit or fallback implements it"))
 
 
 def _eltwise(graph: Graph, op: Operation, config: str, consts: dict[str, np.ndarray], shapes: dict[str, list[int]],

@@ -32,22 +32,21 @@ import os
 import platform
 import shlex
 import shutil
-import subprocess
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
 from pipeline.files.atomic import write_bytes
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.toolchain import process
+from pipeline.toolchain.flags import FORBIDDEN_FLAGS, FORBIDDEN_MACROS
 from pipeline.toolchain.platforms import Platform, host_platform
 
 QUALIFIED_FLAGS: tuple[str, ...] = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off",
                                      "-fno-delete-null-pointer-checks")
 EXTRA_FLAGS: tuple[str, ...] = ("-fno-math-errno", "-pthread")
 ISA_FLAGS: dict[str, tuple[str, ...]] = {"avx2": ("-mavx2", "-mno-fma"), "baseline": ()}
-FORBIDDEN_FLAGS = ("-ffast-math", "-Ofast", "-ffinite-math-only", "-fno-trapping-math", "-march=native",
-                   "-mfma", "-ffp-contract=fast", "-funsafe-math-optimizations", "-fassociative-math",
-                   "-fdelete-null-pointer-checks")
 SANITIZE_FLAGS: tuple[str, ...] = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 
 
@@ -79,8 +78,7 @@ def binutil(tool: str, cc: str | None = None, platform: Platform | None = None) 
     """The binutils program `tool` (nm, objdump) that goes with the compiler: `cc -print-prog-name`
     (a cross compiler names its own, e.g. aarch64-linux-gnu's objdump), else `tool` on the PATH."""
     name = compiler_path(cc, platform)
-    said = subprocess.run([name, f"-print-prog-name={tool}"], capture_output=True, text=True,
-                          check=False).stdout.strip()
+    said = process.text([name, f"-print-prog-name={tool}"]).strip()
     if said and os.path.isabs(said) and os.path.isfile(said):
         return said
     return shutil.which(said or tool) or tool
@@ -89,8 +87,7 @@ def binutil(tool: str, cc: str | None = None, platform: Platform | None = None) 
 def compiler_version(cc: str | None = None, platform: Platform | None = None) -> str:
     """The first line of `cc --version` (recorded with every build)."""
     name = compiler_path(cc, platform)
-    out = subprocess.run([name, "--version"], capture_output=True, text=True, check=False)
-    return (out.stdout.splitlines() or ["unknown"])[0].strip()
+    return (process.text([name, "--version"]).splitlines() or ["unknown"])[0].strip()
 
 
 def host_isa() -> str:
@@ -127,6 +124,35 @@ def build_flags(lanes: int, *, trace: bool = False, sanitize: bool = False,
     return flags, all_defines
 
 
+@lru_cache(maxsize=64)
+def _predefined(name: str, flags: tuple[str, ...], timeout: float) -> str | None:
+    try:
+        proc = process.run([name, *flags, "-dM", "-E", "-x", "c", os.devnull], timeout=timeout)
+    except PipelineError:
+        return None
+    return proc.out if proc.returncode == 0 else None
+
+
+def checked_flags(name: str, flags: Sequence[str], timeout: float = 60.0) -> None:
+    """RUN-E002 when compiler `name`, given a build's `flags`, says it will do what the qualified flags
+    exclude: its predefined macros (`-dM -E`) name FMA instructions on x86 (__FMA__), fast or finite
+    math, or another language or optimisation than C99 at -O2. The compiler's own word, whatever the
+    spelling of the flags (pipeline/toolchain/flags.py judges the spelling; this, the effect). Where the
+    query does not run, the build itself reports."""
+    said = _predefined(name, tuple(flags), min(timeout, 60.0))
+    if said is None:
+        return
+    lines = {line.strip() for line in said.splitlines()}
+    found = [m for m in FORBIDDEN_MACROS if f"#define {m}" in lines or any(l.startswith(f"#define {m} ") for l in lines)]
+    if "#define __STDC_VERSION__ 199901L" not in lines:
+        found.append("__STDC_VERSION__ other than 199901L (C99)")
+    if "#define __OPTIMIZE__ 1" not in lines or any(l.startswith("#define __OPTIMIZE_SIZE__") for l in lines):
+        found.append("an optimisation level other than -O2")
+    if found:
+        raise PipelineError("RUN-E002", f"{name} with the flags {shlex.join(flags)} predefines {', '.join(found)}: "
+                            "the build would not be the qualified one (docs/codegen.md \"Flags\")")
+
+
 def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], binary: str | os.PathLike[str],
                      lanes: int, *, trace: bool = False, sanitize: bool = False, defines: Sequence[str] = (),
                      include_dirs: Sequence[str] = (".",), cc: str | None = None,
@@ -141,14 +167,19 @@ def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], b
     target = platform or host_platform()
     name = compiler_path(cc, target)
     flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines, platform=target)
+    checked_flags(name, flags, timeout)
     folder = Path(code_dir)
     binary_path = Path(binary).resolve()
     binary_path.parent.mkdir(parents=True, exist_ok=True)
     temporary = binary_path.with_name(f".{binary_path.name}.tmp{os.getpid()}")
     command = [name, *flags, *[f"-I{d}" for d in include_dirs], *[f"-D{d}" for d in defs], *sources,
                *[str(o) for o in objects], *libraries, *target.link_flags, "-o", str(temporary)]
-    proc = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout, check=False)
-    diagnostics = (proc.stdout + proc.stderr).strip()
+    try:
+        proc = process.run(command, cwd=folder, timeout=timeout)
+    except PipelineError:
+        temporary.unlink(missing_ok=True)
+        raise
+    diagnostics = proc.said.strip()
     if proc.returncode != 0 or diagnostics:
         temporary.unlink(missing_ok=True)
         raise PipelineError("RUN-E003", f"build failed (exit {proc.returncode}) in {folder}: "
@@ -162,12 +193,14 @@ def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], b
 
 def compile_objects(code_dir: str | os.PathLike[str], sources: Sequence[str], out_dir: str | os.PathLike[str],
                     lanes: int, *, defines: Sequence[str] = (), include_dirs: Sequence[str] = (".",),
-                    cc: str | None = None, platform: Platform | None = None) -> tuple[list[Path], list[str], str]:
+                    cc: str | None = None, platform: Platform | None = None,
+                    timeout: float = 600.0) -> tuple[list[Path], list[str], str]:
     """Compile each source to an object with the build flags of `platform` (default host; for static
     analysis and the link); returns the objects, the command lines and the concatenated diagnostics
     (empty when clean)."""
     name = compiler_path(cc, platform)
     flags, defs = build_flags(lanes, defines=defines, platform=platform)
+    checked_flags(name, flags, timeout)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     objects, commands, diagnostics = [], [], []
@@ -175,8 +208,8 @@ def compile_objects(code_dir: str | os.PathLike[str], sources: Sequence[str], ou
         obj = out / (Path(source).name.rsplit(".", 1)[0] + ".o")
         command = [name, *flags, *[f"-I{d}" for d in include_dirs], *[f"-D{d}" for d in defs], "-c", source,
                    "-o", str(obj.resolve())]
-        proc = subprocess.run(command, cwd=code_dir, capture_output=True, text=True, check=False)
-        text = (proc.stdout + proc.stderr).strip()
+        proc = process.run(command, cwd=code_dir, timeout=timeout)
+        text = proc.said.strip()
         commands.append(shlex.join(command[:-1] + [obj.name]))
         if text or proc.returncode != 0:
             diagnostics.append(f"{source} (exit {proc.returncode}):\n{text}")

@@ -18,15 +18,16 @@ instruction, no libm call).
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from pipeline.diagnostics import PipelineError
+from pipeline.toolchain import process
 
 DEVICE_FLAGS: tuple[str, ...] = ("--fmad=false", "-ftz=false", "-prec-div=true", "-prec-sqrt=true",
                                  "-Werror", "all-warnings", "-lineinfo", "-O3", "-std=c++17")
+BUILD_TIMEOUT_S = 1800.0     # one nvcc or g++ run (the largest shipped model's CUDA: under a minute)
 FORBIDDEN_DEVICE_FLAGS = ("--use_fast_math", "-use_fast_math", "--fmad=true", "-fmad=true", "-ftz=true",
                           "-prec-div=false", "-prec-sqrt=false")
 EMULATION_FLAGS: tuple[str, ...] = ("-x", "c++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror",
@@ -56,9 +57,9 @@ def nvcc_version() -> str:
     nvcc = nvcc_path()
     if nvcc is None:
         raise PipelineError("RUN-E001", "nvcc not found (install the CUDA toolkit)")
-    text = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False).stdout
+    text = process.text([nvcc, "--version"])
     lines = [line for line in text.splitlines() if "release" in line]
-    return lines[0].strip() if lines else text.strip().splitlines()[-1]
+    return lines[0].strip() if lines else (text.strip().splitlines() or ["unknown"])[-1]
 
 
 def check_architectures(archs: Sequence[str]) -> list[str]:
@@ -73,12 +74,13 @@ def check_architectures(archs: Sequence[str]) -> list[str]:
     return result
 
 
-def _run(command: list[str], cwd: Path) -> str:
-    proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
+def _run(command: list[str], cwd: Path, timeout: float = BUILD_TIMEOUT_S) -> str:
+    """A build command, bounded (pipeline/toolchain/process.py); RUN-E003 when it fails."""
+    proc = process.run(command, cwd=cwd, timeout=timeout)
     if proc.returncode != 0:
         raise PipelineError("RUN-E003", f"build failed (exit {proc.returncode}): {' '.join(command)}\n"
-                            f"{(proc.stderr or proc.stdout)[-4000:]}")
-    return proc.stderr + proc.stdout
+                            f"{(proc.err or proc.out)[-4000:]}")
+    return proc.err + proc.out
 
 
 def device_build(code_dir: Path, source: Path, out_dir: Path, archs: Sequence[str] = ARCHITECTURES,
@@ -170,7 +172,7 @@ def emulation_build(code_dir: Path, source: Path, binary: Path, cxx: str = "g++"
     binary.parent.mkdir(parents=True, exist_ok=True)
     command = [cxx, *EMULATION_FLAGS, "-I", str(code_dir), str(source), "-o", str(binary)]
     _run(command, code_dir)
-    version = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout.splitlines()[0]
+    version = (process.text([cxx, "--version"]).splitlines() or ["unknown"])[0]
     return CudaBuild(binary, [command], cxx, version)
 
 
@@ -184,7 +186,7 @@ def emulation_objects(code_dir: Path, sources: Sequence[str], out_dir: Path, def
         raise PipelineError("RUN-E001", f"C++ compiler '{cxx}' not found (Debian package g++)")
     code_dir, out_dir = Path(code_dir).resolve(), Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
-    version = subprocess.run([cxx, "--version"], capture_output=True, text=True, check=False).stdout.splitlines()[0]
+    version = (process.text([cxx, "--version"]).splitlines() or ["unknown"])[0]
     build = CudaBuild(out_dir, [], cxx, version)
     for source in sources:
         obj = out_dir / (Path(source).name.rsplit(".", 1)[0] + ".o")
@@ -204,9 +206,12 @@ def gpu_device() -> dict[str, str] | None:
         return None
     smi = shutil.which("nvidia-smi")
     if smi:
-        proc = subprocess.run([smi, "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True, check=False, timeout=60)
-        first = (proc.stdout.strip().splitlines() or [""])[0].split(",")
+        try:
+            proc = process.run([smi, "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"],
+                               timeout=60)
+        except PipelineError:
+            proc = process.Finished([smi], -1, b"", b"", 0.0)
+        first = (proc.out.strip().splitlines() or [""])[0].split(",")
         if proc.returncode == 0 and len(first) == 3 and first[1].strip().replace(".", "").isdigit():
             return {"name": first[0].strip(), "sm": "sm_" + first[1].strip().replace(".", ""),
                     "driver": first[2].strip()}
@@ -230,8 +235,11 @@ def gpu_query() -> tuple[bool, str]:
     query = Path(nvcc).resolve().parent / "__nvcc_device_query" if nvcc else None
     if query is None or not query.is_file():
         return False, "no CUDA toolkit device query (__nvcc_device_query) found"
-    proc = subprocess.run([str(query)], capture_output=True, text=True, check=False, timeout=60)
-    text = (proc.stdout + proc.stderr).strip()
+    try:
+        proc = process.run([str(query)], timeout=60)
+    except PipelineError as error:
+        return False, error.message.replace(str(query), "__nvcc_device_query")
+    text = proc.said.strip()
     if proc.returncode != 0 or not text:
         return False, text.replace(str(query), "__nvcc_device_query") or f"exit {proc.returncode}"
     return True, text

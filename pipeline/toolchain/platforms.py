@@ -25,7 +25,6 @@ import os
 import platform as _platform
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -42,19 +41,6 @@ WHERE = {LOCAL: "host", EMULATOR: "emulation", SSH: "target"}
 
 # The architectures the static scans know (pipeline/codegen/static.py); another one is `not run` there.
 ARCHITECTURE_ALIASES = {"x86_64": "x86_64", "amd64": "x86_64", "x64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
-
-# Flags a platform may not add: the forbidden ones of pipeline/toolchain/cc.py, and every flag that
-# would override or weaken a qualified one (optimisation level, language, contraction, diagnostics,
-# the null-pointer inference, the build host's own CPU).
-OVERRIDING_PREFIXES = ("-O", "-std=", "-ffp-contract", "-W", "-w", "-fdelete-null-pointer-checks",
-                       "-fno-fast-math", "-ffast-math", "-fmath-errno", "-fno-signed-zeros", "-freciprocal-math",
-                       "-fno-rounding-math", "-fexcess-precision", "-fcx-", "-fpermissive", "-fsanitize", "-fno-")
-# `-fno-...` flags that change no floating-point result and no qualified flag (the others are refused).
-HARMLESS_NEGATIONS = ("-fno-math-errno", "-fno-delete-null-pointer-checks", "-fno-pie", "-fno-pic", "-fno-plt",
-                      "-fno-omit-frame-pointer", "-fno-stack-protector", "-fno-common", "-fno-strict-aliasing")
-ALLOWED_LINK_PREFIXES = ("-Wl,", "-static", "-L", "-l", "-pthread", "-no-pie", "-pie", "-fno-pie")
-NATIVE = re.compile(r"=\s*native\b")
-FMA_FLAGS = re.compile(r"^-m(fma|fma4|avx512|arch=(haswell|broadwell|skylake|znver|x86-64-v3|x86-64-v4|native))")
 
 # Debian packages of the tools the built-in platforms and the runners use (named in every
 # `not run` and RUN-E001/E005 message).
@@ -184,27 +170,12 @@ def resolve(name: str | None, declared: Mapping[str, Platform] | None = None) ->
 # ---------------------------------------------------------------------- refusal rules
 
 def flag_problem(flag: Any, link: bool = False) -> str | None:
-    """Why a platform may not add `flag` (a sentence), or None. Compile flags only add: a flag that
-    is forbidden (cc.FORBIDDEN_FLAGS), enables fused multiply-add on x86, names the build host's CPU
-    (`=native`) or overrides a qualified flag (optimisation, language, contraction, warnings, the
-    null-pointer inference, math options) is refused. Link flags are the linker's and the C library's."""
-    from pipeline.toolchain.cc import FORBIDDEN_FLAGS
+    """Why a platform may not add `flag` (a sentence), or None: the allow-list of
+    pipeline/toolchain/flags.py, judged on the option the compiler sees (GCC's long aliases
+    resolved; forwards and response files refused)."""
+    from pipeline.toolchain.flags import flag_problem as judged
 
-    if not isinstance(flag, str) or not flag.startswith("-") or "\n" in flag or "\0" in flag:
-        return f"{flag!r} is not a compiler option (options start with '-')"
-    if flag in FORBIDDEN_FLAGS:
-        return f"{flag} is forbidden (docs/codegen.md \"Flags\")"
-    if NATIVE.search(flag):
-        return f"{flag} names the build host's CPU, not the platform's"
-    if link:
-        if not flag.startswith(ALLOWED_LINK_PREFIXES):
-            return f"{flag} is not a link option this pipeline passes (allowed: {', '.join(ALLOWED_LINK_PREFIXES)})"
-        return None
-    if FMA_FLAGS.match(flag):
-        return f"{flag} makes fused multiply-add instructions available on x86"
-    if flag.startswith(OVERRIDING_PREFIXES) and flag not in HARMLESS_NEGATIONS:
-        return f"{flag} would override or weaken a qualified flag (platforms add flags, never remove one)"
-    return None
+    return judged(flag, link)
 
 
 # ---------------------------------------------------------------------- what a platform needs
@@ -234,11 +205,14 @@ def missing_reason(p: Platform, missing: list[tuple[str, str]]) -> str:
 
 @lru_cache(maxsize=16)
 def _first_line(command: tuple[str, ...]) -> str:
+    from pipeline.diagnostics import PipelineError
+    from pipeline.toolchain import process
+
     try:
-        proc = subprocess.run(list(command), capture_output=True, text=True, check=False, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        proc = process.run(list(command), timeout=30)
+    except PipelineError:
         return ""
-    return ((proc.stdout or proc.stderr).strip().splitlines() or [""])[0].strip()
+    return ((proc.out or proc.err).strip().splitlines() or [""])[0].strip()
 
 
 def runner_version(runner: Runner) -> str:

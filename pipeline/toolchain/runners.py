@@ -11,7 +11,8 @@ folders they were asked for. Three kinds (pipeline/toolchain/platforms.py):
               outputs brought back, the folder removed (pipeline/toolchain/ssh.py)
 
 A session runs its command with a time limit (and `stdin` bytes when given) and returns the exit
-status, stdout and stderr; judging them is the caller's (pipeline/execute/harness.py for the
+status, stdout and stderr, bounded by pipeline/toolchain/process.py (own process group killed whole
+at the limit, output streamed to bounded files); judging them is the caller's (pipeline/execute/harness.py for the
 harness, pipeline/codegen/compilerdefects.py and pipeline/codegen/c/mathcheck.py for the small
 programs the codegen checks run on the platform). The runners live below every step because both
 the codegen and the execute step run programs on the platform.
@@ -20,14 +21,13 @@ the codegen and the execute step run programs on the platform.
 from __future__ import annotations
 
 import os
-import subprocess
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.toolchain import process
 from pipeline.toolchain.platforms import EMULATOR, SSH, Platform
 
 
@@ -64,19 +64,19 @@ class LocalSession:
 
     def run(self, argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None,
             stdin: bytes | None = None) -> Completed:
+        """`argv` (under the prefix) bounded by pipeline/toolchain/process.py: RUN-E022 past `timeout`
+        (the whole process group killed, a sleeping child included), RUN-E023 past the output bounds,
+        RUN-E021 when it cannot start."""
         command = [*self.prefix, *argv]
-        started = time.perf_counter()
         try:
-            proc = subprocess.run(command, capture_output=True, input=stdin, timeout=timeout, check=False,
-                                  env=None if env is None else {**os.environ, **env})
-        except subprocess.TimeoutExpired:
-            raise PipelineError("RUN-E022", f"the run did not finish within {timeout:.0f} s: {' '.join(command)}",
-                                Location.in_file(argv[0])) from None
-        except OSError as error:
-            raise PipelineError("RUN-E021", f"{' '.join(command)} could not start: {error}",
-                                Location.in_file(argv[0])) from None
-        return Completed(command, proc.returncode, proc.stderr.decode("utf-8", "replace"),
-                         time.perf_counter() - started, proc.stdout)
+            done = process.run(command, timeout=timeout, stdin=stdin,
+                               env=None if env is None else {**os.environ, **env})
+        except process.TimedOut:
+            raise PipelineError("RUN-E022", f"the run did not finish within {timeout:.0f} s (its process group was "
+                                f"killed): {process.shown(command)}", Location.in_file(argv[0])) from None
+        except (process.OutputTooLarge, process.NotStarted) as error:
+            raise PipelineError(error.code, error.message, Location.in_file(argv[0])) from None
+        return Completed(command, done.returncode, done.err, done.seconds, done.stdout)
 
 
 LOCAL = LocalSession()

@@ -5,8 +5,11 @@ made under the platform's `workdir` on the board (`mktemp -d <workdir>/nnef-run.
 harness run first sends what it needs and has not sent yet (the program, the inputs) as one tar
 stream, runs the command line there under `timeout` (where the board has it) and brings the
 folders and files it wrote back as one tar stream, unpacked here with tarfile's `data` filter
-(no absolute path, no `..`, no link out of the folder, at most MAX_DOWNLOAD bytes); on exit the
-work folder is removed.
+(no absolute path, no `..`, no link out of the folder, at most MAX_DOWNLOAD bytes: the stream is
+stopped there, not measured after it is on disk); on exit the work folder is removed. Every ssh
+runs bounded (pipeline/toolchain/process.py): its own process group, killed whole at the wall-clock
+limit (a board that accepts the connection and never answers ends in RUN-E060 at that limit),
+its output streamed to bounded files (a board printing without end: RUN-E023).
 
 ssh runs with host key checking on (`StrictHostKeyChecking=yes`, the platform's known_hosts
 file or ssh's own), the user-given key only (`IdentitiesOnly=yes`, no agent, no password:
@@ -25,7 +28,6 @@ import os
 import re
 import shlex
 import shutil
-import subprocess
 import tarfile
 import tempfile
 import time
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pipeline.diagnostics import Location, PipelineError
+from pipeline.toolchain import process
 from pipeline.toolchain.runners import Completed
 from pipeline.toolchain.platforms import SshTarget
 
@@ -95,26 +98,35 @@ class SshSession:
 
     # ------------------------------------------------------------------ connection
 
-    def _ssh(self, remote_command: str, *, timeout: float, stdin: Any = None, stdout: Any = subprocess.PIPE,
-             data: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    def _ssh(self, remote_command: str, *, timeout: float, stdin: Any = None,
+             stdout_file: Path | None = None) -> process.Finished:
+        """ssh running `remote_command`, bounded (pipeline/toolchain/process.py): its own process group
+        killed at `timeout` (RUN-E060: a board that never answers, or answers and then stalls), output
+        streamed to bounded files (RUN-E023; past MAX_DOWNLOAD into `stdout_file`, RUN-E062)."""
         command = ["ssh", *ssh_options(self.target), f"{self.target.user}@{self.target.host}", "--", remote_command]
         try:
-            proc = subprocess.run(command, stdin=stdin if data is None else None, input=data, stdout=stdout,
-                                  stderr=subprocess.PIPE, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired:
+            proc = process.run(command, timeout=timeout, stdin=b"" if stdin is None else stdin,
+                               stdout_file=stdout_file, max_output=MAX_DOWNLOAD if stdout_file else process.MAX_OUTPUT)
+        except process.TimedOut:
             raise PipelineError("RUN-E060", f"board {self.target.host}:{self.target.port} did not answer within "
-                                f"{timeout:.0f} s ({remote_command[:200]})") from None
-        except OSError as error:
-            raise PipelineError("RUN-E001", f"ssh cannot start: {error} (Debian package openssh-client)") from None
+                                f"{timeout:.0f} s ({remote_command[:200]}; ssh's process group was killed)") from None
+        except process.OutputTooLarge as error:
+            if stdout_file is not None and error.stream == "stdout":
+                raise PipelineError("RUN-E062", f"board {self.target.host} sent more than {MAX_DOWNLOAD} bytes of "
+                                    "results (the transfer was stopped there)") from None
+            raise PipelineError(error.code, f"board {self.target.host}: {remote_command[:200]} printed more than "
+                                f"{error.limit} bytes on {error.stream} (ssh's process group was killed)") from None
+        except process.NotStarted as error:
+            raise PipelineError("RUN-E001", f"ssh cannot start: {error.error} (Debian package openssh-client)") from None
         if proc.returncode == 255:
-            raise classify(proc.stderr.decode("utf-8", "replace"), self.target)
+            raise classify(proc.err, self.target)
         return proc
 
-    def _checked(self, remote_command: str, what: str, **options: Any) -> subprocess.CompletedProcess[bytes]:
+    def _checked(self, remote_command: str, what: str, **options: Any) -> process.Finished:
         proc = self._ssh(remote_command, timeout=self.target.timeout_s, **options)
         if proc.returncode != 0:
             raise PipelineError("RUN-E062", f"on board {self.target.host}: {what} failed (exit {proc.returncode}): "
-                                f"{proc.stderr.decode('utf-8', 'replace').strip()[-1500:]}")
+                                f"{proc.err.strip()[-1500:]}")
         return proc
 
     def __enter__(self) -> "SshSession":
@@ -126,7 +138,7 @@ class SshSession:
         self.scratch.mkdir(parents=True, exist_ok=True)
         base = self.target.workdir.rstrip("/") or "/"
         made = self._checked(f"mkdir -p {shlex.quote(base)} && mktemp -d {shlex.quote(base + '/nnef-run.XXXXXXXX')}",
-                             "making the work folder").stdout.decode("utf-8", "replace").strip()
+                             "making the work folder").out.strip()
         if not re.fullmatch(re.escape(base.rstrip("/")) + r"/nnef-run\.[A-Za-z0-9]{8}", made):
             raise PipelineError("RUN-E062", f"on board {self.target.host}: mktemp answered {made[:200]!r}, not a work "
                                 f"folder under {base}")
@@ -199,12 +211,8 @@ class SshSession:
         self.scratch.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=self.scratch) as tmp:
             bundle = Path(tmp) / "results.tar"
-            with open(bundle, "wb") as sink:
-                self._checked(f"cd {shlex.quote(self.remote)} && tar -cf - {' '.join(shlex.quote(n) for n in names)}",
-                              "packing the results", stdout=sink)
-            if bundle.stat().st_size > MAX_DOWNLOAD:
-                raise PipelineError("RUN-E062", f"board {self.target.host} sent {bundle.stat().st_size} bytes of results, "
-                                    f"more than {MAX_DOWNLOAD}")
+            self._checked(f"cd {shlex.quote(self.remote)} && tar -cf - {' '.join(shlex.quote(n) for n in names)}",
+                          "packing the results", stdout_file=bundle)      # stopped past MAX_DOWNLOAD
             unpacked = Path(tmp) / "results"
             try:
                 with tarfile.open(bundle) as tar:
@@ -245,9 +253,9 @@ class SshSession:
         shown = ["ssh", f"{self.target.user}@{self.target.host}", *argv]
         started = time.perf_counter()
         proc = self._ssh(script, timeout=timeout + self.target.connect_timeout_s + 30,
-                         data=stdin if stdin is not None else b"")
+                         stdin=stdin if stdin is not None else b"")
         seconds = time.perf_counter() - started
-        stderr = proc.stderr.decode("utf-8", "replace")
+        stderr = proc.err
         if proc.returncode == TIMED_OUT:
             raise PipelineError("RUN-E022", f"the run on board {self.target.host} did not finish within {limit} s: "
                                 f"{' '.join(argv)}")

@@ -36,11 +36,15 @@ from typing import Any
 
 import pytest
 
+from pipeline.diagnostics import PipelineError
+from pipeline.toolchain import process
+
 from tests.ci.cutproject import cut_project, set_gitlab_matrix
 
 KEEP = {"branch3": ["single", "paper3"], "lenet5": ["layer2", "convgpu", "convdla"]}
 TOOLS = ("gcc", "g++", "nm", "valgrind", "dot")   # what the recipe's before_script would otherwise apt-get
 VENV = Path(sys.prefix)
+LOG_BYTES = 256 * 1024 * 1024     # what gitlab-ci-local may print of a whole pipeline's logs
 
 
 def _skip_reason() -> str | None:
@@ -49,11 +53,11 @@ def _skip_reason() -> str | None:
         if shutil.which(tool) is None:
             return f"{why} is not installed (.ci/run installs it)"
     try:
-        version = subprocess.run(["gitlab-ci-local", "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"gitlab-ci-local does not start: {exc}"
+        version = process.run(["gitlab-ci-local", "--version"], timeout=60)
+    except PipelineError as exc:
+        return f"gitlab-ci-local does not start: {exc.message}"
     if version.returncode != 0:
-        last = (version.stderr.strip().splitlines() or ["?"])[-1]
+        last = (version.err.strip().splitlines() or ["?"])[-1]
         return f"gitlab-ci-local does not start on this Node ({last[:200]}); .ci/run installs 4.65.1"
     missing = [t for t in TOOLS if shutil.which(t) is None]
     if missing:
@@ -78,7 +82,11 @@ class Runner:
                    "--force-shell-executor", "--shell-isolation", "--no-artifacts-to-source", "--no-color",
                    "--variable", f"PIPELINE_VENV={VENV}", "--variable", f"EVIDENCE_BASELINE={baseline}", *jobs]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CI_", "GITLAB_"))}
-        return subprocess.run(command, cwd=self.project, env=env, capture_output=True, text=True, timeout=timeout)
+        # bounded like every program the pipeline runs (pipeline/toolchain/process.py): its own process group
+        # (the shell jobs, the doit runs inside them) killed whole at the limit, its log bounded on disk
+        done = process.run(command, cwd=self.project, env=env, timeout=timeout, max_output=LOG_BYTES,
+                           max_errors=LOG_BYTES)
+        return subprocess.CompletedProcess(done.command, done.returncode, done.out, done.err)
 
     def merge_trace(self) -> dict[str, Any]:
         return json.loads((self.project / ".gitlab-ci-local/artifacts/evidence/reports/trace.json").read_text("utf-8"))

@@ -44,7 +44,7 @@ def single_item(folder: Path, body: str, variables: Mapping[str, np.ndarray] | N
             + "\n".join(f"    {line.strip()}" for line in body.strip().splitlines()) + "\n}\n")
     (folder / f"{ITEM}.nnef").write_text(text, encoding="utf-8")
     for label, value in (variables or {}).items():
-        write_tensor(folder / f"{label}.dat", np.asarray(value, np.float32))
+        write_tensor(folder / f"{label}.dat", value if np.asarray(value).dtype == bool else np.asarray(value, np.float32))
     report = check_paths([folder / f"{ITEM}.nnef"], tensors=False)
     errors = [f for f in report.findings if f.is_error]
     assert not errors, [str(e) for e in errors]
@@ -104,7 +104,8 @@ def reference(nnef: Path, inputs: Mapping[str, np.ndarray], variables: Mapping[s
     count = next(iter(inputs.values())).shape[0]
     results: dict[str, list[np.ndarray]] = {o: [] for o in outputs}
     labels = {op.output_refs()[0].name: str(op.attribs.get("label")) for op in graph.operations if op.name == "variable"}
-    bound = {name: np.asarray(variables[label], np.float32) for name, label in labels.items()}
+    bound = {name: variables[label] if np.asarray(variables[label]).dtype == bool else
+             np.asarray(variables[label], np.float32) for name, label in labels.items()}
     for v in range(count):
         got = interpret(graph, {k: a[v] for k, a in inputs.items()}, bound, keep=True)
         for o in outputs:

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from pipeline.ledger.checks import Verdict
+from tests.execute.test_nvdla_layout import hardware_order, kcrs_order
 from tests.projects import ROOT
 
 VECTORS = 20
@@ -153,7 +154,7 @@ def test_a_weight_changed_in_the_loadable_passes_the_validator_and_fails_the_com
     root = _copy(generated, tmp_path)
     data = bytearray((_folder(root) / "DLA0.nvdla").read_bytes())
     weights = read_tensor(root / "artifacts" / MODEL / "export" / "fc3_weight.dat")
-    packed = weights.astype(np.float16).tobytes()   # K x C x 1 x 1 FP16, the loadable's weight layout
+    packed = hardware_order(weights.reshape(*weights.shape, 1, 1))   # 10 x 84 x 1 x 1 in the CSC's read order
     at = bytes(data).find(packed)
     assert at > 0 and bytes(data).find(packed, at + 1) < 0
     data[at:at + 2] = np.float16(-40.0).tobytes()   # fc3_weight[0, 0]
@@ -165,6 +166,24 @@ def test_a_weight_changed_in_the_loadable_passes_the_validator_and_fails_the_com
     assert check.verdict is Verdict.FAIL and check.measured["max_abs_error"] > 0.01
     assert check.measured["prob.tolerance_basis"] == "computed bound" and check.measured["elements_beyond"] > 0
     assert "element(s) beyond, first: prob vector" in check.reason
+
+
+def test_the_old_kcrs_weight_order_planted_passes_the_validator_and_fails_the_comparison(generated, tmp_path,
+                                                                                         monkeypatch):
+    """Issue 35: the weights written K x C x R x S (the order before) are read by the emulator where the
+    convolution core reads them, so the outputs are wrong and compare.nvdla_reference says so."""
+    import pipeline.codegen.nvdla.mapping as mapping
+    from pipeline.codegen.checks import accelerators_result
+    from pipeline.codegen.step import run_codegen_step
+
+    root = _copy(generated, tmp_path)
+    monkeypatch.setattr(mapping, "direct_conv_bytes", kcrs_order)
+    run_codegen_step(MODEL, root)
+    monkeypatch.undo()
+    assert accelerators_result("lenet5/dla", _folder(root), root).verdict is Verdict.PASS  # structure unchanged
+    _, compared = _run_and_compare(root)
+    check = compared["compare.nvdla_reference"]
+    assert check.verdict is Verdict.FAIL and check.measured["elements_beyond"] > 0, check.reason
 
 
 def test_a_broken_loadable_or_an_incomplete_trace_fails_codegen_accelerators(generated, tmp_path):

@@ -15,6 +15,7 @@ import pytest
 
 from pipeline.ledger.checks import Verdict
 from tests.execute.dlamixed import MODEL, VECTORS, nvdla_folder
+from tests.execute.test_nvdla_layout import hardware_order
 
 pytestmark = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not installed")
 
@@ -47,11 +48,11 @@ def test_a_weight_changed_in_the_loadable_fails_the_comparison(dla_mixed, tmp_pa
     folder = nvdla_folder(root, "convdla")
     original, manifest_text = (folder / "DLA0.nvdla").read_bytes(), (folder / "build.json").read_text()
     weights = read_tensor(root / "artifacts" / MODEL / "export" / "conv1_weight.dat")
-    packed = weights.astype(np.float16).tobytes()
+    packed = hardware_order(weights)   # 6 x 1 x 5 x 5 in the convolution core's order: tap by tap, 6 kernels each
     at = original.find(packed)
     assert at > 0 and original.find(packed, at + 1) < 0
     data = bytearray(original)
-    offset = at + 2 * (2 * 5 + 2)
+    offset = at + 2 * ((2 * 5 + 2) * 6 + 0)   # [kernel 0, channel 0, row 2, column 2]: tap 12, kernel 0
     data[offset:offset + 2] = np.float16(40.0).tobytes()
     manifest = json.loads(manifest_text)
     manifest["items"][0]["loadable_sha256"] = hashlib.sha256(bytes(data)).hexdigest()

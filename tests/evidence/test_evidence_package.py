@@ -192,7 +192,8 @@ def test_duplicate_entry_is_reported(package: Path, tmp_path: Path) -> None:
             warnings.simplefilter("ignore")
             archive.writestr("artifacts/alpha/export/graph.nnef", b"second copy")
     report = verify_package(target)
-    assert report.exit_code == 1 and any("more than once" in f.message for f in report.findings)
+    # names are judged before any check (issue 39): a duplicate is refused, nothing hashed
+    assert report.exit_code == 2 and any("more than once" in f.message for f in report.findings)
 
 
 def test_package_path_layout() -> None:

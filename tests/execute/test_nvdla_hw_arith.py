@@ -109,3 +109,26 @@ def test_hw_approx_convolution_over_two_atomic_channel_groups_stays_within_one_u
     assert int(ulp_distance(hw, exact.reshape(-1).astype(np.float16)).max()) <= 1
     assert not np.array_equal(H.cmac_atomic_sum(w[:, :64, 0, 0], x[0, :64].reshape(64, -1)),
                               w[:, :64, 0, 0].astype(np.float64) @ x[0, :64].reshape(64, -1).astype(np.float64))
+
+
+def test_an_exact_cancellation_keeps_the_sign_of_the_first_operand():
+    """FpAdd (hls/include/nvdla_float.h) takes the sign of the larger operand, of the first when the
+    magnitudes are equal: the SDP's data + operand and the PDP's FP17 sums give -0 where IEEE gives +0
+    (seen on the cmod: conv outputs -3 + bias 3, averages of values summing to 0)."""
+    sums = H.sdp_add(np.array([-3.0, 3.0, -0.0, 0.0, -2.0], np.float32), np.array([3.0, -3.0, 0.0, -0.0, 5.0], np.float32))
+    assert np.signbit(sums).tolist() == [True, False, True, False, False] and sums[-1] == 3.0
+    assert np.signbit(H.fp17_add(np.array([-1.5, 1.5]), np.array([1.5, -1.5]))).tolist() == [True, False]
+    assert np.signbit(H.sdp_relu(np.array([-0.0, -1.0, 2.0], np.float32))).tolist() == [False, False, False]
+    assert np.isnan(H.sdp_relu(np.array([np.nan], np.float32))).all()
+    assert np.signbit(H.fp17(np.array([-2.0 ** -40]))).all()  # flushed below the FP17 normals, sign kept
+    # FpMul's zero keeps the product's sign (seen on the cmod: x * hard_sigmoid(x) = -3.04 x 0 is -0)
+    assert np.signbit(H.sdp_mul_flush(np.float32([-3.041, -1e-40]) * np.float32([0.0, 1.0]))).all()
+
+
+def test_pdp_average_leaves_padded_positions_out_of_the_sum():
+    """A window row [pad, -0]: the cmod sums only the element (-0, then + the padding value 0: still -0); a
+    padded +0 summed first would give +0."""
+    windows = np.array([[0.0, -0.0]]).reshape(1, 2, 1, 1, 1)
+    valid = np.array([[False, True]]).reshape(1, 2, 1, 1, 1)
+    assert np.signbit(H.pdp_average_fp17(windows, valid)).all()
+    assert not np.signbit(H.pdp_average_fp17(windows)).any()

@@ -19,7 +19,8 @@ ISSUE_OPERATORS = set(
     Sigmoid Tanh Softmax LogSoftmax Add Sub Mul Div Sum Max Min Concat Split Slice Flatten Reshape Transpose
     Squeeze Unsqueeze BatchNormalization Clip Pad LRN Identity Dropout ReduceMean Constant""".split()
 ) | {"HardSigmoid", "HardSwish", "Resize"} | {  # issue 15
-    "Cast", "Sqrt", "Pow", "Erf", "Gelu", "LayerNormalization", "Gather", "GRU", "LSTM"}  # issue 29
+    "Cast", "Sqrt", "Pow", "Erf", "Gelu", "LayerNormalization", "Gather", "GRU", "LSTM"} | {  # issue 29
+    "Where"}  # issue 38
 
 
 def test_registry_covers_the_issue_operators() -> None:

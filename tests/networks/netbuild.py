@@ -78,3 +78,20 @@ def wide_conv(channels: int = 64, size: int = 32, seed: int = 3) -> onnx.ModelPr
     return model(nodes, {"x": [1, channels, size, size]}, {"y": [1, channels, size, size]},
                  {"w1": normal(rng, channels, channels, 3, 3, scale=scale), "b1": normal(rng, channels),
                   "w2": normal(rng, channels, channels, 3, 3, scale=scale)})
+
+
+def fp16_cancellation(seed: int = 5) -> onnx.ModelProto:
+    """A network FP16 storage cannot carry (issue 38): conv `big` writes values near 1000 (the binary16
+    spacing there is 0.5), conv `back` subtracts 1000 again, and the small difference reaches the output
+    with the rounding of the large value; `head` after it is harmless. In float32 all is well; on a DLA
+    `big`, `bigrelu` and `back` must move to a float32 item (the layers FP16 must not hold)."""
+    rng = np.random.default_rng(seed)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["big"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["big"], ["bigrelu"]),
+             helper.make_node("Conv", ["bigrelu", "w2", "b2"], ["back"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["back"], ["backrelu"]),
+             helper.make_node("Conv", ["backrelu", "w3", "b3"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])]
+    return model(nodes, {"x": [1, 1, 8, 8]}, {"y": [1, 2, 8, 8]},
+                 {"w1": normal(rng, 4, 1, 3, 3, scale=1.0), "b1": np.full(4, 1000.0, np.float32),
+                  "w2": np.eye(4, dtype=np.float32).reshape(4, 4, 1, 1), "b2": np.full(4, -998.0, np.float32),
+                  "w3": normal(rng, 2, 4, 3, 3, scale=0.5), "b3": normal(rng, 2)})

@@ -114,7 +114,39 @@ def _sequence(seed: int) -> onnx.ModelProto:
                         init, opset=20)
 
 
-NETWORKS = {"vision": _vision, "smooth": _smooth, "sequence": _sequence}
+def _masked(seed: int) -> onnx.ModelProto:
+    """Issue 38's attention masks (a constant -inf added, a mask built from constants and folded, Where selecting
+    -inf by a constant condition) into softmaxes, and the selections torch writes, on computed tensors."""
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(seed)
+    d, n = 6, 4
+    causal = np.triu(np.full((n, n), -np.inf, np.float32), k=1)
+    init = {"wq": _w(rng, d, d), "wk": _w(rng, d, d), "mask": causal, "minf": np.array(-np.inf, np.float32),
+            "cond": np.tril(np.ones((n, n), bool), k=-1), "shape": np.array([n, n]), "one": np.array(1),
+            "reps": np.array([1, 2, 1]), "nd": np.array([[0, 1], [0, 3]]),
+            "ge": rng.integers(0, n, (1, n, 2)), "snd": np.array([[0, 2]]),
+            "se": rng.integers(0, n, (1, 1, n))}
+    minus = numpy_helper.from_array(np.array([-np.inf], np.float32))
+    nodes = [H.node("MatMul", ["x", "wq"], ["q"]), H.node("MatMul", ["x", "wk"], ["k"]),
+             H.node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]), H.node("MatMul", ["q", "kt"], ["s"]),
+             H.node("Add", ["s", "mask"], ["m1"]), H.node("Softmax", ["m1"], ["p1"], axis=-1),
+             H.node("ConstantOfShape", ["shape"], ["full"], value=minus),
+             H.node("Trilu", ["full", "one"], ["built"], upper=1),
+             H.node("Add", ["built", "s"], ["m2"]), H.node("Softmax", ["m2"], ["p2"], axis=-1),
+             H.node("Where", ["cond", "minf", "s"], ["m3"]), H.node("Softmax", ["m3"], ["p3"], axis=-1),
+             H.node("Add", ["p1", "p2"], ["a0"]), H.node("Add", ["a0", "p3"], ["a"]),
+             H.node("Trilu", ["a"], ["t1"], upper=0), H.node("Tile", ["t1", "reps"], ["t2"]),
+             H.node("GatherND", ["a", "nd"], ["g1"]), H.node("GatherElements", ["a", "ge"], ["g2"], axis=2),
+             H.node("ReduceMean", ["a"], ["r0"], axes=[1], keepdims=0),
+             H.node("ReduceMean", ["a"], ["r1"], axes=[1], keepdims=1),
+             H.node("ScatterND", ["a", "snd", "r0"], ["s1"]),
+             H.node("ScatterElements", ["a", "se", "r1"], ["s2"], axis=1)]
+    return H.make_model(nodes, {"x": [1, n, d]}, {"t2": None, "g1": None, "g2": None, "s1": None, "s2": None},
+                        init, opset=17)
+
+
+NETWORKS = {"vision": _vision, "smooth": _smooth, "sequence": _sequence, "masked": _masked}
 _SEEN: set[str] = set()
 
 
@@ -146,8 +178,12 @@ def test_every_rule_jacobian_adjoint_and_enclosure(name: str, seed: int) -> None
                   and np.asarray(env[n]).dtype.kind == "f"]
         for out_name, value in zip(op.outputs, step.outputs):
             if out_name and np.asarray(value).dtype.kind == "f":
-                lower, upper = balls[out_name].distance(value)
-                assert float(upper.max(initial=0)) <= 1e-9 * max(1.0, float(np.abs(value).max(initial=0))), \
+                ball = balls[out_name]
+                masked = np.isneginf(value)  # a mask's -inf: exactly -inf in the enclosure too
+                assert np.array_equal(np.isneginf(ball.hi), masked) and not np.any(ball.rad[masked]), op.origin
+                lower, upper = ball.distance(np.where(masked, 0.0, value))
+                upper = np.where(masked, 0.0, upper)
+                assert float(upper.max(initial=0)) <= 1e-9 * max(1.0, float(np.abs(value[~masked]).max(initial=0))), \
                     (op.op_type, op.origin)
         if not floats or not all(np.asarray(o).dtype.kind == "f" for o in step.outputs):
             continue
@@ -166,10 +202,12 @@ def test_every_rule_jacobian_adjoint_and_enclosure(name: str, seed: int) -> None
             minus = _perturbed(op, ins, sens.ctx, k, tangents[k][0], -h)
             for i in range(len(total)):
                 total[i] = total[i] + (plus[i] - minus[i]) / (2 * h)
-        for j, fd in zip(jt, total):
+        for j, fd, value in zip(jt, total, step.outputs):
             if j is not None:
-                np.testing.assert_allclose(np.broadcast_to(j[0], fd.shape), fd, rtol=2e-4, atol=2e-4,
-                                           err_msg=f"{op.op_type} {op.origin}")
+                masked = np.isneginf(value)  # -inf - -inf: no difference quotient; the Jacobian is 0 there
+                assert not np.any(np.broadcast_to(j[0], fd.shape)[masked]), op.origin
+                np.testing.assert_allclose(np.broadcast_to(j[0], fd.shape)[~masked], fd[~masked], rtol=2e-4,
+                                           atol=2e-4, err_msg=f"{op.op_type} {op.origin}")
     ort = H.run_ort(model, feeds)
     for out in graph.outputs:
         np.testing.assert_allclose(ort[out], balls[out].mid(), rtol=1e-4, atol=1e-4)

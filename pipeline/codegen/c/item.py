@@ -24,6 +24,7 @@ import numpy as np
 from pipeline.codegen.c.kernels import VIEW_OPERATIONS, lookup, supported_operations
 from pipeline.codegen.c.kernels.common import ConstArray, Kernel, Operand
 from pipeline.codegen.shared import contract
+from pipeline.codegen.shared.conditions import is_condition
 from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
                                               weights_blob_file, weights_file)
 from pipeline.codegen.shared.planner import Buffer, Plan, checked_plan
@@ -87,9 +88,10 @@ class ItemEmitter:
     def _check_scalar(self, op: Operation) -> None:
         for ref in op.output_refs() + op.input_refs():
             info = self.graph.tensors.get(ref.name)
-            if info is not None and info.dtype != "scalar":
+            if info is not None and info.dtype != "scalar" and not is_condition(self.graph, ref.name):
                 raise CodegenError("CODEGEN-E002", f"{op.name}: tensor '{ref.name}' has element type {info.dtype}; "
-                                   "the C generator supports scalar (float32) tensors only", self._where(op))
+                                   "the C generator supports scalar (float32) tensors only (and constant logical "
+                                   "tensors as select conditions)", self._where(op))
 
     def _declare(self) -> None:
         """Storage of declared tensors (inputs, weights, constants)."""

@@ -15,7 +15,6 @@ qemu-aarch64, on a board); tests/codegen runs it on a larger sample.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from pipeline.codegen.c import RUNTIME_DIR
 from pipeline.codegen.c.programs import math_header
 from pipeline.semantics import transcendental as T
 from pipeline.diagnostics import PipelineError
+from pipeline.toolchain import process
 from pipeline.toolchain.cc import binutil, build_flags
 from pipeline.toolchain.platforms import Platform, host_platform
 from pipeline.toolchain.runners import LOCAL
@@ -136,12 +136,15 @@ def build_driver(folder: Path, lanes: int = 4, math: str | None = None, platform
     (folder / "driver.c").write_text(DRIVER, encoding="utf-8")
     flags, _ = build_flags(lanes, platform=target)
     binary = folder / "driver"
-    proc = subprocess.run([cc, *flags, "-I.", "driver.c", *target.link_flags, "-o", str(binary)], cwd=folder,
-                          capture_output=True, text=True)
+    try:
+        proc = process.run([cc, *flags, "-I.", "driver.c", *target.link_flags, "-o", str(binary)], cwd=folder,
+                           timeout=600)
+        undefined = process.run([binutil("nm", platform=target), "-u", str(binary)], timeout=600).out.split() \
+            if proc.returncode == 0 and not proc.stderr else []
+    except PipelineError as error:
+        raise MathCheckError(f"the math driver does not build: {error.code}: {error.message[:300]}") from None
     if proc.returncode != 0 or proc.stderr:
-        raise MathCheckError(f"the math driver does not build cleanly: {proc.stderr.strip()[:400]}")
-    undefined = subprocess.run([binutil("nm", platform=target), "-u", str(binary)], capture_output=True,
-                               text=True).stdout.split()
+        raise MathCheckError(f"the math driver does not build cleanly: {proc.err.strip()[:400]}")
     used = sorted(set(LIBM_SYMBOLS) & set(undefined))
     if used:
         raise MathCheckError(f"the math driver references libm: {', '.join(used)}")

@@ -29,6 +29,7 @@ import numpy as np
 
 from pipeline import __version__
 from pipeline.codegen.shared import contract
+from pipeline.codegen.shared.conditions import is_condition
 from pipeline.codegen.shared.contract import weights_blob_file
 from pipeline.codegen.shared.planner import Buffer, Plan, checked_plan
 from pipeline.codegen.shared.spelling import flit, ident, strides
@@ -176,20 +177,25 @@ class CudaItemEmitter:
             if emit is None:
                 raise CodegenError("CODEGEN-E001", f"operation '{op.name}' is not supported by the CUDA generator; "
                                    f"supported: {', '.join(sorted(EMITTERS))}", self._where(op))
-            if len(op.output_refs()) != 1:
+            if len(op.output_refs()) != 1 and op.name != "split":
                 raise CodegenError("CODEGEN-E001", f"{op.name}: one result per kernel", self._where(op))
             for ref in op.output_refs() + op.input_refs():
                 info = self.graph.tensors.get(ref.name)
-                if info is not None and info.dtype != "scalar":
-                    raise CodegenError("CODEGEN-E002", f"{op.name}: tensor '{ref.name}' is {info.dtype}; scalar only",
-                                       self._where(op))
-            body = Body(op, {k: self._arg(v, op) for k, v in op.inputs.items()}, self._shape(result))
-            try:
-                emit(body)
-            except (Unsupported, ValueError) as error:
-                raise CodegenError("CODEGEN-E002", str(error), self._where(op)) from None
-            self.storage[result] = Storage("arena", result, "")
-            kernels.append((index, op, body))
+                if info is not None and info.dtype != "scalar" and not is_condition(self.graph, ref.name):
+                    raise CodegenError("CODEGEN-E002", f"{op.name}: tensor '{ref.name}' is {info.dtype}; scalar only "
+                                       "(and constant logical tensors as select conditions)", self._where(op))
+            offset = 0
+            for part, ref in enumerate(op.output_refs()):  # one kernel per result (split's parts)
+                body = Body(op, {k: self._arg(v, op) for k, v in op.inputs.items()}, self._shape(ref.name), part,
+                            offset)
+                if op.name == "split":
+                    offset += self._shape(ref.name)[int(op.attribs["axis"])]
+                try:
+                    emit(body)
+                except (Unsupported, ValueError) as error:
+                    raise CodegenError("CODEGEN-E002", str(error), self._where(op)) from None
+                self.storage[ref.name] = Storage("arena", ref.name, "")
+                kernels.append((index, op, body))
         plan = self._plan()
         offsets = {b.name: b.offset // 4 for b in plan.buffers}
         for name, storage in self.storage.items():
@@ -302,7 +308,7 @@ class CudaItemEmitter:
         launches: dict[int, str] = {}
         for index, op, body in kernels:
             line, text = self._line(op)
-            result = op.output_refs()[0].name
+            result = op.output_refs()[body.output].name
             kname = kernel_name(item.name, line, result)
             bname = f"nnef_body_L{line}_{ident(result)}"
             params: list[str] = []
@@ -342,8 +348,8 @@ class CudaItemEmitter:
             last = w.line("")
             entries.append({"nnef_line": line, "instruction": text, "code_file": src, "code_lines": [first, last - 1]})
             blocks = -(-count // THREADS)
-            launches[index] = (f"NNEF_LAUNCH({kname}, {bname}, {blocks}u, "
-                               f"{', '.join(pointers + [self.storage[result].c])});")
+            launch = f"NNEF_LAUNCH({kname}, {bname}, {blocks}u, {', '.join(pointers + [self.storage[result].c])});"
+            launches[index] = f"{launches[index]} {launch}" if index in launches else launch
             kernel_records.append({"kernel": kname, "step": index, "nnef_line": line, "operation": op.name,
                                    "elements": count, "blocks": blocks, "threads": THREADS})
         return DeviceCode(w, launches, entries, kernel_records, plan, blob)

@@ -46,10 +46,13 @@ class Unsupported(Exception):
 class Body:
     """The emission context of one kernel: its operands, its output shape, the statements."""
 
-    def __init__(self, op: Operation, inputs: dict[str, Any], out_shape: tuple[int, ...]) -> None:
+    def __init__(self, op: Operation, inputs: dict[str, Any], out_shape: tuple[int, ...], output: int = 0,
+                 offset: int = 0) -> None:
         self.op = op
         self.inputs = inputs
         self.out_shape = out_shape
+        self.output = output  # which result of the operation this kernel computes (split: one kernel per part)
+        self.offset = offset  # split: where that part starts along the axis
         self.lines: list[str] = []
 
     def arg(self, key: str) -> Arg:
@@ -616,3 +619,29 @@ def local_response_normalization(b: Body) -> None:
     volume = flit(F32(math.prod(size)))
     b.emit(f"const float sigma = NNEF_ADD({bias}, NNEF_MUL({alpha}, NNEF_DIV(acc, {volume})));")
     b.emit(f"y[i] = NNEF_DIV({b.read(x, u)}, nnef_pow(sigma, {beta}));")
+
+
+@emitter("select")
+def select(b: Body) -> None:
+    """select(c, t, f): t where c, else f (the chosen value's bits, -inf and NaN included); the condition a
+    constant held as 1.0f / 0.0f (pipeline/codegen/shared/conditions.py), operands broadcast NNEF-style."""
+    c = b.coords()
+    condition, true_value, false_value = (b.read(b.arg(k), c) for k in ("condition", "true_value", "false_value"))
+    b.emit(f"y[i] = ({condition} != 0.0f) ? {true_value} : {false_value};")
+
+
+@emitter("split")
+def split(b: Body) -> None:
+    """One part of split(value, axis, ratios) per kernel: y[u] = x[u + offset along the axis], the part's
+    offset the extents of the parts before it (the C generator's memcpy of the same elements); a copy."""
+    x = b.arg("value")
+    if x.is_literal:
+        raise Unsupported("split: literal operand")
+    axis = int(b.op.attribs["axis"])
+    st = strides(list(x.shape))
+    terms = []
+    for a, (n, s) in enumerate(zip(x.shape, st)):
+        coordinate = f"({b.offset} + (int)u{a})" if a == axis and b.offset else f"(int)u{a}"
+        if n != 1:
+            terms.append(coordinate if s == 1 else f"{coordinate} * {s}")
+    b.emit(f"y[i] = {x.param}[{' + '.join(terms) or '0'}];")

@@ -17,6 +17,7 @@ import numpy as np
 
 from pipeline.codegen.nvdla import firmware as fw
 from pipeline.codegen.nvdla.lut import activation_lut, lrn_lut
+from pipeline.codegen.nvdla.weights import direct_conv_bytes
 from pipeline.split import nvdla_cbuf
 from pipeline.split.nvdla_legalize import Legalized, LegalOp
 
@@ -236,7 +237,10 @@ def _conv(m: Mapper, task: Task, op: LegalOp, tag: str) -> None:
     k, c, r, s = weight.shape
     src, dst = m.tensors[m.memory_of(op.inputs[0])], m.tensors[m.memory_of(op.output)]
     size = nvdla_cbuf.weight_bytes(k, c, r, s)
-    m.constant(f"{tag}-weight", weight.astype("<f2").tobytes().ljust(size, b"\0"))
+    packed = direct_conv_bytes(weight)  # the CSC's read order (weights.py)
+    if len(packed) != size:
+        raise ValueError(f"line {op.line}: {len(packed)} weight bytes, the convolution buffer plans {size}")
+    m.constant(f"{tag}-weight", packed)
     weight_cube = {"type": fw.MEM_MC, "address": f"{tag}-weight", "size": size, "width": s, "height": r,
                    "channel": c}
     (top, bottom), (left, right) = op.attrs["padding"]

@@ -78,3 +78,4 @@ class ItemCode:
     language: str = "c"        # "c" (gcc) or "cuda" (nvcc on the device, g++ for the host emulation)
     init: str | None = None    # the item's init function the harness calls once before the first inference
     support_files: dict[str, str] = field(default_factory=dict)  # deployment-level files the source includes
+

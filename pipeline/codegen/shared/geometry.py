@@ -123,3 +123,8 @@ def axis_rule(method: str, n: int, f: int) -> tuple[str, int, int]:
         return f"2 * {{y}} + {1 - f + den}", den, 1  # (t + den) / den = lo + 1
     den = max(n * f - 1, 1)
     return f"{{y}} * {n - 1}", den, 0
+
+
+def axis_numerator(method: str, n: int, f: int, y: int) -> int:
+    """The value of axis_rule's numerator expression at output position `y` (generation-time tables)."""
+    return 2 * y + 1 - f + 2 * f if method == "symmetric" else y * (n - 1)

@@ -31,6 +31,7 @@ import numpy as np
 from pipeline.codegen.nvdla import reader as R
 from pipeline.execute.nvdla import hw_arith as H
 from pipeline.execute.nvdla import lut as L
+from pipeline.execute.nvdla.csc import weight_extent, weight_offsets
 from pipeline.execute.nvdla.scheduler import EmulationError, Op, Scheduler
 
 MODES = ("ideal", "hw-approx")
@@ -140,10 +141,8 @@ class Machine:
         if op.in_precision != 2 or op.out_precision != 2:
             raise EmulationError("CONV precision other than FP16")
         x = self.read(a, s.src_data)
-        c, r, k = op.kernel_channel_csc, op.kernel_height_csc, s.dst_data.channel
-        kw = op.kernel_width_csc
-        buf, base = self._buffer(a, s.weight_data)
-        w = np.frombuffer(buf, dtype="<f2", count=k * c * r * kw, offset=base).astype(np.float32).reshape(k, c, r, kw)
+        w = self._weights(a, op, s)
+        k, c, r, kw = w.shape
         x = np.pad(x, ((0, 0), (op.pad_y_top, op.pad_y_bottom), (op.pad_x_left, op.pad_x_right)))
         oh, ow = s.dst_data.height, s.dst_data.width
         if self.hw:
@@ -163,6 +162,23 @@ class Machine:
             self.write(a, s.dst_data, out)
         self.pipe = out
 
+    def _weights(self, a: list[int], op: Any, s: Any) -> np.ndarray:
+        """The (K, C, R, S) FP16 weights, each read at the address the CSC reads it from (csc.py), K being the
+        output cube's channels as the firmware programs WEIGHT_KERNEL (kmd/firmware/conv.c)."""
+        k, c, r, kw = s.dst_data.channel, op.kernel_channel_csc, op.kernel_height_csc, op.kernel_width_csc
+        if op.weight_format != 0:
+            raise EmulationError("CONV weights compressed: not emulated (uncompressed only)")
+        extent = weight_extent(k, c, r, kw)
+        if op.bytes_per_kernel != c * r * kw * 2:  # the CDMA counts a kernel group done by it, the CSC by its own
+            raise EmulationError(f"CONV bytes_per_kernel {op.bytes_per_kernel}, the CSC reads {c * r * kw * 2} "
+                                 f"({c} x {r} x {kw} halves)")
+        buf, base = self._buffer(a, s.weight_data)
+        if s.weight_data.size < extent or base + extent > len(buf) or base % 2:
+            raise EmulationError(f"CONV weights of {extent} bytes: the weight cube holds {s.weight_data.size} at "
+                                 f"offset {base} of a {len(buf)}-byte memory")
+        halves = np.frombuffer(buf, dtype="<f2", count=extent // 2, offset=base)
+        return halves[weight_offsets(k, c, r, kw) // 2].astype(np.float32)
+
     def _sdp_unit(self, a: list[int], unit: Any, cube: Any, x: np.ndarray) -> np.ndarray:
         if not unit.enable:
             return x
@@ -180,13 +196,14 @@ class Machine:
             operand = self.read(a, cube)
             alu = mul = operand
         if unit.type in (2, 3):
-            x = {0: np.maximum, 1: np.minimum, 2: np.add}[unit.alu_type](x, alu).astype(np.float32)
+            add = H.sdp_add if self.hw else np.add
+            x = {0: np.maximum, 1: np.minimum, 2: add}[unit.alu_type](x, alu).astype(np.float32)
         if unit.type in (1, 3) and unit.act == 3:  # PReLU: the multiplier applies to negative values
             x = np.where(x < 0, self._sdp_mul(x, mul), x).astype(np.float32)
         elif unit.type in (1, 3):
             x = self._sdp_mul(x, mul)
         if unit.act == 1:
-            x = np.maximum(x, np.float32(0))
+            x = H.sdp_relu(x) if self.hw else np.maximum(x, np.float32(0))
         return x
 
     def _sdp_mul(self, x: np.ndarray, mul: Any) -> np.ndarray:
@@ -216,15 +233,21 @@ class Machine:
         x = self.read(a, s.src_data)
         kh, kw = op.pool_height + 1, op.pool_width + 1
         fill = -np.inf if op.pool_mode == 1 else 0.0
-        x = np.pad(x, ((0, 0), (op.pad_top, op.pad_bottom), (op.pad_left, op.pad_right)), constant_values=fill)
+        pads = ((0, 0), (op.pad_top, op.pad_bottom), (op.pad_left, op.pad_right))
+        inside = np.pad(np.ones(x.shape, dtype=bool), pads)
+        x = np.pad(x, pads, constant_values=fill)
         oh, ow = s.dst_data.height, s.dst_data.width
-        windows = [x[:, i:i + op.stride_y * (oh - 1) + 1:op.stride_y, j:j + op.stride_x * (ow - 1) + 1:op.stride_x]
-                   for i in range(kh) for j in range(kw)]
-        stack = np.stack(windows)
+
+        def windows(a: np.ndarray) -> np.ndarray:
+            return np.stack([a[:, i:i + op.stride_y * (oh - 1) + 1:op.stride_y,
+                               j:j + op.stride_x * (ow - 1) + 1:op.stride_x] for i in range(kh) for j in range(kw)])
+
+        stack = windows(x)
         if op.pool_mode == 1:
             out = stack.max(axis=0)
         elif op.pool_mode == 0 and self.hw:
-            out = H.pdp_average_fp17(stack.reshape(kh, kw, *stack.shape[1:]))
+            out = H.pdp_average_fp17(stack.reshape(kh, kw, *stack.shape[1:]),
+                                     windows(inside).reshape(kh, kw, *stack.shape[1:]))
         elif op.pool_mode == 0:
             out = stack.sum(axis=0, dtype=np.float32) / np.float32(kh * kw)
         else:

@@ -33,15 +33,34 @@ def fp17(x: np.ndarray) -> np.ndarray:
     the smallest FP17 normal flushed to zero (hls/include/nvdla_float.h FpMantRNE, Fp32ToFp17 with DENORM_NO;
     the FP17 overflow bound, 2^32, is above anything FP16 data reach and not modelled)."""
     out = round_significand(x, FP17_MANT_BITS)
-    return np.where(np.abs(out) < FP17_MIN_NORMAL, 0.0, out)
+    return np.where(np.abs(out) < FP17_MIN_NORMAL, np.copysign(0.0, out), out)  # SetToZero keeps the sign
 
 
 def sdp_mul_flush(product: np.ndarray) -> np.ndarray:
     """SDP float32 multiply: a product below the smallest float32 normal becomes zero (FpMul in
     hls/include/nvdla_float.h sets `is_zero` when the result exponent is 0; hls/sdp/sdp_x.cpp multiplies
-    in float32 with it). Round to nearest even otherwise, as numpy does."""
+    in float32 with it), of the product's sign (`SetToZero` keeps the sign `a_sign ^ b_sign`: -3 x +0 is -0).
+    Round to nearest even otherwise, as numpy does."""
     product = np.asarray(product, dtype=np.float32)
-    return np.where(np.abs(product) < np.finfo(np.float32).tiny, np.float32(0), product).astype(np.float32)
+    return np.where(np.abs(product) < np.finfo(np.float32).tiny, np.copysign(np.float32(0), product),
+                    product).astype(np.float32)
+
+
+def sdp_add(data: np.ndarray, operand: np.ndarray) -> np.ndarray:
+    """SDP float32 ALU sum `data + operand`, rounded to nearest even like numpy, except the sign of a zero: an
+    exact cancellation keeps the sign of the data (FpAdd in hls/include/nvdla_float.h takes the sign of the
+    larger operand, the first one when the magnitudes are equal; FpAlu in hls/sdp/sdp.h passes the data
+    first), so -3 + 3 is -0 where IEEE gives +0."""
+    total = np.add(data, operand, dtype=np.float32)
+    zero = np.copysign(np.float32(0), np.broadcast_to(np.asarray(data, dtype=np.float32), total.shape))
+    return np.where(total == 0, zero, total).astype(np.float32)
+
+
+def sdp_relu(x: np.ndarray) -> np.ndarray:
+    """SDP ReLU: a value with the sign bit set becomes +0 (so -0 too), NaN passes (FpRelu in
+    hls/include/nvdla_float.h, X_relu in hls/sdp/sdp_x.cpp)."""
+    x = np.asarray(x, dtype=np.float32)
+    return np.where(np.signbit(x) & ~np.isnan(x), np.float32(0), x).astype(np.float32)
 
 
 def cacc_to_fp32(value: np.ndarray) -> np.ndarray:
@@ -155,20 +174,37 @@ def cmac_cacc_conv(w: np.ndarray, x: np.ndarray, op: Any, oh: int, ow: int) -> n
     return cacc_to_fp32(acc).reshape(k, oh, ow)
 
 
-def pdp_average_fp17(windows: np.ndarray) -> np.ndarray:
-    """PDP average in FP17: each window row summed element by element, the row sums summed, then multiplied
-    by the reciprocal of the width and of the height, each an FP17 rounding (hls_wrapper/pdp_hls_wrapper.cpp
+def fp17_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """FP17 sum `a + b` (hls/vlibs/fp17_add.cpp, FpAdd<6,10>): rounded once to nearest even, and an exact
+    cancellation (or two zeros) keeps the sign of `a`, the first operand, as FpAdd takes the sign of the
+    larger operand and of `a` when the magnitudes are equal."""
+    a = np.asarray(a, dtype=np.float64)
+    total = fp17(a + b)
+    return np.where(total == 0, np.copysign(0.0, np.broadcast_to(a, total.shape)), total)
+
+
+def pdp_average_fp17(windows: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """PDP average in FP17: each window row summed element by element (the line buffer first, the new element
+    second), the row sums summed (the new row first, the line buffer second), then multiplied by the
+    reciprocal of the width and of the height, each an FP17 rounding (hls_wrapper/pdp_hls_wrapper.cpp
     HLS_PDP_PoolingStage0Calc_FP16_W/_H and Stage1Calc_FP16; the reciprocals are the firmware's
-    recip_kernel_size FP16 table, 1/k rounded to FP17). `windows` is (KH, KW, C, OH, OW)."""
+    recip_kernel_size FP16 table, 1/k rounded to FP17). `windows` is (KH, KW, C, OH, OW); `valid` (same shape)
+    marks the elements inside the input: a padded position is no element there, only the padding value
+    (0 here) added to the sum, which changes nothing but the sign of a zero, so it is left out."""
     kh, kw = windows.shape[:2]
     data = windows.astype(np.float64)
-    total = None
+    inside = np.ones(data.shape, dtype=bool) if valid is None else np.asarray(valid, dtype=bool)
+    total = np.zeros(data.shape[2:])
+    rows_seen = np.zeros(data.shape[2:], dtype=bool)
     for i in range(kh):
-        row = data[i, 0]
-        for j in range(1, kw):
-            row = fp17(row + data[i, j])
-        total = row if total is None else fp17(total + row)
-    assert total is not None
+        row = np.zeros(data.shape[2:])
+        seen = np.zeros(data.shape[2:], dtype=bool)
+        for j in range(kw):
+            here = inside[i, j]
+            row = np.where(here & seen, fp17_add(row, data[i, j]), np.where(here, data[i, j], row))
+            seen |= here
+        total = np.where(seen & rows_seen, fp17_add(row, total), np.where(seen, row, total))
+        rows_seen |= seen
     return fp17(fp17(total * fp17(1.0 / kw)) * fp17(1.0 / kh))
 
 

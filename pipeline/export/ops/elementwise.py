@@ -1,4 +1,4 @@
-"""Element-wise arithmetic: Add, Sub, Mul, Div, Pow, Sqrt, Sum, Max, Min, Clip.
+"""Element-wise arithmetic: Add, Sub, Mul, Div, Pow, Sqrt, Sum, Max, Min, Clip, and Where.
 
 ONNX broadcasts numpy-style (shapes aligned on the RIGHT); NNEF aligns on the LEFT
 (trailing unit axes implied). Every operand of lower rank than the result therefore gets
@@ -150,3 +150,24 @@ def clip(ctx: ExportContext, node: Node) -> None:
         x = target
     if high is not None:
         ctx.emit(ctx.output(), "min", x, high)
+
+
+@converter("Where", versions=(9, 16))
+def where(ctx: ExportContext, node: Node) -> None:
+    """Where(C, X, Y) with C a constant -> select(C', X', Y'): C' a `variable<logical>` with leading unit
+    axes up to the result's rank, X', Y' aligned as Add's operands (a one-value finite constant a literal
+    when the other value has the result's shape). What torch writes for masked_fill on a registered mask
+    buffer (nanoGPT's causal attention: Where(mask == 0, -inf, scores)); with every input constant the
+    node is folded instead. A condition computed from data is refused (EXPORT-E008): the generated code
+    holds floating-point tensors only, a constant condition is generation-time data."""
+    if not ctx.is_constant(0):
+        raise ctx.fail("EXPORT-E008", f"the condition '{ctx.input_name(0)}' must be a constant (initializer, "
+                       "Constant output or a folded computation of constants): a condition computed from data "
+                       "has no NNEF tensor type the code generators hold")
+    out_shape = ctx.out_shape()
+    rank = len(out_shape)
+    shape = ctx.in_shape(0)
+    condition = ctx.variable(ctx.input_name(0), [1] * (rank - len(shape)) + shape, logical=True)
+    true_value = ctx.operand(1, out_shape, [ctx.in_shape(2)])
+    false_value = ctx.operand(2, out_shape, [ctx.in_shape(1)])
+    ctx.emit(ctx.output(), "select", condition, true_value, false_value)

@@ -110,7 +110,10 @@ def layer_normalization(ctx: ExportContext, node: Node) -> None:
     x = ctx.input(0)
     step = {name: ctx.temp_for(name) for name in ("square", "mean_square", "square_mean", "variance",
                                                    "variance_eps", "std", "deviation", "normalized")}
-    step["mean"] = ctx.output(1) if node.has_output(1) else ctx.temp_for("mean")
+    for index in (1, 2):  # the optional outputs are written only where something reads them
+        if node.has_output(index) and not ctx.wanted(index):
+            ctx.drop(index)
+    step["mean"] = ctx.output(1) if ctx.wanted(1) else ctx.temp_for("mean")
     ctx.emit(step["mean"], "mean_reduce", x, axes=axes)
     ctx.emit(step["square"], "mul", x, x)
     ctx.emit(step["mean_square"], "mean_reduce", step["square"], axes=axes)
@@ -118,7 +121,7 @@ def layer_normalization(ctx: ExportContext, node: Node) -> None:
     ctx.emit(step["variance"], "sub", step["mean_square"], step["square_mean"])
     ctx.emit(step["variance_eps"], "add", step["variance"], epsilon)
     ctx.emit(step["std"], "sqrt", step["variance_eps"])
-    if node.has_output(2):
+    if ctx.wanted(2):
         ctx.emit(ctx.output(2), "div", 1.0, step["std"])
     ctx.emit(step["deviation"], "sub", x, step["mean"])
     ctx.emit(step["normalized"], "div", step["deviation"], step["std"])

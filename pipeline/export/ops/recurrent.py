@@ -133,10 +133,14 @@ class _Unroller:
 
     def outputs(self, sequences: list[list[TensorName]], finals: list[list[TensorName]]) -> None:
         """Y [seq, dirs, B, H] from each direction's h per time step, and each final state [dirs, B, H]
-        (layout 1: Y [B, seq, dirs, H], states [B, dirs, H])."""
+        (layout 1: Y [B, seq, dirs, H], states [B, dirs, H]). An output that is named but read by no
+        converted node and no graph output (torch names Y_h and Y_c always) is dropped, not written."""
         ctx, node = self.ctx, self.node
         time_axis, dir_axis = (1, 2) if self.batch_first else (0, 1)
-        if node.has_output(0):
+        for index in range(len(node.outputs)):
+            if node.has_output(index) and not ctx.wanted(index):
+                ctx.drop(index)
+        if ctx.wanted(0):
             per_time = []
             for t in range(self.seq):
                 parts = [self.emit("unsqueeze", hs[t], axes=[time_axis, dir_axis], hint=f"y{t}_{d}")
@@ -148,7 +152,7 @@ class _Unroller:
                 ctx.emit(ctx.output(0), "concat", per_time, axis=time_axis)
         state_axis = 1 if self.batch_first else 0
         for index, states in enumerate(finals, start=1):
-            if not node.has_output(index):
+            if not ctx.wanted(index):
                 continue
             parts = [self.emit("unsqueeze", s, axes=[state_axis], hint=f"final{index}_{d}") for d, s in enumerate(states)]
             if len(parts) == 1:

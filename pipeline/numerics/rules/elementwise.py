@@ -7,6 +7,11 @@ sum at most sum |x_i|); a constant the model states as a real number (1/sqrt 2, 
 once more by a float implementation. Remainders: Mul's B_a B_b, Div's (B_a |b| + |a| B_b) B_b /
 (b^2 (|b| - B_b)) (no bound where the spread of b reaches 0), Max/Min's choice that may flip when the
 operands are closer than their spreads, Pow's second derivative.
+
+Masks (issue 38): an attention mask's -inf added to a finite value is -inf in every evaluation (the
+enclosure's exact -inf, no rounding, no sensitivity: the Jacobian is 0 there); Where with a constant
+condition selects each element with its ball (a computed condition is refused, naming what its rule would
+check).
 """
 
 from __future__ import annotations
@@ -43,6 +48,21 @@ def _real_constant(op: Op, ctx: Context) -> bool:
     return any(name in ctx.graph.reals for name in op.inputs)
 
 
+def _is_mask(x: Ball) -> np.ndarray:
+    """An attention mask's -inf (pipeline/nnef/masks.py): exactly -inf, no radius."""
+    return np.isneginf(x.hi) & (x.rad == 0)
+
+
+def _masked_sum(a: Ball, b: Ball) -> Ball:
+    """a + b; where one is a mask's -inf and the other finite the sum is exactly -inf in every evaluation (issue
+    38; double-word arithmetic on an infinity would give NaN)."""
+    total = D.add(a, b)
+    masked = (_is_mask(a) & np.isfinite(b.hi)) | (_is_mask(b) & np.isfinite(a.hi))
+    if not np.any(masked):
+        return total
+    return D.select(masked, D.exact(np.full(masked.shape, -np.inf)), total)
+
+
 def _enclose(op: Op, ins: list[Any], ctx: Context) -> list[Any]:
     found = _integers(op, ins)
     if found is not None:
@@ -50,7 +70,7 @@ def _enclose(op: Op, ins: list[Any], ctx: Context) -> list[Any]:
     t = op.op_type
     balls = [_ball(x) for x in ins if x is not None]
     if t == "Add":
-        return [D.add(balls[0], balls[1])]
+        return [_masked_sum(balls[0], balls[1])]
     if t == "Sub":
         return [D.sub(balls[0], balls[1])]
     if t == "Mul":
@@ -134,12 +154,30 @@ class _Binary(Step):
 
 
 class _AddSub(_Binary):
+    """x + y, x - y. An attention mask's -inf added to a finite value gives -inf in every evaluation: no
+    rounding, no sensitivity there (issue 38)."""
+
     def __init__(self, op: Op, ins: list[Array | None], ctx: Context, sign: float) -> None:
         self.sign = sign
         super().__init__(op, ins, ctx)
+        self.masked = None
+        if sign > 0 and np.isneginf(self.outputs[0]).any():
+            a, b = np.broadcast_arrays(*self.ins)
+            self.masked = (np.isneginf(a) & np.isfinite(b)) | (np.isneginf(b) & np.isfinite(a))
 
     def _value(self) -> Array:
         return self.ins[0] + self.sign * self.ins[1]
+
+    def _unmasked(self, t: Array) -> Array:
+        return t if self.masked is None else np.where(self.masked, 0.0, t)
+
+    def rounding(self, arithmetic: Arithmetic, spread: Spread) -> Rounding:
+        found = super().rounding(arithmetic, spread)
+        if self.masked is None:
+            return found
+        local = found.local[0]
+        return Rounding([Local(self._unmasked(np.broadcast_to(local.d, self.masked.shape)),
+                               self._unmasked(np.broadcast_to(local.q, self.masked.shape)))])
 
     def jvp(self, tangents: list[Array | None]) -> list[Array | None]:
         ndim = self.outputs[0].ndim
@@ -150,12 +188,13 @@ class _AddSub(_Binary):
         if b is not None:
             out = out + self.sign * b
         batch = (a if a is not None else b).shape[0]
-        return [np.broadcast_to(out, (batch,) + self.outputs[0].shape)]
+        return [self._unmasked(np.broadcast_to(out, (batch,) + self.outputs[0].shape))]
 
     def vjp(self, grads: list[Array | None], need: list[bool]) -> list[Array | None]:
         g = grads[0]
         if g is None:
             return [None] * len(need)
+        g = self._unmasked(g)
         return [unbroadcast(g, self.shapes[0]) if need[0] else None,
                 unbroadcast(self.sign * g, self.shapes[1]) if need[1] else None]
 
@@ -426,7 +465,7 @@ def _linearize(op: Op, ins: list[Array | None], ctx: Context) -> Step:
     raise NoRule(f"no rule for {t} (node '{op.origin}')")
 
 
-for _t in ("Add", "Sub", "Mul", "Div", "Sum", "Pow", "Where", "Mod"):
+for _t in ("Add", "Sub", "Mul", "Div", "Sum", "Pow", "Mod"):
     register(Rule(_t, _enclose, _linearize))
-for _t in ("Max", "Min"):
+for _t in ("Max", "Min", "Where"):  # each element one of the (stored) operands
     register(Rule(_t, _enclose, _linearize, exact_in_storage=True))

@@ -1,6 +1,8 @@
 """Data movement: every output element is an input element or a constant (Reshape, Flatten, Transpose,
 Squeeze, Unsqueeze, Concat, Slice, Split, Gather, Pad, Expand, Identity, Dropout, Cast between floats,
-Resize in nearest mode).
+Resize in nearest mode; the selections torch writes around attention masks, issue 38: Trilu, Tile, GatherND,
+GatherElements, ScatterND and ScatterElements without reduction, evaluated by onnx.reference on the
+positions).
 
 One rule for all: the operation is applied to the *positions* of its inputs' elements (np.arange
 arrays; -1 where it writes a constant), which gives an index map. The enclosure takes the balls at
@@ -141,21 +143,51 @@ def move(op: Op, data: list[np.ndarray], params: list[Any], fill: Any = 0) -> li
         return [np.broadcast_to(x, shape).copy()]
     if t == "Resize":
         return [_resize_nearest(x, op, params)]
+    if t in SELECTIONS:
+        return _reference(op, data, params)
     raise NoRule(f"no data-movement rule for {t} (node '{op.origin}')")
 
 
-DATA_INPUTS = {"Concat": None}  # every input moved; the others move input 0 only
+SELECTIONS = ("Trilu", "Tile", "GatherND", "GatherElements", "ScatterND", "ScatterElements")
 
 
-def _data_count(op: Op, ins: list[Any]) -> int:
-    return len(ins) if op.op_type == "Concat" else 1
+def _data_indices(op: Op, ins: list[Any]) -> list[int]:
+    """The inputs whose elements move: every input of Concat, data and updates of a scatter, else input 0."""
+    if op.op_type == "Concat":
+        return list(range(len(ins)))
+    if op.op_type in ("ScatterND", "ScatterElements"):
+        return [0, 2]
+    return [0]
+
+
+def _reference(op: Op, data: list[np.ndarray], params: list[Any]) -> list[np.ndarray]:
+    """A selection evaluated by onnx.reference (nobody here wrote it) with `data` at its moved inputs."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    if op.attr("reduction", "none") not in ("none", b"none"):
+        raise NoRule(f"{op.op_type} with reduction '{op.attr('reduction')}' (node '{op.origin}'): arithmetic, "
+                     "not a selection")
+    moved = iter(data)
+    feeds: dict[str, np.ndarray] = {}
+    names = []
+    for k, name in enumerate(op.inputs):
+        if not name:
+            names.append("")
+            continue
+        value = next(moved) if k in _data_indices(op, op.inputs) else params[k]
+        names.append(f"i{k}")
+        feeds[f"i{k}"] = np.asarray(value)
+    node = onnx.helper.make_node(op.op_type, names, [f"o{k}" for k in range(len(op.outputs))],
+                                 **{k: v for k, v in op.attrs.items()})
+    return [np.asarray(v) for v in ReferenceEvaluator(node).run(None, feeds)]
 
 
 def _params(op: Op, ins: list[Any], ctx: Context) -> list[Any]:
     """The non-moved inputs as exact values (they must be constants: shapes, axes, indices, pad values)."""
     out: list[Any] = [None]
     for k, name in enumerate(op.inputs[1:], start=1):
-        if not name or k < _data_count(op, ins):
+        if not name or k in _data_indices(op, ins):
             out.append(None)
             continue
         value = ctx.constant(name)
@@ -207,19 +239,18 @@ def _pad_value(op: Op, params: list[Any]) -> float:
 def _index_maps(op: Op, shapes: list[tuple[int, ...]], params: list[Any]) -> tuple[list[np.ndarray], list[int]]:
     """Per output, the flat position (in the inputs laid end to end) of each element, FILL for a constant."""
     offsets, arrays, start = [], [], 0
-    for shape in shapes:
+    for shape in shapes:  # positions counted from 1: a 0 written by the operation (padding, Trilu) is FILL
         size = int(np.prod(shape))
-        arrays.append(np.arange(start, start + size, dtype=np.int64).reshape(shape))
+        arrays.append(np.arange(start + 1, start + size + 1, dtype=np.int64).reshape(shape))
         offsets.append(start)
         start += size
-    return move(op, arrays, params, fill=FILL), offsets
+    return [np.asarray(m, np.int64) - 1 for m in move(op, arrays, params, fill=0)], offsets
 
 
 def enclose(op: Op, ins: list[Any], ctx: Context) -> list[Any]:
     _check_cast(op, ins[0])
-    count = _data_count(op, ins)
     params = _params(op, ins, ctx)
-    data = ins[:count]
+    data = [ins[k] for k in _data_indices(op, ins)]
     if not any(isinstance(d, Ball) for d in data):  # integer tensors: the operation itself
         return _cast_integers(op, move(op, [np.asarray(d) for d in data], params, fill=_pad_value(op, params)))
     balls = [d if isinstance(d, Ball) else Ball(np.asarray(d, np.float64), np.zeros(np.shape(d)),
@@ -238,30 +269,30 @@ def enclose(op: Op, ins: list[Any], ctx: Context) -> list[Any]:
 class MoveStep(Step):
     def __init__(self, op: Op, ins: list[Array | None], ctx: Context) -> None:
         _check_cast(op, ins[0])
-        count = _data_count(op, ins)
+        self.index = _data_indices(op, ins)
         params = _params(op, ins, ctx)
-        self.data_shapes = [np.shape(ins[k]) for k in range(count)]
+        self.data_shapes = [np.shape(ins[k]) for k in self.index]
         self.sizes = [int(np.prod(s)) for s in self.data_shapes]
-        self.count = count
         self.n_inputs = len(ins)
-        if not all(np.asarray(ins[k]).dtype.kind == "f" for k in range(count)):
+        if not all(np.asarray(ins[k]).dtype.kind == "f" for k in self.index):
             self.maps = None
-            moved = _cast_integers(op, move(op, [np.asarray(ins[k]) for k in range(count)], params,
+            moved = _cast_integers(op, move(op, [np.asarray(ins[k]) for k in self.index], params,
                                             _pad_value(op, params)))
             self.outputs = [m.hi if isinstance(m, Ball) else m for m in moved]
             return
         self.maps, self.offsets = _index_maps(op, self.data_shapes, params)
         fill = _pad_value(op, params)
-        flat = np.concatenate([np.asarray(ins[k], np.float64).ravel() for k in range(count)] + [np.array([fill])])
+        flat = np.concatenate([np.asarray(ins[k], np.float64).ravel() for k in self.index] + [np.array([fill])])
         self.outputs = [flat[np.where(m == FILL, flat.size - 1, m)] for m in self.maps]
         self.unique = all(np.unique(m[m != FILL]).size == int(np.sum(m != FILL)) for m in self.maps)
 
     def jvp(self, tangents: list[Array | None]) -> list[Array | None]:
-        if self.maps is None or all(tangents[k] is None for k in range(self.count)):
+        moved = [tangents[k] if k < len(tangents) else None for k in self.index]
+        if self.maps is None or all(t is None for t in moved):
             return [None] * len(self.outputs)
-        batch = next(t for t in tangents[:self.count] if t is not None).shape[0]
-        flat = np.concatenate([(tangents[k] if tangents[k] is not None else np.zeros((batch,) + self.data_shapes[k]))
-                               .reshape(batch, -1) for k in range(self.count)] + [np.zeros((batch, 1))], axis=1)
+        batch = next(t for t in moved if t is not None).shape[0]
+        flat = np.concatenate([(t if t is not None else np.zeros((batch,) + shape)).reshape(batch, -1)
+                               for t, shape in zip(moved, self.data_shapes)] + [np.zeros((batch, 1))], axis=1)
         total = flat.shape[1] - 1
         return [flat[:, np.where(m == FILL, total, m)] for m in self.maps]
 
@@ -283,12 +314,9 @@ class MoveStep(Step):
                 total[:, index] += values
             else:
                 np.add.at(total, (slice(None), index), values)
-        out: list[Array | None] = []
-        for k in range(self.n_inputs):
-            if k < self.count:
-                out.append(total[:, self.offsets[k]:self.offsets[k] + self.sizes[k]].reshape((batch,) + self.data_shapes[k]))
-            else:
-                out.append(None)
+        out: list[Array | None] = [None] * self.n_inputs
+        for j, k in enumerate(self.index):
+            out[k] = total[:, self.offsets[j]:self.offsets[j] + self.sizes[j]].reshape((batch,) + self.data_shapes[j])
         return out
 
 
@@ -297,6 +325,6 @@ def _linearize(op: Op, ins: list[Array | None], ctx: Context) -> Step:
 
 
 MOVES = ("Identity", "Dropout", "Cast", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Concat", "Slice",
-         "Split", "Gather", "Pad", "Expand")
+         "Split", "Gather", "Pad", "Expand") + SELECTIONS
 for _t in MOVES:
     register(Rule(_t, enclose, _linearize, exact_in_storage=True))

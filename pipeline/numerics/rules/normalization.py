@@ -19,6 +19,11 @@ shared by the row), the division (or a reciprocal and a product: 2 u). The round
 exp perturb the input (carried by the Jacobian s (I - s^T)), the sum's scales the row. Remainder:
 s_i (2 a^2 e^(2a) + a^2 / 2), a the largest spread of the row. LogSoftmax: t - log(sum e^t), the same
 sources through its Jacobian I - s^T, log's accuracy, the final subtraction; remainder a^2 / 2.
+
+Masks (issue 38): an input that is an attention mask's -inf gives e^t = +0 exactly in every evaluation:
+its softmax output is exactly 0 (no rounding, no sensitivity) and it adds nothing to the row's sum (the
+sum's rounding counts the unmasked elements); a row masked everywhere is 0 / 0, refused by the export
+(EXPORT-E019) and not finite here (BOUND-E005).
 """
 
 from __future__ import annotations
@@ -161,15 +166,23 @@ def _softmax_enclose(op: Op, ins: list[Any], ctx: Context) -> list[Any]:
     x = ins[0]
     work, axis = _rows(op, x.shape, ctx.opset)
     xr = x.map(lambda a: a.reshape(work))
-    flint = D._flint()
+    masked = np.isneginf(xr.hi) & (xr.rad == 0)  # a mask's -inf: e^-inf = +0 exactly
+    zero = D.exact(np.zeros(work))
+    if masked.any():
+        xr = D.select(masked, zero, xr)
     e = D.apply_arb(xr, lambda a: a.exp())
+    if masked.any():
+        e = D.select(masked, zero, e)
     total = products.reduce_sum(e, (axis,))
     if op.op_type == "Softmax":
         y = D.div(e, total)
+        if masked.any():
+            y = D.select(masked, zero, y)
     else:
         log_total = D.apply_arb(total, lambda a: a.log())
         y = D.sub(xr, log_total)
-    del flint
+        if masked.any():
+            y = D.select(masked, D.exact(np.full(work, -np.inf)), y)
     return [y.map(lambda a: a.reshape(x.shape))]
 
 
@@ -180,6 +193,8 @@ class _SoftmaxStep(Step):
         self.shape = x.shape
         self.work, self.axis = _rows(op, x.shape, ctx.opset)
         xr = x.reshape(self.work)
+        self.masked = np.isneginf(xr)  # a mask's -inf (module docstring)
+        self.count = (~self.masked).sum(axis=self.axis, keepdims=True)  # the terms of each row's sum
         self.t = xr - xr.max(axis=self.axis, keepdims=True)
         e = np.exp(self.t)
         self.sum = e.sum(axis=self.axis, keepdims=True)
@@ -228,14 +243,15 @@ class _SoftmaxStep(Step):
         if accuracy is None:
             raise NoRule(f"{self.op.op_type}: no accuracy stated for exp in {arithmetic.name} (node "
                          f"'{self.op.origin}')")
-        b = np.broadcast_to(spread.i(0), self.shape).reshape(self.work)
+        b = np.where(self.masked, 0.0, np.broadcast_to(spread.i(0), self.shape).reshape(self.work))
         big = b.max(axis=self.axis, keepdims=True)
         # x - max rounded (relative u |t| of e^t) and exp's relative accuracy: perturbations of the input
-        per_input = (u * (np.abs(self.t) + 2.0 * big) + accuracy[0] * np.exp(4.0 * big)).reshape(self.shape)
+        per_input = np.where(self.masked, 0.0, u * (np.abs(np.where(self.masked, 0.0, self.t)) + 2.0 * big)
+                             + accuracy[0] * np.exp(4.0 * big)).reshape(self.shape)
         inputs = [Local(per_input, per_input)]
         ax = self.axis + 1
         # exp's absolute error (and the subnormal term) on each e^t: through d y / d e_j
-        absolute = (accuracy[1] + tiny) * np.ones(self.work)
+        absolute = np.where(self.masked, 0.0, accuracy[1] + tiny)
         if self.log:
             exp_coefficient = lambda grads: np.broadcast_to(
                 -self._batch(grads[0]).sum(axis=ax, keepdims=True) / self.sum, (grads[0].shape[0],) + self.work)
@@ -249,8 +265,9 @@ class _SoftmaxStep(Step):
                 (delta.shape[0],) + self.work).sum(axis=ax, keepdims=True)) / self.sum).reshape(
                 (delta.shape[0],) + self.shape)
         shared = [Shared(exp_coefficient, absolute, absolute, exp_forward)]
-        rel_sum = (self.n - 1) * u * (1.0 + self.n * u)
-        rel_sum_q = np.sqrt(max(self.n - 1, 0)) * u * (1.0 + self.n * u)
+        n = self.count
+        rel_sum = (n - 1) * u * (1.0 + n * u)
+        rel_sum_q = np.sqrt(np.maximum(n - 1, 0)) * u * (1.0 + n * u)
         row = np.ones(self.sum.shape)
         if self.log:
             coefficient = self._row_sum(-np.ones(self.work))
@@ -267,7 +284,7 @@ class _SoftmaxStep(Step):
         else:
             shared.append(Shared(self._row_sum(-self.s), rel_sum * row, rel_sum_q * row, self._row_forward(-self.s)))
             local = 2.0 * u * self.s * np.exp(2.0 * big) + tiny
-        local = np.asarray(local).reshape(self.shape)
+        local = np.where(self.masked, 0.0, local).reshape(self.shape)
         return Rounding([Local(local, local)], shared, inputs=inputs)
 
     def remainder(self, spread: Spread, arithmetic: Arithmetic | None = None) -> list[Array | None]:
@@ -278,7 +295,7 @@ class _SoftmaxStep(Step):
         b = spread.i(0)
         if not np.any(b):
             return [None]
-        b = np.broadcast_to(b, self.shape).reshape(self.work)
+        b = np.where(self.masked, 0.0, np.broadcast_to(b, self.shape).reshape(self.work))
         a = b.max(axis=self.axis, keepdims=True)
         weighted = (self.s * b).sum(axis=self.axis, keepdims=True)
         dev = (1.0 - self.s) * b + (weighted - self.s * b)

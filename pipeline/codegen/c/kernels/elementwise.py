@@ -30,6 +30,7 @@ SCALAR: dict[str, str] = {
     "softplus": "nnef_softplus({0})", "erf": "nnef_erf({0})", "floor": "nnef_floor({0})", "ceil": "nnef_ceil({0})",
     "rint": "nnef_rint({0})", "sign": "nnef_sign({0})",
     "select_lt0": "nnef_select({0} < 0.0f, {1}, {2})",
+    "select_ne0": "nnef_select({0} != 0.0f, {1}, {2})",
 }
 VECTOR: dict[str, str] = {
     "add": "nnef_vadd({0}, {1})", "sub": "nnef_vsub({0}, {1})", "mul": "nnef_vmul({0}, {1})",
@@ -40,6 +41,7 @@ VECTOR: dict[str, str] = {
     "floor": "nnef_vfloor({0})",
     "ceil": "nnef_vceil({0})", "rint": "nnef_vrint({0})", "sign": "nnef_vsign({0})",
     "select_lt0": "nnef_vselect(nnef_vlt({0}, nnef_vzero()), {1}, {2})",
+    "select_ne0": "nnef_vselect(nnef_vne({0}, nnef_vzero()), {1}, {2})",
 }
 
 X: Node = ("in", 0)
@@ -276,3 +278,15 @@ def add_n(k: Kernel) -> None:
         expr = ("add", ("in", index), expr)
     emit_expression(k, expr, values, "add_n: x[0] + (x[1] + (... + (x[n-1] + 0.0)))")
 
+
+
+@emitter("select")
+def select(k: Kernel) -> None:
+    """select(c, t, f): t where c, else f (no arithmetic: the chosen value's bits, -inf and NaN included).
+    The condition is a constant (a `variable<logical>`, ONNX Where on a mask), held as 1.0f / 0.0f (its
+    tensor file's values; codegen.trace re-derives them) and tested with != 0: a bitwise select, no branch."""
+    ops = [k.operand("condition"), k.operand("true_value"), k.operand("false_value")]
+    if not ops[0].is_constant or ops[0].is_literal:
+        raise k.fail("select: the condition must be a constant tensor (a variable<logical>)")
+    emit_expression(k, ("select_ne0", ("in", 0), ("in", 1), ("in", 2)), ops,
+                    "select(c, t, f) per element: bitwise select on c != 0, operands broadcast NNEF-style")

@@ -5,8 +5,9 @@ Per spatial axis (input extent n, factor f) output y samples the exact rational 
 den = f n - 1 (1 if f n = 1). lo = floor(t / den), r = t - lo den; the taps are
 x[clamp(lo)] and x[clamp(lo + 1)] with weights (float)(den - r) / (float)den and
 (float)r / (float)den (one IEEE division of exact integers each). The generated C computes
-these per output position with integer arithmetic (floor through an offset of den, so the
-dividend is never negative), then
+r per output position with integer arithmetic (floor through an offset of den, so the
+dividend is never negative) and reads the clamped taps from per-axis index tables computed
+at generation time (no `?:`: numeric kernels are branch-free, codegen.static), then
 
     acc = +0; acc = acc + ((w_a2 * w_a3) * ...) * x[corner]   corners lexicographic, lo first
 
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from pipeline.codegen.c.kernels.common import Kernel, emitter, strides
-from pipeline.codegen.shared.geometry import METHODS, axis_rule
+from pipeline.codegen.shared.geometry import METHODS, axis_numerator, axis_rule
 
 
 @emitter("multilinear_upsample")
@@ -49,9 +52,12 @@ def multilinear_upsample(k: Kernel) -> None:
         k.open(f"for (int {y} = 0; {y} < {n * f}; ++{y})")
         k.line(f"const int t{a} = {numerator.format(y=y)};")
         k.line(f"const int q{a} = t{a} / {den}, r{a} = t{a} - q{a} * {den};")
-        lo = f"q{a} - {shift}" if shift else f"q{a}"
-        k.line(f"const int lo{a} = {lo} < 0 ? 0 : ({lo} > {n - 1} ? {n - 1} : {lo});")
-        k.line(f"const int hi{a} = {lo} + 1 > {n - 1} ? {n - 1} : {lo} + 1;")
+        lo_tab, hi_tab = _taps(method, den, shift, n, f)
+        lo_name = k.const_array(f"IX_{k.function}_lo{a}", lo_tab, "int",
+                                f"lower tap clamp(floor(t / den) - {shift}, 0, {n - 1}) per output position, axis {a + 2}")
+        hi_name = k.const_array(f"IX_{k.function}_hi{a}", hi_tab, "int",
+                                f"upper tap min(floor(t / den) - {shift} + 1, {n - 1}) per output position, axis {a + 2}")
+        k.line(f"const int lo{a} = {lo_name}[{y}], hi{a} = {hi_name}[{y}];")
         k.line(f"const float wl{a} = (float)({den} - r{a}) / {den}.0f, wh{a} = (float)r{a} / {den}.0f;")
     base = f"y0 * {xst[0]} + y1 * {xst[1]}"
     k.line("float acc = 0.0f;")
@@ -66,3 +72,14 @@ def multilinear_upsample(k: Kernel) -> None:
     k.line(f"{k.out.c}[{dst}] = acc;")
     for _ in range(rank + 2):
         k.close()
+
+
+def _taps(method: str, den: int, shift: int, n: int, f: int) -> tuple[np.ndarray, np.ndarray]:
+    """The clamped lower and upper tap of each output position of one axis (the reference's
+    clamp(lo, 0, n - 1) and clamp(lo + 1, 0, n - 1), lo = floor(t / den) - shift; t + den >= 0)."""
+    lo, hi = [], []
+    for y in range(n * f):
+        raw = axis_numerator(method, n, f, y) // den - shift
+        lo.append(min(max(raw, 0), n - 1))
+        hi.append(min(max(raw + 1, 0), n - 1))
+    return np.asarray(lo, np.int32), np.asarray(hi, np.int32)

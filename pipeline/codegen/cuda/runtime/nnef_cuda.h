@@ -15,6 +15,7 @@
 #ifndef NNEF_CUDA_H
 #define NNEF_CUDA_H
 
+#include <math.h>   /* INFINITY and NAN only (an attention mask's -inf among the weights); no libm call */
 #include <stdint.h>
 #include <string.h>
 
