@@ -2,7 +2,9 @@
 
 `doit verify` runs the whole chain for every model under models/. Each step's tasks are
 defined in `pipeline/<step>/tasks.py` (explicit file_dep and targets, one library call
-each) and imported here by name; the logic lives in `pipeline/`. `doit verify strict=1` is
+each) and imported here by name; the logic lives in `pipeline/`. Every task creator named
+here gets its code and tools as dependencies (pipeline/ledger/dependencies.py): the files of
+its module's import closure, the identities of the programs and libraries they use. `doit verify strict=1` is
 the certification run on the target (docs/evidence.md, "Modes").
 """
 
@@ -17,6 +19,7 @@ from pipeline.project.layout import check_output_folders
 from pipeline.project.lock import hold_project_lock
 from pipeline.project.progress import ProgressReporter
 from pipeline.project.tasking import ContentChecker, announce_refusals
+from pipeline.ledger.dependencies import code_dependencies
 
 try:  # one doit run per project folder (pipeline/project/lock.py); a linked artifacts/ or reports/ refused before any step
     hold_project_lock(".")
@@ -59,3 +62,6 @@ from pipeline.compare.tasks import task_compare  # noqa: E402,F401
 from pipeline.evidence.tasks import evidence_tasks  # noqa: E402
 
 task_evidence, task_verify = evidence_tasks(after=("export", "check", "split", "petri", "codegen", "execute", "compare"))
+
+# Last: each task creator above depends on its code and tools, computed, never listed (a new step included).
+globals().update(code_dependencies(globals()))

@@ -57,6 +57,7 @@ class Finding:
     message: str
     span: Span | None = None
     related: tuple[tuple[str, Span], ...] = field(default=())
+    fix: str = ""          # what to do about it, in one line ("" when the message says it)
 
     @property
     def is_error(self) -> bool:
@@ -73,12 +74,13 @@ class Finding:
             "message": self.message,
             "span": self.span.to_json() if self.span else None,
             "related": [{"message": m, "span": s.to_json()} for m, s in self.related],
+            **({"fix": self.fix} if self.fix else {}),
         }
 
 
 def sorted_findings(findings: Iterable[Finding]) -> list[Finding]:
     """Findings in file/line/column order, duplicates removed (deterministic output)."""
-    unique = {(f.code, f.severity, f.message, f.span, f.related): f for f in findings}
+    unique = {(f.code, f.severity, f.message, f.span, f.related, f.fix): f for f in findings}
     return sorted(unique.values(), key=Finding.sort_key)
 
 

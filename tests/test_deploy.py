@@ -9,10 +9,11 @@ import pytest
 
 from pipeline.terminal import render_error
 from pipeline.project.deploy import CODES, DeployError, check_inputs_match, load_deploy, parse_deploy_text
+from pipeline.project.layout import model_names
 from pipeline.numerics.vectors import Distribution, InputSpec
 
 ROOT = Path(__file__).parents[1]
-MODELS = ["branch3", "inception", "lenet5", "mbconv", "resnet8"]
+MODELS = model_names(ROOT)   # every shipped model (models/)
 
 VALID = """\
 schema_version: 1

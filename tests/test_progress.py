@@ -195,3 +195,19 @@ def test_a_timing_campaign_says_it_waits_at_the_measuring_gate(tmp_path: Path, m
     text = stream.getvalue()
     assert "  compare:lenet5: waiting at the measuring gate for 0 s: the other tasks at work finish first" in text, text
     assert re.search(r"compare:lenet5: through the measuring gate after \d\.\d s: timing alone", text), text
+
+
+def test_the_progress_line_counts_checks_as_the_summary_table_does(tmp_path: Path) -> None:
+    """Several results of one check (one per deployment) count once, as its worst; n/a only when all are."""
+    import pipeline.codegen.checks  # noqa: F401 (registers the codegen checks)
+    from pipeline.ledger.checks import CheckResult, Verdict, results_document
+    from pipeline.files.atomic import write_json
+    from pipeline.project.layout import checks_path
+
+    results = [CheckResult("codegen.static", "m/single", Verdict.PASS),
+               CheckResult("codegen.static", "m/aarch64", Verdict.NOT_RUN, "platform aarch64_qemu needs ..."),
+               CheckResult("codegen.trace", "m/single", Verdict.PASS),
+               CheckResult("codegen.trace", "m/aarch64", Verdict.PASS),
+               CheckResult("codegen.accelerators", "m", Verdict.NOT_APPLICABLE, "no nvdla item")]
+    write_json(checks_path("m", "codegen", tmp_path), results_document(results))
+    assert progress.task_outcome("codegen:m", tmp_path) == "not run 1 pass 1 n/a 1"

@@ -258,7 +258,7 @@ def test_checks_reader_drops_bad_results_and_rejects_bad_files(tmp_path: Path) -
     assert stored is not None and [s.result.check_id for s in stored] == ["nnef.syntax"]
     assert [f.message for f in findings] == ["results[1].reason: expected a non-empty string, got string ''",
                                              "results[2].reason: expected a non-empty string, got string ''",
-                                             "results[2].verdict: 'maybe' is not one of pass, fail, not run, emulated"]
+                                             "results[2].verdict: 'maybe' is not one of pass, fail, not run, emulated, n/a"]
     emulated = {**good, "verdict": "emulated", "reason": "ran on the emulator",
                 "obtained": {"where": "host", "detail": "x86_64 Linux"}}
     path.write_text(json.dumps({"schema_version": 1, "results": [emulated]}))

@@ -1,4 +1,4 @@
-"""The doit task plumbing: the spec outline cache, source globs and the file-change check."""
+"""The doit task plumbing: the spec outline cache and the file-change check (a step's code: tests/test_closure.py)."""
 
 from __future__ import annotations
 
@@ -59,19 +59,6 @@ def test_a_corrupt_outline_cache_is_recomputed(tmp_path: Path) -> None:
     (root / tasking.OUTLINE_CACHE).write_text('{"loader": "forged", "models": {"lenet5": {"spec": "x"}}}',
                                              encoding="utf-8")
     assert "single" in tasking.spec_deployments("lenet5", root)
-
-
-def test_package_sources_match_path_glob() -> None:
-    package = ROOT / "pipeline"
-    patterns = ("export", "codegen/c/runtime/*", "semantics/transcendental.py", "schemas", "split/plan.py", "nope")
-    expected = set()
-    for pattern in patterns:
-        folder = package / pattern
-        matches = folder.rglob("*") if folder.is_dir() else package.glob(pattern)
-        expected.update(p.relative_to(ROOT).as_posix() for p in matches
-                        if p.is_file() and p.suffix in tasking.SOURCE_SUFFIXES)
-    assert tasking.package_sources(patterns) == sorted(expected)
-    assert "pipeline/export/step.py" in expected and "pipeline/schemas/deploy-1.schema.json" in expected
 
 
 def test_content_checker_catches_a_same_size_edit_that_restores_the_mtime(tmp_path: Path) -> None:

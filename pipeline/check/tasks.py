@@ -1,5 +1,6 @@
 """doit tasks of the check step: `check:<model>` for every exported model, and
-`check:examples` for the hand-written descriptions shipped under examples/nnef/."""
+`check:examples` for the hand-written descriptions shipped under examples/nnef/. Their code and
+tools are added by dodo.py (pipeline/ledger/dependencies.py)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,9 @@ from typing import Any, Iterator
 from doit.exceptions import TaskFailed
 
 from pipeline.ledger.freshness import coded_action, step_action
-from pipeline.project.tasking import package_sources, runnable_models
+from pipeline.project.tasking import runnable_models
 from pipeline.project.layout import ARTIFACTS_DIR, CHECK_REPORT_FILE, checks_path, step_dir
 
-SOURCE_GLOBS = ("check", "nnef", "semantics", "ledger", "project/layout.py", "files/atomic.py", "diagnostics.py", "project/deploy.py",
-                "numerics/vectors.py")
 EXAMPLES = Path("examples") / "nnef"
 EXAMPLES_REPORT = Path(ARTIFACTS_DIR) / "examples" / "check" / CHECK_REPORT_FILE
 
@@ -42,14 +41,13 @@ def _check_examples(paths: list[str]) -> TaskFailed | None:
 
 def task_check() -> Iterator[dict[str, Any]]:
     """Check each model's exported NNEF description (syntax, semantics, explicitness, tensor files)."""
-    sources = package_sources(SOURCE_GLOBS)
     for model in runnable_models("."):
         export = step_dir(model, "export")
         out = step_dir(model, "check")
         yield {
             "name": model,
             "actions": [(step_action("check", _run), [model])],
-            "file_dep": [str(export / "graph.nnef"), str(export / "provenance.json")] + sources,
+            "file_dep": [str(export / "graph.nnef"), str(export / "provenance.json")],
             "targets": [str(out / CHECK_REPORT_FILE), str(checks_path(model, "check")), str(out / "record.json")],
             "clean": True,
         }

@@ -9,6 +9,9 @@ codegen.platform HLR-NUM-005   the same on a deployment's other platform (its co
                  with the transcendental programs, the programs run by its runner (qemu, a board)
 codegen.accelerators  LLR-COD-008      NVDLA loadables: independent validator on the bytes, debug-table trace
 
+A check with no subject on a model (no nvdla item, no cuda item, no deployment on another platform
+than the host) says `n/a` with the reason, never `not run`: it does not apply there.
+
 The validators read the generated files (and compile them); they do not use the generator's
 data structures.
 """
@@ -27,6 +30,9 @@ from pipeline.toolchain.cc import (QUALIFIED_FLAGS, binutil, build_flags, compil
                                    compiler_version)
 from pipeline.toolchain.platforms import Platform, described, host_platform, missing_reason, missing_tools, runner_version
 from pipeline.toolchain.runners import session
+
+# The programs it runs, the platforms' compilers (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("${CC:-gcc}", "aarch64-linux-gnu-gcc", "@platforms")
 
 STEP = "codegen"
 STATIC = "codegen.static"
@@ -57,8 +63,10 @@ register_check(PLATFORM, "Generated C code builds for its deployment platform an
 register_check(TRACE, "Generated code is traced to every NNEF instruction and every weight to its tensor file",
                STEP, ["HLR-COD-002", "LLR-COD-001", "LLR-COD-002"],
                "trace.json covers every instruction of the item file with existing code lines naming it, every "
-               "kernel and weight array is inside an entry; every weight array equals its tensor file (sha256 "
-               "checked) in the documented layout, re-derived independently.")
+               "kernel and weight array is inside an entry, every other line the program compiles is inside a named "
+               "infrastructure part (run function, buffer plan, runtime, ...) with the requirements it serves; every "
+               "weight array equals its tensor file (sha256 checked) in the documented layout, re-derived "
+               "independently.")
 register_check(TRANSCENDENTAL, "The generator emits the reference's transcendental programs: same bits",
                STEP, ["HLR-SEM-001", "LLR-SEM-002"],
                "exp, log, tanh, sigmoid, softplus and pow as generated C (nnef_math.h, built with the build flags, "
@@ -243,9 +251,34 @@ def _trace_result(subject: str, folder: Path, manifest: dict[str, Any], root: Pa
         trace_problems += [f"{item['name']}: {x}" for x in q]
         for key, value in {**m, **w}.items():
             trace_measured[key] = trace_measured.get(key, 0) + value
+    files = list(manifest["sources"]) + list(manifest["headers"]) + list(manifest.get("cuda", {}).get("sources", [])) \
+        + list(manifest.get("cuda", {}).get("headers", []))
+    p, m = tracecheck.check_coverage(folder, list(dict.fromkeys(files)), root)
+    trace_problems += p
+    trace_measured.update(m)
     trace_read = read + [_rel(folder / i["trace"], root) for i in manifest["items"]] \
         + [_rel(folder / i["weights_json"], root) for i in manifest["items"]]
     return _result(TRACE, subject, trace_problems, trace_measured, trace_read)
+
+
+def cuda_trace_result(subject: str, folder: Path, root: Path) -> CheckResult:
+    """`codegen.trace` of a one-item CUDA deployment (pipeline/codegen/cuda/generate.py): its item's
+    trace.json against the item file, and every line of the program (item, harness, headers) in an
+    instruction's entry or a named part."""
+    manifest = json.loads((folder / "build.json").read_text(encoding="utf-8"))
+    problems: list[str] = []
+    measured: dict[str, Any] = {"items": len(manifest["items"])}
+    for item in manifest["items"]:
+        p, m = tracecheck.check_trace(folder / item["name"], root)
+        problems += [f"{item['name']}: {x}" for x in p]
+        for key, value in m.items():
+            measured[key] = measured.get(key, 0) + value
+    files = [i["source"] for i in manifest["items"]] + [manifest["main"]] + sorted(p.name for p in folder.glob("*.h"))
+    p, m = tracecheck.check_coverage(folder, files, root)
+    measured.update(m)
+    read = [_rel(folder / "build.json", root)] + [_rel(folder / f, root) for f in files] \
+        + [_rel(folder / i["name"] / "trace.json", root) for i in manifest["items"]]
+    return _result(TRACE, subject, problems + p, measured, read)
 
 
 def _primitive_jumps(folder: Path, scratch: Path, lanes: int, target: Platform | None = None,
@@ -354,8 +387,19 @@ def accelerators_result(subject: str, folder: Path, root: Path) -> CheckResult:
 
 def no_accelerators(subject: str) -> CheckResult:
     """`codegen.accelerators` of a model none of whose deployments has an nvdla item."""
-    return CheckResult(ACCELERATORS, subject, Verdict.NOT_RUN, "no deployment of this model has an nvdla item",
+    return CheckResult(ACCELERATORS, subject, Verdict.NOT_APPLICABLE, "no deployment of this model has an nvdla item",
                        {"deployments": 0}, [], [])
+
+
+def not_applicable_rest(model: str, results: list[CheckResult], kinds: dict[str, bool]) -> list[CheckResult]:
+    """`n/a` for codegen.cuda and codegen.platform when no deployment of `model` gives them a subject
+    (`kinds`: whether some deployment has a cuda item, runs on a platform other than the host)."""
+    done = {r.check_id for r in results}
+    reasons = {CUDA: ("cuda", "no deployment of this model has a cuda item"),
+               PLATFORM: ("platform", "every deployment of this model is built for the host platform (no `platform:` "
+                                      "in deploy.yaml names another)")}
+    return [CheckResult(check_id, model, Verdict.NOT_APPLICABLE, why)
+            for check_id, (kind, why) in reasons.items() if check_id not in done and not kinds[kind]]
 
 
 def cuda_result(subject: str, folder: Path, root: Path, scratch: Path,

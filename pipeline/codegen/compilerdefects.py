@@ -38,6 +38,9 @@ from pipeline.diagnostics import PipelineError
 from pipeline.toolchain import process
 from pipeline.toolchain.runners import LOCAL
 
+# The programs it runs, the platforms' compilers (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("${CC:-gcc}", "aarch64-linux-gnu-gcc", "@platforms")
+
 EXCLUDING_FLAG = "-fno-delete-null-pointer-checks"
 
 

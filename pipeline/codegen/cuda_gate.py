@@ -26,6 +26,10 @@ from pathlib import Path
 from pipeline.toolchain import process
 
 MAX_SASS = 1024 * 1024 * 1024     # bytes of cuobjdump -sass for one cubin
+
+# The programs it runs, cuobjdump on the PATH (the wheel's: library nvidia) (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("cuobjdump",)
+
 KERNEL = re.compile(r"nnef_k_(?P<item>\w+?)_L(?P<line>\d+)_(?P<result>\w+)")
 PTX_ENTRY = re.compile(r"^\.visible \.entry (\w+)\(", re.M)
 PTX_OP = re.compile(r"^\s*(?:@!?%p\d+\s+)?([a-z][a-z0-9_]*(?:\.[a-z0-9_]+)*)", re.M)

@@ -36,6 +36,10 @@ from pipeline.toolchain import process
 TOOL_TIMEOUT_S = 600.0                   # one nm or objdump run
 MAX_DISASSEMBLY = 1024 * 1024 * 1024     # bytes of objdump -d one object may print
 
+# The programs it runs, the platforms' compilers, binutils (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("${CC:-gcc}", "aarch64-linux-gnu-gcc", "@platforms", "nm", "objdump",
+                           "aarch64-linux-gnu-nm", "aarch64-linux-gnu-objdump")
+
 FORBIDDEN_CALLS = ("malloc", "calloc", "realloc", "free", "alloca", "setjmp", "longjmp", "sbrk", "mmap")
 BRANCH_TOKENS = re.compile(r"\b(if|else|switch|while|goto|case)\b|\?|&&|\|\|")
 COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)

@@ -166,7 +166,7 @@ def _cuda_deployment(model: str, name: str, base: Path, split: Path, export: Pat
     status = {"status": "generated", "target": "cuda", "folder": project_relative(folder, base),
               "files": {project_relative(p, base): sha256_of(p) for p in files}}
     with tempfile.TemporaryDirectory(prefix="nnef-cuda-") as tmp:
-        return status, [checks.cuda_result(subject, folder, base, Path(tmp))]
+        return status, [checks.cuda_result(subject, folder, base, Path(tmp)), checks.cuda_trace_result(subject, folder, base)]
 
 
 def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int | None = None,
@@ -275,6 +275,10 @@ def run_codegen_step(model: str, root: str | os.PathLike[str] = ".", lanes: int 
         results.append(checks.transcendental_result(model, Path(tmp), lanes or host_platform().lanes))
     if not accelerated:
         results.append(checks.no_accelerators(model))
+    if deployments is None:
+        results += checks.not_applicable_rest(model, results, {
+            "cuda": any(i.target == "cuda" for d in spec.deployments.values() for i in d.items),
+            "platform": any(spec.platform_of(n).name != "host" for n in spec.deployments)})
     write_json(out / STATUS_FILE, {"schema_version": 1, "model": model, "deployments": status})
     write_json(checks_path(model, STEP, base), results_document(results))
     record_step(model, STEP, inputs=[p for p in [deploy_path] if p.exists()] + step_data(split) + export_data(model, base),

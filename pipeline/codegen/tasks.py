@@ -2,11 +2,12 @@
 
 Each sub-task generates the code of every deployment of models/<m>/deploy.yaml that has a
 generator (C programs, with .cu items next to the cpu items of a mixed deployment; one-item
-CUDA deployments) and checks it (pipeline.codegen.step). It depends on the spec, every file the split step declares (plans, schedules,
-item files), the export (graph and
-provenance.json, which holds the sha256 of every tensor file) and the sources of the
-generator, its runtime, the reference programs it emits and the validators. status.json (a
-target) holds the sha256 of every generated file, so the execute step re-runs on any change.
+CUDA deployments) and checks it (pipeline.codegen.step). It depends on the spec, every file
+the split step declares (plans, schedules, item files) and the export (graph and
+provenance.json, which holds the sha256 of every tensor file); its code (the generator, its
+runtime, the reference programs it emits, the validators) and tools (the compilers, nvcc) are
+added by dodo.py (pipeline/ledger/dependencies.py). status.json (a target) holds the sha256
+of every generated file, so the execute step re-runs on any change.
 """
 
 from __future__ import annotations
@@ -14,12 +15,9 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from pipeline.project.layout import RECORD_FILE, checks_path, model_dir, step_dir
-from pipeline.split.tasks import split_targets
+from pipeline.split.outputs import split_targets
 from pipeline.ledger.freshness import step_action
-from pipeline.project.tasking import package_sources, runnable_models
-
-SOURCE_GLOBS = ("codegen", "semantics/transcendental.py", "toolchain", "nnef", "split/plan.py", "project/deploy.py", "project/layout.py",
-                "files/atomic.py", "ledger")
+from pipeline.project.tasking import runnable_models
 
 
 def _generate(model: str) -> bool:
@@ -31,7 +29,6 @@ def _generate(model: str) -> bool:
 
 def task_codegen() -> Iterator[dict[str, Any]]:
     """Generate and check the code of every deployment of each model that has a generator."""
-    deps = package_sources(SOURCE_GLOBS)
     for model in runnable_models("."):
         export = step_dir(model, "export")
         file_dep = [(model_dir(model) / "deploy.yaml").as_posix(), (export / "graph.nnef").as_posix(),
@@ -42,7 +39,7 @@ def task_codegen() -> Iterator[dict[str, Any]]:
             "name": model,
             "doc": f"generate and check the code of {model}'s deployments",
             "actions": [(step_action("codegen", _generate), [model])],
-            "file_dep": sorted(set(file_dep)) + deps,
+            "file_dep": sorted(set(file_dep)),
             "targets": [checks_path(model, "codegen").as_posix(), (out / "status.json").as_posix(),
                         (out / RECORD_FILE).as_posix()],
             "clean": True,

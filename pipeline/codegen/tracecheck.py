@@ -3,7 +3,8 @@
 Trace: every instruction of the item's NNEF file (as the checker reads it) has an entry in
 trace.json whose code lines exist and carry a comment naming that NNEF line; in the other
 direction every generated kernel function and every weight array lies inside an entry's
-range; the NNEF file still has the hash the trace recorded.
+range, and every other line of code the deployment compiles inside a named infrastructure part
+(`check_coverage`: trace.json `parts`); the NNEF file still has the hash the trace recorded.
 
 Weights: every array weights.json lists is re-derived here from its tensor file (whose
 SHA-256 must still be the recorded one) by this module's own implementation of the layout,
@@ -180,6 +181,15 @@ def check_weights(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]
     return problems, {"weight_arrays": len(record["arrays"]), "weight_floats": floats}
 
 
+def _functions(item_dir: Path) -> list[dict[str, Any]]:
+    """The item's functions as build.json lists them (function, lines, nnef_line)."""
+    manifest = item_dir.parent / "build.json"
+    if not manifest.is_file():
+        return []
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    return next((i.get("functions", []) for i in data.get("items", []) if i.get("dir") == item_dir.name), [])
+
+
 def check_trace(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]]:
     """Problems with the item's trace.json against its NNEF file and the generated code."""
     problems: list[str] = []
@@ -218,7 +228,9 @@ def check_trace(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]]:
         mentions = re.search(rf"{re.escape(name)}:{e['nnef_line']}\b", block) is not None
         declared = e["code_file"].endswith("nnef_deployment.c") and "variablesync" in block
         is_tensor_decl = re.search(r"static float \*const T_\w+", block) is not None
-        if not (mentions or declared or is_tensor_decl):
+        functions = {f["function"] for f in _functions(item_dir) if f.get("nnef_line") == e["nnef_line"]}
+        is_index_table = any(re.search(rf"\b(IX|B|D)_{re.escape(fn)}(_\w+)?\b", block) for fn in functions)
+        if not (mentions or declared or is_tensor_decl or is_index_table):
             problems.append(f"entry for NNEF line {e['nnef_line']}: {e['code_file']}:{first}-{last} does not name "
                             f"{name}:{e['nnef_line']}")
     # back: every kernel function and weight array lies inside an entry's range
@@ -233,6 +245,32 @@ def check_trace(item_dir: Path, root: Path) -> tuple[list[str], dict[str, Any]]:
                     continue  # derived generation-time constants (divisors, literal biases)
                 problems.append(f"{code_file}:{number}: {what} is not inside any trace entry")
     return problems, {"instructions": len(instruction_lines), "trace_entries": len(entries)}
+
+
+def check_coverage(folder: Path, files: list[str], root: Path) -> tuple[list[str], dict[str, Any]]:
+    """Every non-blank line of the deployment's `files` (paths inside `folder`: the sources and headers its
+    program compiles) lies in an instruction's entry or a named part of some item's trace.json
+    (pipeline/codegen/shared/parts.py): the trace is two-way. Problems name the first lines left out."""
+    from pipeline.codegen.shared.parts import uncovered
+
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for path in sorted(folder.glob("*/trace.json")):
+        trace = json.loads(path.read_text(encoding="utf-8"))
+        for e in trace["entries"] + trace.get("parts", []):
+            ranges.setdefault(e["code_file"], []).append((e["code_lines"][0], e["code_lines"][1]))
+    problems: list[str] = []
+    lines = outside = 0
+    for name in files:
+        path = folder / name
+        rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
+        text = path.read_text(encoding="utf-8")
+        lines += sum(1 for line in text.split("\n") if line.strip())
+        for first, last in uncovered(text, ranges.get(rel, [])):
+            outside += last - first + 1
+            if len(problems) < 20:
+                shown = text.split("\n")[first - 1].strip()[:60]
+                problems.append(f"{rel}:{first}-{last}: in no instruction's entry and no named part ({shown})")
+    return problems, {"code_lines": lines, "code_lines_outside_the_trace": outside}
 
 
 def code_to_nnef(trace: dict[str, Any], code_file: str, line: int) -> list[int]:

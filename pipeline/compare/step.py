@@ -158,7 +158,8 @@ def _gpu_runs(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[s
                     on_gpu if traces.verdict is not Verdict.NOT_RUN else None)
     timing, why = timing_platform(spec)
     judged_on = (on_gpu, "") if timing is not None else (None, f"the GPU is not the timing platform ({why})")
-    return [traces, *_met(model, name, subject, spec, run_dir, gpu, split_dir, params, folder / "gpu", root, judged_on)]
+    return [traces, *_met(model, name, subject, spec, run_dir, gpu, split_dir, params, folder / "gpu", root, judged_on,
+                          on_gpu)]
 
 
 def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str, Any], params: dict[str, float],
@@ -191,7 +192,8 @@ def _mixed(model: str, name: str, subject: str, spec: DeploySpec, doc: dict[str,
     met = _met(model, name, subject, spec, run_dir, doc, split_dir, params, folder, root)
     why = "the cuda items ran on the host emulation: these are host figures, not a GPU timing"
     met = [result(r.check_id, subject, Verdict.NOT_RUN,
-                  f"{why}; {r.reason}" if r.reason else why, r.measured, r.read, r.written) for r in met]
+                  f"{why}; {r.reason}" if r.reason else why, r.measured, r.read, r.written,
+                  emulation if r.measured else None) for r in met]     # figures of the emulation, when measured
     path = result(checks.PATH, subject, Verdict.NOT_RUN, "instruction counts are not taken on the host emulation of "
                   "cuda items (they say nothing about a GPU)")
     return [traces, *met, path]
@@ -240,7 +242,7 @@ def _on_platform(model: str, name: str, subject: str, spec: DeploySpec, doc: dic
                            "judged")
     else:
         judged_on = (None, f"platform {platform['name']} is not a timing platform (deploy.yaml `timing: true`)")
-    met = _met(model, name, subject, spec, run_dir, doc, split_dir, params, folder, root, judged_on)
+    met = _met(model, name, subject, spec, run_dir, doc, split_dir, params, folder, root, judged_on, obtained)
     return [numbers, traces, *met, _path(subject, run_dir, folder, root, checks.PLATFORM_PATH)]
 
 
@@ -383,9 +385,11 @@ def _traces(subject: str, split_dir: Path, run_dir: Path, run_doc: dict[str, Any
 
 def _met(model: str, deployment: str, subject: str, spec: DeploySpec, run_dir: Path, run_doc: dict[str, Any],
          split_dir: Path, params: dict[str, float], folder: Path, root: Path,
-         judged_on: tuple[Obtained | None, str] | None = None) -> list[CheckResult]:
+         judged_on: tuple[Obtained | None, str] | None = None,
+         measured_on: Obtained | None = None) -> list[CheckResult]:
     """MET figures of one run, judged where they were measured on the timing platform: `judged_on`
-    (where, and why not) for a run on a named platform, else the host rule (timing_platform)."""
+    (where, and why not) for a run on a named platform, else the host rule (timing_platform).
+    `measured_on`: where the figures come from (default the host), said by a `not run` too."""
     timing_path, steps_path = run_dir / "timing.json", run_dir / "step-timing.json"
     read = [project_relative(p, root) for p in (timing_path, steps_path) if p.is_file()]
     if not timing_path.is_file():
@@ -424,10 +428,10 @@ def _met(model: str, deployment: str, subject: str, spec: DeploySpec, run_dir: P
         reason = (f"{why}; figures: {figures.removeprefix('measured here: ')}" if judged_on
                   else f"host is not the timing platform ({why}); {figures}")
         return [result(checks.BUDGET, subject, Verdict.NOT_RUN, reason, {**measured, "budget_us": budget}, read,
-                       written_rel),
+                       written_rel, measured_on),
                 result(checks.STABILITY, subject, Verdict.NOT_RUN, reason,
                        {**measured, "jitter_ratio": round(jitter, 4), "max_jitter_ratio": params["max_jitter_ratio"]},
-                       read, written_rel)]
+                       read, written_rel, measured_on)]
     return _met_verdicts(model, deployment, subject, whole, budget, jitter, drift, base, params, read, written_rel,
                          measured, root, platform)
 
@@ -590,10 +594,14 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
                         if c not in done]
     if not any(r.check_id == checks.NVDLA_REFERENCE for r in results):
         with_dla = [n for n, d in spec.deployments.items() if any(i.target == "nvdla" for i in d.items)]
-        results.append(result(checks.NVDLA_REFERENCE, model, Verdict.NOT_RUN,
-                              f"no nvdla deployment of this model ran ({', '.join(with_dla)}: see the execute step's "
-                              "run.json)" if with_dla else "no deployment of this model has an nvdla item"
-                              + _whole_dla_refusal(model, base)))
+        if with_dla:
+            results.append(result(checks.NVDLA_REFERENCE, model, Verdict.NOT_RUN,
+                                  f"no nvdla deployment of this model ran ({', '.join(with_dla)}: see the execute "
+                                  "step's run.json)"))
+        else:
+            results.append(result(checks.NVDLA_REFERENCE, model, Verdict.NOT_APPLICABLE,
+                                  "no deployment of this model has an nvdla item" + _whole_dla_refusal(model, base)))
+    results += _not_applicable(model, spec, results)
     write_json(checks_path(model, STEP, base), results_document(results))
     baseline = model_dir(model, base) / "met-baseline.json"
     record_step(model, STEP, inputs=[p for p in inputs_read + [baseline] if p.exists()],
@@ -602,6 +610,20 @@ def run_compare_step(model: str, root: str | os.PathLike[str] = ".") -> list[Che
                             "deploy_max_rel_error": spec.validation.tolerance.max_rel_error,
                             "budget_us": spec.met.budget_us})
     return results
+
+
+def _not_applicable(model: str, spec: DeploySpec, results: list[CheckResult]) -> list[CheckResult]:
+    """`n/a` for the checks no deployment of `model` gives a subject: compare.cuda_reference without a cuda
+    item, the platform checks without a deployment on a platform other than the host."""
+    done = {r.check_id for r in results}
+    cuda = any(i.target == "cuda" for d in spec.deployments.values() for i in d.items)
+    elsewhere = any(d.platform not in (None, "host") for d in spec.deployments.values())
+    reasons = {checks.CUDA_REFERENCE: (cuda, "no deployment of this model has a cuda item")}
+    for check_id in (checks.PLATFORM_REFERENCE, checks.PLATFORM_TRACES, checks.PLATFORM_PATH):
+        reasons[check_id] = (elsewhere, "every deployment of this model runs on the host platform (no `platform:` "
+                                        "in deploy.yaml names another)")
+    return [result(check_id, model, Verdict.NOT_APPLICABLE, why)
+            for check_id, (applies, why) in reasons.items() if check_id not in done and not applies]
 
 
 def current_met_documents(model: str, root: str | os.PathLike[str] = ".") -> dict[str, dict[str, Any]]:

@@ -4,8 +4,9 @@ Each sub-task judges the execute step's measurements (pipeline.compare.step): ag
 reference semantics and onnxruntime, traces on the Petri net, MET against the budget and the
 accepted baseline, instruction counts. It depends on run.json of every deployment (which
 holds the sha256 of everything the run measured), the spec, the accepted MET baseline when
-there is one, the model, the export and the sources of the comparison, the reference
-semantics and the Petri trace replay.
+there is one, the model, the export and the requirements (the MET budget); its code (the
+comparison, the reference semantics, the Petri trace replay) and tools (onnxruntime, numpy)
+are added by dodo.py (pipeline/ledger/dependencies.py).
 """
 
 from __future__ import annotations
@@ -14,11 +15,7 @@ from typing import Any, Iterator
 
 from pipeline.project.layout import MET_BASELINE_FILE, RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.ledger.freshness import step_action
-from pipeline.project.tasking import package_sources, spec_deployments, runnable_models
-
-SOURCE_GLOBS = ("compare/*.py", "semantics/*.py", "petri/trace.py", "petri/schedule.py", "petri/translate.py",
-                "petri/load.py", "petri/net.py", "numerics/onnx_runner.py", "numerics/metrics.py", "nnef", "project/deploy.py", "numerics/tolerance.py",
-                "numerics/errorbound.py", "numerics/yardstick.py")
+from pipeline.project.tasking import spec_deployments, runnable_models
 
 
 def _compare(model: str) -> bool:
@@ -30,7 +27,7 @@ def _compare(model: str) -> bool:
 
 def task_compare() -> Iterator[dict[str, Any]]:
     """Numeric, trace and MET verdicts of each model's executed code."""
-    deps = package_sources(SOURCE_GLOBS) + ["requirements/hlr.yaml"]
+    deps = ["requirements/hlr.yaml"]
     for model in runnable_models("."):
         run = step_dir(model, "execute")
         export = step_dir(model, "export")

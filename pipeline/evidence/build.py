@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -26,7 +27,10 @@ from pipeline.evidence.junit import junit_xml
 from pipeline.evidence.matrix import DEVELOPMENT, TraceMatrix, build_matrix
 from pipeline.evidence.package import VerifyReport, build_package, package_path, write_package
 from pipeline.evidence.render_html import render_html
-from pipeline.evidence.render_model import render_model_page
+from pipeline.evidence.codepages import CODE_DIR, render_code_pages
+from pipeline.evidence.gaps import with_fixes
+from pipeline.evidence.render_model import INDEX, render_model_page
+from pipeline.files.names import confined
 from pipeline.evidence.render_text import render_csv, render_markdown
 from pipeline.ledger.tools import GitState, git_state
 from pipeline.project.tasking import runnable_models
@@ -83,16 +87,30 @@ def build_reports(root: str | Path = ".", models: list[str] | None = None, git: 
     base = Path(root)
     matrix = build_matrix(base, models, package_results="read", git=git, mode=mode)
     excluded = excluded_models(base, matrix.models, exclude)
-    matrix.findings = sorted_findings(matrix.findings + run_findings(matrix, excluded, baseline))
+    matrix.findings = sorted_findings(with_fixes(matrix.findings + run_findings(matrix, excluded, baseline)))
     paths = report_paths(base)
     write_text(paths["html"], render_html(matrix))
     for model in matrix.models:
         write_text(model_report_path(model, base), render_model_page(matrix, model, base))
+        write_code_pages(matrix, model, base)
     write_text(paths["csv"], render_csv(matrix))
     write_text(paths["md"], render_markdown(matrix))
     write_text(paths["json"], canonical_json(matrix.to_json()))
     write_text(paths["junit"], junit_xml(matrix))
     return matrix
+
+
+def write_code_pages(matrix: TraceMatrix, model: str, root: Path) -> None:
+    """reports/<model>/code/<path>.html for every file the model's code traces name (pipeline/evidence/codepages.py);
+    the pages of an earlier run go first, so that no page outlives its file."""
+    folder = model_report_path(model, root).parent / CODE_DIR
+    if folder.is_symlink() or folder.is_file():
+        folder.unlink()
+    elif folder.is_dir():
+        shutil.rmtree(folder)
+    traces = [t for t in matrix.code_traces if t.model == model]
+    for name, text in render_code_pages(traces, root, INDEX).items():
+        write_text(confined(folder.parent, *name.split("/")), text)
 
 
 def build_all(root: str | Path = ".", models: list[str] | None = None, mode: str = DEVELOPMENT, *,

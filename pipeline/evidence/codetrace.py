@@ -3,7 +3,9 @@
 Code generation writes one `trace.json` per item anywhere under artifacts/<model>/codegen/
 (shape in docs/evidence.md, schema pipeline/schemas/codetrace-1.schema.json). We read them
 all, validate them against the schema, and check that every
-entry points at an existing NNEF line and an existing range of generated code lines.
+entry points at an existing NNEF line and an existing range of generated code lines, and
+that every infrastructure part (`parts`: the run function, the buffer plan, the runtime...)
+names existing code lines and requirements that exist.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Container
 
 from pipeline.diagnostics import Finding, Severity, Span
 from pipeline.ledger.hashing import relative_posix, sha256_file
@@ -36,6 +38,18 @@ class TraceEntry:
     last_line: int
 
 
+@dataclass(frozen=True)
+class TracePart:
+    """Lines [first, last] of generated code that are a named part of the infrastructure, and the
+    requirements it serves (pipeline/codegen/shared/parts.py)."""
+
+    name: str
+    requirements: tuple[str, ...]
+    code_file: str
+    first_line: int
+    last_line: int
+
+
 @dataclass
 class CodeTrace:
     """One item's trace.json."""
@@ -47,6 +61,7 @@ class CodeTrace:
     nnef_file: str
     nnef_sha256: str
     entries: list[TraceEntry] = field(default_factory=list)
+    parts: list[TracePart] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,6 +80,8 @@ class CodeTrace:
                 }
                 for e in self.entries
             ],
+            "parts": [{"part": p.name, "requirements": list(p.requirements), "code_file": p.code_file,
+                       "code_lines": [p.first_line, p.last_line]} for p in self.parts],
         }
 
 
@@ -83,11 +100,15 @@ def _parse(model: str, rel: str, data: Any) -> tuple[CodeTrace | None, list[str]
     trace = CodeTrace(model, rel, data["item"], data["target"], data["nnef_file"], data["nnef_sha256"])
     trace.entries = [TraceEntry(e["nnef_line"], e.get("instruction", ""), e["code_file"], *e["code_lines"])
                      for e in data["entries"]]
+    trace.parts = [TracePart(p["part"], tuple(p["requirements"]), p["code_file"], *p["code_lines"])
+                   for p in data.get("parts", [])]
     return trace, []
 
 
-def read_code_traces(model: str, root: str | Path = ".") -> tuple[list[CodeTrace], list[Finding]]:
-    """Every codegen trace.json of `model`, validated against the files it names."""
+def read_code_traces(model: str, root: str | Path = ".", requirements: Container[str] | None = None
+                     ) -> tuple[list[CodeTrace], list[Finding]]:
+    """Every codegen trace.json of `model`, validated against the files it names (and the requirement
+    IDs its parts name against `requirements`, when given)."""
     base = Path(root)
     folder = step_dir(model, "codegen", base)
     traces: list[CodeTrace] = []
@@ -136,4 +157,19 @@ def read_code_traces(model: str, root: str | Path = ".") -> tuple[list[CodeTrace
                         Span(rel, 1, 1),
                     )
                 )
+        for index, part in enumerate(trace.parts):
+            where = f"{model}: parts[{index}] ({part.name})"
+            unknown = [r for r in part.requirements if requirements is not None and r not in requirements]
+            if unknown:
+                findings.append(Finding(E_TRACE, Severity.ERROR, f"{where}: names requirements that do not exist: "
+                                        f"{', '.join(unknown)}", Span(rel, 1, 1)))
+            code = base / part.code_file
+            if not code.is_file():
+                findings.append(Finding(E_TRACE, Severity.ERROR, f"{where}: code file {part.code_file} does not exist",
+                                        Span(rel, 1, 1)))
+                continue
+            count = _line_count(code, lines_cache)
+            if not 1 <= part.first_line <= part.last_line <= count:
+                findings.append(Finding(E_TRACE, Severity.ERROR, f"{where}: code lines {part.first_line}-"
+                                        f"{part.last_line} outside {part.code_file} (1..{count})", Span(rel, 1, 1)))
     return traces, findings

@@ -4,7 +4,8 @@ A step that produced no `checks.json` for a model did not verify anything: each 
 registered checks becomes `not run` with the reason "no results produced", never `pass`.
 Several results of one check on one model (one per item or file) aggregate to one outcome:
 `fail` if any failed, else `not run` if any did not run, else `emulated` if any was
-emulated, else `pass`.
+emulated, else `pass` if any passed, else `n/a` (the check applies to none of its subjects:
+a result that does not apply never lowers or raises the others).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from pipeline.evidence.paths import package_check_path  # noqa: F401 (re-exporte
 E_RESULTS_INVALID = "EVID-E022"
 
 # Worst first: the aggregate verdict of several results is the first present in this order.
-VERDICT_ORDER: tuple[Verdict, ...] = (Verdict.FAIL, Verdict.NOT_RUN, Verdict.EMULATED, Verdict.PASS)
+VERDICT_ORDER: tuple[Verdict, ...] = (Verdict.FAIL, Verdict.NOT_RUN, Verdict.EMULATED, Verdict.PASS,
+                                       Verdict.NOT_APPLICABLE)
 MAX_REASON = 600
 
 

@@ -41,6 +41,8 @@ a .v { text-decoration: none; }
 .v-fail, .s-failed, .sev-error, .v-step-failed { color: var(--fail); font-weight: 600; }
 .v-not-run, .v-no-check, .s-not-verified, .s-no-check, .sev-note { color: var(--muted); }
 .v-emulated, .v-partial, .v-pass-off-target, .s-partially-verified, .s-verified-only-on-host-or-by-emulation, .sev-warning { color: var(--warn); }
+.v-n-a, .s-not-applicable { color: #8c959f; border-style: dashed; }   /* does not apply: grey, counted apart */
+.fix { color: #1f2328; font-size: .9em; }
 .small { font-size: .85em; color: var(--muted); }
 .nowrap { white-space: nowrap; }
 .filter { margin: .3rem 0; padding: .2rem .4rem; width: 24rem; max-width: 100%; font: inherit; }
@@ -117,7 +119,8 @@ MAX_PICTURE_BYTES = 4 << 20   # an SVG larger than this is linked, not embedded
 
 
 def css_class(value: str) -> str:
-    return value.replace(" ", "-")
+    """A verdict or status as a class name: `not run` -> `not-run`, `n/a` -> `n-a`."""
+    return value.replace(" ", "-").replace("/", "-")
 
 
 def verdict(value: str, title: str = "") -> str:

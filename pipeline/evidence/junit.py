@@ -9,13 +9,17 @@ form for consumers that validate against it.
 
 Verdict mapping: pass -> passed; fail -> <failure> with the reason; not run -> <skipped>;
 emulated -> <skipped> with message "emulated (not coverage): ...", because only a pass on the
-real target is coverage and CI must not count an emulation as a passed test. A result of an
+real target is coverage and CI must not count an emulation as a passed test; n/a -> <skipped>
+with message "n/a (does not apply): ..." (the `verdict` property says which of the three). A result of an
 unregistered check is an <error>: the evidence itself is wrong. Each check testcase says where
 its verdict was obtained (property `obtained`: host, emulation or target:<platform>).
 
 Requirement testcases: failed, not verified or unchecked -> <failure>; a requirement open for
 the target (verified on the target platform, not here) -> <skipped> "open for the target: ..."
-in the development mode and <failure> in the strict mode; partially verified -> <skipped>.
+in the development mode and <failure> in the strict mode; partially verified -> <skipped>;
+not applicable (n/a on every model) -> <skipped> "not applicable: ...". The message is the
+requirement's first gap finding (one per model and check, pipeline/evidence/gaps.py) and the
+output all of them.
 """
 
 from __future__ import annotations
@@ -28,10 +32,15 @@ from junit_xml import TestCase, TestSuite
 
 from pipeline.ledger.checks import Verdict
 from pipeline.evidence.collect import Outcome
-from pipeline.evidence.matrix import FAILED, NO_CHECK, NOT_VERIFIED, PARTIAL, STRICT, TraceMatrix
+from pipeline.evidence.gaps import E_NOT_APPLICABLE
+from pipeline.evidence.matrix import (E_NOT_VERIFIED_BY_CHECK, E_OPEN_FOR_TARGET, E_PARTIAL, E_REQUIREMENT_FAILED,
+                                      E_REQUIREMENT_NOT_VERIFIED, FAILED, NO_CHECK, NOT_APPLICABLE, NOT_VERIFIED,
+                                      PARTIAL, STRICT, TraceMatrix)
 
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 TRACEABILITY_SUITE = "traceability"
+GAP_CODES = (E_NOT_VERIFIED_BY_CHECK, E_REQUIREMENT_FAILED, E_REQUIREMENT_NOT_VERIFIED, E_PARTIAL, E_OPEN_FOR_TARGET,
+             E_NOT_APPLICABLE)
 
 
 def _clean(text: str) -> str:
@@ -71,6 +80,8 @@ def _check_case(matrix: TraceMatrix, model: str, outcome: Outcome, registered: b
         case.add_skipped_info(message=f"not run: {reason}")
     elif outcome.verdict is Verdict.EMULATED:
         case.add_skipped_info(message=f"emulated (not coverage): {reason}", output=_details(outcome) or None)
+    elif outcome.verdict is Verdict.NOT_APPLICABLE:
+        case.add_skipped_info(message=f"n/a (does not apply): {reason}")
     properties = {
         "model": model,
         "check_id": outcome.check_id,
@@ -90,18 +101,22 @@ def _requirement_case(matrix: TraceMatrix, req_id: str) -> tuple[TestCase, dict[
     req = matrix.requirements[req_id]
     status = matrix.statuses[req_id]
     case = TestCase(f"{req_id} {req.title}", classname=f"requirements.{req.level}")
-    relevant = [f for f in matrix.findings if f.span == req.span and f.message.startswith(req_id)]
+    relevant = [f for f in matrix.findings if f.code in GAP_CODES and f.message.startswith(f"{req_id} ")]
     message = _clean(relevant[0].message) if relevant else status.status
+    output = _clean("\n".join(f"{f.message} [{f.span}]" + (f" fix: {f.fix}" if f.fix else "") for f in relevant)) or message
     strict = matrix.mode == STRICT
     if status.open_for_target:
+        message = f"open for the target ({status.status} here): {message}"
         if strict:
-            case.add_failure_info(message=message, output=message, failure_type="open for the target")
+            case.add_failure_info(message=message, output=output, failure_type="open for the target")
         else:
-            case.add_skipped_info(message=message)
+            case.add_skipped_info(message=message, output=output)
     elif status.status in (FAILED, NOT_VERIFIED, NO_CHECK):
-        case.add_failure_info(message=message, output=message, failure_type=status.status)
+        case.add_failure_info(message=message, output=output, failure_type=status.status)
     elif status.status == PARTIAL:
-        case.add_skipped_info(message=message)
+        case.add_skipped_info(message=message, output=output)
+    elif status.status == NOT_APPLICABLE:
+        case.add_skipped_info(message=f"not applicable: {message}", output=output)
     properties = {
         "requirement": req_id,
         "verified_on": status.verified_on,

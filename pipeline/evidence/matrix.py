@@ -3,13 +3,19 @@
 Built from the requirement set, the check registry, the link baseline and whatever the steps
 left under artifacts/. Coverage rules (docs/evidence.md):
 
-* a requirement with checks of its own is judged on them, per model: `pass` when all its
-  checks passed, `partial` when some passed and the others did not run or were emulated,
-  `fail` when any failed; a check linked through a stale link counts as not run;
+* a requirement with checks of its own is judged on them, per model, result by result (a
+  check has one result per subject: deployment, item, file): `pass` when every result passed,
+  `partial` when some passed and the others did not run or were emulated (a platform whose
+  tools are missing leaves the host's passes standing), `fail` when any failed; a check
+  linked through a stale link counts as not run;
+* a result `n/a` (the check does not apply: a model without a GPU deployment has no CUDA code)
+  is left out: a model on which every result is `n/a` is `n/a` for the requirement and is left
+  out of its overall status, and a requirement `n/a` on every model is *not applicable*
+  (counted apart, a note, never coverage and never a gap);
 * a requirement without checks but with children is judged on its children (worst first);
 * a requirement with neither is a gap ("no check").
 
-Only `pass` is coverage: a failing, emulated or not-run check never verifies anything.
+Only `pass` is coverage: a failing, emulated, not-run or n/a check never verifies anything.
 
 Where a verdict was obtained matters for requirements verified on the target
 (`verified_on: target`): a pass obtained on a host (`pass off target`) or an emulated result
@@ -27,7 +33,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from pipeline.diagnostics import Finding, Severity, Span, sorted_findings
-from pipeline.evidence import selfchecks
+from pipeline.evidence import gaps, selfchecks
 from pipeline.evidence.baseline import Link, current_links, link_findings, read_baseline
 from pipeline.ledger.checks import CheckSpec, Verdict, Where
 from pipeline.evidence.codetrace import CodeTrace, read_code_traces
@@ -58,12 +64,15 @@ NOT_VERIFIED = "not verified"
 PARTIAL = "partially verified"
 OFF_PLATFORM = "verified only on host or by emulation"
 VERIFIED = "verified"
-STATUS_ORDER: tuple[str, ...] = (FAILED, NO_CHECK, NOT_VERIFIED, PARTIAL, OFF_PLATFORM, VERIFIED)
+NOT_APPLICABLE = "not applicable"   # n/a on every model: counted apart, after every judged status
+STATUS_ORDER: tuple[str, ...] = (FAILED, NO_CHECK, NOT_VERIFIED, PARTIAL, OFF_PLATFORM, VERIFIED, NOT_APPLICABLE)
 
-# Per-model requirement statuses, worst first.
+# Per-model requirement statuses, worst first; `n/a` last: it never lowers or raises another.
 M_FAIL, M_NO_CHECK, M_NOT_RUN, M_EMULATED, M_PARTIAL, M_PASS = "fail", "no check", "not run", "emulated", "partial", "pass"
 M_OFF_PLATFORM = "pass off target"
-MODEL_STATUS_ORDER: tuple[str, ...] = (M_FAIL, M_NO_CHECK, M_NOT_RUN, M_EMULATED, M_PARTIAL, M_OFF_PLATFORM, M_PASS)
+M_NA = "n/a"
+MODEL_STATUS_ORDER: tuple[str, ...] = (M_FAIL, M_NO_CHECK, M_NOT_RUN, M_EMULATED, M_PARTIAL, M_OFF_PLATFORM, M_PASS,
+                                       M_NA)
 
 E_NOT_VERIFIED_BY_CHECK = "EVID-E012"
 E_REQUIREMENT_FAILED = "EVID-E013"
@@ -86,6 +95,7 @@ class RequirementStatus:
     via_children: bool
     detail: str = ""
     verified_on: str = "host"
+    why: str = ""          # what it still owes, in brief (set with the gap findings: pipeline/evidence/gaps.py)
 
     @property
     def open_for_target(self) -> bool:
@@ -192,6 +202,7 @@ class TraceMatrix:
                     "children": status.children,
                     "via_children": status.via_children,
                     "open_for_target": status.open_for_target,
+                    "why": status.why,
                 }
             )
             reqs.append(entry)
@@ -228,24 +239,31 @@ class TraceMatrix:
 
 
 def model_status(verdicts: list[Verdict], on_platform: list[bool]) -> str:
-    """One model's status from its checks' verdicts and whether each passed where it must."""
+    """One model's status from its checks' verdicts (one per result, or one per check) and, for each,
+    whether it passed where it must; `n/a` verdicts are left out (all `n/a`: the model is `n/a`)."""
     if not verdicts:
         return M_NO_CHECK
-    if Verdict.FAIL in verdicts:
+    kept = [(v, p) for v, p in zip(verdicts, on_platform) if v is not Verdict.NOT_APPLICABLE]
+    if not kept:
+        return M_NA
+    applicable = [v for v, _ in kept]
+    if Verdict.FAIL in applicable:
         return M_FAIL
-    if all(v is Verdict.PASS for v in verdicts):
-        return M_PASS if all(on_platform) else M_OFF_PLATFORM
-    if Verdict.PASS in verdicts:
+    if all(v is Verdict.PASS for v in applicable):
+        return M_PASS if all(p for _, p in kept) else M_OFF_PLATFORM
+    if Verdict.PASS in applicable:
         return M_PARTIAL
-    if Verdict.EMULATED in verdicts:
+    if Verdict.EMULATED in applicable:
         return M_EMULATED
     return M_NOT_RUN
 
 
 def _overall(per_model: Mapping[str, str], target: bool = False) -> str:
-    values = list(per_model.values())
-    if not values:
+    if not per_model:
         return NOT_VERIFIED
+    values = [v for v in per_model.values() if v != M_NA]
+    if not values:
+        return NOT_APPLICABLE
     if M_FAIL in values:
         return FAILED
     if all(v == M_PASS for v in values):
@@ -265,6 +283,23 @@ def _on_platform(outcome: Outcome, target: bool) -> bool:
         return True
     passing = [s.result for s in outcome.results if s.result.verdict is Verdict.PASS]
     return bool(passing) and all(r.obtained is not None and r.obtained.where is Where.TARGET for r in passing)
+
+
+def result_verdicts(outcome: Outcome, target: bool, stale: bool = False) -> tuple[list[Verdict], list[bool]]:
+    """The verdicts a requirement is judged on for one check on one model, one per result (an outcome
+    without results, or a stale link: its aggregate verdict, or `not run`), and for each whether it
+    was obtained where the requirement must be verified (only a pass needs to be)."""
+    if stale:
+        return [Verdict.NOT_RUN], [True]
+    if not outcome.results:
+        return [outcome.verdict], [_on_platform(outcome, target)]
+    verdicts, places = [], []
+    for stored in outcome.results:
+        result = stored.result
+        verdicts.append(result.verdict)
+        places.append(not target or result.verdict is not Verdict.PASS
+                      or (result.obtained is not None and result.obtained.where is Where.TARGET))
+    return verdicts, places
 
 
 def compute_statuses(
@@ -295,10 +330,10 @@ def compute_statuses(
             for model in models:
                 verdicts, on_platform = [], []
                 for check_id in checks:
-                    outcome = outcomes[(model, check_id)]
-                    stale_link = Link(f"check:{check_id}", req_id) in stale
-                    verdicts.append(Verdict.NOT_RUN if stale_link else outcome.verdict)
-                    on_platform.append(_on_platform(outcome, target))
+                    found, places = result_verdicts(outcomes[(model, check_id)], target,
+                                                    Link(f"check:{check_id}", req_id) in stale)
+                    verdicts += found
+                    on_platform += places
                 per_model[model] = model_status(verdicts, on_platform)
             status = RequirementStatus(req_id, _overall(per_model, target), per_model, checks, children, False,
                                        verified_on=requirements[req_id].verified_on)
@@ -324,6 +359,28 @@ def compute_statuses(
     return {r.id: statuses[r.id] for r in requirements}
 
 
+def _results(outcome: Outcome) -> list[tuple[Verdict, str, str, Where | None]]:
+    """(verdict, subject, reason, where obtained) of each result of `outcome` (its aggregate when it has none)."""
+    if not outcome.results:
+        return [(outcome.verdict, outcome.model, outcome.reason, None)]
+    return [(s.result.verdict, s.result.subject, s.result.reason, s.result.obtained.where if s.result.obtained else None)
+            for s in outcome.results]
+
+
+def requirement_gaps(status: RequirementStatus, outcomes: Mapping[tuple[str, str], Outcome], models: list[str],
+                     stale: set[Link]) -> list[gaps.Gap]:
+    """One gap per model and check of `status` short of a pass where the requirement must be verified."""
+    found = []
+    for model in models:
+        for check_id in status.checks:
+            outcome = outcomes[(model, check_id)]
+            gap = gaps.gaps_of(status.id, model, check_id, _results(outcome), status.verified_on == "target",
+                               Link(f"check:{check_id}", status.id) in stale, outcome.step)
+            if gap is not None:
+                found.append(gap)
+    return found
+
+
 def _gap_findings(
     requirements: RequirementSet,
     statuses: Mapping[str, RequirementStatus],
@@ -331,45 +388,53 @@ def _gap_findings(
     models: list[str],
     stale: set[Link],
     mode: str = DEVELOPMENT,
+    root: Path = Path("."),
 ) -> list[Finding]:
-    """Findings for requirements not verified on their platform; `strict` makes every one an error."""
+    """Findings for requirements not verified on their platform, one per requirement, model and check
+    (pipeline/evidence/gaps.py); `strict` makes every one of a requirement open for the target an error.
+    Sets each status's `why` (what its gaps say, in brief)."""
     strict = mode == STRICT
+    locator = gaps.Locator(root)
     findings: list[Finding] = []
     for req in requirements:
         status = statuses[req.id]
         if status.via_children:
             continue  # its children carry the findings
         if status.status == NO_CHECK:
-            findings.append(Finding(E_NOT_VERIFIED_BY_CHECK, Severity.ERROR, f"{req.id} is verified by no check", req.span))
+            findings.append(Finding(E_NOT_VERIFIED_BY_CHECK, Severity.ERROR, f"{req.id} is verified by no check", req.span,
+                                    fix="register a check that verifies it (docs/conventions.md \"Checks and results\")"))
+            status.why = "no check verifies it"
             continue
-        lines = []
-        for model in models:
-            for check_id in status.checks:
-                outcome = outcomes[(model, check_id)]
-                if Link(f"check:{check_id}", req.id) in stale:
-                    lines.append(f"{model}/{check_id}: stale link")
-                elif outcome.verdict is not Verdict.PASS:
-                    lines.append(f"{model}/{check_id}: {outcome.verdict.value}: {outcome.reason}")
-                elif not _on_platform(outcome, status.verified_on == "target"):
-                    where = sorted({s.result.obtained.label() for s in outcome.results if s.result.obtained})
-                    lines.append(f"{model}/{check_id}: pass on {', '.join(where)}, not on the target")
-        summary = "; ".join(lines[:4]) + (f"; and {len(lines) - 4} more" if len(lines) > 4 else "")
+        if status.status == NOT_APPLICABLE:
+            na = [(m, c, outcomes[(m, c)].reason) for m in models for c in status.checks]
+            model, check_id, reason = na[0] if na else ("", "", status.detail)
+            status.why = gaps.shorten(f"n/a on every model: {gaps.brief(reason, 200)}", gaps.MAX_WHY)
+            findings.append(Finding(gaps.E_NOT_APPLICABLE, Severity.NOTE, gaps.shorten(
+                f"{req.id} applies to no model: {check_id} n/a on {model}"
+                + (f" and {len(models) - 1} more" if len(models) > 1 else "") + f": {gaps.brief(reason)}", gaps.MAX_MESSAGE),
+                req.span, fix="nothing to do, unless a model should exercise it (add a deployment that does)"))
+            continue
+        if status.status == VERIFIED:
+            continue
+        if not models:
+            status.why = status.detail or "no model results"
+            findings.append(Finding(E_REQUIREMENT_NOT_VERIFIED, Severity.ERROR, f"{req.id} is not verified: no model "
+                                    "results", req.span, fix="add a model under models/ and run `doit verify`"))
+            continue
+        owed = requirement_gaps(status, outcomes, models, stale)
+        status.why = gaps.owed_why(owed)
         if status.open_for_target:
-            findings.append(Finding(E_OPEN_FOR_TARGET, Severity.ERROR if strict else Severity.NOTE,
-                                    f"{req.id} is open for the target ({status.status} here): {summary or status.detail}",
-                                    req.span))
+            code, severity = E_OPEN_FOR_TARGET, Severity.ERROR if strict else Severity.NOTE
         elif status.status == FAILED:
-            failing = [l for l in lines if ": fail: " in l]
-            text = "; ".join(failing[:4]) + (f"; and {len(failing) - 4} more" if len(failing) > 4 else "")
-            findings.append(Finding(E_REQUIREMENT_FAILED, Severity.ERROR, f"{req.id} failed: {text}", req.span))
+            code, severity = E_REQUIREMENT_FAILED, Severity.ERROR
+            owed = [g for g in owed if g.verdict is Verdict.FAIL]
         elif status.status == NOT_VERIFIED:
-            why = summary or status.detail or "no model results"
-            findings.append(
-                Finding(E_REQUIREMENT_NOT_VERIFIED, Severity.ERROR, f"{req.id} is not verified: its checks did not pass anywhere ({why})", req.span)
-            )
+            code, severity = E_REQUIREMENT_NOT_VERIFIED, Severity.ERROR
         elif status.status == PARTIAL:
-            findings.append(Finding(E_PARTIAL, Severity.WARNING, f"{req.id} is only partially verified: {summary}",
-                                    req.span))
+            code, severity = E_PARTIAL, Severity.WARNING
+        else:
+            continue
+        findings += [gaps.finding(g, code, severity, locator.span, req.span) for g in owed]
     return findings
 
 
@@ -547,7 +612,7 @@ def build_matrix(
     for model in models:
         states[model] = step_states(model, base)
         records = check_records(model, base)
-        traces, trace_findings = read_code_traces(model, base)
+        traces, trace_findings = read_code_traces(model, base, {r.id for r in requirements})
         code_traces.extend(traces)
         extra = [selfchecks.records_result(model, records), _package_result(model, base, package_results)]
         collected = collect_model(model, specs, base, extra)
@@ -563,7 +628,7 @@ def build_matrix(
             unregistered[(model, check_id)] = outcome
         _index_artifacts(model, records, collected.outcomes.values(), base, artifacts)
     statuses = compute_statuses(requirements, specs, models, outcomes, stale)
-    findings += _gap_findings(requirements, statuses, outcomes, models, stale, mode)
+    findings += _gap_findings(requirements, statuses, outcomes, models, stale, mode, base)
     return TraceMatrix(
         requirements=requirements,
         specs=specs,
@@ -574,7 +639,7 @@ def build_matrix(
         artifacts=artifacts,
         code_traces=code_traces,
         stale_links=stale,
-        findings=sorted_findings(findings),
+        findings=sorted_findings(gaps.with_fixes(findings)),
         git=git if git is not None else git_state(base),
         mode=mode,
         step_states=states,

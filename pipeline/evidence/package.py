@@ -10,6 +10,8 @@ Layout inside `reports/<model>/evidence.zip`:
     evidence/verdicts.json           in-toto Statement v1, predicate test-result v0.1
     evidence/trace.json, trace-matrix.{html,csv,md}, junit.xml   this model's trace matrix
     evidence/<model>/report.html     the model's report page (its artifact links resolve inside the package)
+    evidence/<model>/code/<path>.html  each generated file and item NNEF file its code trace names, with line
+                                     anchors (pipeline/evidence/codepages.py)
 
 Determinism: entries sorted by name, timestamps 1980-01-01 00:00:00, mode 0644, creator Unix,
 DEFLATE level 6, no comment, no extra fields, JSON with sorted keys and no time anywhere.
@@ -44,7 +46,8 @@ from pipeline.files.yamlguard import limit_from_env
 from pipeline.evidence.junit import junit_xml, testcase_name
 from pipeline.evidence.matrix import TraceMatrix
 from pipeline.evidence.render_html import render_html
-from pipeline.evidence.render_model import render_model_page
+from pipeline.evidence.codepages import render_code_pages
+from pipeline.evidence.render_model import INDEX, render_model_page
 from pipeline.evidence.render_text import render_csv, render_markdown
 from pipeline.ledger.requirements import requirement_files
 from pipeline.ledger.tools import GitState, environment, tool_versions
@@ -258,6 +261,8 @@ def build_package(model: str, matrix: TraceMatrix, root: str | Path = ".", signe
         _data_entry("evidence/trace.json", canonical_json(matrix.to_json()).encode("utf-8")),
         _data_entry("evidence/trace-matrix.html", render_html(matrix, f"Trace matrix: {model}").encode("utf-8")),
         _data_entry(f"evidence/{model}/{MODEL_REPORT_FILE}", render_model_page(matrix, model, base).encode("utf-8")),
+        *[_data_entry(f"evidence/{model}/{name}", text.encode("utf-8")) for name, text in
+          render_code_pages([t for t in matrix.code_traces if t.model == model], base, INDEX).items()],
         _data_entry("evidence/trace-matrix.csv", render_csv(matrix).encode("utf-8")),
         _data_entry("evidence/trace-matrix.md", render_markdown(matrix, f"Trace matrix: {model}").encode("utf-8")),
         _data_entry("evidence/junit.xml", junit_xml(matrix).encode("utf-8")),

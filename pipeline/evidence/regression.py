@@ -12,7 +12,10 @@ the same kind with it:
   regression;
 * everything that got better, new models, checks and requirements, checks and requirements
   that no longer exist (their requirements' statuses say what that cost) are listed
-  (EVID-E085, note).
+  (EVID-E085, note);
+* a check or a requirement that now does not apply (`n/a`, `not applicable`), or applies
+  where it did not, is neither worse nor better: it is listed (EVID-E085, note), and the
+  statuses of the requirements it traces to say what that changed.
 
 A model excluded from the run (pipeline/evidence/completeness.py) excuses what got worse on it
 alone: such changes are listed as excused, not failed.
@@ -87,6 +90,7 @@ class Comparison:
     improvements: list[Change] = field(default_factory=list)
     excused: list[Change] = field(default_factory=list)     # worse only on excluded models
     removed: list[Change] = field(default_factory=list)     # checks or requirements that no longer exist
+    applicability: list[Change] = field(default_factory=list)   # now n/a, or applies where it was n/a
 
 
 # ---------------------------------------------------------------------- reading
@@ -263,6 +267,14 @@ def snapshot_like(baseline: Snapshot, document: Mapping[str, Any], junit_text: s
 # ---------------------------------------------------------------------- comparing
 
 
+_NOT_APPLICABLE = ("n/a", "not applicable")
+
+
+def _applicability(before: str, after: str) -> bool:
+    """Whether a change is one of applicability (to or from n/a), which is neither worse nor better."""
+    return before != after and (before in _NOT_APPLICABLE or after in _NOT_APPLICABLE) and after != GONE
+
+
 def _worse(order: tuple[str, ...], before: str, after: str) -> bool:
     """Whether `after` is worse than `before` in `order` (worst first); GONE is worst of all."""
     rank = {value: index for index, value in enumerate(order)}
@@ -294,7 +306,9 @@ def compare(baseline: Snapshot, current: Snapshot, excluded: Iterable[str] = ())
         if after == before:
             continue
         change = Change(f"{model}/{check}", before, after)
-        if _worse(_VERDICTS, before, after):
+        if _applicability(before, after):
+            result.applicability.append(change)
+        elif _worse(_VERDICTS, before, after):
             (result.excused if model in excused_models else result.regressions).append(change)
         elif after != GONE:
             result.improvements.append(change)
@@ -318,12 +332,17 @@ def _compare_requirement(req_id: str, before: str, baseline: Snapshot, current: 
         if was is None or now == was:
             continue
         now = GONE if now is None else now
+        if _applicability(was, now):
+            continue          # the requirement's overall status says what it changed
         (worse_on if _worse(MODEL_STATUS_ORDER, was, now) else better_on).append((model, was, now))
     verified_before = sum(1 for m in baseline.models if baseline.per_model.get((req_id, m)) == "pass")
     verified_now = sum(1 for m in current.models if current.per_model.get((req_id, m)) == "pass")
     counts = f"verified on {verified_now} model(s), was {verified_before}" if verified_now != verified_before else ""
     models_text = "; ".join(f"{m}: {w} -> {n}" for m, w, n in worse_on)
-    status_worse = after != before and _worse(STATUS_ORDER, before, after)
+    if _applicability(before, after) and not worse_on:
+        result.applicability.append(Change(req_id, before, after, counts))
+        return
+    status_worse = after != before and not _applicability(before, after) and _worse(STATUS_ORDER, before, after)
     if status_worse or worse_on:
         detail = "; ".join(t for t in (counts, models_text) if t)
         change = Change(req_id, before, after, detail) if after != before else Change(req_id, "", f"still {after}", detail)
@@ -345,6 +364,8 @@ def comparison_findings(comparison: Comparison, source: str) -> list[Finding]:
                          f"{c.text()}") for c in comparison.excused]
     findings += [Finding(E_CHANGE, Severity.NOTE, f"gone since the baseline {source}: {c.text()}")
                  for c in comparison.removed]
+    findings += [Finding(E_CHANGE, Severity.NOTE, f"applies otherwise than in the baseline {source}: {c.text()}")
+                 for c in comparison.applicability]
     return findings
 
 

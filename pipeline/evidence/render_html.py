@@ -20,7 +20,7 @@ from pipeline.evidence.html_parts import cell, css_class, page, table, verdict
 from pipeline.evidence.matrix import MODEL_STATUS_ORDER, STATUS_ORDER, TraceMatrix
 from pipeline.evidence.paths import MODEL_REPORT_FILE
 
-VERDICT_ORDER = ("fail", "not run", "emulated", "pass")
+VERDICT_ORDER = ("fail", "not run", "emulated", "pass", "n/a")
 
 
 def model_page_href(model: str) -> str:
@@ -45,7 +45,7 @@ def models_section(matrix: TraceMatrix, document: dict) -> str:
         model = row[0]
         cells = [cell(f'<a href="{escape(model_page_href(model))}">{escape(model)}</a>', model, raw=True)]
         for value in row[1:]:
-            worst = next((v for v in ("step failed", "fail", "not run", "emulated", "pass") if value.startswith(v)), "")
+            worst = next((v for v in ("step failed", "fail", "not run", "emulated", "pass", "n/a") if value.startswith(v)), "")
             cells.append(cell(f'<span class="v-{css_class(worst)}">{escape(value)}</span>', raw=True))
         body.append("<tr>" + "".join(cells) + "</tr>")
     refused = "".join(f"<li><strong>{escape(m)}</strong>: <code>{escape(f.code)}</code> {escape(f.message)}</li>"
@@ -60,9 +60,9 @@ def owed_section(document: dict) -> str:
     if not rows:
         return "<p>Every requirement is verified on its platform.</p>"
     body = ["<tr>" + cell(f'<a href="#req-{escape(r[0])}">{escape(r[0])}</a>', r[0], raw=True)
-            + "".join(cell(c) for c in r[1:4]) + "</tr>" for r in rows]
+            + "".join(cell(c) for c in r[1:5]) + "</tr>" for r in rows]
     note = f"<p class=\"small\">Judged through these: {escape(', '.join(parents))}.</p>" if parents else ""
-    return table("owed-table", ["Requirement", "Still owes", "Models", "Checks"], body) + note
+    return table("owed-table", ["Requirement", "Still owes", "Models", "Checks", "Why"], body) + note
 
 
 def coverage_section(matrix: TraceMatrix) -> str:
@@ -77,16 +77,21 @@ def coverage_section(matrix: TraceMatrix) -> str:
 
 
 def findings_section(matrix: TraceMatrix) -> str:
+    """One row per finding: its message and its fix each cut to summary.MAX_FINDING characters (the whole
+    reason of a gap is on the model's page), its location the input that caused it."""
     finding_rows = []
     for f in matrix.findings:
-        where = str(f.span) if f.span else ""
+        where = f"{f.span.file}:{f.span.line}" if f.span else ""
         finding_rows.append(
             "<tr>" + cell(f'<span class="sev-{f.severity.value}">{escape(f.severity.value)}</span>',
                           ("error", "warning", "note").index(f.severity.value), raw=True)
             + cell(f'<span class="nowrap">{escape(f.code)}</span>', f.code, raw=True)
-            + cell(f'<span class="nowrap">{escape(where)}</span>', where, raw=True) + cell(f.message) + "</tr>"
+            + cell(f'<span class="nowrap">{escape(where)}</span>', where, raw=True)
+            + cell(summary.shorten(f.message, summary.MAX_FINDING))
+            + cell(f'<span class="fix">{escape(summary.shorten(f.fix, summary.MAX_FINDING))}</span>' if f.fix else "",
+                   raw=True) + "</tr>"
         )
-    return (table("findings-table", ["Severity", "Code", "Location", "Message"], finding_rows, filterable=True)
+    return (table("findings-table", ["Severity", "Code", "Location", "Message", "Fix"], finding_rows, filterable=True)
             if finding_rows else "<p>No findings.</p>")
 
 

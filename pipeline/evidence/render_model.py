@@ -18,10 +18,14 @@ from pipeline.evidence.html_parts import cell, css_class, file_link, page, short
 from pipeline.evidence.matrix import MODEL_STATUS_ORDER, STATUS_ORDER, ArtifactInfo, TraceMatrix
 from pipeline.evidence.pictures import Picture, error_rows, met_pictures, petri_pictures
 from pipeline.evidence.render_html import VERDICT_ORDER, counts_text
+from pipeline.evidence.codepages import line_href
+from pipeline.ledger.checks import CheckResult, Verdict, Where
 from pipeline.project.layout import REPORT_FILES
 
 PREFIX = "../../"                         # from <reports or evidence>/<model>/report.html to the project root
 INDEX = "../" + REPORT_FILES["html"]      # the index page beside the model's folder
+CODE_TRACE_CHECK = "codegen.trace"        # the check whose requirements every instruction's lines serve
+MAX_CODE_LINKS = 6
 
 
 def artifact_cell(path: str, info: ArtifactInfo | None) -> str:
@@ -64,6 +68,7 @@ def pictures_section(matrix: TraceMatrix, model: str, root: Path | None) -> str:
 
 def requirements_section(matrix: TraceMatrix, model: str) -> str:
     rows = []
+    code = requirement_code(matrix, model)
     for req in matrix.requirements:
         st = matrix.statuses[req.id]
         status = st.per_model.get(model, "not run")
@@ -76,9 +81,25 @@ def requirements_section(matrix: TraceMatrix, model: str) -> str:
                     + cell(req.title) + cell(verdict(status), MODEL_STATUS_ORDER.index(status), raw=True)
                     + cell(f'<span class="s-{css_class(st.status)}">{escape(st.status)}</span>',
                            STATUS_ORDER.index(st.status), raw=True)
-                    + cell(checks, raw=True) + "</tr>")
-    return table("model-requirements-table", ["Requirement", "Title", f"On {model}", "Over all models", "Checks"], rows,
-                 filterable=True)
+                    + cell(checks, raw=True) + cell(_code_cell(code.get(req.id, [])), raw=True) + "</tr>")
+    return table("model-requirements-table", ["Requirement", "Title", f"On {model}", "Over all models", "Checks",
+                                              "Code lines (first range per file, +more in it)"], rows, filterable=True)
+
+
+NOWHERE = "nowhere: no result was produced"
+
+
+def obtained_on(result: CheckResult) -> str:
+    """Where a result was obtained, in words: the place its figures or its verdict come from (an `n/a`
+    result was obtained nowhere: the check does not apply)."""
+    if result.verdict is Verdict.NOT_APPLICABLE:
+        return "nowhere: does not apply"
+    if result.obtained is None:
+        return NOWHERE
+    label = result.obtained.label()
+    if result.verdict is Verdict.NOT_RUN and result.obtained.where is Where.HOST and not result.measured:
+        return f"{label}: decided here, nothing measured"
+    return label
 
 
 def verdicts_section(matrix: TraceMatrix, model: str) -> str:
@@ -89,19 +110,20 @@ def verdicts_section(matrix: TraceMatrix, model: str) -> str:
         spec = matrix.specs[check_id]
         results = outcome.results or []
         anchor = f' id="check-{escape(check_id)}"'
+        reqs = ", ".join(f'<a href="#req-{escape(r)}">{escape(r)}</a>' for r in spec.requirements)
         if not results:
             rows.append(f"<tr{anchor}>" + cell(f"<code>{escape(check_id)}</code>", check_id, raw=True) + cell(spec.step)
                         + cell(model) + cell(verdict(outcome.verdict.value), VERDICT_ORDER.index(outcome.verdict.value), raw=True)
-                        + cell("") + cell(outcome.reason) + cell(", ".join(spec.requirements)) + cell("") + "</tr>")
+                        + cell(NOWHERE) + cell(outcome.reason) + cell(reqs, raw=True) + cell("") + "</tr>")
             continue
         for index, stored in enumerate(results):
             result = stored.result
-            where = result.obtained.label() if result.obtained else ""
+            where = obtained_on(result)
             arts = [artifact_cell(p, matrix.artifacts.get(p)) for p in sorted(set(result.read) | set(result.written))]
             rows.append(f"<tr{anchor if index == 0 else ''}>" + cell(f"<code>{escape(check_id)}</code>", check_id, raw=True)
                         + cell(spec.step) + cell(result.subject)
                         + cell(verdict(result.verdict.value), VERDICT_ORDER.index(result.verdict.value), raw=True)
-                        + cell(where) + cell(result.reason) + cell(", ".join(spec.requirements))
+                        + cell(where) + cell(result.reason) + cell(reqs, raw=True)
                         + cell("<br>".join(arts), raw=True) + "</tr>")
     for (m, check_id), outcome in sorted(matrix.unregistered.items()):
         if m == model:
@@ -132,22 +154,69 @@ def artifacts_section(matrix: TraceMatrix, model: str) -> str:
                                      "Written by", "Requirements"], rows, filterable=True)
 
 
+def _line_link(path: str, first: int, last: int | None = None) -> str:
+    """A link to lines [first, last] of `path`'s code page (pipeline/evidence/codepages.py)."""
+    shown = f"{path}:{first}" + (f"-{last}" if last is not None and last != first else "")
+    return f'<a href="{escape(line_href(path, first, last))}"><code>{escape(shown)}</code></a>'
+
+
 def code_trace_section(matrix: TraceMatrix, model: str) -> str:
+    """Both directions of the code trace: each NNEF instruction and each infrastructure part with its lines,
+    every cell a link to the line on the file's page."""
     rows = []
+    seen: set[tuple[str, int, int, str]] = set()
     for trace in matrix.code_traces:
         if trace.model != model:
             continue
         for entry in trace.entries:
             rows.append("<tr>" + cell(trace.item) + cell(trace.target)
-                        + cell(file_link(trace.nnef_file, PREFIX, f"{trace.nnef_file}:{entry.nnef_line}"),
+                        + cell(_line_link(trace.nnef_file, entry.nnef_line),
                                f"{trace.nnef_file}:{entry.nnef_line:08d}", raw=True)
                         + cell(f"<code>{escape(entry.instruction)}</code>", entry.instruction, raw=True)
-                        + cell(file_link(entry.code_file, PREFIX, f"{entry.code_file}:{entry.first_line}-{entry.last_line}"),
+                        + cell(_line_link(entry.code_file, entry.first_line, entry.last_line),
                                f"{entry.code_file}:{entry.first_line:08d}", raw=True) + "</tr>")
+        for part in trace.parts:
+            key = (part.code_file, part.first_line, part.last_line, part.name)
+            if key in seen:
+                continue
+            seen.add(key)
+            reqs = ", ".join(f'<a href="#req-{escape(r)}">{escape(r)}</a>' for r in part.requirements)
+            rows.append("<tr>" + cell(trace.item if f"/{trace.item}/" in part.code_file else "(deployment)")
+                        + cell(trace.target) + cell("<em>infrastructure</em>", "~", raw=True)
+                        + cell(f"<em>{escape(part.name)}</em> ({reqs})", part.name, raw=True)
+                        + cell(_line_link(part.code_file, part.first_line, part.last_line),
+                               f"{part.code_file}:{part.first_line:08d}", raw=True) + "</tr>")
     if not rows:
         return "<p>No code trace data (artifacts/&lt;model&gt;/codegen/**/trace.json).</p>"
-    return table("code-trace-table", ["Item", "Target", "NNEF line", "Instruction", "Generated code lines"], rows,
-                 filterable=True)
+    return table("code-trace-table", ["Item", "Target", "NNEF line", "Instruction, or infrastructure part (requirements)",
+                                      "Generated code lines"], rows, filterable=True)
+
+
+def requirement_code(matrix: TraceMatrix, model: str) -> dict[str, list[tuple[str, int, int, int]]]:
+    """requirement -> (code file, first, last, ranges in that file) of the lines that serve it on `model`: the
+    infrastructure parts naming it and, for a requirement its code-trace check verifies, the instructions' lines."""
+    traced = {r for spec in matrix.specs.values() if spec.id == CODE_TRACE_CHECK for r in spec.requirements}
+    ranges: dict[str, dict[str, list[tuple[int, int]]]] = {}
+    for trace in matrix.code_traces:
+        if trace.model != model:
+            continue
+        for part in trace.parts:
+            for req in part.requirements:
+                ranges.setdefault(req, {}).setdefault(part.code_file, []).append((part.first_line, part.last_line))
+        for entry in trace.entries:
+            for req in traced:
+                ranges.setdefault(req, {}).setdefault(entry.code_file, []).append((entry.first_line, entry.last_line))
+    return {req: [(path, *min(found), len(set(found))) for path, found in sorted(files.items())]
+            for req, files in ranges.items()}
+
+
+def _code_cell(found: list[tuple[str, int, int, int]]) -> str:
+    if not found:
+        return ""
+    shown = [f'{_line_link(path, first, last)}{f" (+{count - 1})" if count > 1 else ""}'
+             for path, first, last, count in found[:MAX_CODE_LINKS]]
+    more = f' … <a href="#code-trace">{len(found) - MAX_CODE_LINKS} more files</a>' if len(found) > MAX_CODE_LINKS else ""
+    return "<br>".join(shown) + more
 
 
 def render_model_page(matrix: TraceMatrix, model: str, root: Path | None = None, title: str = "") -> str:

@@ -36,7 +36,9 @@ def run_findings(matrix: TraceMatrix, excluded: Mapping[str, Exclusion] | None =
         findings.append(Finding(E_CHANGE, Severity.NOTE,
                                 f"{COMPARED} {baseline.source} ({baseline.kind}): "
                                 f"{len(comparison.regressions)} worse, {len(comparison.improvements)} better or new, "
-                                f"{len(comparison.excused)} worse only on excluded models, {len(comparison.removed)} gone"))
+                                f"{len(comparison.excused)} worse only on excluded models, {len(comparison.removed)} gone"
+                                + (f", {len(comparison.applicability)} applying otherwise (n/a)"
+                                   if comparison.applicability else "")))
     return findings
 
 

@@ -8,13 +8,16 @@ open for the target (verified on the target, not verifiable here) are listed; th
 errors only in the `strict` mode (pipeline/evidence/matrix.py).
 
 The text fits a terminal: one line per requirement that is not verified (its ID, what it
-still owes, on how many models, a pointer into the report), a legend under the table, no
-line longer than `MAX_LINE` and nothing cut inside a word. The counts are the ones the
-HTML report shows (`finding_counts`).
+still owes, on how many models, which checks, why in brief), a legend under the table that
+says what a cell counts (checks: one per check and model, as the doit progress lines count
+them), no line longer than `MAX_LINE` and nothing cut inside a word; every finding printed is
+at most `MAX_FINDING` characters, with its fix on the line under it. The counts are the ones
+the HTML report shows (`finding_counts`).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any, Iterable, Mapping
 
@@ -23,16 +26,19 @@ from pipeline.evidence.runsummary import summary_lines as run_rule_lines
 from pipeline.project.oneline import MAX_LINE, shorten  # noqa: F401 (re-exported)
 
 COLUMNS: tuple[str, ...] = STEPS + ("evidence",)
-ORDER = ("fail", "not run", "emulated", "pass")
+ORDER = ("fail", "not run", "emulated", "pass", "n/a")
+MAX_FINDING = 200       # a finding's line (location, code, message), and its fix's
 WHERE_ORDER = ("target", "host", "emulation")
 REPORT = "reports/trace-matrix.html"
 # The step whose deployments run (no checks of its own: compare judges what it produced).
 RUN_STEP = "execute"
 
 LEGEND = (
-    "Cells: the step's check results for the model. pass; emulated (obtained on an emulator, never a pass);",
-    "not run (could not run here, the report says why); fail. execute: the deployments run, by where they",
-    "ran (host, emulation, target), judged under compare. step failed: see the errors. -: no results.",
+    "Cells count checks: one per check and model, its verdict the worst over the check's deployments and items",
+    "(as the progress lines count). pass; emulated (on an emulator, never a pass); not run (could not run here,",
+    "the report says why); fail; n/a (does not apply to the model: counted apart, never coverage). execute: the",
+    "deployments run, one each, by where they ran (host, emulation, target), judged under compare. step failed:",
+    "see the errors. -: no results.",
 )
 
 
@@ -57,6 +63,12 @@ def deployment_places(document: Mapping[str, Any]) -> dict[str, dict[str, str]]:
         if outcome.get("step") != "compare":
             continue
         for result in outcome.get("results", []):
+            # a deployment is a subject `<model>/<deployment>`; a model-level result (n/a, a check over the
+            # model) names no deployment and is not one
+            if not str(result.get("subject", "")).startswith(f"{outcome['model']}/"):
+                continue
+            if result.get("verdict") == "n/a":
+                continue
             obtained = result.get("obtained") or {}
             where = obtained.get("where") or ("emulation" if result.get("verdict") == "emulated" else "host")
             places.setdefault(outcome["model"], {}).setdefault(result.get("subject", ""), set()).add(where)
@@ -134,17 +146,20 @@ def _model_counts(per_model: Mapping[str, str]) -> str:
     """`emulated 4, not run 1 of 5` (the models where the requirement is not passed)."""
     found = Counter(v for v in per_model.values() if v != "pass")
     order = ("fail", "no check", "not run", "emulated", "partial", "pass off target")
+    judged = sum(1 for v in per_model.values() if v != "n/a")
     text = ", ".join(f"{status} {found[status]}" for status in order if found[status])
-    return f"{text} of {len(per_model)}" if text else f"none of {len(per_model)}"
+    na = f" (n/a {found['n/a']})" if found["n/a"] else ""
+    return (f"{text} of {judged}" if text else f"none of {judged}") + na
 
 
 def owed_rows(document: Mapping[str, Any]) -> tuple[list[list[str]], list[str]]:
-    """One row per requirement judged on its own checks that is not verified (with the checks that are not
-    `pass` on some model); and the parents judged through them."""
+    """One row per requirement judged on its own checks that is not verified: its ID, what it still owes, on
+    how many models, the checks that are not `pass` on some model, why in brief, its anchor in the report;
+    and the parents judged through them."""
     rows, parents = [], []
-    short = {o["check_id"] for o in document.get("outcomes", []) if o.get("verdict") != "pass"}
+    short = {o["check_id"] for o in document.get("outcomes", []) if o.get("verdict") not in ("pass", "n/a")}
     for req in document.get("requirements", []):
-        if req.get("status") == "verified":
+        if req.get("status") in ("verified", "not applicable"):
             continue
         if req.get("via_children"):
             parents.append(req["id"])
@@ -152,13 +167,39 @@ def owed_rows(document: Mapping[str, Any]) -> tuple[list[list[str]], list[str]]:
         # the checks that owe something (a verdict other than pass on some model); all of them when none is known
         owing = [c for c in req.get("checks", []) if c in short] or req.get("checks", [])
         checks = ", ".join(owing) or "none"
-        rows.append([req["id"], owed(req), _model_counts(req.get("per_model", {})), checks, f"#req-{req['id']}"])
+        rows.append([req["id"], owed(req), _model_counts(req.get("per_model", {})), checks, req.get("why", ""),
+                     f"#req-{req['id']}"])
     return rows, parents
 
 
 def _aligned(rows: list[list[str]], indent: str = "  ") -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return [shorten(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()) for row in rows]
+
+
+_INSTALL = re.compile(r"apt-get install ([a-z0-9][a-z0-9 .+-]*[a-z0-9+])")
+
+
+def missing_packages(document: Mapping[str, Any]) -> list[str]:
+    """The Debian packages whose absence made checks `not run` here (their reasons name them)."""
+    found: set[str] = set()
+    for outcome in document.get("outcomes", []):
+        for result in outcome.get("results", []):
+            if result.get("verdict") == "not run":
+                for match in _INSTALL.finditer(str(result.get("reason", ""))):
+                    found.update(match.group(1).split())
+    return sorted(found)
+
+
+def finding_lines(finding: Mapping[str, Any]) -> list[str]:
+    """A finding as the console shows it: `  file:line: CODE: message`, then `    fix: ...` when it says one;
+    each line at most MAX_FINDING characters (the full text is in trace.json and on the model's page)."""
+    span = finding.get("span")
+    where = f"{span['file']}:{span['line']}: " if span else ""
+    lines = [shorten(f"  {where}{finding['code']}: {finding['message']}", MAX_FINDING)]
+    if finding.get("fix"):
+        lines.append(shorten(f"    fix: {finding['fix']}", MAX_FINDING))
+    return lines
 
 
 def summary_text(document: Mapping[str, Any], max_findings: int = 20) -> str:
@@ -180,24 +221,29 @@ def summary_text(document: Mapping[str, Any], max_findings: int = 20) -> str:
               f"{by.get('verified only on host or by emulation', 0)} only on host or by emulation, "
               f"{by['partially verified']} partially verified,",
               f"  {by['failed']} failed, {by['not verified']} not verified, {by['no check']} with no check"
-              + (f" ({per_level} verified)" if per_level else "")]
+              + (f" ({per_level} verified)" if per_level else "")
+              + (f"; {by.get('not applicable', 0)} apply to no model (n/a, counted apart)"
+                 if by.get("not applicable") else "")]
     rows, parents = owed_rows(document)
     if rows:
         open_count = sum(1 for r in document.get("requirements", []) if r.get("open_for_target"))
         lines += ["", f"Not verified: {len(rows)} requirements, {open_count} of them open for the target (`doit verify "
                       f"strict=1` on the target requires them); details: {REPORT}#req-<ID>"]
-        lines += _aligned([["requirement", "still owes", "models", "checks short of pass", "report"]] + rows)
+        lines += _aligned([["requirement", "still owes", "models", "checks short of pass", "why", "report"]] + rows)
         if parents:
             lines.append(shorten(f"  and through them: {', '.join(parents)}"))
+    packages = missing_packages(document)
+    if packages:
+        lines += ["", shorten(f"Not installed here: {' '.join(packages)}; the checks that need them say `not run` (the "
+                              "host's verdicts stand). Install them: `sudo apt-get install "
+                              f"{' '.join(packages)}` or `bash tools/setup verify` (docs/setup.md)")]
     findings = document.get("findings", [])
     lines += run_rule_lines(document)   # models that did not run, excluded models, the baseline (runverdict.py)
     counts = finding_counts(f.get("severity", "") for f in findings)
     errors = [f for f in findings if f.get("severity") == "error"]
     lines += ["", f"Findings: {finding_counts_text(counts)} (details: {REPORT}#findings)"]
     for finding in errors[:max_findings]:
-        span = finding.get("span")
-        where = f"{span['file']}:{span['line']}: " if span else ""
-        lines.append(shorten(f"  {where}{finding['code']}: {finding['message']}"))
+        lines += finding_lines(finding)
     if len(errors) > max_findings:
         lines.append(f"  ... and {len(errors) - max_findings} more errors")
     lines += ["", "VERIFY FAILED" if errors else "VERIFY PASSED"]

@@ -37,7 +37,6 @@ from pipeline.project.layout import ARTIFACTS_DIR, MODELS_DIR, STEPS, requiremen
 from pipeline.ledger.freshness import coded_action
 from pipeline.project.tasking import runnable_models
 
-EVIDENCE_SOURCES = (Path(__file__).parent, Path(__file__).parents[1] / "ledger")
 STAMP_KEY = "evidence_stamp"
 
 
@@ -117,7 +116,8 @@ def _git_state() -> Any:
 
 
 def _check_module_sources() -> list[str]:
-    """Source files of the modules that register checks: a changed registry changes the trace."""
+    """Source files of the modules CHECK_MODULES names at run time (a project may register its own,
+    outside the package): a changed registry changes the trace."""
     # Only the top-level package is looked up with importlib: find_spec on a dotted name imports
     # every parent package (pipeline.semantics loads NumPy), which task listing must not pay for.
     sources = []
@@ -143,10 +143,11 @@ def _check_module_sources() -> list[str]:
 
 
 def _common_file_deps() -> list[str]:
+    """The requirement set, the accepted baseline and the registered check modules; the evidence step's
+    own code (its import closure) and tools are added by dodo.py (pipeline/ledger/dependencies.py)."""
     deps = [p.as_posix() for p in requirement_files(".")]
     if baseline_path(".").is_file():
         deps.append(baseline_path(".").as_posix())
-    deps += sorted(_relative(p) for folder in EVIDENCE_SOURCES for p in folder.glob("*.py"))
     return sorted(set(deps + _check_module_sources()))
 
 

@@ -61,10 +61,11 @@ def step_durations(trace: dict[str, Any], first_inference: int) -> dict[str, lis
 
 def run_campaign(harness: Any, where: Any, plain: Any, traced: Any, out: Path, outputs_dir: Path, output_names: list[str],
           cuda: Any, vectors: int, runs: int, noise_seeds: tuple[int, ...], dla_items: list[str], inputs_dir: Path,
-          manifest: dict[str, Any], instructions: bool, root: Path, target: Platform) -> list[dict[str, Any]]:
+          manifest: dict[str, Any], instructions: bool, root: Path, target: Platform,
+          counted: Any = None) -> list[dict[str, Any]]:
     """The harness runs of one deployment in session `where`: outputs (in order; shuffled for emulated
-    cuda items), the traced runs plain and under noise, the MET campaign, the instruction counts.
-    Returns the traced runs' records."""
+    cuda items), the traced runs plain and under noise, the MET campaign, the instruction counts (of
+    `counted` when valgrind cannot decode the plain program's vector ISA). Returns the traced runs' records."""
     harness(plain.binary, outputs_dir, session=where)
     reference = read_outputs(outputs_dir, output_names)
     if cuda:
@@ -79,7 +80,10 @@ def run_campaign(harness: Any, where: Any, plain: Any, traced: Any, out: Path, o
             return traced_runs
         _met_campaign(where, plain, traced, out, scratch, inputs_dir, manifest, vectors, runs, root, target)
         if instructions:
-            counts = _instructions(plain.binary, inputs_dir, manifest, scratch, cuda, target)
+            counts = _instructions((counted or plain).binary, inputs_dir, manifest, scratch, cuda, target)
+            if counted is not None and counts.get("status") == "ran":
+                counts["build"] = (f"{counted.binary.name}: the same sources built with {' '.join(counted.flags)} "
+                                   "(valgrind decodes no instruction of the timed program's vector ISA)")
             write_json(out / INSTRUCTIONS_FILE, counts)
     return traced_runs
 

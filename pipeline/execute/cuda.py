@@ -31,6 +31,9 @@ from pipeline.execute.gpu import run_on_gpu
 from pipeline.toolchain import process
 from pipeline.toolchain.nvcc import EMULATION_FLAGS, emulation_build
 
+# The programs it runs, none: the built program only (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ()
+
 EMULATION = "host emulation: g++ " + " ".join(EMULATION_FLAGS) + " with nnef_cuda_emulate.h (launch = loop over " \
             "every block and thread)"
 

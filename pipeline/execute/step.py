@@ -61,7 +61,7 @@ from pipeline.toolchain.nvcc import emulation_objects
 from pipeline.execute.gpu import run_on_gpu
 from pipeline.execute.nvdla.run import run_nvdla_deployment
 from pipeline.execute.harness import run_harness, write_input_vectors
-from pipeline.execute.instructions import valgrind_version
+from pipeline.execute.instructions import UNDECODED_ISAS, valgrind_version
 
 from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP  # noqa: F401 (re-exported)
 from pipeline.execute.campaign import (INSTRUCTIONS_FILE, NVDLA_NOT_MEASURED, PATH_VECTORS, SEED_VARIABLE,  # noqa: F401
@@ -165,7 +165,8 @@ def _build_programs(code: Path, out: Path, root: Path, manifest: dict[str, Any],
                     target: Platform, capacity: int) -> tuple[Any, Any, list[dict[str, Any]]]:
     """The uninstrumented program (linking codegen.compile's objects when `judged` holds them) and the
     instrumented one (from the sources, tracing `capacity` inferences); a mixed deployment's cuda items
-    are compiled for the host emulation. Returns both builds and run.json's `builds`."""
+    are compiled for the host emulation; where valgrind cannot decode the host build's vector ISA, the
+    program it counts (UNDECODED_ISAS). Returns the builds (the counted one or None) and run.json's `builds`."""
     lanes, sources, cuda = int(manifest["lanes"]), list(manifest["sources"]), manifest.get("cuda")
     emulated: list[Any] = []
 
@@ -186,8 +187,15 @@ def _build_programs(code: Path, out: Path, root: Path, manifest: dict[str, Any],
 
     plain = build(out / "bin" / "nnef_run", False, [])
     traced = build(out / "bin" / "nnef_run_trace", True, [f"NNEF_TRACE_INFERENCES={capacity}"])
+    counted = None   # the program valgrind counts, where it cannot decode the plain one's vector ISA
+    if target.is_host and not cuda and isa_for(lanes) in UNDECODED_ISAS:
+        counted = compile_and_link(code, sources, out / "bin" / "nnef_run_count", lanes, platform=target,
+                                   isa=UNDECODED_ISAS[isa_for(lanes)])
     builds = [{"binary": project_relative(b.binary, root), "command": b.command, "flags": b.flags, "defines": b.defines,
-               "diagnostics": b.diagnostics} for b in (plain, traced)]
+               "diagnostics": b.diagnostics} for b in (plain, traced) + ((counted,) if counted else ())]
+    if counted is not None:
+        builds[-1]["purpose"] = (f"instruction counts: valgrind decodes no {isa_for(lanes)} instruction; the same "
+                                 f"sources built with the {UNDECODED_ISAS[isa_for(lanes)]} flags")
     if judged is not None:
         builds[0]["objects"] = {"compiled_by": "the codegen step's codegen.compile check (same compiler and flags; "
                                                "sha256 checked against artifacts/<m>/codegen/status.json)",
@@ -196,7 +204,7 @@ def _build_programs(code: Path, out: Path, root: Path, manifest: dict[str, Any],
         builds.append({"cuda_objects": [project_relative(p, root) for p in objects.outputs.values()],
                        "commands": [[Path(a).name if a.startswith("/") else a for a in c] for c in objects.commands],
                        "compiler": objects.version})
-    return plain, traced, builds
+    return plain, traced, counted, builds
 
 
 def _cuda_record(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int, runs: int, code: Path,
@@ -251,12 +259,12 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
     nvdla_build = confined(step_dir(model, "codegen", root), "nvdla", deployment) / BUILD_FILE
     harness = _harness(inputs_dir, vectors, nvdla_build, dla_items)
     judged = codegen_objects(model, deployment, root, lanes, list(manifest["sources"]), target)
-    plain, traced, builds = _build_programs(code, out, root, manifest, judged, target, vectors + runs + WARMUP)
+    plain, traced, counted, builds = _build_programs(code, out, root, manifest, judged, target, vectors + runs + WARMUP)
     outputs_dir = out / "outputs"
     shuffled_dir = out / "outputs-shuffled"
     with tempfile.TemporaryDirectory(prefix="nnef-runner-") as transfers, session(target, Path(transfers)) as where:
         traced_runs = run_campaign(harness, where, plain, traced, out, outputs_dir, output_names, cuda, vectors, runs,
-                                   noise_seeds, dla_items, inputs_dir, manifest, instructions, root, target)
+                                   noise_seeds, dla_items, inputs_dir, manifest, instructions, root, target, counted)
     document = {
         "schema_version": 1,
         "model": model,

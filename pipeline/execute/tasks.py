@@ -5,9 +5,10 @@ evidence's grouping): doit reserves `run` (one of its commands) as a task name, 
 read a folder named `target/` as build output.
 
 Each sub-task builds and runs every generated deployment (pipeline.execute.step). It depends
-on the spec (vectors, seed, MET runs), on codegen's status.json (which holds the sha256 of
-every generated file) and on the sources of the runtime, the builder and the runner. Its
-targets include the trace files, which the Petri step replays when they exist.
+on the spec (vectors, seed, MET runs) and on codegen's status.json (which holds the sha256 of
+every generated file); its code (the runtime, the builder, the runner) and tools (compilers,
+emulators, valgrind) are added by dodo.py (pipeline/ledger/dependencies.py). Its targets
+include the trace files, which the Petri step replays when they exist.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from pipeline.project.targets import code_kind
 from pipeline.project.layout import RECORD_FILE, checks_path, model_dir, step_dir
 from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP
 from pipeline.ledger.freshness import step_action
-from pipeline.project.tasking import package_sources, spec_deployments, runnable_models
-
-SOURCE_GLOBS = ("execute", "toolchain", "codegen/c/runtime/*", "codegen/nvdla/proxy.py", "codegen/nvdla/reader.py", "numerics/vectors.py", "project/deploy.py", "nnef/tensorfile.py", "files/atomic.py")
+from pipeline.project.tasking import spec_deployments, runnable_models
 
 
 def _run(model: str) -> bool:
@@ -32,7 +31,6 @@ def _run(model: str) -> bool:
 
 def task_execute() -> Iterator[dict[str, Any]]:
     """Build, run, trace (with and without noise), time and count instructions of each deployment."""
-    deps = package_sources(SOURCE_GLOBS)
     for model in runnable_models("."):
         out = step_dir(model, STEP)
         targets = [checks_path(model, STEP).as_posix(), (out / RECORD_FILE).as_posix()]
@@ -48,7 +46,7 @@ def task_execute() -> Iterator[dict[str, Any]]:
             "doc": f"build and run {model}'s generated code: outputs, traces, timings, instruction counts",
             "actions": [(step_action("execute", _run), [model])],
             "file_dep": [(model_dir(model) / "deploy.yaml").as_posix(),
-                         (step_dir(model, "codegen") / "status.json").as_posix()] + deps,
+                         (step_dir(model, "codegen") / "status.json").as_posix()],
             "targets": targets,
             "clean": True,
         }

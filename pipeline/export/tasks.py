@@ -2,9 +2,10 @@
 
 Each sub-task exports models/<m>/model.onnx to artifacts/<m>/export/, validates it
 against onnxruntime on the vectors of models/<m>/deploy.yaml and writes checks.json
-(pipeline.export.step). It re-runs when the model, its deployment spec or the source of
-the exporter, the reference semantics, the NNEF front end or the shared vector/metric
-modules change. The tensor files are listed (with their sha256) in provenance.json, a
+(pipeline.export.step). It re-runs when the model or its deployment spec changes, and
+when its code (the exporter, the reference semantics, the NNEF front end, the shared
+vector/metric modules) or tools (onnx, onnxruntime, numpy) change: dodo.py adds those
+(pipeline/ledger/dependencies.py). The tensor files are listed (with their sha256) in provenance.json, a
 target: a later task depending on provenance.json sees every tensor change.
 """
 
@@ -13,12 +14,9 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from pipeline.ledger.freshness import step_action
-from pipeline.project.tasking import package_sources, runnable_models
+from pipeline.project.tasking import runnable_models
 from pipeline.project.layout import (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE, checks_path, model_dir,
                              step_dir)
-
-SOURCE_GLOBS = ("export", "semantics", "nnef", "numerics/vectors.py", "project/deploy.py", "files/atomic.py", "diagnostics.py",
-                "project/layout.py", "numerics/metrics.py", "numerics/onnx_runner.py", "numerics/yardstick.py", "numerics/errorbound.py", "numerics/tolerance.py")
 
 
 def _export(model: str) -> None:
@@ -29,7 +27,6 @@ def _export(model: str) -> None:
 
 def task_export() -> Iterator[dict[str, Any]]:
     """Export each model to NNEF, validate it against onnxruntime, record the checks."""
-    sources = package_sources(SOURCE_GLOBS)
     for model in runnable_models("."):
         out = step_dir(model, "export")
         yield {
@@ -37,8 +34,7 @@ def task_export() -> Iterator[dict[str, Any]]:
             "doc": f"export {model} to NNEF and validate it",
             "actions": [(step_action("export", _export), [model])],
             "file_dep": [(model_dir(model) / "model.onnx").as_posix(), (model_dir(model) / "deploy.yaml").as_posix()]
-            + sorted(p.as_posix() for p in model_dir(model).glob("*.np[yz]"))  # trained_reference files
-            + sources,
+            + sorted(p.as_posix() for p in model_dir(model).glob("*.np[yz]")),  # trained_reference files
             "targets": [(out / name).as_posix() for name in (EXPORT_GRAPH_FILE, EXPORT_PROVENANCE_FILE, EXPORT_VALIDATION_FILE)]
             + [checks_path(model, "export").as_posix(), (out / "record.json").as_posix()],
             "clean": True,

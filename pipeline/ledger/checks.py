@@ -34,12 +34,19 @@ CHECK_MODULES: tuple[str, ...] = (
 
 
 class Verdict(str, enum.Enum):
-    """The closed set of verdicts. Only `pass` counts as coverage of a requirement."""
+    """The closed set of verdicts. Only `pass` counts as coverage of a requirement.
+
+    `n/a` (does not apply) is not `not run`: a check with nothing to judge on a model (a model
+    without a GPU deployment has no CUDA code to compile) says so with the reason, and the
+    trace matrix leaves it out of coverage and out of the status rules; `not run` is a check
+    that applies but could not run here.
+    """
 
     PASS = "pass"
     FAIL = "fail"
     NOT_RUN = "not run"
     EMULATED = "emulated"
+    NOT_APPLICABLE = "n/a"
 
 
 class Where(str, enum.Enum):
@@ -127,7 +134,7 @@ class CheckResult:
     """The outcome of one check on one model (or one file set).
 
     `reason` is mandatory for `fail` (the first divergence or counterexample) and for
-    `not run` / `emulated` (why). `measured` holds numbers with their names; `read` and
+    `not run` / `emulated` / `n/a` (why). `measured` holds numbers with their names; `read` and
     `written` list the artifact paths (relative to the project root where possible).
     `obtained` says where the verdict was obtained: by default the host that ran the step,
     or, for an `emulated` verdict, the emulation named by its reason; a check that ran on
@@ -147,7 +154,9 @@ class CheckResult:
         self.verdict = Verdict(self.verdict)
         if self.verdict is not Verdict.PASS and not self.reason:
             raise ValueError(f"check {self.check_id}: verdict {self.verdict.value!r} needs a reason")
-        if self.obtained is None:
+        if self.verdict is Verdict.NOT_APPLICABLE:
+            self.obtained = None       # nothing was obtained anywhere: the check does not apply
+        elif self.obtained is None:
             self.obtained = (Obtained.emulation(self.reason) if self.verdict is Verdict.EMULATED
                              else Obtained.host())
         if self.verdict is Verdict.EMULATED and self.obtained.where is not Where.EMULATION:
@@ -182,6 +191,11 @@ class CheckResult:
             written=list(data.get("written", [])),
             obtained=Obtained.from_json(data["obtained"]) if data.get("obtained") else None,
         )
+
+
+def not_applicable(check_id: str, subject: str, reason: str) -> CheckResult:
+    """The `n/a` result of a check with nothing to judge on `subject` (the reason says why it does not apply)."""
+    return CheckResult(check_id, subject, Verdict.NOT_APPLICABLE, reason)
 
 
 def results_document(results: Iterable[CheckResult]) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 A step calls `record_step` once at its end. The record lands beside the artifacts as
 `artifacts/<model>/<step>/record.json` and lists every output and input with the SHA-256
-and size computed here, the command, and the tool versions. It holds no timestamp, host or
+and size computed here, the command, the tool versions, and the step's dependencies beyond
+its inputs (the digest of its code and the identities of its tools, as its doit up-to-date
+check compares them: pipeline.ledger.dependencies). It holds no timestamp, host or
 absolute path, so the same inputs and tools give a byte-identical record.
 
 `check_records` is the other side: it re-hashes what the records claim and follows the
@@ -23,6 +25,7 @@ from pipeline.files.atomic import write_json
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span
 from pipeline.ledger.freshness import FAILED_FILE, check_output
 from pipeline.ledger.hashing import FileDigest, file_digest, iter_files, relative_posix
+from pipeline.ledger.dependencies import step_dependencies
 from pipeline.ledger.tools import tool_versions
 from pipeline.project.layout import CHECKS_FILE, RECORD_FILE, STEPS, step_dir
 
@@ -48,6 +51,7 @@ class StepRecord:
     outputs: tuple[FileDigest, ...]
     tools: Mapping[str, str] = field(default_factory=dict)
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    dependencies: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +63,7 @@ class StepRecord:
             "outputs": [d.to_json() for d in self.outputs],
             "tools": dict(sorted(self.tools.items())),
             "parameters": dict(self.parameters),
+            "dependencies": dict(self.dependencies),
         }
 
     @classmethod
@@ -73,6 +78,7 @@ class StepRecord:
             outputs=tuple(FileDigest.from_json(d) for d in data["outputs"]),
             tools=dict(data.get("tools", {})),
             parameters=dict(data.get("parameters", {})),
+            dependencies=dict(data.get("dependencies", {})),
         )
 
 
@@ -136,6 +142,7 @@ def record_step(
         outputs=produced,
         tools=tools,
         parameters=dict(parameters or {}),
+        dependencies=step_dependencies(model, step, base),
     )
     return write_json(record_file, record.to_json())
 

@@ -18,6 +18,9 @@ from typing import Iterable
 from pipeline.diagnostics import PipelineError
 from pipeline.toolchain import process
 
+# The programs it runs, none for a verdict: git names the commit (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ()
+
 LOG = logging.getLogger(__name__)
 
 # Distributions whose version can change an artifact or a verdict.

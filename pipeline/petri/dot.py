@@ -20,6 +20,9 @@ from pipeline.files.atomic import write_bytes, write_text_pieces
 from pipeline.petri.net import Net, PlaceKind, TransitionKind
 from pipeline.toolchain import process
 
+# The programs it runs, Graphviz (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("dot",)
+
 log = logging.getLogger(__name__)
 
 # (stroke, fill) per item, in the order of the net's colours; control elements are grey.

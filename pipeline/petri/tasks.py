@@ -2,7 +2,8 @@
 
 Inputs: the exported description, the deployment spec, and everything the split step
 declares it writes (plans, schedules, item files, rewritten descriptions, interpreter
-traces), so doit runs the split first and the file_dep does not change once it ran.
+traces), so doit runs the split first and the file_dep does not change once it ran. Its
+code and tools are added by dodo.py (pipeline/ledger/dependencies.py).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from pipeline.project.layout import EXPORT_GRAPH_FILE, checks_path, model_dir, step_dir
-from pipeline.split.tasks import split_targets
+from pipeline.split.outputs import split_targets
 from pipeline.ledger.freshness import step_action
 from pipeline.project.tasking import spec_deployments, runnable_models
 

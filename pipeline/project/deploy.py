@@ -247,6 +247,7 @@ class DeploySpec:
     positions: dict[str, tuple[int, int]] = field(repr=False, default_factory=dict)  # key path -> (line, column)
     platforms: dict[str, _platforms.Platform] = field(default_factory=dict)  # the spec's own (`platforms:`)
     trained: TrainedReference | None = None  # `trained_reference:` (docs/trained-reference.md)
+    key_positions: dict[str, tuple[int, int]] = field(repr=False, default_factory=dict)  # key path -> its key's place
 
     def platform_of(self, deployment: str) -> _platforms.Platform:
         """The platform deployment `deployment`'s cpu items are built for and run on (built-in or declared)."""
@@ -271,8 +272,9 @@ def _key_text(node: yaml.Node) -> str:
 
 
 def _positions(node: yaml.Node, path: str, out: dict[str, tuple[int, int]],
-               duplicates: list[DeployProblem]) -> None:
-    """Key path -> (line, column) of every node; duplicate keys reported on the way."""
+               duplicates: list[DeployProblem], keys: dict[str, tuple[int, int]] | None = None) -> None:
+    """Key path -> (line, column) of every node (and, in `keys`, of every mapping key: a finding about a
+    mapping points at its key's line, not at its first entry's); duplicate keys reported on the way."""
     out[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
     if isinstance(node, yaml.MappingNode):
         seen: set[str] = set()
@@ -283,10 +285,12 @@ def _positions(node: yaml.Node, path: str, out: dict[str, tuple[int, int]],
                 duplicates.append(DeployProblem("DEPLOY-E006", child, f"key '{name}' is written twice",
                                                 key.start_mark.line + 1, key.start_mark.column + 1))
             seen.add(name)
-            _positions(value, child, out, duplicates)
+            if keys is not None:
+                keys[child] = (key.start_mark.line + 1, key.start_mark.column + 1)
+            _positions(value, child, out, duplicates, keys)
     elif isinstance(node, yaml.SequenceNode):
         for index, value in enumerate(node.value):
-            _positions(value, f"{path}[{index}]", out, duplicates)
+            _positions(value, f"{path}[{index}]", out, duplicates, keys)
 
 
 # ---------------------------------------------------------------------- validation
@@ -481,7 +485,8 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _build(top: dict[str, Any], file: str, positions: dict[str, tuple[int, int]]) -> DeploySpec:
+def _build(top: dict[str, Any], file: str, positions: dict[str, tuple[int, int]],
+           keys: dict[str, tuple[int, int]] | None = None) -> DeploySpec:
     """The typed spec of a document that passed the schema and the checks."""
     inputs = {name: InputSpec(name, tuple(spec["shape"]), Distribution(spec["distribution"]["kind"],
                                                                        float(spec["distribution"]["low"]),
@@ -508,7 +513,7 @@ def _build(top: dict[str, Any], file: str, positions: dict[str, tuple[int, int]]
         ValidationSpec(validation.get("vectors", DEFAULT_VECTORS), validation["seed"],
                        Tolerance(float(tolerance["max_abs_error"]), None if max_rel is None else float(max_rel))),
         deployments, MetSpec(top["met"]["runs"], float(top["met"]["budget_us"]), top["met"].get("platform")), top,
-        positions, declared, _trained(top.get("trained_reference")))
+        positions, declared, _trained(top.get("trained_reference")), dict(keys or {}))
 
 
 def _trained(section: dict[str, Any] | None) -> TrainedReference | None:
@@ -573,9 +578,10 @@ def parse_deploy_text(text: str, file: str = "<string>") -> DeploySpec:
         problem = getattr(exc, "problem", None) or str(exc)
         raise DeployError(file, [DeployProblem("DEPLOY-E001", "", f"not valid YAML: {problem}", line, column)]) from None
     positions: dict[str, tuple[int, int]] = {}
+    keys: dict[str, tuple[int, int]] = {}
     duplicates: list[DeployProblem] = []
     if root is not None:
-        _positions(root, "", positions, duplicates)
+        _positions(root, "", positions, duplicates, keys)
     problems = duplicates + [DeployProblem(p.code, p.path, p.message, p.line, p.column)
                              for p in _schema.validate(data, _schema_with(bounds), _CODES, positions)]
     if isinstance(data, dict):
@@ -585,7 +591,7 @@ def parse_deploy_text(text: str, file: str = "<string>") -> DeploySpec:
         problems += checks.problems
     if problems:
         raise DeployError(file, sorted(problems, key=lambda p: (p.line, p.column, p.path, p.code, p.message)))
-    return _build(data, file, positions)
+    return _build(data, file, positions, keys)
 
 
 def load_deploy(path: str | os.PathLike[str]) -> DeploySpec:

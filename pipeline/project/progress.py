@@ -5,7 +5,8 @@ reporter (dodo.py `DOIT_CONFIG["reporter"]`) prints, in the main doit process:
 
 * each task when it ends, with its time and what its checks said, read from the files the
   step wrote (`ok    codegen:resnet8     6.2 s  pass 6`; `FAIL` and the coded message when
-  it failed);
+  it failed): one count per check, its verdict the worst of its results (deployments, items),
+  `n/a` only when none applies: the unit the summary's table counts;
 * every `NOTICE_EVERY` seconds of silence, the tasks still running and for how long;
 * one line for the tasks that were up to date, instead of a line each;
 * the time per step (the task groups: export, check, ...), before the summary of `verify`,
@@ -30,7 +31,7 @@ from pipeline.project.tasklog import LOG_FILE, keep_log, start_log
 from pipeline.project.oneline import shorten
 
 NOTICE_EVERY = 30.0          # seconds without a line before the running tasks are listed
-VERDICT_ORDER = ("fail", "not run", "emulated", "pass")
+VERDICT_ORDER = ("fail", "not run", "emulated", "pass", "n/a")
 MAX_READ = 64 << 20          # a results file larger than this is not read for the console
 FINAL_TASK = "verify"
 # The execute step has no checks of its own (compare judges its runs): its line counts the
@@ -63,8 +64,16 @@ def _read_json(path: Path) -> Any:
 
 
 def _verdicts(document: Any) -> list[str]:
+    """One verdict per check of a checks.json: the worst of its results (pipeline/evidence/collect.py's rule)."""
     results = document.get("results") if isinstance(document, dict) else None
-    return [str(r.get("verdict")) for r in results if isinstance(r, dict)] if isinstance(results, list) else []
+    if not isinstance(results, list):
+        return []
+    by_check: dict[str, list[str]] = {}
+    for r in results:
+        if isinstance(r, dict):
+            by_check.setdefault(str(r.get("check_id")), []).append(str(r.get("verdict")))
+    rank = {v: i for i, v in enumerate(VERDICT_ORDER)}
+    return [min(found, key=lambda v: rank.get(v, -1)) for found in by_check.values()]
 
 
 def task_outcome(name: str, root: str | Path = ".") -> str:

@@ -1,66 +1,29 @@
-"""What the steps' doit task modules share: source files as dependencies, a spec's deployments.
+"""What the steps' doit task modules share: a spec's deployments, doit's file check.
 
 Task modules are imported to list tasks, so this module stays light (no step imported): a
 no-op `doit verify` must not pay for onnx, lark, NumPy or jsonschema. The part of a
 deployment spec that decides which tasks and targets exist (its *outline*) is therefore
 kept in a cache beside doit's own state, keyed by the SHA-256 of the spec and of the code
-that loads it; a spec or loader that changes in any byte is loaded (and validated) again.
-The cache only shapes the task list: every step loads and validates the spec itself.
+that loads it (the import closure of this module, pipeline.project.closure); a spec or loader
+that changes in any byte is loaded (and validated) again. The cache only shapes the task list
+and names the programs of the spec's own platforms (`platform_tools`): every step loads and
+validates the spec itself. A step's code as dependencies: pipeline.ledger.dependencies.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
 import json
 import os
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Iterator
 
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.project.layout import MODELS_DIR, model_dir, model_names, refused_models
 
-PACKAGE = Path(__file__).resolve().parents[1]  # pipeline/
-SOURCE_SUFFIXES = (".py", ".lark", ".nnef", ".c", ".h", ".cu", ".fbs", ".json", ".yaml")
-
-
-_SOURCES: list[tuple[str, ...]] = []
-
-
-def _all_sources() -> list[tuple[str, ...]]:
-    """Every source file under pipeline/ as path parts relative to it; walked once per process."""
-    if not _SOURCES:
-        for dirpath, dirnames, filenames in os.walk(PACKAGE):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            rel = Path(dirpath).relative_to(PACKAGE).parts
-            _SOURCES.extend(rel + (name,) for name in sorted(filenames) if os.path.splitext(name)[1] in SOURCE_SUFFIXES)
-    return _SOURCES
-
-
-def _matches(parts: tuple[str, ...], pattern: tuple[str, ...], folder: bool) -> bool:
-    if len(parts) < len(pattern) or (len(parts) > len(pattern) and not folder):
-        return False
-    return all(fnmatch.fnmatchcase(part, glob) for part, glob in zip(parts, pattern))
-
-
-def package_sources(globs: tuple[str, ...]) -> list[str]:
-    """Project-relative source files under pipeline/ matching `globs` (a step's code as file_dep).
-
-    A glob naming a folder (`"export"`) takes every source file under it, sub-folders included;
-    any other glob matches within one folder level per part, as `Path.glob` does.
-    """
-    found: set[tuple[str, ...]] = set()
-    for pattern in globs:
-        folder = (PACKAGE / pattern).is_dir()
-        found.update(parts for parts in _all_sources() if _matches(parts, tuple(pattern.split("/")), folder))
-    return [PurePosixPath(PACKAGE.name, *parts).as_posix() for parts in sorted(found)]
-
-
-# What loads a spec: when any of these changes, every cached outline is computed again.
-OUTLINE_LOADER = ("project/deploy.py", "files/schema.py", "schemas", "files/names.py", "project/tasking.py")
 OUTLINE_CACHE = ".doit-outline.json"
-OUTLINE_VERSION = 3
+OUTLINE_VERSION = 4
 _MAX_SPEC_READ = 16 << 20   # above any spec the loader accepts (pipeline.project.deploy.MAX_SPEC_BYTES, configurable)
 
 
@@ -73,14 +36,22 @@ class DeploymentOutline:
     rewritten: bool               # whether the deployment has rewrites (split writes rewritten.nnef)
 
 
-def _outline_of_spec(path: Path) -> dict[str, DeploymentOutline] | PipelineError:
-    """The outline of the spec at `path`, or the first problem that makes it invalid."""
+def _outline_of_spec(path: Path) -> tuple[dict[str, DeploymentOutline], list[str]] | PipelineError:
+    """The outline of the spec at `path` and the programs of its own platforms, or the first problem
+    that makes it invalid."""
     from pipeline.project.deploy import DeployError, load_deploy
 
     try:
         spec = load_deploy(path)
     except DeployError as error:
         return PipelineError(error.code, error.message, error.location)
+    tools = set()
+    for platform in spec.platforms.values():
+        tools.add(platform.cc())
+        if platform.runner.kind == "emulator" and platform.runner.command:
+            tools.add(platform.runner.command[0])
+        if platform.runner.kind == "ssh":
+            tools.add("ssh")
     outline = {}
     for name, deployment in spec.deployments.items():
         items = {deployment.default_item, *deployment.allocation}
@@ -91,7 +62,7 @@ def _outline_of_spec(path: Path) -> dict[str, DeploymentOutline] | PipelineError
                 items.update(str(i) for i in rewrite["items"] if str(i) in declared)
         outline[name] = DeploymentOutline(tuple(item.target for item in deployment.items), tuple(sorted(items)),
                                           bool(deployment.rewrites))
-    return outline
+    return outline, sorted(tools)
 
 
 def _sha256(data: bytes) -> str:
@@ -101,22 +72,36 @@ def _sha256(data: bytes) -> str:
 _LOADER_DIGEST: list[str] = []
 
 
-def _loader_digest() -> str:
+def _loader_digest(root: Path | str = ".") -> str:
+    """The SHA-256 of the code that loads a spec: this module's import closure (its data files included)."""
     if not _LOADER_DIGEST:
-        root = PACKAGE.parent
+        from pipeline.project.closure import PACKAGE_DIR, closure
+
         digest = hashlib.sha256(str(OUTLINE_VERSION).encode())
-        for rel in package_sources(OUTLINE_LOADER):
-            digest.update(rel.encode() + b"\0" + (root / rel).read_bytes() + b"\0")
+        for path in closure([__name__], root=root).files:
+            rel = path.relative_to(PACKAGE_DIR).as_posix() if path.is_relative_to(PACKAGE_DIR) else path.as_posix()
+            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
         _LOADER_DIGEST.append(digest.hexdigest())
     return _LOADER_DIGEST[0]
 
 
+_READ: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}
+
+
 def _read_cache(path: Path) -> dict[str, Any]:
+    """The cache document at `path` when written for this loader ({} otherwise); read again only when the file changed."""
     try:
+        st = path.stat()
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+        known = _READ.get(str(path))
+        if known is not None and known[0] == key:
+            return known[1]
         document = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return document if isinstance(document, dict) and document.get("loader") == _loader_digest() else {}
+    found = document if isinstance(document, dict) and document.get("loader") == _loader_digest(path.parent) else {}
+    _READ[str(path)] = (key, found)
+    return found
 
 
 def _write_cache(path: Path, document: dict[str, Any]) -> None:
@@ -146,8 +131,8 @@ def _spec_problem(model: str, root: Path | str) -> tuple[Path, str | PipelineErr
         return spec_path, PipelineError("DEPLOY-E001", f"cannot read the file: {exc.strerror or exc}", where)
 
 
-def _cached_outline(model: str, root: Path | str) -> dict[str, DeploymentOutline] | PipelineError:
-    """The outline of models/<m>/deploy.yaml, or the problem that makes it unusable (from the cache when current)."""
+def _cached_entry(model: str, root: Path | str) -> tuple[Path, dict[str, Any]] | PipelineError:
+    """models/<m>/deploy.yaml and its cache entry (computed and stored when not current), or why it cannot be read."""
     spec_path, key = _spec_problem(model, root)
     if isinstance(key, PipelineError):
         return key
@@ -155,27 +140,47 @@ def _cached_outline(model: str, root: Path | str) -> dict[str, DeploymentOutline
     cache = _read_cache(cache_path)
     entry = cache.get("models", {}).get(model)
     if isinstance(entry, dict) and entry.get("spec") == key:
-        outline = entry.get("outline")
-        if outline is None:
-            problem = entry.get("problem") or {}
-            return PipelineError(str(problem.get("code", "DEPLOY-E001")), str(problem.get("message", "invalid spec")),
-                                 Location(str(problem.get("file", spec_path.as_posix())), int(problem.get("line", 0)),
-                                          int(problem.get("column", 0)), key_path=str(problem.get("key_path", ""))))
-        return {d["name"]: DeploymentOutline(tuple(d["targets"]), tuple(d["item_files"]), bool(d["rewritten"]))
-                for d in outline}
+        return spec_path, entry
     computed = _outline_of_spec(spec_path)
     models = dict(cache.get("models", {}))
     if isinstance(computed, PipelineError):
         where = computed.location
-        models[model] = {"spec": key, "outline": None, "problem": {
+        entry = {"spec": key, "outline": None, "problem": {
             "code": computed.code, "message": computed.message, "file": where.file or spec_path.as_posix(),
             "line": where.line, "column": where.column, "key_path": where.key_path}}
     else:
-        models[model] = {"spec": key, "outline": [  # a list: the spec's order
+        outline, tools = computed
+        entry = {"spec": key, "tools": tools, "outline": [  # a list: the spec's order
             {"name": name, "targets": list(d.targets), "item_files": list(d.item_files), "rewritten": d.rewritten}
-            for name, d in computed.items()]}
-    _write_cache(cache_path, {"loader": _loader_digest(), "models": models})
-    return computed
+            for name, d in outline.items()]}
+    models[model] = entry
+    _write_cache(cache_path, {"loader": _loader_digest(root), "models": models})
+    return spec_path, entry
+
+
+def _cached_outline(model: str, root: Path | str) -> dict[str, DeploymentOutline] | PipelineError:
+    """The outline of models/<m>/deploy.yaml, or the problem that makes it unusable (from the cache when current)."""
+    found = _cached_entry(model, root)
+    if isinstance(found, PipelineError):
+        return found
+    spec_path, entry = found
+    outline = entry.get("outline")
+    if outline is None:
+        problem = entry.get("problem") or {}
+        return PipelineError(str(problem.get("code", "DEPLOY-E001")), str(problem.get("message", "invalid spec")),
+                             Location(str(problem.get("file", spec_path.as_posix())), int(problem.get("line", 0)),
+                                      int(problem.get("column", 0)), key_path=str(problem.get("key_path", ""))))
+    return {d["name"]: DeploymentOutline(tuple(d["targets"]), tuple(d["item_files"]), bool(d["rewritten"]))
+            for d in outline}
+
+
+def platform_tools(model: str, root: Path | str = ".") -> list[str]:
+    """The programs the platforms declared in models/<m>/deploy.yaml name: compilers, emulators, ssh
+    for a board ([] for a spec without its own platforms or one that cannot be read)."""
+    found = _cached_entry(model, root)
+    if isinstance(found, PipelineError):
+        return []
+    return [str(tool) for tool in found[1].get("tools") or ()]
 
 
 def deploy_outline(model: str, root: Path | str = ".") -> dict[str, DeploymentOutline] | None:

@@ -109,7 +109,7 @@ def rewrite_result(subject: str, rewritten: Graph, reference: Callable[[int], Ma
                    read: Sequence[str]) -> CheckResult:
     """Compare the rewritten description with the original, vector by vector."""
     if rewrites == 0:
-        return not_run(REWRITE, subject, "this deployment has no rewrite", read)
+        return CheckResult(REWRITE, subject, Verdict.NOT_APPLICABLE, "this deployment has no rewrite", {}, list(read), [])
     same = 0
     difference = ""
     for index in range(vectors):

@@ -26,7 +26,7 @@ import numpy as np
 
 from pipeline.files.atomic import write_json, write_text
 from pipeline.project.deploy import DeploySpec, load_deploy
-from pipeline.ledger.checks import CheckResult, results_document
+from pipeline.ledger.checks import CheckResult, not_applicable, results_document
 from pipeline.ledger.records import record_step
 from pipeline.project.layout import checks_path, export_data, model_dir, project_relative, step_dir
 from pipeline.files.names import check_name, confined
@@ -271,7 +271,7 @@ def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int 
     outcomes = split_to_directory(exported, spec, out, vectors=count, root=base)
     results = [r for outcome in outcomes for r in outcome.results]
     if not any(r.check_id == checks.REWRITE for r in results):  # the check applies to rewrites only
-        results.append(checks.not_run(checks.REWRITE, model, "no deployment of this model has a layer-parallel rewrite"))
+        results.append(not_applicable(checks.REWRITE, model, "no deployment of this model has a layer-parallel rewrite"))
     write_json(checks_path(model, STEP, base), results_document(results))
     command = ["python", "-m", "pipeline", "split", project_relative(model_dir(model, base), base)]
     record_step(model, STEP, inputs=inputs, command=command + ([] if vectors is None else ["--execute", str(count)]),

@@ -18,6 +18,11 @@ Added, with the reason:
     -mavx2 -mno-fma   (only for code generated with 8 lanes for the `host` platform, on an x86-64
                       host with AVX2) 256-bit registers for the same IEEE single-precision
                       operations; -mno-fma makes fused multiply-add instructions unavailable outright
+    -mavx512f -mno-fma  (only for code generated with 16 lanes for the `host` platform, on an
+                      x86-64 host with AVX-512F) 512-bit registers, the same operations; AVX-512F
+                      has fused multiply-adds of its own (EVEX vfmadd*), which nothing emits:
+                      contraction is off (-ffp-contract=off), the code calls no fma, and the
+                      static check rejects any vfmadd* in the objects (pipeline/codegen/static.py)
 A platform (pipeline/toolchain/platforms.py) names the compiler and adds its own flags before
 these (its sysroot, -mcpu=...; refused when forbidden or overriding one of these, so the
 qualified flags, which come after, stay in force) and its link flags (-static) at the link.
@@ -29,7 +34,6 @@ libm symbol left in the code fails the link.
 from __future__ import annotations
 
 import os
-import platform
 import shlex
 import shutil
 from dataclasses import dataclass, field
@@ -41,12 +45,19 @@ from pipeline.files.atomic import write_bytes
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.toolchain import process
 from pipeline.toolchain.flags import FORBIDDEN_FLAGS, FORBIDDEN_MACROS
-from pipeline.toolchain.platforms import Platform, host_platform
+from pipeline.toolchain.platforms import Platform, host_isa, host_platform
+
+# The programs it runs, the compilers of the host, aarch64_qemu and a spec's own platforms, and the host's
+# vector ISA its flags and the host platform's lanes come from (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("${CC:-gcc}", "aarch64-linux-gnu-gcc", "@platforms", "@host")
 
 QUALIFIED_FLAGS: tuple[str, ...] = ("-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off",
                                      "-fno-delete-null-pointer-checks")
 EXTRA_FLAGS: tuple[str, ...] = ("-fno-math-errno", "-pthread")
-ISA_FLAGS: dict[str, tuple[str, ...]] = {"avx2": ("-mavx2", "-mno-fma"), "baseline": ()}
+ISA_FLAGS: dict[str, tuple[str, ...]] = {"avx512": ("-mavx512f", "-mno-fma"), "avx2": ("-mavx2", "-mno-fma"),
+                                          "baseline": ()}
+# The vector ISA whose registers hold `lanes` float32 lanes (host_isa() names the widest the host has).
+ISA_LANES: dict[str, int] = {"avx512": 16, "avx2": 8}
 SANITIZE_FLAGS: tuple[str, ...] = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
 
 
@@ -90,30 +101,23 @@ def compiler_version(cc: str | None = None, platform: Platform | None = None) ->
     return (process.text([name, "--version"]).splitlines() or ["unknown"])[0].strip()
 
 
-def host_isa() -> str:
-    """'avx2' on an x86-64 host whose CPU reports AVX2, else 'baseline'."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
-        return "baseline"
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return "baseline"
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return "avx2" if "avx2" in line.split(":", 1)[-1].split() else "baseline"
+def isa_for(lanes: int) -> str:
+    """The instruction-set flags for code generated with `lanes` lanes on this host: the ISA whose
+    registers hold that many lanes when the host has it (an AVX-512 host has AVX2 too), else none."""
+    have = host_isa()
+    for isa, width in ISA_LANES.items():
+        if width == lanes and ISA_LANES.get(have, 0) >= width:
+            return isa
     return "baseline"
 
 
-def isa_for(lanes: int) -> str:
-    """The instruction-set flags for code generated with `lanes` lanes on this host."""
-    return "avx2" if lanes == 8 and host_isa() == "avx2" else "baseline"
-
-
 def build_flags(lanes: int, *, trace: bool = False, sanitize: bool = False,
-                defines: Sequence[str] = (), platform: Platform | None = None) -> tuple[list[str], list[str]]:
-    """(compiler flags, -D defines) of a build for `platform` (default host); never one of FORBIDDEN_FLAGS."""
+                defines: Sequence[str] = (), platform: Platform | None = None,
+                isa: str | None = None) -> tuple[list[str], list[str]]:
+    """(compiler flags, -D defines) of a build for `platform` (default host); never one of FORBIDDEN_FLAGS.
+    `isa`: another key of ISA_FLAGS than isa_for(lanes) for a host build (a narrower one for valgrind)."""
     target = platform or host_platform()
-    isa = ISA_FLAGS[isa_for(lanes)] if target.is_host else ()
+    isa = ISA_FLAGS[isa or isa_for(lanes)] if target.is_host else ()
     flags = list(target.compile_flags()) + list(QUALIFIED_FLAGS) + list(EXTRA_FLAGS) + list(isa)
     if sanitize:
         flags += list(SANITIZE_FLAGS)
@@ -157,16 +161,17 @@ def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], b
                      lanes: int, *, trace: bool = False, sanitize: bool = False, defines: Sequence[str] = (),
                      include_dirs: Sequence[str] = (".",), cc: str | None = None,
                      timeout: float = 600.0, objects: Sequence[str | os.PathLike[str]] = (),
-                     libraries: Sequence[str] = (), platform: Platform | None = None) -> BuildResult:
+                     libraries: Sequence[str] = (), platform: Platform | None = None,
+                     isa: str | None = None) -> BuildResult:
     """Compile `sources` (relative to `code_dir`) into `binary`; RUN-E003 with the diagnostics on
     any error or warning (warnings are errors under -Werror, so an empty stderr is the proof
     that none was issued). Written atomically: a failed build leaves no binary. `objects` built
     by another compiler (a mixed deployment's CUDA items) are linked in, with `libraries`
     (-l options) after them. `platform` (default host) gives the compiler, its flags and its link
-    flags (after the libraries)."""
+    flags (after the libraries); `isa` as build_flags."""
     target = platform or host_platform()
     name = compiler_path(cc, target)
-    flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines, platform=target)
+    flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines, platform=target, isa=isa)
     checked_flags(name, flags, timeout)
     folder = Path(code_dir)
     binary_path = Path(binary).resolve()

@@ -25,6 +25,9 @@ from typing import Sequence
 from pipeline.diagnostics import PipelineError
 from pipeline.toolchain import process
 
+# The programs it runs, nvcc, the host emulation's g++, the GPU query (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("nvcc", "g++", "nvidia-smi")
+
 DEVICE_FLAGS: tuple[str, ...] = ("--fmad=false", "-ftz=false", "-prec-div=true", "-prec-sqrt=true",
                                  "-Werror", "all-warnings", "-lineinfo", "-O3", "-std=c++17")
 BUILD_TIMEOUT_S = 1800.0     # one nvcc or g++ run (the largest shipped model's CUDA: under a minute)

@@ -6,7 +6,8 @@ link flags, the lane count the code is generated for, a runner (the build host i
 emulator such as qemu-aarch64, or a board reached over SSH) and whether the execution times
 measured there are judged (a timing platform). Two are built in:
 
-    host          the build host: $CC or gcc, 8 lanes on x86-64 (4 elsewhere), run here
+    host          the build host: $CC or gcc, the lanes of its widest vector ISA (16 with AVX-512F,
+                  8 on other x86-64, 4 elsewhere), run here
     aarch64_qemu  Debian's gcc-aarch64-linux-gnu, -mcpu=cortex-a78ae (Jetson Orin's cores),
                   -static, 4 lanes (NEON), run under qemu-aarch64 (Debian qemu-user): emulation
 
@@ -29,6 +30,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
+
+# The programs it runs, none for a verdict (the runner's version, recorded) (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ()
 
 HOST = "host"
 AARCH64_QEMU = "aarch64_qemu"
@@ -128,11 +132,34 @@ def host_architecture() -> str:
     return normalize_architecture(_platform.machine() or "unknown")
 
 
+@lru_cache(maxsize=1)
+def host_isa() -> str:
+    """The widest vector ISA the build host's CPU reports: 'avx512' (AVX-512F), 'avx2' or 'baseline'
+    (not x86-64, or neither); read once per process from /proc/cpuinfo."""
+    if host_architecture() != "x86_64":
+        return "baseline"
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "baseline"
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[-1].split())
+            return "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else "baseline"
+    return "baseline"
+
+
+# float32 lanes of the host's vector registers: what the host platform's code is generated for.
+HOST_LANES = {"avx512": 16, "avx2": 8}
+
+
 def host_platform() -> Platform:
-    """The built-in `host` platform: this machine, $CC or gcc, 8 lanes on x86-64 (AVX2 where the CPU
-    has it, cc.isa_for), 4 lanes elsewhere (NEON on AArch64), run here."""
+    """The built-in `host` platform: this machine, $CC or gcc, the lanes of its widest vector ISA
+    (16 with AVX-512F, 8 with AVX2: cc.isa_for adds its flags; 8 on another x86-64, 4 elsewhere:
+    NEON on AArch64), run here."""
     arch = host_architecture()
-    return Platform(HOST, arch, None, "gcc", lanes=8 if arch == "x86_64" else 4, builtin=True)
+    lanes = HOST_LANES.get(host_isa(), 8 if arch == "x86_64" else 4)
+    return Platform(HOST, arch, None, "gcc", lanes=lanes, builtin=True)
 
 
 # qemu-aarch64 costs 36x to 970x per inference on the shipped models (resnet8: 0.23 s against 0.37 ms

@@ -30,6 +30,9 @@ from pipeline.diagnostics import Location, PipelineError
 from pipeline.toolchain import process
 from pipeline.toolchain.platforms import EMULATOR, SSH, Platform
 
+# The programs it runs, the emulators of aarch64_qemu and a spec's platforms (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("qemu-aarch64", "@platforms")
+
 
 @dataclass
 class Completed:

@@ -39,6 +39,9 @@ from pipeline.toolchain import process
 from pipeline.toolchain.runners import Completed
 from pipeline.toolchain.platforms import SshTarget
 
+# The programs it runs, the OpenSSH client (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("ssh",)
+
 MAX_DOWNLOAD = 1 << 30        # bytes one run may send back (outputs and traces of 100 vectors: a few MB)
 KEEPALIVE_S = 10
 UNREACHABLE = ("could not resolve hostname", "no route to host", "network is unreachable", "connection timed out",

@@ -31,8 +31,8 @@ ITEM = "CPU0"
 
 
 def lanes_available() -> list[int]:
-    """Vector widths to test here: 4 always, 8 when the host runs AVX2."""
-    return [4, 8] if host_isa() == "avx2" else [4]
+    """Vector widths to test here: 4 always, 8 when the host runs AVX2, 16 when it runs AVX-512F."""
+    return {"avx512": [4, 8, 16], "avx2": [4, 8]}.get(host_isa(), [4])
 
 
 def single_item(folder: Path, body: str, variables: Mapping[str, np.ndarray] | None = None,

@@ -103,9 +103,13 @@ def test_flags():
     assert all(f in flags for f in QUALIFIED_FLAGS) and "-fno-math-errno" in flags
     assert not set(flags) & set(FORBIDDEN_FLAGS) and defines == ["NNEF_TRACE"]
     flags8, _ = build_flags(8)
-    assert ("-mavx2" in flags8) == (H.host_isa() == "avx2") and ("-mfma" not in flags8)
+    assert ("-mavx2" in flags8) == (H.host_isa() in ("avx2", "avx512")) and ("-mfma" not in flags8)
     if "-mavx2" in flags8:
-        assert "-mno-fma" in flags8
+        assert "-mno-fma" in flags8 and "-mavx512f" not in flags8
+    flags16, _ = build_flags(16)
+    assert ("-mavx512f" in flags16) == (H.host_isa() == "avx512") and ("-mfma" not in flags16)
+    if "-mavx512f" in flags16:
+        assert flags16[-1] == "-mno-fma"
 
 
 def test_selection_primitives_have_no_conditional_jumps(tmp_path):

@@ -163,43 +163,45 @@ def test_tiles_with_remainders_bit_identical(case, lanes, tmp_path):
     folder, inputs, expected = case
     code, item = _generate(case, tmp_path, lanes)
     text = item.read_text()
-    # the paths this test means to exercise are the ones generated
-    assert "output rows times" in text and "nnef_vload_even(" in text and "output channels in blocks of" in text
-    assert re.search(r"1 output channels times [2-9] output rows", text), "no multi-row depthwise tile"
-    skewed = text.count("1 rows below each channel plane against cache-set aliasing")
-    assert skewed == 4, "c9, c10, c12, c14 not skewed"
-    # stride-2 columns from the phase-split copy: odd (c4) and even (c11) left padding, none (c12); c14, a
-    # 1x1 kernel over 8 output channels, across columns only without the 3x3 kernels' penalty
-    for name in ("c4", "c11", "c12", "c14"):
-        start = text.index(f"static void nnef_op_{name}(")
-        assert "phase split" in text[start:text.index("\n}\n", start)], name
-        assert "each element written once" in text[start:text.index("\n}\n", start)], name
-    assert "nnef_vload(xr0 + x0 + 0 + xj)" in text
-    start = text.index("static void nnef_op_c13(")
-    assert re.search(r"input channels in [2-9] passes of", text[start:text.index("\n}\n", start)]), "c13 in one pass"
-    # wide tiles (12 accumulators) over 64 x 3 x 3 terms: c15's 11 channels as 6 + 5, rows of 2 vectors and
-    # a remainder vector
-    start = text.index("static void nnef_op_c15(")
-    assert "6 output channels times 1 output rows times 2 vectors" in text[start:text.index("\n}\n", start)]
-    # whole output planes in one tile (c16-c18, c20), the taps written out with the positions they reach, weights
-    # of 512 KiB or more prefetched ahead (c20); not with a border that reads real values in the padding (c19)
-    for name, total in (("c16", 6), ("c17", 4), ("c18", 6), ("c19", None), ("c20", 4), ("c21", 2 * 3)):
-        start = text.index(f"static void nnef_op_{name}(")
+    # the paths this test means to exercise are the ones generated (the shapes were chosen for 4 and 8
+    # lanes; at 16, AVX-512's, other tiles fit them and only the bits are compared)
+    if lanes <= 8:
+        assert "output rows times" in text and "nnef_vload_even(" in text and "output channels in blocks of" in text
+        assert re.search(r"1 output channels times [2-9] output rows", text), "no multi-row depthwise tile"
+        skewed = text.count("1 rows below each channel plane against cache-set aliasing")
+        assert skewed == 4, "c9, c10, c12, c14 not skewed"
+        # stride-2 columns from the phase-split copy: odd (c4) and even (c11) left padding, none (c12); c14, a
+        # 1x1 kernel over 8 output channels, across columns only without the 3x3 kernels' penalty
+        for name in ("c4", "c11", "c12", "c14"):
+            start = text.index(f"static void nnef_op_{name}(")
+            assert "phase split" in text[start:text.index("\n}\n", start)], name
+            assert "each element written once" in text[start:text.index("\n}\n", start)], name
+        assert "nnef_vload(xr0 + x0 + 0 + xj)" in text
+        start = text.index("static void nnef_op_c13(")
+        assert re.search(r"input channels in [2-9] passes of", text[start:text.index("\n}\n", start)]), "c13 in one pass"
+        # wide tiles (12 accumulators) over 64 x 3 x 3 terms: c15's 11 channels as 6 + 5, rows of 2 vectors and
+        # a remainder vector
+        start = text.index("static void nnef_op_c15(")
+        assert "6 output channels times 1 output rows times 2 vectors" in text[start:text.index("\n}\n", start)]
+        # whole output planes in one tile (c16-c18, c20), the taps written out with the positions they reach, weights
+        # of 512 KiB or more prefetched ahead (c20); not with a border that reads real values in the padding (c19)
+        for name, total in (("c16", 6), ("c17", 4), ("c18", 6), ("c19", None), ("c20", 4), ("c21", 2 * 3)):
+            start = text.index(f"static void nnef_op_{name}(")
+            body = text[start:text.index("\n}\n", start)]
+            assert (f"times all {total} output positions" in body) == (total is not None), name
+            assert ("NNEF_PREFETCH(wc + " in body) == (name == "c20"), name
+        start = text.index("static void nnef_op_c17(")
         body = text[start:text.index("\n}\n", start)]
-        assert (f"times all {total} output positions" in body) == (total is not None), name
-        assert ("NNEF_PREFETCH(wc + " in body) == (name == "c20"), name
-    start = text.index("static void nnef_op_c17(")
-    body = text[start:text.index("\n}\n", start)]
-    # the 25 of 36 (tap, position) pairs inside the input, per channel block; no padded copy
-    assert body.count("nnef_vset1(xc[") == 25 * body.count("const float *const wb =") > 0
-    assert "scratch" not in body.split("{", 1)[0], "c17 reads its input without a padded copy"
-    # 4x4 planes in bands of 3 output rows and 1 row, 1 channel vector (with 4 lanes a row is a whole vector:
-    # across output columns)
-    for name in ("c22", "c23") if lanes == 8 else ():
-        start = text.index(f"static void nnef_op_{name}(")
-        body = text[start:text.index("\n}\n", start)]
-        assert f"blocks of {lanes} (1 vectors) times 3 output rows of 4 positions" in body, name
-        assert body.count("float t[12][") == body.count("float t[4][") > 0, name
+        # the 25 of 36 (tap, position) pairs inside the input, per channel block; no padded copy
+        assert body.count("nnef_vset1(xc[") == 25 * body.count("const float *const wb =") > 0
+        assert "scratch" not in body.split("{", 1)[0], "c17 reads its input without a padded copy"
+        # 4x4 planes in bands of 3 output rows and 1 row, 1 channel vector (with 4 lanes a row is a whole vector:
+        # across output columns)
+        for name in ("c22", "c23") if lanes == 8 else ():
+            start = text.index(f"static void nnef_op_{name}(")
+            body = text[start:text.index("\n}\n", start)]
+            assert f"blocks of {lanes} (1 vectors) times 3 output rows of 4 positions" in body, name
+            assert body.count("float t[12][") == body.count("float t[4][") > 0, name
     actual = H.run(H.build(code, lanes), inputs, tmp_path, OUTPUTS)
     H.assert_bit_identical(actual, expected, f"conv tiles (lanes {lanes})")
 

@@ -204,11 +204,11 @@ def test_a_broken_loadable_or_an_incomplete_trace_fails_codegen_accelerators(gen
     assert result.verdict is Verdict.FAIL and "NVDLA-V0" in result.reason
 
 
-def test_a_model_without_an_nvdla_deployment_reports_codegen_accelerators_not_run():
+def test_a_model_without_an_nvdla_deployment_reports_codegen_accelerators_not_applicable():
     from pipeline.codegen.checks import no_accelerators
 
     result = no_accelerators("resnet8")
-    assert result.verdict is Verdict.NOT_RUN and "no deployment of this model has an nvdla item" in result.reason
+    assert result.verdict is Verdict.NOT_APPLICABLE and "no deployment of this model has an nvdla item" in result.reason
 
 
 def test_compare_says_why_a_model_without_an_nvdla_deployment_has_no_nvdla_comparison(project_copy):
@@ -221,7 +221,7 @@ def test_compare_says_why_a_model_without_an_nvdla_deployment_has_no_nvdla_compa
     text = deploy.read_text(encoding="utf-8")
     deploy.write_text(re.sub(r"\n  dla: .*?(?=\nmet:)", "", text, flags=re.S), encoding="utf-8")
     found = [r for r in run_compare_step("mbconv", root) if r.check_id == "compare.nvdla_reference"]
-    assert len(found) == 1 and found[0].verdict is Verdict.NOT_RUN
+    assert len(found) == 1 and found[0].verdict is Verdict.NOT_APPLICABLE      # nothing to judge: n/a, not `not run`
     # mbconv's whole network fits one DLA item since sigmoid runs on the SDP's lookup table: nothing refused
     assert found[0].reason == "no deployment of this model has an nvdla item"
 

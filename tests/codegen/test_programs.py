@@ -45,9 +45,10 @@ def test_every_primitive_has_c():
     assert {op for op in T.OPS if op != "select"} <= set(V_OPS)
 
 
-@pytest.fixture(scope="module", params=[4, 8])
+@pytest.fixture(scope="module", params=[4, 8, 16])
 def vector_driver(request, tmp_path_factory):
-    """The driver at 4 and 8 lanes (8: AVX2 vectors where the host has them, else the portable lanes)."""
+    """The driver at 4, 8 and 16 lanes (8: AVX2 vectors, 16: AVX-512F vectors where the host has them,
+    else the portable lanes)."""
     if not shutil.which("gcc"):
         pytest.skip("gcc is not installed")
     return build_driver(tmp_path_factory.mktemp(f"math{request.param}"), request.param)
@@ -75,14 +76,17 @@ def test_vector_forms_are_vector_code_where_the_compiler_has_vectors():
     assert "NNEF_VMAP1(nnef_vsigmoid, nnef_sigmoid)" in portable
 
 
-@pytest.mark.skipif(host_isa() != "avx2", reason="the vector form is checked in AVX2 code on an AVX2 host")
-def test_planted_lane_error_is_caught(tmp_path):
+@pytest.mark.skipif(host_isa() not in ("avx2", "avx512"), reason="the vector form is checked in AVX2 or AVX-512 code")
+@pytest.mark.parametrize("lanes", [8, 16])
+def test_planted_lane_error_is_caught(tmp_path, lanes):
     """The comparison sees one wrong step in the vector form (a polynomial coefficient off by one ulp)."""
+    if lanes == 16 and host_isa() != "avx512":
+        pytest.skip("16 lanes are vectors only with AVX-512F")
     header = math_header()
     start = header.index("NNEF_INLINE nnef_vf nnef_vexp(")
     planted = header[:start] + header[start:].replace("nnef_vset1(0x1.fffffcp-2f)", "nnef_vset1(0x1.fffff8p-2f)", 1)
     assert planted != header
-    binary = build_driver(tmp_path, 8, math=planted)
+    binary = build_driver(tmp_path, lanes, math=planted)
     x = sample_inputs(2_000)
     assert compare(binary, "exp", x, vector=True) is not None
     assert compare(binary, "exp", x) is None      # the scalar form is untouched

@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 
 from pipeline.nnef.tensorfile import read_tensor
+from pipeline.project.layout import model_names
+from tests.projects import ROOT
 from tests.codegen import cghelpers as H
 from tests.codegen_cuda import cudahelpers as C
 
-MODELS = ("branch3", "inception", "lenet5", "mbconv", "resnet8")
+MODELS = tuple(model_names(ROOT))   # every shipped model (models/)
 VECTORS = 100
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is not installed (Debian package g++)")

@@ -17,6 +17,8 @@ import pytest
 from pipeline.codegen.cuda_gate import cuobjdump_path, gate
 from pipeline.diagnostics import PipelineError
 from pipeline.nnef.tensorfile import write_tensor
+from pipeline.project.layout import model_names
+from tests.projects import ROOT
 from pipeline.toolchain.nvcc import ARCHITECTURES, check_architectures, device_build
 from tests.codegen_cuda import cudahelpers as C
 
@@ -30,7 +32,7 @@ HEADER = """/* planted.cu -- a hand-written kernel for the gate's tests, from
 """
 
 
-@pytest.mark.parametrize("model", ("branch3", "inception", "lenet5", "mbconv", "resnet8"))
+@pytest.mark.parametrize("model", model_names(ROOT))
 def test_shipped_models_build_without_warning_and_pass_the_gate(model, exported_project, tmp_path):
     export = exported_project / "artifacts" / model / "export"
     split = C.whole_model(export, tmp_path / "split")

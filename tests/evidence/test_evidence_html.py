@@ -89,7 +89,9 @@ def report(tmp_path: Path) -> Iterator[tuple[Path, TraceMatrix]]:
 
 
 def pages(index: Path, matrix: TraceMatrix) -> list[Path]:
-    return [index] + [index.parent / model / "report.html" for model in matrix.models]
+    """The index, every model's page and every code page (reports/<model>/code/...)."""
+    found = [index] + [index.parent / model / "report.html" for model in matrix.models]
+    return found + sorted(p for model in matrix.models for p in (index.parent / model / "code").rglob("*.html"))
 
 
 class Links(HTMLParser):
@@ -355,3 +357,50 @@ def test_model_page_rendered_in_headless_chromium(report: tuple[Path, TraceMatri
     assert pdf.startswith(b"%PDF") and len(pdf) > 10_000
     (out / "model-page.pdf").write_bytes(pdf)
     print(f"screenshots and printed pages: {out}")
+
+
+CODE_PAGE = "code/artifacts/alpha/codegen/c/ITEM1.c.html"
+NNEF_PAGE = "code/artifacts/alpha/export/graph.nnef.html"
+
+
+def test_code_lands_on_the_line_in_two_clicks(report: tuple[Path, TraceMatrix], tmp_path: Path) -> None:
+    """Index -> a requirement's badge on a model (1) -> its code line link on the model's page (2) opens the
+    generated file's page at the range; every line and range has its anchor; the page is two-way (the
+    range's NNEF instruction links to the NNEF page's line); the same pages are in the package."""
+    index, matrix = report
+    index_links = parse(index).hrefs
+    assert "alpha/report.html#req-HLR-COD-002" in index_links                       # click 1
+    model_page = index.parent / "alpha/report.html"
+    model_links = parse(model_page)
+    row = re.search(r'<tr><td data-sort="HLR-COD-002">.*?</tr>', model_page.read_text(encoding="utf-8"), re.S)
+    assert row and f'href="{CODE_PAGE}#L-1-2"' in row.group(0)                      # click 2
+    code = index.parent / "alpha" / CODE_PAGE
+    ids = parse(code).ids
+    assert {f"L-{n}" for n in range(1, 17)} <= ids and "L-1-2" in ids and "L-15-16" in ids
+    code_html = code.read_text(encoding="utf-8")
+    assert 'class="highlight"' in code_html and '<span class="kt">void</span>' in code_html   # Pygments' C lexer
+    assert f'href="{"../" * 5}{NNEF_PAGE}#L-4"' in code_html                       # back to the instruction
+    nnef = parse(index.parent / "alpha" / NNEF_PAGE)
+    assert "L-4" in nnef.ids and any(h.endswith("ITEM1.c.html#L-1-2") for h in nnef.hrefs)
+    # code-trace cells link to the range; requirement IDs of the verdicts are links
+    assert f"{CODE_PAGE}#L-15-16" in model_links.hrefs
+    verdicts = re.search(r'<table class="sortable" id="verdicts-table">.*?</table>',
+                         model_page.read_text(encoding="utf-8"), re.S).group(0)
+    assert '<a href="#req-HLR-COD-002">HLR-COD-002</a>' in verdicts
+    unpacked = tmp_path / "unpacked"
+    with zipfile.ZipFile(index.parent / "alpha/evidence.zip") as archive:
+        archive.extractall(unpacked)
+    assert (unpacked / "evidence/alpha" / CODE_PAGE).is_file()
+    assert [h for h in check_links(unpacked, unpacked / "evidence/alpha" / CODE_PAGE) if "#L-" in h] == []
+
+
+def test_a_code_range_is_marked_in_headless_chromium(report: tuple[Path, TraceMatrix], browser: object) -> None:
+    index, _ = report
+    page = index.parent / "alpha" / CODE_PAGE
+    browser.get(page.as_uri() + "#L-15-16")  # type: ignore[attr-defined]
+    marked = browser.execute_script(  # type: ignore[attr-defined]
+        "return Array.from(document.querySelectorAll('.hl-range')).map(e => e.id);")
+    assert marked == ["line-15", "line-16"]
+    visible = browser.execute_script(  # type: ignore[attr-defined]
+        "var r = document.getElementById('line-15').getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight;")
+    assert visible

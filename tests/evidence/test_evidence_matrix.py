@@ -64,8 +64,13 @@ def test_failing_check_is_never_coverage(tmp_path: Path, registry: None) -> None
     matrix = build_matrix(tmp_path)
     status = matrix.statuses["HLR-EXP-001"]
     assert status.status == "failed" and status.per_model == {"alpha": "fail", "beta": "pass"}
-    failed = finding(matrix, "EVID-E013", "HLR-EXP-001 failed")
-    assert "alpha/export.numeric" in failed.message and "output[0][3]" in failed.message
+    failed = finding(matrix, "EVID-E013", "HLR-EXP-001 on alpha: export.numeric fail")
+    assert "output[0][3]" in failed.message and len(failed.message) <= 200
+    # it points at the input that caused it, the tolerance of the model's deploy.yaml, and says what to do
+    assert (failed.span.file, failed.span.line) == ("models/alpha/deploy.yaml", 5)
+    assert "validation.tolerance" in failed.fix
+    # one finding per requirement, model and check: nothing for beta, whose check passed
+    assert not [f for f in matrix.findings if f.code == "EVID-E013" and "beta" in f.message]
 
 
 def test_not_run_and_missing_results_are_not_coverage(tmp_path: Path, registry: None) -> None:
@@ -88,7 +93,8 @@ def test_emulated_is_not_coverage_and_partial_is_a_warning(tmp_path: Path, regis
     assert matrix.statuses["HLR-COD-002"].per_model == {"alpha": "emulated", "beta": "pass"}
     assert matrix.statuses["HLR-COD-002"].status == "partially verified"
     partial = finding(matrix, "EVID-E021", "HLR-COD-002")
-    assert not partial.is_error and "alpha/codegen.trace: emulated: NVDLA emulator" in partial.message
+    assert not partial.is_error and partial.message == "HLR-COD-002 on alpha: codegen.trace emulated: NVDLA emulator"
+    assert partial.fix and partial.span.file == "models/alpha/deploy.yaml"
     assert matrix.statuses["HLR-EXP-001"].status == "partially verified"
 
 
@@ -190,3 +196,84 @@ def test_trace_json_document_is_deterministic(project: FakeProject) -> None:
     first = json.dumps(build_matrix(project.root).to_json(), sort_keys=True)
     second = json.dumps(build_matrix(project.root).to_json(), sort_keys=True)
     assert first == second
+
+
+def test_not_applicable_is_kept_out_of_coverage_and_counted_apart(tmp_path: Path, registry: None) -> None:
+    """A check with nothing to judge on a model says n/a: that model is left out of its requirements' statuses;
+    a requirement n/a on every model is `not applicable` (a note), never a gap; summary, CSV and JUnit agree."""
+    from pipeline.evidence.junit import junit_xml
+    from pipeline.evidence.render_text import render_csv
+    from pipeline.evidence.summary import summary_text
+
+    fake = FakeProject(tmp_path)
+    fake.add_model("alpha")
+    fake.add_model("beta", verdicts={"codegen.trace": ("n/a", "no deployment of this model has a cuda item")})
+    matrix = build_matrix(tmp_path)
+    status = matrix.statuses["HLR-COD-002"]
+    assert status.per_model == {"alpha": "pass", "beta": "n/a"} and status.status == "verified"
+    assert not [f for f in matrix.findings if "HLR-COD-002" in f.message]
+    assert matrix.outcome("beta", "codegen.trace").verdict is Verdict.NOT_APPLICABLE
+
+    fake.add_model("alpha", verdicts={"codegen.trace": ("n/a", "no deployment of this model has a cuda item")})
+    matrix = build_matrix(tmp_path)
+    assert matrix.statuses["HLR-COD-002"].status == "not applicable"
+    assert matrix.coverage()["by_status"]["not applicable"] == 1
+    note = finding(matrix, "EVID-E027", "HLR-COD-002 applies to no model")
+    assert note.severity.value == "note" and note.fix
+    assert not [f for f in matrix.errors if "HLR-COD-002" in f.message]
+    document = matrix.to_json()
+    text = summary_text(document)
+    assert "1 apply to no model (n/a, counted apart)" in text
+    assert not [line for line in text.splitlines() if line.strip().startswith("HLR-COD-002 ")]
+    row = next(line for line in text.splitlines() if line.startswith("alpha "))
+    assert "n/a 1" in row
+    csv_rows = [r for r in render_csv(matrix).splitlines() if r.startswith("HLR-COD-002,") and ",codegen.trace," in r]
+    assert csv_rows and all(",not applicable," in r and ",n/a," in r for r in csv_rows)
+    junit = junit_xml(matrix)
+    assert "n/a (does not apply): no deployment of this model has a cuda item" in junit
+    assert "not applicable: HLR-COD-002 applies to no model" in junit
+
+
+def test_a_model_to_which_checks_do_not_apply_changes_no_other_status(tmp_path: Path, registry: None) -> None:
+    """Adding a model whose checks of other kinds of deployment say n/a (a CPU-only model) leaves every
+    requirement's status as it was; before n/a, its `not run` made them `not verified`."""
+    fake = FakeProject(tmp_path)
+    fake.add_model("alpha", verdicts={"codegen.trace": ("emulated", "host emulation of a cuda item")})
+    fake.add_model("beta", verdicts={"codegen.trace": ("emulated", "host emulation of a cuda item")})
+    before = {r: s.status for r, s in build_matrix(tmp_path).statuses.items()}
+    assert before["HLR-COD-002"] == "not verified"
+    fake.add_model("cpuonly", verdicts={"codegen.trace": ("n/a", "no deployment of this model has a cuda item")})
+    after = build_matrix(tmp_path)
+    assert {r: s.status for r, s in after.statuses.items()} == before
+    assert after.statuses["HLR-COD-002"].per_model["cpuonly"] == "n/a"
+
+
+def test_a_platform_whose_tools_are_missing_leaves_the_host_verdicts_standing(tmp_path: Path, registry: None) -> None:
+    """codegen.static-like: pass on the host deployment, not run on the aarch64 one (no cross compiler): the
+    requirement is partially verified on that model (a warning), never not verified; the finding points at the
+    deployment's `platform:` line and names the Debian package."""
+    from pipeline.files.atomic import write_text
+    from pipeline.ledger.checks import CheckResult, results_document
+    from pipeline.project.layout import checks_path
+    from tests.evidence.evidence_fakeproject import FAKE_SPEC
+
+    fake = FakeProject(tmp_path)
+    fake.add_model("alpha")
+    spec = FAKE_SPEC.format(model="alpha").replace(
+        "deployments:\n", "deployments:\n  aarch64:\n    platform: aarch64_qemu\n"
+                          "    items: [{name: ITEM1, target: cpu}]\n    default_item: ITEM1\n    sync: event\n")
+    write_text(tmp_path / "models/alpha/deploy.yaml", spec)
+    why = ("platform aarch64_qemu needs aarch64-linux-gnu-gcc (Debian package gcc-aarch64-linux-gnu), not installed "
+           "here; install with: apt-get install gcc-aarch64-linux-gnu")
+    results = [CheckResult("codegen.trace", "alpha/single", Verdict.PASS),
+               CheckResult("codegen.trace", "alpha/aarch64", Verdict.NOT_RUN, why)]
+    path = checks_path("alpha", "codegen", tmp_path)
+    path.write_text(json.dumps(results_document(results)), encoding="utf-8")
+    matrix = build_matrix(tmp_path)
+    assert matrix.outcome("alpha", "codegen.trace").verdict is Verdict.NOT_RUN       # the check's own verdict
+    assert matrix.statuses["HLR-COD-002"].per_model == {"alpha": "partial"}
+    assert matrix.statuses["HLR-COD-002"].status == "partially verified"
+    partial = finding(matrix, "EVID-E021", "HLR-COD-002 on alpha: codegen.trace not run (alpha/aarch64)")
+    assert not partial.is_error and len(partial.message) <= 200
+    assert (partial.span.file, partial.span.line) == ("models/alpha/deploy.yaml", 8)   # `platform: aarch64_qemu`
+    assert "gcc-aarch64-linux-gnu" in partial.fix and "tools/setup" in partial.fix

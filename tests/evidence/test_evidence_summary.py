@@ -39,7 +39,8 @@ def test_summary_fits_a_terminal_and_names_what_is_owed(tmp_path: Path, registry
                for line in lines)
     # one line per requirement not verified: its ID, what it owes, on how many models, where to read more
     failed = next(line for line in lines if line.strip().startswith("HLR-EXP-001"))
-    assert re.search(r"HLR-EXP-001 +a fix: it fails +fail 1 of 2 +export.numeric +#req-HLR-EXP-001$", failed), failed
+    assert re.search(r"HLR-EXP-001 +a fix: it fails +fail 1 of 2 +export.numeric +fail: .* +#req-HLR-EXP-001$",
+                     failed), failed
     not_run = next(line for line in lines if line.strip().startswith("HLR-EXE-001"))
     assert "a passing result" in not_run or "a pass on every model" in not_run
     assert "not run 1" in not_run and "#req-HLR-EXE-001" in not_run
@@ -85,3 +86,50 @@ def test_a_row_names_only_the_checks_short_of_pass() -> None:
     # no outcome known for any of its checks: all of them are named
     rows, _ = owed_rows({"requirements": [requirement], "outcomes": []})
     assert rows[0][3] == "a.ok, b.short, c.ok"
+
+
+def test_the_execute_column_counts_deployments_not_model_level_results() -> None:
+    """One deployment is `host 1`: a model-level result (subject the model: an n/a, a check over the model)
+    of a compare check is no deployment (it read `host 2` for one deployment)."""
+    document = {
+        "coverage": {"total": 0, "by_status": {"verified": 0, "partially verified": 0, "failed": 0, "not verified": 0,
+                                               "no check": 0}, "by_level": {}},
+        "models": ["m"],
+        "step_states": {"m": {"execute": "ran", "compare": "ran"}},
+        "outcomes": [
+            {"model": "m", "step": "compare", "check_id": "compare.reference", "verdict": "pass", "results": [
+                {"subject": "m/single", "verdict": "pass", "obtained": {"where": "host", "detail": "x86_64 Linux"}}]},
+            {"model": "m", "step": "compare", "check_id": "compare.nvdla_reference", "verdict": "n/a", "results": [
+                {"subject": "m", "verdict": "n/a", "obtained": None}]},
+            {"model": "m", "step": "compare", "check_id": "met.budget", "verdict": "not run", "results": [
+                {"subject": "m", "verdict": "not run", "obtained": {"where": "host", "detail": "x86_64 Linux"}}]},
+        ],
+    }
+    row = next(line for line in summary_text(document).splitlines() if line.startswith("m "))
+    assert " host 1 " in f"{row} " and "host 2" not in row
+    # the table counts checks (one per check and model), n/a apart: the legend says so
+    assert "n/a 1" in row and "Cells count checks" in LEGEND[0]
+
+
+def test_every_finding_line_is_short_and_says_what_to_do() -> None:
+    from pipeline.evidence.summary import MAX_FINDING, finding_lines
+
+    finding = {"code": "EVID-E021", "severity": "warning", "message": "a reason " * 60, "fix": "install y " * 60,
+               "span": {"file": "models/lenet5/deploy.yaml", "line": 52, "column": 5}}
+    lines = finding_lines(finding)
+    assert lines[0].startswith("  models/lenet5/deploy.yaml:52: EVID-E021: ") and lines[1].startswith("    fix: install")
+    assert all(len(line) <= MAX_FINDING for line in lines)
+
+
+def test_the_summary_names_the_packages_missing_here() -> None:
+    document = {
+        "coverage": {"total": 0, "by_status": {"verified": 0, "partially verified": 0, "failed": 0, "not verified": 0,
+                                               "no check": 0}, "by_level": {}},
+        "models": ["m"],
+        "outcomes": [{"model": "m", "step": "codegen", "check_id": "codegen.static", "verdict": "not run", "results": [
+            {"subject": "m/aarch64", "verdict": "not run", "reason": "platform aarch64_qemu needs aarch64-linux-gnu-gcc "
+             "(Debian package gcc-aarch64-linux-gnu), not installed here; install with: apt-get install "
+             "gcc-aarch64-linux-gnu"}, {"subject": "m/single", "verdict": "pass", "reason": ""}]}],
+    }
+    line = next(l for l in summary_text(document).splitlines() if l.startswith("Not installed here"))
+    assert "gcc-aarch64-linux-gnu" in line and "bash tools/setup verify" in line

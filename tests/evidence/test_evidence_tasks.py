@@ -122,7 +122,8 @@ def test_verify_fails_on_a_failing_check(covered: Path) -> None:
     path.write_text(path.read_text().replace('"verdict": "pass"', '"verdict": "fail"').replace('"reason": ""', '"reason": "line 12 not traced"'))
     result = doit(covered, "verify")
     assert result.returncode != 0
-    assert "EVID-E013: HLR-COD-002 failed: alpha/codegen.trace: fail: line 12 not traced" in result.stdout
+    assert "EVID-E013: HLR-COD-002 on alpha: codegen.trace fail: line 12 not traced" in result.stdout
+    assert "    fix: " in result.stdout    # every finding printed says what to do
     # checks.json changed after record_step: the records check says so too
     assert "codegen/checks.json changed since it was recorded" in result.stdout
 
@@ -145,4 +146,5 @@ def test_step_that_produced_nothing_is_not_run(covered: Path) -> None:
     shutil.rmtree(covered / "artifacts/alpha/codegen")
     result = doit(covered, "verify")
     assert result.returncode != 0
-    assert "alpha/codegen.trace: not run: no results produced (artifacts/alpha/codegen/checks.json missing or unreadable)" in result.stdout
+    assert ("on alpha: codegen.trace not run: no results produced (artifacts/alpha/codegen/checks.json missing or "
+            "unreadable)") in result.stdout

@@ -15,10 +15,10 @@ from tests.codegen import cghelpers as H
 
 from pipeline.diagnostics import PipelineError
 from pipeline.nnef.tensorfile import read_tensor, write_tensor
-from pipeline.toolchain.cc import compile_and_link
+from pipeline.toolchain.cc import compile_and_link, host_isa
 from pipeline.execute.harness import read_outputs, run_harness, write_input_vectors
-from pipeline.execute.instructions import (count_instructions, count_instructions_per_vector, special_vector,
-                                           valgrind_version)
+from pipeline.execute.instructions import (UNDECODED_ISAS, count_instructions, count_instructions_per_vector,
+                                           special_vector, valgrind_version)
 
 BODY = """
     x = external<scalar>(shape = [1, 2, 6, 6]);
@@ -123,6 +123,31 @@ def test_instruction_count_is_data_independent(built, tmp_path):
                                 np.random.default_rng(4).standard_normal((1, 1, 2, 6, 6)).astype(np.float32)]):
         write_tensor(tmp_path / f"i{k}" / "x.dat", vector)
         counts.append(count_instructions(plain, tmp_path / f"i{k}", tmp_path / f"w{k}"))
+    assert len(set(counts)) == 1 and counts[0] > 1000
+
+
+@pytest.mark.skipif(valgrind_version() is None, reason="valgrind is not installed (Debian package valgrind)")
+@pytest.mark.skipif(host_isa() != "avx512", reason="the 16-lane host build uses AVX-512 only on an AVX-512 host")
+def test_an_avx512_program_is_counted_in_its_narrower_build(tmp_path):
+    """valgrind decodes no AVX-512 instruction: the 16-lane host program fails under it (RUN-E031), and
+    the execute step counts the same sources built with UNDECODED_ISAS' ISA, whose counts do not depend
+    on the data."""
+    _, code = H.generated_code(tmp_path, BODY, {"f": np.random.default_rng(1).standard_normal((3, 2, 3, 3))},
+                               lanes=16)
+    manifest = json.loads((code / "build.json").read_text())
+    timed = compile_and_link(code, manifest["sources"], tmp_path / "bin" / "plain", 16)
+    assert "-mavx512f" in timed.flags
+    write_tensor(tmp_path / "i0" / "x.dat", np.zeros((1, 1, 2, 6, 6), np.float32))
+    with pytest.raises(PipelineError) as info:
+        count_instructions(timed.binary, tmp_path / "i0", tmp_path / "w0")
+    assert info.value.code == "RUN-E031"
+    counted = compile_and_link(code, manifest["sources"], tmp_path / "bin" / "count", 16, isa=UNDECODED_ISAS["avx512"])
+    assert "-mavx512f" not in counted.flags and "-mno-fma" in counted.flags
+    counts = []
+    for k, vector in enumerate([np.zeros((1, 1, 2, 6, 6), np.float32), special_vector((1, 1, 2, 6, 6)),
+                                np.random.default_rng(4).standard_normal((1, 1, 2, 6, 6)).astype(np.float32)]):
+        write_tensor(tmp_path / f"i{k}" / "x.dat", vector)
+        counts.append(count_instructions(counted.binary, tmp_path / f"i{k}", tmp_path / f"w{k}"))
     assert len(set(counts)) == 1 and counts[0] > 1000
 
 

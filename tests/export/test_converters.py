@@ -11,6 +11,7 @@ from pipeline.evidence.checklinks import all_checks
 from pipeline.export.onnx_model import MIN_OPSET, max_opset
 from pipeline.export.converters import converters, supported_operators
 from pipeline.export.tasks import task_export
+from pipeline.project.layout import model_names
 
 ROOT = Path(__file__).parents[2]
 
@@ -67,7 +68,7 @@ def test_checks_are_registered_with_requirements() -> None:
 
 def test_task_export_declares_dependencies_and_targets() -> None:
     tasks = {t["name"]: t for t in task_export()}
-    assert set(tasks) == {"branch3", "inception", "lenet5", "mbconv", "resnet8"}
+    assert set(tasks) == set(model_names(ROOT))
     task = tasks["lenet5"]
     assert task["file_dep"][:2] == ["models/lenet5/model.onnx", "models/lenet5/deploy.yaml"]
     assert "pipeline/export/exporter.py" in task["file_dep"] and "pipeline/numerics/vectors.py" in task["file_dep"]

@@ -14,6 +14,7 @@ import pytest
 
 from pipeline.files.atomic import canonical_json
 from pipeline.project.deploy import load_deploy
+from pipeline.project.layout import model_names
 from pipeline.ledger.checks import read_results_document
 from pipeline.export import export_model
 from pipeline.export.readback import compare_with_khronos
@@ -24,7 +25,7 @@ from pipeline.nnef.checker import check_paths
 pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).parents[2]
-MODELS = ["branch3", "inception", "lenet5", "mbconv", "resnet8"]
+MODELS = model_names(ROOT)   # every shipped model (models/)
 
 
 @pytest.fixture(scope="module")

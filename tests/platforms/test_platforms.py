@@ -50,7 +50,7 @@ ORIN = """  orin:
 def test_builtin_platforms():
     host = P.resolve(None)
     assert host.name == "host" and host.is_host and host.runner.kind == P.LOCAL and not host.flags
-    assert host.lanes == (8 if P.host_architecture() == "x86_64" else 4)
+    assert host.lanes == P.HOST_LANES.get(P.host_isa(), 8 if P.host_architecture() == "x86_64" else 4)
     arm = P.resolve("aarch64_qemu")
     assert arm.architecture == "aarch64" and arm.lanes == 4 and arm.compiler == "aarch64-linux-gnu-gcc"
     assert arm.flags == ("-mcpu=cortex-a78ae",) and arm.link_flags == ("-static",)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.project.deploy import DeploySpec, parse_deploy_text
+from pipeline.project.layout import model_names
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph, Ref
 from pipeline.nnef.tensorfile import write_tensor
@@ -23,7 +24,7 @@ from pipeline.nnef.tensorfile import write_tensor
 ROOT = Path(__file__).resolve().parents[2]
 BRANCH3 = ROOT / "examples" / "nnef" / "branch3.nnef"
 BRANCH3_ITEMS = ROOT / "examples" / "nnef" / "branch3_items.nnef"
-MODELS = ("branch3", "inception", "lenet5", "mbconv", "resnet8")
+MODELS = tuple(model_names(ROOT))   # every shipped model (models/), found, never listed
 
 SPEC_HEAD = """schema_version: 1
 model: {model}

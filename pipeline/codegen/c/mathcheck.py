@@ -30,6 +30,9 @@ from pipeline.toolchain.cc import binutil, build_flags
 from pipeline.toolchain.platforms import Platform, host_platform
 from pipeline.toolchain.runners import LOCAL
 
+# The programs it runs, the platforms' compilers, nm (pipeline/ledger/dependencies.py).
+TOOLS: tuple[str, ...] = ("${CC:-gcc}", "aarch64-linux-gnu-gcc", "@platforms", "nm", "aarch64-linux-gnu-nm")
+
 LIBM_SYMBOLS = ("expf", "logf", "powf", "tanhf", "rintf", "floorf", "sqrtf", "ceilf", "exp", "log", "pow")
 
 DRIVER = r"""

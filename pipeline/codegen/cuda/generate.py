@@ -32,13 +32,19 @@ from pipeline.files.atomic import write_bytes, write_json, write_text
 from pipeline.files.names import confined
 from pipeline.codegen.cuda import RUNTIME_DIR, RUNTIME_FILES
 from pipeline.codegen.cuda.emitter import GENERATOR, THREADS, CudaItemEmitter, DeviceCode, item_file
+from pipeline.codegen.cuda.linked import declaration_entries
 from pipeline.codegen.cuda.programs import math_header
 from pipeline.codegen.deployment import DeploymentInput
 from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.shared.contract import weights_blob_file
+from pipeline.codegen.shared.parts import deployment_parts
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.diagnostics import Location
 from pipeline.project.layout import project_relative
+
+
+# The deployment-level files a one-item program compiles besides its item (each a part of the trace).
+SOURCES = RUNTIME_FILES + ("nnef_cuda_math.h", "nnef_cuda_main.cu")
 
 
 def _host(e: CudaItemEmitter, device_code: DeviceCode) -> dict[str, Any]:
@@ -64,16 +70,24 @@ def _host(e: CudaItemEmitter, device_code: DeviceCode) -> dict[str, Any]:
               f"item's stream,\noutputs ({', '.join(outputs)}) out.")
     w.line(f'extern "C" int nnef_cuda_{item.name}_infer(const float *const *inputs, float *const *outputs)')
     w.line("{")
+    input_lines = {}
+    externals = {op.output_refs()[0].name: op for op in e.graph.operations if op.name == "external"}
     for n, name in enumerate(inputs):
         size = math.prod(e._shape(name)) * 4
-        w.line(f"    NNEF_CUDA_CHECK(cudaMemcpyAsync({e.storage[name].c}, inputs[{n}], {size}u, "
-               f"cudaMemcpyHostToDevice, nnef_stream));")
+        line, text = e._line(externals[name])
+        w.line(f"    /* input {n}: {item.nnef_rel}:{line}: {text.replace('*/', '* /')} */")
+        input_lines[name] = w.line(f"    NNEF_CUDA_CHECK(cudaMemcpyAsync({e.storage[name].c}, inputs[{n}], {size}u, "
+                                   f"cudaMemcpyHostToDevice, nnef_stream));")
+    aliases = []      # steps without a kernel (a reshape shares its operand's storage): their step line is their code
     for index, op in enumerate(item.step_ops):
         assert op is not None
         line, text = e._line(op)
-        w.line(f"    /* step {index}: {item.nnef_rel}:{line}: {text.replace('*/', '* /')} */")
+        step_line = w.line(f"    /* step {index}: {item.nnef_rel}:{line}: {text.replace('*/', '* /')} */")
         if index in launches:
             w.line("    " + launches[index])
+        else:
+            aliases.append({"nnef_line": line, "instruction": text, "code_file": item_file(item.name),
+                            "code_lines": [step_line, step_line]})
     for n, name in enumerate(outputs):
         size = math.prod(e._shape(name)) * 4
         w.line(f"    NNEF_CUDA_CHECK(cudaMemcpyAsync(outputs[{n}], {e.storage[name].c}, {size}u, "
@@ -88,7 +102,12 @@ def _host(e: CudaItemEmitter, device_code: DeviceCode) -> dict[str, Any]:
                   "buffers": [{"tensor": b.name, "offset": b.offset, "size": b.size, "first": b.first,
                                "last": b.last} for b in plan.buffers],
                   "weights": [{"array": k, "bytes": int(v[1].size) * 4} for k, v in e.host_arrays.items()]}
-    return {"source": w.text(), "blob": blob, "entries": device_code.entries, "kernels": device_code.kernels,
+    source = w.text()
+    copies = set(input_lines.values())
+    declared = [{"nnef_line": t.nnef_line, "instruction": t.instruction, "code_file": t.code_file,
+                 "code_lines": [t.first - 1 if t.first in copies else t.first, t.last]}   # an input: comment and copy
+                for t in declaration_entries(e, source, input_lines)] + aliases
+    return {"source": source, "blob": blob, "entries": device_code.entries + declared, "kernels": device_code.kernels,
             "memory_map": memory_map,
             "inputs": [{"name": n, "shape": list(e._shape(n))} for n in inputs],
             "outputs": [{"name": n, "shape": list(e._shape(n))} for n in outputs]}
@@ -172,10 +191,17 @@ def generate_cuda(deployment: DeploymentInput, out_dir: str | Path, architecture
         write_bytes(item_dir / weights_blob_file(item.name), code["blob"])
     write_text(folder / "nnef_cuda_main.cu", _main(item.name, code["inputs"], code["outputs"]))
     rel = project_relative(folder, deployment.root)
-    entries = [{**e, "code_file": f"{rel}/{item.name}/{e['code_file']}"} for e in code["entries"]]
+    entries = sorted(({**e, "code_file": f"{rel}/{item.name}/{e['code_file']}"} for e in code["entries"]),
+                     key=lambda e: (e["nnef_line"], e["code_file"], e["code_lines"][0]))
+    covered: dict[str, set[int]] = {}
+    for e in entries:
+        covered.setdefault(e["code_file"], set()).update(range(e["code_lines"][0], e["code_lines"][1] + 1))
+    texts = {f"{rel}/{name}": (folder / name).read_text(encoding="utf-8") for name in SOURCES + (f"{item.name}/"
+                                                                                            f"{item_file(item.name)}",)}
+    parts = [p.to_json() for p in deployment_parts(texts, covered)]
     write_json(item_dir / "trace.json", {
         "schema_version": 1, "item": item.name, "target": "cuda", "nnef_file": item.nnef_rel,
-        "nnef_sha256": item.nnef_sha256, "entries": entries})
+        "nnef_sha256": item.nnef_sha256, "entries": entries, "parts": parts})
     write_json(item_dir / "memory_map.json", code["memory_map"])
     manifest = {"schema_version": 1, "generator": GENERATOR, "model": deployment.model,
                 "deployment": deployment.deployment, "threads": THREADS,

@@ -279,7 +279,7 @@ def linked_tail(e: CudaItemEmitter, device_code: DeviceCode) -> ItemCode:
     w.line("")
     trace, run_first, run_last = _run(w, e, a, device_code)
     source = w.text()
-    trace += _declaration_entries(e, source, input_lines)
+    trace += declaration_entries(e, source, input_lines)
     functions = [{"function": r["kernel"], "step": r["step"], "nnef_line": r["nnef_line"],
                   "lines": x["code_lines"], "operation": r["operation"]}
                  for r, x in zip(device_code.kernels, device_code.entries)]
@@ -296,7 +296,7 @@ def linked_tail(e: CudaItemEmitter, device_code: DeviceCode) -> ItemCode:
 
 
 
-def _declaration_entries(e: CudaItemEmitter, source: str, input_lines: dict[str, int]) -> list[TraceEntry]:
+def declaration_entries(e: CudaItemEmitter, source: str, input_lines: dict[str, int]) -> list[TraceEntry]:
     """Trace entries of the item's declarations: weights (their host arrays or #defines into the linked
     blob, comment included) and inputs (the host arena line)."""
     lines = source.splitlines()

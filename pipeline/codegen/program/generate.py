@@ -34,6 +34,7 @@ from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, item_file, s
                                               weights_blob_file, weights_file)
 from pipeline.codegen.c import RUNTIME_DIR, RUNTIME_FILES
 from pipeline.codegen.c.programs import math_header
+from pipeline.codegen.shared.parts import constructs, deployment_parts
 from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.errors import CodegenError
 from pipeline.codegen.program.items import emitter_for
@@ -49,7 +50,7 @@ TRACE_FILE = "trace.json"
 MEMORY_MAP_FILE = "memory_map.json"
 WEIGHTS_FILE = "weights.json"
 DEFAULT_LANES = 8
-SUPPORTED_LANES = (4, 8)
+SUPPORTED_LANES = (4, 8, 16)
 TRACE_INFERENCES = 128
 
 
@@ -178,6 +179,55 @@ def _deployment_files(deployment: DeploymentInput, items: list[ItemCode], barrie
     return h.text(), c.text(), sync_lines
 
 
+GENERATED_PREFIXES = ("IX_", "B_", "D_")   # a kernel's generation-time tables: index, literal bias, divisor
+
+
+def _table_entries(code: ItemCode, source_file: str, entries: list[TraceEntry]) -> list[TraceEntry]:
+    """Entries for the generation-time constants of an item's kernels, named after their function
+    (`IX_<function>_...` index tables before the functions, `B_<function>` literal biases and
+    `D_<function>...` divisor tables in the weights header): each run of them belongs to that function's
+    instruction."""
+    lines_of = {f["function"]: int(f["nnef_line"]) for f in code.functions if f.get("function") and f.get("nnef_line")}
+    text_of = {e.nnef_line: e.instruction for e in entries}
+    found: list[TraceEntry] = []
+    files = [(source_file, code.source)] + ([(weights_file(code.name), code.weights)] if code.weights else [])
+    for name, text in files:
+        for construct in constructs(text):
+            owner = next((fn for fn in sorted(lines_of, key=len, reverse=True) if construct.names and all(
+                n.startswith(GENERATED_PREFIXES) and (n.split("_", 1)[1] == fn or n.split("_", 1)[1].startswith(f"{fn}_"))
+                for n in construct.names)), None)
+            if owner is None:
+                continue
+            line = lines_of[owner]
+            last = found[-1] if found else None
+            if last is not None and (last.nnef_line, last.code_file) == (line, name) and last.last + 1 == construct.first:
+                found[-1] = TraceEntry(line, last.instruction, name, last.first, construct.last)
+            else:
+                found.append(TraceEntry(line, text_of.get(line, ""), name, construct.first, construct.last))
+    return found
+
+
+def _write_traces(traces: list[tuple[Path, dict[str, Any]]], folder: Path, rel_folder: str,
+                  sources: list[Path]) -> list[Path]:
+    """Write each item's trace.json with its infrastructure `parts` (pipeline/codegen/shared/parts.py): those of
+    its own files and of the deployment's, so that with the instruction entries every line the program
+    compiles is in its trace."""
+    texts = {f"{rel_folder}/{p.relative_to(folder).as_posix()}": p.read_text(encoding="utf-8") for p in sources}
+    covered: dict[str, set[int]] = {}
+    for _, trace in traces:
+        for e in trace["entries"]:
+            covered.setdefault(e["code_file"], set()).update(range(e["code_lines"][0], e["code_lines"][1] + 1))
+    parts = deployment_parts(texts, covered)
+    written = []
+    items = {trace["item"] for _, trace in traces}
+    for sub, trace in traces:
+        own = f"{rel_folder}/{trace['item']}/"
+        trace["parts"] = [p.to_json() for p in parts if p.code_file.startswith(own)
+                          or p.code_file[len(rel_folder) + 1:].split("/", 1)[0] not in items]
+        written.append(write_json(sub / TRACE_FILE, trace))
+    return written
+
+
 def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[str],
                         lanes: int = DEFAULT_LANES, architectures: tuple[str, ...] = ()) -> GeneratedDeployment:
     """Generate and write the C code of `deployment` into `out_dir` (see the module docstring).
@@ -214,6 +264,7 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
     for name, text in sorted(support.items()):
         put(name, text)
     items_manifest = []
+    traces: list[tuple[Path, dict[str, Any]]] = []
     for code, item in zip(codes, deployment.items):
         sub = confined(folder, item.name)
         source_file = code.source_file or item_file(item.name)
@@ -229,8 +280,9 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
                 line, text = item.instruction(op)
                 first, last = sync_lines[var]
                 entries.append(TraceEntry(line, text, "nnef_deployment.c", first, last))
+        entries += _table_entries(code, source_file, entries)
         entries.sort(key=lambda e: (e.nnef_line, e.code_file, e.first))
-        trace = {
+        traces.append((sub, {
             "schema_version": 1,
             "item": item.name,
             "target": code.language,
@@ -240,8 +292,7 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
                          "code_file": f"{rel_folder}/{item.name}/{e.code_file}" if e.code_file.startswith("nnef_item_")
                          or e.code_file.startswith("nnef_weights_") else f"{rel_folder}/{e.code_file}",
                          "code_lines": [e.first, e.last]} for e in entries],
-        }
-        written.append(write_json(sub / TRACE_FILE, trace))
+        }))
         written.append(write_json(sub / MEMORY_MAP_FILE, code.memory_map))
         written.append(write_json(sub / WEIGHTS_FILE, {"schema_version": 1, "item": item.name,
                                                        "arrays": code.weight_records}))
@@ -255,6 +306,7 @@ def generate_deployment(deployment: DeploymentInput, out_dir: str | os.PathLike[
             "nnef_file": item.nnef_rel, "steps": len(item.steps),
             "functions": code.functions, "sends": code.sends, "gets": code.gets,
         })
+    written += _write_traces(traces, folder, rel_folder, [p for p in written if p.suffix in (".c", ".h", ".cu")])
     inputs = _inputs(deployment)
     manifest = {
         "schema_version": 1,

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
-
 from pipeline.codegen.c.kernels.common import EMITTERS, VIEW_OPERATIONS, Emitter
 
-MODULES = ("elementwise", "conv", "deconv", "pool", "reduce", "linalg", "normalization", "shape", "multilinear")
-
-for _module in MODULES:
-    importlib.import_module(f"pipeline.codegen.c.kernels.{_module}")
+# Each family registers its emitters when imported (in this order); imported by statement, not by a
+# computed name, so that the doit tasks see them as the codegen step's code (pipeline/project/closure.py).
+from pipeline.codegen.c.kernels import elementwise, conv, deconv, pool, reduce, linalg  # noqa: E402,F401
+from pipeline.codegen.c.kernels import normalization, shape, multilinear  # noqa: E402,F401
 
 
 def supported_operations() -> list[str]:

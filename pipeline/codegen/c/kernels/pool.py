@@ -11,7 +11,10 @@ The last output axis with more than one position is computed NNEF_VL outputs at 
 (strided loads when the window stride is not 1), in register tiles of up to 8 such vectors
 (several vectors of a row times several positions of the loop axis before it) whose
 accumulators interleave tap by tap: lanes are independent outputs, each running its own taps
-in order.
+in order. The outputs past the last whole vector of a row (all of a row shorter than a vector:
+an 8x8 plane at 16 lanes) are one partial vector whose lanes past the row are computed from
+whatever lies there and never stored (nnef_vstore_n), when every read stays inside the source
+(a padded copy gets the slack); else one output at a time.
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ class _Pool:
                   + (", then one division by the tap count" if self.normalize else ""))
         for a in self.loop_axes[:-1]:
             k.open(f"for (int {self.ys[a]} = 0; {self.ys[a]} < {win.out_shape[a]}; ++{self.ys[a]})")
-        self.buffer_size = math.prod(self.shape)
+        self.buffer_size = math.prod(self.shape) + (self._slack(self.shape) if self.src == "xp" else 0)
         self.max_offset = self._max_offset()
         if self.vaxis is None:
             k.open("")
@@ -105,10 +108,39 @@ class _Pool:
         border = self.border
         fill = (float("-inf") if border == "ignore" else 0.0) if self.is_max else 0.0
         padded = tuple(n + p + q for n, (p, q) in zip(x.shape, win.padding))
-        k.line(f"float *const xp = {k.scratch(math.prod(padded))};")
+        k.line(f"float *const xp = {k.scratch(math.prod(padded) + self._slack(padded))};")
         self.shape = emit_padded_copy(k, x.c, x.shape, list(win.padding), border,
                                       fill if border in FILL_BORDERS else None, "xp", "padded input")
         self.src = "xp"
+
+    def _slack(self, padded: tuple[int, ...]) -> int:
+        """Floats past the padded copy that a partial vector at the end of its last row may read (0 when
+        the rows are whole vectors or a divisor table rules partial vectors out)."""
+        if self.vaxis is None or self._partial_blocked():
+            return 0
+        extent = self.win.out_shape[self.vaxis]
+        if extent % self.k.lanes == 0:
+            return 0
+        return max(0, self._tail_reach(extent - extent % self.k.lanes, strides(padded)) + 1 - math.prod(padded))
+
+    def _partial_blocked(self) -> bool:
+        """Whether the divisors are read from tables (avg_pool, border `ignore`, padding: `_divisors`),
+        which a partial vector would read past (known before the tables are made)."""
+        return self.normalize and self.border == "ignore" and any(p or q for p, q in self.win.padding)
+
+    def _tail_reach(self, first: int, pst: tuple[int, ...] | list[int]) -> int:
+        """The largest source offset a partial vector whose first lane is output `first` of the vector
+        axis reads, over every row of the loop axes and every tap."""
+        win, vaxis = self.win, self.vaxis
+        total = 0
+        for a in range(self.rank):
+            top = first if a == vaxis else (win.out_shape[a] - 1 if a in self.loop_axes else 0)
+            total += (top * win.stride[a] + (self.size[a] - 1) * win.dilation[a]) * pst[a]
+        return total + (self.k.lanes - 1) * win.stride[vaxis] * pst[vaxis]   # type: ignore[index]
+
+    def _partial(self, first: int) -> bool:
+        """Whether the outputs from `first` to the end of each row are one partial vector (module docstring)."""
+        return not self._partial_blocked() and self._tail_reach(first, self.pst) < self.buffer_size
 
     def _divisors(self) -> None:
         """avg_pool's divisor: the window volume, or with border `ignore` the taps inside the input,
@@ -191,33 +223,37 @@ class _Pool:
             expr = f"nnef_vmul({expr}, {factor})" if vector else f"({expr} * {factor})"
         return expr
 
-    def _vector_load(self, off: str) -> str:
+    def _vector_load(self, off: str, partial: bool = False) -> str:
         vaxis = self.vaxis
         lane_stride = self.win.stride[vaxis] * self.pst[vaxis] if vaxis is not None else 0
         if lane_stride == 1:
             return f"nnef_vload({self.src} + {off})"
-        if lane_stride == 2 and self.max_offset + 2 * self.k.lanes - 1 < self.buffer_size:
+        if lane_stride == 2 and not partial and self.max_offset + 2 * self.k.lanes - 1 < self.buffer_size:
             return f"nnef_vload_even({self.src} + {off})"
         return f"nnef_vload_strided({self.src} + {off}, {lane_stride})"
 
-    def _vector_tile(self, outputs: list[tuple[int, str]]) -> None:
+    def _vector_tile(self, outputs: list[tuple[int, str]], stored: int | None = None) -> None:
         """One accumulator per (row of axis ra, first lane) in `outputs`: independent outputs whose
         running maxima or sums interleave (the latency of one chain of selections or additions is
-        hidden by the others); each lane still takes its own taps in row-major order."""
+        hidden by the others); each lane still takes its own taps in row-major order. `stored`: a
+        partial vector, only its first `stored` lanes written."""
         k = self.k
         init = "nnef_vset1(nnef_float(0xff800000u))" if self.is_max else "nnef_vzero()"
         k.line("nnef_vf " + ", ".join(f"acc{n} = {init}" for n in range(len(outputs))) + ";")
         for a in self.tap_axes:
             k.open(f"for (int t{a} = 0; t{a} < {self.size[a]}; ++t{a})")
         for n, (row, lane) in enumerate(outputs):
-            load = self._vector_load(self._offset(lane, row))
+            load = self._vector_load(self._offset(lane, row), partial=stored is not None)
             k.line(f"acc{n} = nnef_vmax_update({load}, acc{n});" if self.is_max
                    else f"acc{n} = nnef_vadd(acc{n}, {load});")
         for _ in self.tap_axes:
             k.close()
         for n, (row, lane) in enumerate(outputs):
             value = f"nnef_vdiv(acc{n}, {self._divisor(True, lane, row)})" if self.normalize else f"acc{n}"
-            k.line(f"nnef_vstore({k.out.c} + {self._out_offset(lane, row)}, {value});")
+            if stored is None:
+                k.line(f"nnef_vstore({k.out.c} + {self._out_offset(lane, row)}, {value});")
+            else:
+                k.line(f"nnef_vstore_n({k.out.c} + {self._out_offset(lane, row)}, {value}, {stored});")
 
     def _scalar_body(self, lane_var: str, row: int = 0) -> None:
         k = self.k
@@ -239,7 +275,9 @@ class _Pool:
         end = extent - extent % k.lanes
         vectors = end // k.lanes
         per_row = min(vectors, POOL_ACCUMULATORS)
-        rows = min(win.out_shape[ra], POOL_ACCUMULATORS // per_row) if ra is not None and per_row else 1
+        # a row shorter than a vector is one partial vector: tiles of several rows of it
+        tile = per_row or (1 if self._partial(0) else 0)
+        rows = min(win.out_shape[ra], POOL_ACCUMULATORS // tile) if ra is not None and tile else 1
         if ra is None:
             self._tile_rows(1, extent, end, vectors, per_row)
             return
@@ -269,7 +307,12 @@ class _Pool:
             k.open(f"for (int {yv} = {whole * lanes}; {yv} < {end}; {yv} += {lanes})")
             self._vector_tile([(row, yv) for row in range(count)])
             k.close()
-        if end < extent:
+        if end < extent and self._partial(end):
+            k.comment(f"outputs {end} to {extent - 1} of the row: one partial vector, {extent - end} of its lanes stored")
+            k.open("")
+            self._vector_tile([(row, str(end)) for row in range(count)], stored=extent - end)
+            k.close()
+        elif end < extent:
             k.open(f"for (int {yv} = {end}; {yv} < {extent}; ++{yv})")
             for row in range(count):
                 k.open("")

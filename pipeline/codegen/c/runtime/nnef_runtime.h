@@ -24,8 +24,10 @@
 #include "nnef_config.h"
 
 /* Vector types are used where the target has registers of their width: 16 bytes (SSE2,
- * NEON) always, 32 bytes with AVX; otherwise the portable lane-by-lane form (same bits). */
-#if defined(__GNUC__) && !defined(NNEF_PORTABLE) && (NNEF_VL == 4 || defined(__AVX__))
+ * NEON) always, 32 bytes with AVX, 64 bytes with AVX-512; otherwise the portable lane-by-lane
+ * form (same bits). */
+#if defined(__GNUC__) && !defined(NNEF_PORTABLE) && \
+    (NNEF_VL == 4 || (NNEF_VL == 8 && defined(__AVX__)) || (NNEF_VL == 16 && defined(__AVX512F__)))
 #define NNEF_VECTOR_EXT 1
 #endif
 #if defined(__GNUC__)
@@ -145,8 +147,10 @@ typedef int32_t nnef_vi __attribute__((vector_size(NNEF_VL * 4)));
 NNEF_INLINE nnef_vf nnef_vzero(void) { nnef_vf v = {0}; return v; }
 #if NNEF_VL == 4
 NNEF_INLINE nnef_vf nnef_vset1(float x) { nnef_vf v = {x, x, x, x}; return v; }
-#else
+#elif NNEF_VL == 8
 NNEF_INLINE nnef_vf nnef_vset1(float x) { nnef_vf v = {x, x, x, x, x, x, x, x}; return v; }
+#else
+NNEF_INLINE nnef_vf nnef_vset1(float x) { nnef_vf v = {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x}; return v; }
 #endif
 NNEF_INLINE nnef_vf nnef_vload(const float *p) { nnef_vf v; memcpy(&v, p, sizeof v); return v; }
 NNEF_INLINE void nnef_vstore(float *p, nnef_vf v) { memcpy(p, &v, sizeof v); }
@@ -210,10 +214,17 @@ NNEF_INLINE nnef_vf nnef_vneg(nnef_vf a) { nnef_vf r; NNEF_LANES(r.l[i] = nnef_f
 /* A vector of NNEF_VL floats read at p, p + s, p + 2s, ... (strided windows). */
 #if defined(NNEF_VECTOR_EXT) && NNEF_VL == 4
 NNEF_INLINE nnef_vf nnef_vload_strided(const float *p, int s) { nnef_vf v = {p[0], p[s], p[2 * s], p[3 * s]}; return v; }
-#elif defined(NNEF_VECTOR_EXT)
+#elif defined(NNEF_VECTOR_EXT) && NNEF_VL == 8
 NNEF_INLINE nnef_vf nnef_vload_strided(const float *p, int s)
 {
     nnef_vf v = {p[0], p[s], p[2 * s], p[3 * s], p[4 * s], p[5 * s], p[6 * s], p[7 * s]};
+    return v;
+}
+#elif defined(NNEF_VECTOR_EXT)
+NNEF_INLINE nnef_vf nnef_vload_strided(const float *p, int s)
+{
+    nnef_vf v = {p[0], p[s], p[2 * s], p[3 * s], p[4 * s], p[5 * s], p[6 * s], p[7 * s],
+                 p[8 * s], p[9 * s], p[10 * s], p[11 * s], p[12 * s], p[13 * s], p[14 * s], p[15 * s]};
     return v;
 }
 #else
@@ -230,9 +241,12 @@ NNEF_INLINE nnef_vf nnef_vload_strided(const float *p, int s)
 #if NNEF_VL == 4
 #define NNEF_EVEN_MASK {0, 2, 4, 6}
 #define NNEF_ODD_MASK {1, 3, 5, 7}
-#else
+#elif NNEF_VL == 8
 #define NNEF_EVEN_MASK {0, 2, 4, 6, 8, 10, 12, 14}
 #define NNEF_ODD_MASK {1, 3, 5, 7, 9, 11, 13, 15}
+#else
+#define NNEF_EVEN_MASK {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30}
+#define NNEF_ODD_MASK {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31}
 #endif
 #if defined(__clang__)
 NNEF_INLINE nnef_vf nnef_vload_even(const float *p)
@@ -240,8 +254,10 @@ NNEF_INLINE nnef_vf nnef_vload_even(const float *p)
     nnef_vf a = nnef_vload(p), b = nnef_vload(p + NNEF_VL);
 #if NNEF_VL == 4
     return __builtin_shufflevector(a, b, 0, 2, 4, 6);
-#else
+#elif NNEF_VL == 8
     return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 #endif
 }
 NNEF_INLINE nnef_vf nnef_vload_odd(const float *p)
@@ -249,8 +265,10 @@ NNEF_INLINE nnef_vf nnef_vload_odd(const float *p)
     nnef_vf a = nnef_vload(p), b = nnef_vload(p + NNEF_VL);
 #if NNEF_VL == 4
     return __builtin_shufflevector(a, b, 1, 3, 5, 7);
-#else
+#elif NNEF_VL == 8
     return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+    return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 #endif
 }
 #elif defined(__AVX__) && NNEF_VL == 8 && __GNUC__ >= 12
