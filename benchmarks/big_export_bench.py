@@ -5,8 +5,8 @@ under 30 s of CPU and under 1 GB), against onnxruntime running the same 100 vali
 
 Each network (benchmarks/big_models.py, 64x64, or an ONNX file given with --onnx, e.g. a torchvision
 export) is written into a scratch project with a deploy.yaml of 100 validation vectors, and the
-export step (pipeline.export.step: conversion, checks, validation against onnxruntime, the float64
-yardstick on 20 vectors, the error bounds while they discriminate) runs in a fresh process, whose
+export step (pipeline.export.step: conversion, checks, validation against onnxruntime, the enclosure
+of the exact result on 20 vectors, the error bounds on 3 while they discriminate) runs in a fresh process, whose
 CPU time (user + system) and peak resident memory are read from getrusage. The peer, in another
 fresh process of the same run: onnxruntime loading the model and running the 100 vectors. Prints a
 table with the ratio and whether each goal is met; writes nothing outside its scratch folder.

@@ -325,8 +325,9 @@ def render(reg: Registries | None = None) -> str:
         "NNEF operations: those the converter writes (named in its docstring; docs/export.md has each "
         "mapping in full). A target column says whether every one of them runs there (`all but x`: the "
         "forms the converter writes with x do not). Error bound: the rule "
-        "of `pipeline.numerics.errorbound` that bounds the operator's rounding error (docs/compare.md): the tolerance "
-        "justification and the NVDLA FP16 bound need one for every operator of a model.",
+        "of `pipeline.numerics.rules` (or the expansion of `pipeline.numerics.graph`) that encloses the operator's "
+        "exact result and bounds its rounding error (docs/compare.md): the tolerance justification and the NVDLA FP16 "
+        "bound need one for every operator of a model.",
         "",
     ]
     lines += _table(["ONNX operator", "operator versions", "NNEF operations", *STAGES, "error bound"], onnx_rows)

@@ -56,10 +56,12 @@ register_check(NVDLA_REFERENCE, "NVDLA loadables agree with the network within t
                "precision on every validation vector", STEP, ["HLR-NUM-004"],
                "The NVDLA emulator (pipeline/execute/nvdla/emulator.py, mode ideal) runs each loadable the codegen "
                "step wrote, decoded from its bytes, on the N seeded vectors; every output element against the "
-               "float64 yardstick (pipeline.numerics.yardstick) within the FP16 forward error bound computed from model.onnx "
-               "(pipeline.numerics.errorbound.NVDLA_FP16: FP16 storage, float32 accumulation; pipeline/compare/nvdla_bound.py); "
-               "where that bound is unavailable (BOUND-E001..E004), within HLR-NUM-004's fp16_max_abs_error (the "
-               "requirement's parameter, read, not copied). Verdict emulated (never pass) naming the precision, the "
+               "network's exact value (pipeline.numerics.enclosure) within the FP16 error bound computed from model.onnx "
+               "(pipeline.numerics.sensitivity with the NVDLA arithmetic: FP16 storage, float32 accumulation, the SDP's "
+               "lookup tables; a mixed deployment's CPU operations in float32; pipeline/compare/nvdla_bound.py); "
+               "where that bound is unavailable (BOUND-E001..E005) or does not discriminate, within HLR-NUM-004's "
+               "fp16_max_abs_error (the requirement's parameter, read, not copied). Verdict emulated (never pass) naming "
+               "the precision, the "
                "mode, the basis applied and why, the max error, max bound and tightest error/bound; fail naming the "
                "first element beyond.")
 register_check(PLATFORM_REFERENCE, "C code run on its deployment platform reproduces the reference semantics bit "

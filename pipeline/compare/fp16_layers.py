@@ -10,7 +10,7 @@ that can go back without missing it again is put back (so no single layer of the
 DLA; greedy, not a proof of the global minimum, and said so in the report).
 
 The FP16 evaluation is the reference semantics with the storage of NVDLA's FP16 mode (the assumption
-of pipeline.numerics.errorbound's NVDLA_FP16 arithmetic): a layer on the DLA reads its operands
+of pipeline.numerics.arithmetic's nvdla_fp16 arithmetic): a layer on the DLA reads its operands
 (activations, weights) rounded to IEEE binary16, computes in float32, and writes its result rounded to
 binary16 (round to nearest even; a value beyond 65504 becomes infinite, as the hardware's would
 saturate or overflow). It is not the NVDLA emulator, which judged the deployment: it is the means to
@@ -33,7 +33,7 @@ MAX_VECTORS = 8
 SHOWN = 5
 STORAGE_ONLY = frozenset({"reshape", "squeeze", "unsqueeze", "copy"})
 METHOD = ("reference semantics with FP16 storage on the layers named: operands and result rounded to IEEE "
-          "binary16, arithmetic in float32 (errorbound's NVDLA_FP16 assumption); the other layers float32")
+          "binary16, arithmetic in float32 (the NVDLA FP16 arithmetic's assumption); the other layers float32")
 
 
 @dataclass

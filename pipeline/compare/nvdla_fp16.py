@@ -1,7 +1,7 @@
 """The FP16 requirement a deployment states (deploy.yaml `fp16`), judged and justified.
 
-A deployment with nvdla items may state what its FP16 outputs must meet against the float64
-value: `max_abs_error`, `max_rel_error` (per element, |error| / |value|, where the value is not
+A deployment with nvdla items may state what its FP16 outputs must meet against the network's
+exact value (the enclosure's midpoint, pipeline.compare.nvdla_bound; "float64" below, its name before issue 41): `max_abs_error`, `max_rel_error` (per element, |error| / |value|, where the value is not
 0) and `top1_agreement` (the share of vectors whose largest output element is the float64
 value's). Each stated limit is justified as the float32 tolerance is (pipeline/numerics/tolerance.py):
 against an evaluation nobody here wrote, onnxruntime running the model converted to float16

@@ -67,7 +67,7 @@ def output_tolerances(model: str, spec: DeploySpec, root: Path) -> dict[str, Eff
     rules = {}
     for output in document.get("outputs", []):
         recorded = output.get("tolerance") or {}
-        yard = document.get("yardstick", {})
+        yard = document.get("enclosure", {})
         why = (yard.get("bound") or {}).get("unavailable", "") or yard.get("unavailable", "")
         computed, rounding = recorded.get("computed_max_abs_error"), recorded.get("measured_rounding_max_abs_error")
         rules[output["nnef"]] = effective_tolerance(limit, None if computed is None else float(computed),
@@ -249,7 +249,7 @@ def _on_platform(model: str, name: str, subject: str, spec: DeploySpec, doc: dic
 def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.ndarray], folder: Path,
                      root: Path, requirement: dict[str, float | None] | None = None) -> CheckResult:
     """compare.nvdla_reference on an emulated NVDLA run: HLR-NUM-004, every output within the network's
-    FP16 error bound of its float64 value (pipeline.compare.nvdla_bound), or within the absolute
+    FP16 error bound of its exact value (pipeline.compare.nvdla_bound), or within the absolute
     parameter where the bound is unavailable or does not discriminate; the distance to the float32
     reference is recorded too."""
     requirements = load_requirements(root)
@@ -263,11 +263,12 @@ def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.
     judged, why = None, f"no {precision} bound rule"
     if precision == "fp16":
         try:
-            judged = nvdla_bound.judge_run(model, root, outputs, tolerance, requirement)
-        except Exception as error:  # onnx.reference refusing the model: the absolute parameter, and why
-            log.warning("compare %s: no float64 yardstick: %s", subject, error)
-            why = f"no float64 yardstick ({type(error).__name__}: {error})"
-    # without a judgement (INT8, no yardstick): the absolute parameter against the float32 reference
+            judged = nvdla_bound.judge_run(model, root, outputs, tolerance, requirement, doc.get("deployment"),
+                                           list(doc.get("nvdla_items") or []), doc.get("target") != "mixed")
+        except Exception as error:  # no enclosure of the exact value: the absolute parameter, and why
+            log.warning("compare %s: no exact value: %s", subject, error)
+            why = f"no enclosure of the exact value ({type(error).__name__}: {error})"
+    # without a judgement (INT8, no exact value): the absolute parameter against the float32 reference
     bound_doc = judged.to_json() if judged else {"basis": nvdla_bound.ABSOLUTE, "why": why}
     path = write_json(folder / "nvdla-numeric.json", {
         "schema_version": 1, "emulation": doc["emulation"], "mode": doc["mode"], "mode_meaning": doc["mode_meaning"],
@@ -281,7 +282,10 @@ def _nvdla_reference(subject: str, doc: dict[str, Any], reference: dict[str, np.
                 "configuration": doc["configuration"], **stats,
                 "tolerance_basis": bound_doc["basis"]}
     if judged is not None:
-        measured.update({"max_abs_error_to_float64": judged.max_abs_error, "max_bound": judged.max_bound,
+        # max_abs_error_to_float64: the same figure under its name before issue 41, which
+        # pipeline/evidence/pictures.py reads (issues 36/39 own it): an alias until it reads the new one
+        measured.update({"max_abs_error_to_exact": judged.max_abs_error,
+                         "max_abs_error_to_float64": judged.max_abs_error, "max_bound": judged.max_bound,
                          "max_error_to_bound": judged.max_ratio, "elements_beyond": judged.beyond,
                          **{f"{n}.tolerance_basis": o["basis"] for n, o in sorted(judged.outputs.items())}})
         for limit, entry in sorted(((judged.requirement or {}).get("limits") or {}).items()):

@@ -2,12 +2,12 @@
 
 export.numeric   ONNX (onnxruntime) and the NNEF (reference semantics) agree within the
                  deployment tolerance on the validation vectors (validation.json).
-export.tolerance the tolerance applied is justified: the computed worst-case bound fits under
-                 the deploy.yaml limit, or else both sides' measured rounding against the
-                 float64 yardstick does (pipeline.numerics.tolerance).
+export.tolerance the tolerance applied is justified: the computed bound fits under the
+                 deploy.yaml limit, or else both sides' measured rounding against the exact
+                 result (its enclosure) does (pipeline.numerics.tolerance).
 export.bound_reference    the reference semantics is within its computed error bound of the
-                 float64 yardstick (pipeline.numerics.errorbound, pipeline.numerics.yardstick).
-export.bound_onnxruntime  onnxruntime is within its computed error bound of the yardstick.
+                 exact result (pipeline.numerics.sensitivity, pipeline.numerics.enclosure).
+export.bound_onnxruntime  onnxruntime is within its computed error bound of the exact result.
 export.discriminating     every output varies across the validation vectors by more than the
                  tolerance (a constant output would not pass).
 export.explicit  our checker, certification profile, reads the exported files (with their
@@ -74,25 +74,28 @@ register_check(
     ["HLR-EXP-001", "HLR-NUM-002"],
     "pipeline.numerics.tolerance: effective tolerance = computed bound(ours) + bound(onnxruntime) when tighter than the "
     "deploy.yaml limit, else the limit; pass when the computed bound or the measured rounding of both sides "
-    "(distance to the float64 yardstick) fits under the limit; fail when even the measured rounding exceeds it; "
-    "not run without a yardstick.",
+    "(distance to the exact result, enclosed in double-word balls) fits under the limit; fail when even the measured "
+    "rounding exceeds it; not run without an enclosure.",
 )
 register_check(
     BOUND_REFERENCE,
-    "Export: the float32 reference semantics is within its computed forward error bound of the float64 yardstick",
+    "Export: the float32 reference semantics is within its computed error bound of the network's exact result",
     STEP,
     ["HLR-EXP-001", "HLR-SEM-001"],
-    "On the first validation vectors, |reference - yardstick| <= bound element by element; yardstick: "
-    "onnx.reference in float64 (pipeline.numerics.yardstick); bound: pipeline.numerics.errorbound (gamma_n accumulation, "
-    "magnitude propagation, documented transcendental accuracy). Not run when an operator has no bound rule.",
+    "On the first validation vectors, |reference - exact| <= bound element by element; exact: the enclosure of the "
+    "real-number result (pipeline.numerics.enclosure, cross-checked against onnx.reference in float64); bound: "
+    "pipeline.numerics.sensitivity (each rounding through the network's Jacobian at the vector, the documented "
+    "order, remainders of decisions and curvature). Not run when an operator has no rule or the bound does not "
+    "discriminate (more than 100 times the measured distance).",
 )
 register_check(
     BOUND_ONNXRUNTIME,
-    "Export: onnxruntime is within its computed forward error bound of the float64 yardstick",
+    "Export: onnxruntime is within its computed error bound of the network's exact result",
     STEP,
     ["HLR-EXP-001", "HLR-NUM-002"],
-    "As export.bound_reference for onnxruntime's outputs, with the bound's onnxruntime assumptions (any order, "
-    "FMA, Conv+BatchNormalization folding, MLAS transcendental accuracy); a failure means an assumption is wrong.",
+    "As export.bound_reference for onnxruntime's outputs, with the bound's onnxruntime assumptions (sums in any of "
+    "the stated nestings, FMA, Conv+BatchNormalization folding, MLAS transcendental accuracy); a failure means an "
+    "assumption is wrong.",
 )
 register_check(
     DISCRIMINATING,
@@ -171,9 +174,9 @@ def tolerance_result(model: str, report: ValidationReport, read: list[str], writ
     rules = {o.onnx_name: o.tolerance for o in report.outputs if o.tolerance is not None}
     measured: dict[str, Any] = {f"{name}.{key}": value for name, rule in rules.items()
                                 for key, value in rule.to_json().items() if key != "reason"}
-    if report.yardstick.get("unavailable") or not report.yardstick.get("vectors"):
-        return CheckResult(TOLERANCE, model, Verdict.NOT_RUN, f"no float64 yardstick: "
-                           f"{report.yardstick.get('unavailable') or 'no vector'}", measured, read, written)
+    if report.enclosure.get("unavailable") or not report.enclosure.get("vectors"):
+        return CheckResult(TOLERANCE, model, Verdict.NOT_RUN, f"no enclosure of the exact result: "
+                           f"{report.enclosure.get('unavailable') or 'no vector'}", measured, read, written)
     failed = [f"output '{name}': {rule.reason}" for name, rule in rules.items() if not rule.justified]
     notes = "; ".join(f"output '{name}': {rule.reason}" for name, rule in rules.items())
     return CheckResult(TOLERANCE, model, Verdict.FAIL if failed else Verdict.PASS, "; ".join(failed) or notes,
@@ -182,21 +185,25 @@ def tolerance_result(model: str, report: ValidationReport, read: list[str], writ
 
 def _bound_result(check: str, side: str, model: str, report: ValidationReport, read: list[str],
                   written: list[str]) -> CheckResult:
-    yard = report.yardstick
-    measured: dict[str, Any] = {"vectors": yard.get("vectors", 0)}
+    yard = report.enclosure
+    measured: dict[str, Any] = {"vectors": yard.get("vectors", 0), "bound_vectors": yard.get("bound", {}).get("vectors", 0)}
     for o in report.outputs:
-        for key in ("max_abs", "max_rel", "bound_max", "to_bound", "over_bound"):
-            if f"{side}_{key}" in o.yardstick:
-                measured[f"{o.onnx_name}.{key}"] = o.yardstick[f"{side}_{key}"]
+        for key in ("max_abs", "max_rel", "bound_vectors_max_abs", "bound_max", "deterministic_max", "to_bound",
+                    "over_bound"):
+            if f"{side}_{key}" in o.enclosure:
+                measured[f"{o.onnx_name}.{key}"] = o.enclosure[f"{side}_{key}"]
+        if o.enclosure.get(f"{side}_bound_max") and o.enclosure.get(f"{side}_bound_vectors_max_abs"):
+            measured[f"{o.onnx_name}.bound_to_measured"] = (o.enclosure[f"{side}_bound_max"]
+                                                           / o.enclosure[f"{side}_bound_vectors_max_abs"])
     if yard.get("unavailable") or not yard.get("vectors"):
-        return CheckResult(check, model, Verdict.NOT_RUN, f"no float64 yardstick: {yard.get('unavailable') or 'no vector'}",
-                           measured, read, written)
+        return CheckResult(check, model, Verdict.NOT_RUN, f"no enclosure of the exact result: "
+                           f"{yard.get('unavailable') or 'no vector'}", measured, read, written)
     if yard["bound"]["unavailable"]:
         return CheckResult(check, model, Verdict.NOT_RUN, f"no computed bound: {yard['bound']['unavailable']}",
                            measured, read, written)
-    over = [f"output '{o.onnx_name}': {o.yardstick[f'{side}_over_bound']} elements farther from the float64 "
-            f"yardstick than the bound (worst distance/bound {o.yardstick[f'{side}_to_bound']})"
-            for o in report.outputs if o.yardstick.get(f"{side}_over_bound")]
+    over = [f"output '{o.onnx_name}': {o.enclosure[f'{side}_over_bound']} elements farther from the exact result "
+            f"than the bound (worst distance/bound {o.enclosure[f'{side}_to_bound']})"
+            for o in report.outputs if o.enclosure.get(f"{side}_over_bound")]
     return CheckResult(check, model, Verdict.FAIL if over else Verdict.PASS, "; ".join(over), measured, read, written)
 
 

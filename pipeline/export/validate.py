@@ -5,17 +5,16 @@ The validator does not trust the exporter: it reads the files the export wrote
 NNEF names of inputs and outputs), runs the reference interpreter on them, runs the
 ONNX model with onnxruntime (pipeline.numerics.onnx_runner), both on the same seeded vectors
 (pipeline.numerics.vectors), and compares every output with pipeline.numerics.metrics against the
-tolerance of pipeline.numerics.tolerance's rule. On the first YARDSTICK_VECTORS vectors it also
-evaluates the float64 yardstick (pipeline.numerics.yardstick) and the worst-case error bounds of both
-float32 evaluations (pipeline.numerics.errorbound), and records per output each side's distance to
-the yardstick against its bound and the output's spread across the vectors (docs/export.md,
-docs/compare.md). The result is validation.json:
+tolerance of pipeline.numerics.tolerance's rule. On the first vectors it also encloses the exact
+real-number result and computes the error bounds of both float32 evaluations (pipeline.export.bounds),
+and records per output each side's distance to the exact result against its bound and the output's
+spread across the vectors (docs/export.md, docs/compare.md). The result is validation.json:
 
     schema_version, model, onnx {file, sha256}, nnef {file, sha256},
     reference {runtime, version, settings}, vectors {count, seed, rule, inputs},
-    tolerance {max_abs_error, max_rel_error}, yardstick {runtime, vectors, bound, unavailable},
+    tolerance {max_abs_error, max_rel_error}, enclosure {method, vectors, bound, unavailable, ...},
     outputs [per output: onnx, nnef, shape, the measures of metrics.ErrorStats, tolerance
-    (pipeline.numerics.tolerance.EffectiveTolerance), yardstick {reference, onnxruntime: distances and
+    (pipeline.numerics.tolerance.EffectiveTolerance), enclosure {reference, onnxruntime: distances and
     bounds}, spread, discriminating, verdict, reason], verdict
 """
 
@@ -32,9 +31,8 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 import onnx
 
-from pipeline.numerics.errorbound import NOT_FINITE, ONNXRUNTIME, REFERENCE, BoundUnavailable, ErrorBound
 from pipeline.project.layout import EXPORT_VALIDATION_FILE
-from pipeline.numerics.metrics import ErrorAccumulator, ErrorStats, _json_float, within_tolerance
+from pipeline.numerics.metrics import ErrorAccumulator, ErrorStats, within_tolerance
 from pipeline.project.deploy import DeploySpec, Tolerance, check_inputs_match
 from pipeline.diagnostics import Location
 from pipeline.export.errors import ExportError
@@ -42,17 +40,13 @@ from pipeline.export.exporter import GRAPH_FILE, PROVENANCE_FILE
 from pipeline.numerics.onnx_runner import ReferenceRunner, reference_runner
 from pipeline.nnef.checker import check_paths
 from pipeline.semantics import interpret_batch, load_variables
-from pipeline.numerics.tolerance import (DISCRIMINATION_RATIO, EffectiveTolerance, bound_discrimination, discriminating,
-                                effective_tolerance, spread)
+from pipeline.numerics.tolerance import EffectiveTolerance, discriminating, spread
 from pipeline.numerics.vectors import RULE, Distribution, InputSpec, iter_vectors
-from pipeline.numerics.yardstick import DESCRIPTION as YARDSTICK_DESCRIPTION
-from pipeline.numerics.yardstick import Yardstick
+from pipeline.export.bounds import ENCLOSURE_VECTORS, BoundRun
 
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 2
-# The yardstick and the bounds run on this many of the vectors (onnx.reference is plain NumPy).
-YARDSTICK_VECTORS = 20
 VALIDATION_FILE = EXPORT_VALIDATION_FILE
 DEFAULT_VECTORS = 100
 DEFAULT_SEED = 0
@@ -100,7 +94,7 @@ class OutputResult:
     passed: bool
     reason: str
     tolerance: EffectiveTolerance | None = None
-    yardstick: dict[str, Any] = field(default_factory=dict)
+    enclosure: dict[str, Any] = field(default_factory=dict)
     spread: float = 0.0
     discriminating: bool = True
     discriminating_reason: str = ""
@@ -108,7 +102,7 @@ class OutputResult:
     def to_json(self) -> dict[str, Any]:
         return {"onnx": self.onnx_name, "nnef": self.nnef_name, "shape": self.shape, **self.stats.to_json(),
                 "tolerance": None if self.tolerance is None else self.tolerance.to_json(),
-                "yardstick": self.yardstick, "spread": self.spread, "discriminating": self.discriminating,
+                "enclosure": self.enclosure, "spread": self.spread, "discriminating": self.discriminating,
                 "verdict": "pass" if self.passed else "fail", "reason": self.reason}
 
 
@@ -121,7 +115,7 @@ class ValidationReport:
     onnx_file: dict[str, str]
     nnef_file: dict[str, str]
     timings: dict[str, float] = field(default_factory=dict)
-    yardstick: dict[str, Any] = field(default_factory=dict)
+    enclosure: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -143,7 +137,7 @@ class ValidationReport:
                 "inputs": [spec.to_json() for _, spec in sorted(self.settings.inputs.items())],
             },
             "tolerance": self.settings.tolerance.to_json(),
-            "yardstick": self.yardstick,
+            "enclosure": self.enclosure,
             "outputs": [o.to_json() for o in self.outputs],
             "verdict": "pass" if self.passed else "fail",
         }
@@ -198,7 +192,7 @@ def validate_export(onnx_path: str | os.PathLike[str], export_dir: str | os.Path
     accumulators = {name: ErrorAccumulator() for name in output_names}
     shapes: dict[str, list[int]] = {}
     seen: dict[str, list[np.ndarray]] = {name: [] for name in output_names}
-    yard = _YardstickRun(model, output_names)
+    yard = BoundRun(model, output_names)
     vectors = list(iter_vectors(settings.inputs, settings.vectors, settings.seed))
     for index, (vector, actual) in enumerate(zip(vectors, _interpreted(graph, vectors, input_names, variables))):
         expected = runner.run(vector)
@@ -206,7 +200,7 @@ def validate_export(onnx_path: str | os.PathLike[str], export_dir: str | os.Path
             shapes[onnx_name] = list(np.shape(expected[onnx_name]))
             accumulators[onnx_name].add(actual[nnef_name], np.asarray(expected[onnx_name], dtype=np.float32), index)
             seen[onnx_name].append(np.asarray(actual[nnef_name], dtype=np.float32))
-        if index < YARDSTICK_VECTORS:
+        if index < ENCLOSURE_VECTORS:
             yard.add(vector, {o: actual[n] for o, n in output_names.items()}, expected)
     outputs = []
     tolerance = settings.tolerance
@@ -229,7 +223,7 @@ def validate_export(onnx_path: str | os.PathLike[str], export_dir: str | os.Path
         outputs=outputs,
         onnx_file={"file": onnx_file.name, "sha256": _sha256(onnx_file)},
         nnef_file={"file": GRAPH_FILE, "sha256": _sha256(export / GRAPH_FILE)},
-        yardstick=yard.describe(),
+        enclosure=yard.describe(),
     )
 
 
@@ -246,126 +240,3 @@ def _interpreted(graph: Any, vectors: Sequence[Mapping[str, np.ndarray]], input_
     for start in range(0, len(vectors), BATCH_VECTORS):
         chunk = [{input_names[n]: v for n, v in vector.items()} for vector in vectors[start:start + BATCH_VECTORS]]
         yield from interpret_batch(graph, chunk, variables)
-
-
-class _YardstickRun:
-    """The float64 yardstick and both error bounds on the first vectors, accumulated per output.
-
-    The bounds are computed only while they discriminate (pipeline.numerics.tolerance.bound_discrimination):
-    after each vector, a bound that is not finite, or more than 100 times its side's measured
-    distance to the yardstick on some output, is reported as not discriminating with its figures,
-    and no further vector pays for it (docs/compare.md, "When the bound does not discriminate")."""
-
-    def __init__(self, model: onnx.ModelProto, outputs: Mapping[str, str]) -> None:
-        self.vectors = 0
-        self.bound_vectors = 0
-        self.unavailable = ""
-        self.bound_unavailable = ""
-        self.not_discriminating: dict[str, dict[str, Any]] = {}
-        self.measures: dict[str, dict[str, float]] = {name: {} for name in outputs}
-        self.magnitude: dict[str, float] = {name: 0.0 for name in outputs}
-        try:
-            self.yardstick: Yardstick | None = Yardstick(model)
-        except Exception as error:  # onnx.reference refusing the model: recorded, never a pass
-            self.yardstick, self.unavailable = None, f"{type(error).__name__}: {error}"
-        try:
-            self.bounds: tuple[ErrorBound, ErrorBound] | None = (ErrorBound(model, REFERENCE),
-                                                                  ErrorBound(model, ONNXRUNTIME))
-        except BoundUnavailable as error:
-            self.bounds, self.bound_unavailable = None, str(error)
-
-    def _drop_bounds(self, why: str) -> None:
-        """No computed bound at all: its measures leave every output (the tolerance rule never sees them)."""
-        self.bounds, self.bound_unavailable = None, why
-        for m in self.measures.values():
-            for key in [k for k in m if "bound" in k or k == "computed_tolerance"]:
-                del m[key]
-
-    def add(self, vector: Mapping[str, np.ndarray], ours: Mapping[str, np.ndarray],
-            ort: Mapping[str, np.ndarray]) -> None:
-        if self.yardstick is None:
-            return
-        try:
-            exact = self.yardstick.run(vector)
-        except Exception as error:  # an operator onnx.reference cannot run in float64
-            self.yardstick, self.unavailable = None, f"{type(error).__name__}: {error}"
-            return
-        bounds = None
-        if self.bounds is not None:
-            try:
-                bounds = [b.run(vector) for b in self.bounds]
-            except BoundUnavailable as error:  # data-dependent (LRN's denominator near 0): no bound at all
-                if error.code == NOT_FINITE:
-                    self.not_discriminating = {"*": {"figure": "inf", "why": str(error)}}
-                    self._drop_bounds(f"not discriminating: {error} ({error.code}); no further vector computes it")
-                else:
-                    self._drop_bounds(str(error))
-        self.vectors += 1
-        for name, m in self.measures.items():
-            y = exact[name]
-            self.magnitude[name] = max(self.magnitude[name], float(np.abs(y).max(initial=0.0)))
-            scale = np.maximum(np.abs(y), np.finfo(np.float32).tiny)
-            d_ours = np.abs(np.asarray(ours[name], np.float64) - y)
-            d_ort = np.abs(np.asarray(ort[name], np.float64).reshape(y.shape) - y)
-            _grow(m, "reference_max_abs", float(d_ours.max(initial=0.0)))
-            _grow(m, "reference_max_rel", float((d_ours / scale).max(initial=0.0)))
-            _grow(m, "onnxruntime_max_abs", float(d_ort.max(initial=0.0)))
-            _grow(m, "onnxruntime_max_rel", float((d_ort / scale).max(initial=0.0)))
-            _grow(m, "rounding_sum_max_abs", float((d_ours + d_ort).max(initial=0.0)))
-            if bounds is not None:
-                b_ours, b_ort = bounds[0][name].e, bounds[1][name].e
-                _grow(m, "reference_bound_max", float(b_ours.max(initial=0.0)))
-                _grow(m, "onnxruntime_bound_max", float(b_ort.max(initial=0.0)))
-                _grow(m, "computed_tolerance", float((b_ours + b_ort).max(initial=0.0)))
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    _grow(m, "reference_to_bound", float(np.nan_to_num(d_ours / b_ours, nan=np.inf).max(initial=0.0)))
-                    _grow(m, "onnxruntime_to_bound", float(np.nan_to_num(d_ort / b_ort, nan=np.inf).max(initial=0.0)))
-                m["reference_over_bound"] = m.get("reference_over_bound", 0) + int((d_ours > b_ours).sum())
-                m["onnxruntime_over_bound"] = m.get("onnxruntime_over_bound", 0) + int((d_ort > b_ort).sum())
-        if bounds is not None:
-            self.bound_vectors += 1
-            self._judge_discrimination()
-
-    def _judge_discrimination(self) -> None:
-        """Stop computing the bounds once one of them does not discriminate on some output."""
-        failing: dict[str, dict[str, Any]] = {}
-        for name, m in self.measures.items():
-            for side in ("reference", "onnxruntime"):
-                bound, measured = m[f"{side}_bound_max"], m[f"{side}_max_abs"]
-                telling, why = bound_discrimination(bound, measured, self.magnitude[name])
-                if not telling:
-                    failing[f"{name}.{side}"] = {"figure": _json_float(bound), "measured": measured, "why": why}
-        if not failing:
-            return
-        self.not_discriminating = failing
-        first = next(iter(failing))
-        output, side = first.rsplit(".", 1)
-        self.bounds = None
-        self.bound_unavailable = (f"not discriminating: output '{output}', {side}: {failing[first]['why']}; "
-                                  f"judged on {self.bound_vectors} vector(s), no further vector computes it")
-        for m in self.measures.values():
-            m.pop("computed_tolerance", None)
-
-    def tolerance(self, name: str, limit: float) -> EffectiveTolerance:
-        m = self.measures[name]
-        why = self.bound_unavailable or (f"no float64 yardstick ({self.unavailable})" if self.unavailable else "")
-        return effective_tolerance(limit, m.get("computed_tolerance"), m.get("rounding_sum_max_abs"), why)
-
-    def summary(self, name: str) -> dict[str, Any]:
-        return {key: _json_float(float(value)) if isinstance(value, float) else value
-                for key, value in sorted(self.measures[name].items())}
-
-    def describe(self) -> dict[str, Any]:
-        return {"runtime": YARDSTICK_DESCRIPTION, "onnx_version": onnx.__version__, "vectors": self.vectors,
-                "unavailable": self.unavailable,
-                "bound": {"method": "worst-case forward error bound (pipeline.numerics.errorbound, docs/compare.md)",
-                          "reference": REFERENCE.to_json(), "onnxruntime": ONNXRUNTIME.to_json(),
-                          "unavailable": self.bound_unavailable, "vectors": self.bound_vectors,
-                          "discriminating": None if self.bound_vectors == 0 and not self.not_discriminating
-                          else not self.not_discriminating,
-                          "discrimination_ratio": DISCRIMINATION_RATIO,
-                          "not_discriminating": dict(sorted(self.not_discriminating.items()))}}
-
-
-def _grow(measures: dict[str, float], key: str, value: float) -> None:
-    measures[key] = max(measures.get(key, 0.0), value)

@@ -18,6 +18,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 
@@ -77,10 +78,10 @@ def test_every_cpu_deployment_ran(model_results):
 
 
 def test_every_nvdla_deployment_emulated_within_the_fp16_tolerance(model_results):
-    """The `dla` deployments and those with an nvdla item next to cpu items (convdla): loadables the validator
-    accepts, emulated within HLR-NUM-004's tolerance, and within the computed FP16 bound of the float64 value
-    on every vector (the bound's soundness on the shipped deployments, also where it does not discriminate
-    and the absolute tolerance applies)."""
+    """The `dla` deployments and those with an nvdla item next to cpu items (convdla, s3dla): loadables the
+    validator accepts, emulated within the computed FP16 bound of the exact value on every vector, the bound
+    discriminating on every one of them (issue 41: HLR-NUM-004 rests on a computed bound on every DLA
+    deployment)."""
     model, codegen, runs, compare = model_results
     dla = {name for name, doc in runs.items() if doc.get("target") == "nvdla" or doc.get("nvdla_items")}
     for name in dla:
@@ -97,13 +98,40 @@ def test_every_nvdla_deployment_emulated_within_the_fp16_tolerance(model_results
         r = verdicts[subject]
         assert r.verdict is Verdict.EMULATED, r.reason
         assert r.measured["elements_beyond"] == 0, r.reason
-        # the network's FP16 bound overflows (resnet8, BOUND-E003) or has no rule for an operator (mbconv's sigmoid on
-        # the SDP lookup table, BOUND-E001): the absolute tolerance, said so
-        if "BOUND-E003" in r.reason or "BOUND-E001" in r.reason:
-            assert "absolute tolerance" in r.reason and not r.measured["max_bound"], r.reason
+        assert r.measured["tolerance_basis"] == "computed bound", r.reason
+        assert 0 < r.measured["max_error_to_bound"] <= 1.0, r.reason
+
+
+def test_a_planted_error_of_200_times_the_emulated_one_fails_the_fp16_bound(model_results, project):
+    """On every DLA deployment: the emulator's output (its last layer's) moved at one element by 200 times the
+    largest emulated error fails the bound (judged on the first vectors)."""
+    import json
+
+    from pipeline.compare import nvdla_bound
+    from pipeline.compare.reference import onnx_names, read_inputs
+    from pipeline.nnef.tensorfile import read_tensor
+
+    model, _, runs, _ = model_results
+    import onnx
+
+    onnx_model = onnx.load(str(project / "models" / model / "model.onnx"))
+    to_onnx, to_nnef = onnx_names(model, project)
+    inputs = {to_onnx.get(k, k): v[:4] for k, v in read_inputs(model, project).items()}
+    for name, doc in runs.items():
+        if not (doc.get("target") == "nvdla" or doc.get("nvdla_items")):
             continue
-        assert r.measured["max_bound"] > 0, r.reason
-        assert 0 < r.measured["max_error_to_bound"] <= 1.0, r.reason  # the bound holds, whichever basis applied
+        outputs = {next(o for o, n in to_nnef.items() if n == k): read_tensor(project / p)[:4]
+                   for k, p in doc["outputs"].items()}
+        on_nvdla = None if doc.get("target") != "mixed" else nvdla_bound.nvdla_nodes(
+            model, name, list(doc["nvdla_items"]), project)
+        judged = nvdla_bound.judge(onnx_model, inputs, outputs, 1e-2, on_nvdla=on_nvdla)
+        assert judged.passed and judged.basis == nvdla_bound.BOUND, (name, nvdla_bound.describe(judged))
+        output, values = next(iter(outputs.items()))
+        planted = values.astype(np.float64).copy()
+        planted.reshape(planted.shape[0], -1)[0, 0] += 200.0 * judged.max_abs_error
+        judged = nvdla_bound.judge(onnx_model, inputs, {output: planted.astype(np.float32)}, 1e-2, on_nvdla=on_nvdla)
+        assert not judged.passed and judged.first_beyond is not None, (name, nvdla_bound.describe(judged))
+        json.dumps(judged.to_json(), allow_nan=False)
 
 
 def test_every_cuda_deployment_emulated_bit_exact(model_results):

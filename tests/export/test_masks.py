@@ -67,8 +67,9 @@ def test_a_causal_mask_is_exported_bit_exact_in_c_and_cuda_and_inside_the_bound(
     theirs = N.onnxruntime_outputs(model, inputs)["y"]
     np.testing.assert_allclose(run.reference["y"], theirs, atol=1e-6, rtol=0)
     assert ("select(" in run.text) == where
-    yardstick = run.validation.outputs[0].yardstick
-    assert yardstick["reference_over_bound"] == 0 and np.isfinite(yardstick["reference_bound_max"])
+    measured = run.validation.outputs[0].enclosure
+    assert measured["reference_over_bound"] == 0 and np.isfinite(measured["reference_bound_max"])
+    assert measured["onnxruntime_over_bound"] == 0 and run.validation.enclosure["measure"] == "the enclosure"
     provenance = convert(model).provenance
     assert [m["masked_values"] for m in provenance["masks"]] == [1 if where else 6]
 

@@ -33,7 +33,7 @@ def test_limit_below_the_measured_rounding_is_not_justified() -> None:
     assert not rule.justified and "cannot meet this limit" in rule.reason
 
 
-def test_no_bound_and_no_yardstick_is_not_justified() -> None:
+def test_no_bound_and_no_enclosure_is_not_justified() -> None:
     rule = effective_tolerance(1e-5, None, None, "no error-bound rule for Erf")
     assert rule.effective == 1e-5 and not rule.justified and "Erf" in rule.reason
 
@@ -80,8 +80,8 @@ def test_a_small_network_is_validated_with_its_computed_bound(tmp_path: Path) ->
     assert discriminating_result("m", report, [], []).verdict.value == "pass"
     document = report.to_json()
     json.dumps(document, allow_nan=False)
-    assert document["yardstick"]["vectors"] == 8
-    assert document["outputs"][0]["yardstick"]["reference_over_bound"] == 0
+    assert document["enclosure"]["vectors"] == 8 and document["enclosure"]["bound"]["vectors"] == 3
+    assert document["outputs"][0]["enclosure"]["reference_over_bound"] == 0
 
 
 def test_an_operator_without_a_bound_rule_makes_the_bound_checks_not_run(tmp_path: Path) -> None:
@@ -100,24 +100,23 @@ def test_an_operator_without_a_bound_rule_makes_the_bound_checks_not_run(tmp_pat
             and "ConvTranspose" in report.outputs[0].tolerance.reason)
 
 
-@pytest.mark.filterwarnings("ignore:invalid value encountered in divide:RuntimeWarning")  # the yardstick's 0 / 0
 def test_a_bound_refused_on_one_vector_is_not_used_at_all(tmp_path: Path) -> None:
-    """LRN whose denominator may reach 0 (bias 0, an input vector of zeros): BoundUnavailable at run
-    time, after earlier vectors had bounds; the validation keeps none of them."""
+    """LRN whose denominator may reach 0 (bias 0, an input vector of zeros): refused at run time (BOUND-E002),
+    after an earlier vector had bounds; the validation keeps none of them."""
     model = H.make_model([H.node("Reshape", ["x", "shape"], ["x4"]),
                           H.node("LRN", ["x4"], ["l4"], size=3, alpha=1.0, beta=0.75, bias=0.0),
                           H.node("Flatten", ["l4"], ["y"], axis=1)],
                          {"x": [1, 3]}, {"y": [1, 3]}, {"shape": np.array([1, 3, 1, 1], np.int64)})
-    from pipeline.export.validate import _YardstickRun
+    from pipeline.export.bounds import BoundRun
 
-    collector = _YardstickRun(model, {"y": "y"})
+    collector = BoundRun(model, {"y": "y"})
     x = np.array([[1.0, 2.0, 3.0]], np.float32)
     y = H.run_ort(model, {"x": x})["y"]
     collector.add({"x": x}, {"y": y}, {"y": y})
     assert "computed_tolerance" in collector.measures["y"]
     zero = np.zeros((1, 3), np.float32)
     collector.add({"x": zero}, {"y": zero}, {"y": zero})
-    assert collector.bounds is None and "LRN" in collector.bound_unavailable
+    assert "BOUND-E002" in (collector.bound_unavailable + collector.unavailable)
     assert not any("bound" in k or k == "computed_tolerance" for k in collector.measures["y"])
 
 
@@ -126,3 +125,13 @@ def test_compare_applies_a_per_output_tolerance() -> None:
     e = {"y": np.full((2, 3), 1e-4, np.float32), "z": np.full((2, 3), 1e-4, np.float32)}
     result = compare(a, e, max_abs_error=1e-3, max_abs_errors={"y": 1e-5})
     assert [o.passed for o in result.outputs] == [False, True]
+
+
+def test_a_measured_rounding_above_the_bound_vectors_bound_is_applied() -> None:
+    """The bound is computed on the first vectors, the rounding measured on more: where a later vector's rounding
+    is larger than the bound vectors' bound (still under the limit), the tolerance is that measured rounding."""
+    rule = effective_tolerance(1e-5, 3.0e-6, 3.9e-6)
+    assert rule.effective == 3.9e-6 and rule.basis == "computed bound" and rule.justified
+    assert "is larger and is applied" in rule.reason
+    rule = effective_tolerance(1e-5, 3.0e-6, 4.0e-5)  # beyond the limit: the limit's path, not justified
+    assert rule.effective == 1e-5 and not rule.justified
