@@ -40,9 +40,9 @@ from pipeline.ledger.requirements import load_requirements
 from pipeline.numerics.tolerance import EffectiveTolerance, effective_tolerance
 from pipeline.project.layout import checks_path, model_dir, project_relative, step_dir
 from pipeline.nnef.checker import check_paths
-from pipeline.nnef.tensorfile import read_tensor
+from pipeline.nnef.tensorfile import read_tensor, write_arrays
 from pipeline.semantics import load_variables
-from pipeline.execute.harness import write_arrays
+from pipeline.split.outputs import WHOLE_DLA_FILE
 
 log = logging.getLogger(__name__)
 
@@ -337,18 +337,17 @@ def _fp16_layers(model: str, deployment: str, root: Path, tolerance: float) -> f
 
 
 def _whole_dla_refusal(model: str, root: Path) -> str:
-    """Why the whole network could not be one DLA item, when legalization refuses it (else "")."""
-    from pipeline.export import convert
-    from pipeline.split.nvdla_legalize import legalize
-
+    """Why the whole network could not be one DLA item, as the split step recorded it (else "")."""
+    path = step_dir(model, "split", root) / WHOLE_DLA_FILE
     try:
-        exported = convert(model_dir(model, root) / "model.onnx")
-        legalize(exported.graph, exported.variables, text=exported.text)
-    except PipelineError as error:
-        return f" (the whole network on one DLA item is refused: {error.code}: {error.message})"
-    except Exception as error:  # an exporter or legalization defect must not stop the comparison
-        return f" (whether the whole network fits one DLA item was not evaluated: {type(error).__name__}: {error})"
-    return ""
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        return f" (whether the whole network fits one DLA item was not recorded by split: {type(error).__name__})"
+    if not doc.get("evaluated"):
+        return f" (whether the whole network fits one DLA item was not evaluated: {doc.get('why', 'no reason given')})"
+    if doc.get("fits"):
+        return ""
+    return f" (the whole network on one DLA item is refused: {doc.get('code')}: {doc.get('message')})"
 
 
 def _traces(subject: str, split_dir: Path, run_dir: Path, run_doc: dict[str, Any], folder: Path, root: Path

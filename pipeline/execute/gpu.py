@@ -20,12 +20,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pipeline.codegen.program.generate import BUILD_FILE
 from pipeline.diagnostics import PipelineError
 from pipeline.execute.campaign import WARMUP, run_campaign
 from pipeline.execute.harness import run_harness
 from pipeline.execute.outputs import NOISE_SEEDS
-from pipeline.project.layout import project_relative, step_dir
+from pipeline.project.layout import BUILD_FILE, project_relative, step_dir
 from pipeline.files.names import confined
 from pipeline.toolchain.cc import compile_objects
 from pipeline.toolchain.nvcc import device_program, gpu_device, gpu_label
