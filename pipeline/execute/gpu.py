@@ -52,7 +52,7 @@ def build(code: Path, manifest: dict[str, Any], binary: Path, sm: str, defines: 
 def program_form(model: str, deployment: str, root: Path, folder: Path, sm: str) -> Path:
     """The C-program form of a one-cuda-item deployment, generated from its split into `folder`."""
     from pipeline.codegen.program.generate import generate_deployment
-    from pipeline.codegen.deployment import load_deployment
+    from pipeline.codegen.shared.deployment import load_deployment
 
     loaded = load_deployment(step_dir(model, "split", root) / deployment, step_dir(model, "export", root), root)
     generate_deployment(loaded, folder, lanes=host_platform().lanes, architectures=(sm,))
