@@ -65,6 +65,7 @@ def test_the_deployment_is_byte_identical_on_regeneration(dla_mixed):
     from pipeline.codegen.program.generate import generate_deployment
     from pipeline.codegen.shared.deployment import load_deployment
     from pipeline.codegen.nvdla.generate import generate_nvdla
+    from pipeline.toolchain.platforms import host_platform
 
     root, _, _, _ = dla_mixed
     folders = [c_folder(root, "convdla"), nvdla_folder(root, "convdla")]
@@ -76,7 +77,7 @@ def test_the_deployment_is_byte_identical_on_regeneration(dla_mixed):
     before = digests()
     loaded = load_deployment(root / "artifacts" / MODEL / "split" / "convdla", root / "artifacts" / MODEL / "export",
                              root)
-    generate_deployment(loaded, folders[0])
+    generate_deployment(loaded, folders[0], lanes=host_platform().lanes)   # as the codegen step did
     generate_nvdla(loaded, folders[1])
     assert digests() == before and len(before) > 10
 
