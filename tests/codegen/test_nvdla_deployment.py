@@ -240,7 +240,7 @@ def test_the_reason_names_every_operation_a_whole_network_dla_item_refuses(tmp_p
     import onnx
     from onnx import TensorProto, helper
 
-    from pipeline.compare.step import _whole_dla_refusal
+    from pipeline.compare.nvdla import whole_dla_refusal
     from pipeline.export import convert
 
     graph = helper.make_graph([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[9, 1]),
@@ -253,6 +253,6 @@ def test_the_reason_names_every_operation_a_whole_network_dla_item_refuses(tmp_p
     exported = convert(tmp_path / "models" / "m" / "model.onnx")
     write_json(step_dir("m", "split", tmp_path) / WHOLE_DLA_FILE,
                whole_dla_fit(exported.graph, exported.variables, exported.text))   # what the split step records
-    reason = _whole_dla_refusal("m", tmp_path)
+    reason = whole_dla_refusal("m", tmp_path)
     assert reason.startswith(" (the whole network on one DLA item is refused: SPLIT-E101: 7 operations cannot run")
     assert "pooling kernel 9 outside the limit 1-8" in reason and "An nvdla item runs:" in reason
