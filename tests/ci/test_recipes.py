@@ -64,3 +64,15 @@ def test_merge_runs_after_a_failed_model_job() -> None:
     github = load(GITHUB)
     assert github["jobs"]["evidence"]["if"] == "always()" and github["jobs"]["evidence"]["needs"] == "model"
     assert github["jobs"]["model"]["strategy"]["fail-fast"] == "false"
+
+
+def test_the_mutation_run_is_nightly_only_and_cannot_fail_the_certification() -> None:
+    """Issue 42: the mutation run (benchmarks/mutation_bench.py) is in both recipes, on scheduled runs only in
+    GitLab (so tests/ci/test_gitlab_local.py's pipeline does not run it), its failure a warning."""
+    gitlab = load(GITLAB)["mutation"]
+    assert any("benchmarks/mutation_bench.py" in line and "--fail-under 90" in line for line in gitlab["script"])
+    assert gitlab["rules"][0]["if"].startswith('$CI_PIPELINE_SOURCE == "schedule"') and gitlab["allow_failure"] == "true"
+    github = load(GITHUB)["jobs"]["mutation"]
+    assert github["continue-on-error"] == "true"
+    assert any("benchmarks/mutation_bench.py" in step.get("run", "") for step in github["steps"])
+    assert (REPO / "benchmarks/mutation_bench.py").is_file()

@@ -1,0 +1,358 @@
+"""Issue 42: the compare step's verdict functions (pipeline/compare/step.py) on planted run documents.
+
+Light fixtures (arrays written as tensor files in a temporary project, no build, no run) so the mutation
+run (benchmarks/mutation_bench.py) can afford them once per mutant. Each planted defect is the one the
+check exists to catch: an executed output off the reference or beyond the onnxruntime tolerance, a CUDA
+run off in shuffled order or on the GPU, an emulated run that must never pass, a platform run off the
+reference, a time over the budget, a jitter or a drift over its bound at the boundary, instruction
+counts that differ, a host that is not the timing platform.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pipeline.compare import checks
+from pipeline.compare import step
+from pipeline.execute.harness import write_arrays
+from pipeline.ledger.checks import Obtained, Verdict, Where
+from pipeline.numerics.tolerance import effective_tolerance
+from pipeline.project.deploy import MetSpec, Tolerance, load_deploy
+
+REPO = Path(__file__).resolve().parents[2]
+PARAMS = {"max_ulp": 0, "max_jitter_ratio": 0.5, "max_drift_ratio": 0.1}
+
+
+def _spec(max_rel_error: float | None = None, platform: str | None = None):  # type: ignore[no-untyped-def]
+    spec = load_deploy(REPO / "models/lenet5/deploy.yaml")
+    validation = dataclasses.replace(spec.validation, tolerance=Tolerance(1e-5, max_rel_error))
+    return dataclasses.replace(spec, validation=validation, met=MetSpec(runs=10, budget_us=100.0, platform=platform))
+
+
+def _reference() -> dict[str, np.ndarray]:
+    return {"a": np.arange(6, dtype=np.float32).reshape(3, 2) + 1, "b": np.ones((3, 4), np.float32)}
+
+
+def _write(root: Path, folder: str, arrays: dict[str, np.ndarray]) -> dict[str, str]:
+    return {n: str(p.relative_to(root)) for n, p in write_arrays(arrays, root / folder).items()}
+
+
+# ---------------------------------------------------------------------------------------------- _numeric
+
+def _numeric(tmp_path: Path, outputs: dict[str, np.ndarray], ort: dict[str, np.ndarray] | None = None,
+             spec: Any = None, rules: dict | None = None) -> dict[str, Any]:  # type: ignore[type-arg]
+    folder = tmp_path / "compare" / "single"
+    folder.mkdir(parents=True, exist_ok=True)
+    found = step._numeric("m/single", outputs, _reference(), ort if ort is not None else _reference(),
+                          spec or _spec(), rules or {}, folder, ["in"], tmp_path)
+    return {r.check_id: r for r in found}
+
+
+def test_numeric_both_checks_pass_on_identical_outputs(tmp_path: Path) -> None:
+    found = _numeric(tmp_path, _reference())
+    assert [found[c].verdict for c in (checks.REFERENCE, checks.ONNXRUNTIME)] == [Verdict.PASS, Verdict.PASS]
+    document = json.loads((tmp_path / "compare/single/numeric.json").read_text())
+    assert document["onnxruntime"]["tolerance"]["max_abs_error"] == 1e-5
+    assert found[checks.ONNXRUNTIME].measured["tolerance_max_abs_error"] == 1e-5
+    assert found[checks.REFERENCE].written == ["compare/single/numeric.json"]
+
+
+def test_numeric_one_output_off_by_one_ulp_fails_the_reference_only(tmp_path: Path) -> None:
+    outputs = _reference()
+    outputs["b"][2, 3] = np.nextafter(np.float32(1), np.float32(2))
+    found = _numeric(tmp_path, outputs)
+    assert found[checks.REFERENCE].verdict is Verdict.FAIL and "vector 2, element [3]" in found[checks.REFERENCE].reason
+    assert found[checks.ONNXRUNTIME].verdict is Verdict.PASS
+    document = json.loads((tmp_path / "compare/single/numeric.json").read_text())
+    assert [o["verdict"] for o in document["reference"]["outputs"]] == ["pass", "fail"]
+
+
+def test_numeric_beyond_the_tolerance_and_the_relative_tolerance_fails_onnxruntime(tmp_path: Path) -> None:
+    outputs = _reference()
+    outputs["a"][1, 0] += 0.5
+    found = _numeric(tmp_path, outputs)
+    assert found[checks.ONNXRUNTIME].verdict is Verdict.FAIL and "output a: max abs error" in found[checks.ONNXRUNTIME].reason
+    # a per-output tolerance (the computed bound) replaces the deploy.yaml limit, and is named in the reason
+    rule = effective_tolerance(1e-5, 1e-6)
+    found = _numeric(tmp_path, outputs, rules={"a": rule, "b": rule})
+    assert found[checks.ONNXRUNTIME].verdict is Verdict.FAIL
+    assert "(tolerance computed bound: computed bound 1.000e-06" in found[checks.ONNXRUNTIME].reason
+    assert found[checks.ONNXRUNTIME].measured["tolerance_max_abs_error"] == 1e-6
+    loose = effective_tolerance(1.0, None, 1e-7)
+    assert _numeric(tmp_path, outputs, rules={"a": loose, "b": loose})[checks.ONNXRUNTIME].verdict is Verdict.PASS
+    relative = _reference()
+    relative["a"][2, 1] *= np.float32(1.01)     # 6.0 -> 6.06: within 1.0 absolute, 1 % relative
+    found = _numeric(tmp_path, relative, spec=_spec(max_rel_error=1e-3), rules={"a": loose, "b": loose})
+    assert found[checks.ONNXRUNTIME].verdict is Verdict.FAIL and "relative" in found[checks.ONNXRUNTIME].reason
+    assert found[checks.ONNXRUNTIME].measured["tolerance_max_rel_error"] == 1e-3
+
+
+# --------------------------------------------------------------------------------------- _cuda_reference
+
+def _cuda_doc(root: Path, in_order: dict[str, np.ndarray], shuffled: dict[str, np.ndarray],
+              gpu: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"outputs": _write(root, "run/in", in_order), "outputs_shuffled": _write(root, "run/shuffled", shuffled),
+            "shuffle_seed": 5, "emulation": "host emulation", "vectors": 3,
+            "gpu": gpu or {"run": "no GPU here", "status": "not run"}}
+
+
+def test_cuda_reference_is_emulated_never_pass_and_fails_on_a_shuffled_divergence(tmp_path: Path) -> None:
+    folder = tmp_path / "compare/cuda"
+    folder.mkdir(parents=True)
+    good = step._cuda_reference("m/cuda", _cuda_doc(tmp_path, _reference(), _reference()), _reference(), folder, tmp_path)
+    assert good.verdict is Verdict.EMULATED and good.obtained.where is Where.EMULATION
+    assert "0 ULP on 3 vectors" in good.reason
+    shuffled = _reference()
+    shuffled["a"][0, 1] = -0.0 if shuffled["a"][0, 1] == 0 else shuffled["a"][0, 1] + 1
+    bad = step._cuda_reference("m/cuda", _cuda_doc(tmp_path, _reference(), shuffled), _reference(), folder, tmp_path)
+    assert bad.verdict is Verdict.FAIL and bad.reason.startswith("host emulation, blocks and threads shuffled (seed 5)")
+
+
+def test_cuda_reference_on_the_gpu_passes_there_or_fails_there(tmp_path: Path) -> None:
+    folder = tmp_path / "compare/cuda"
+    folder.mkdir(parents=True)
+    on_gpu = {k: v[:2] for k, v in _reference().items()}
+    gpu = {"run": "ran", "status": "ran", "obtained": "target:orin", "vectors": 2, "device": "Orin",
+           "outputs": _write(tmp_path, "run/gpu", on_gpu)}
+    good = step._cuda_reference("m/cuda", _cuda_doc(tmp_path, _reference(), _reference(), gpu), _reference(), folder,
+                                tmp_path)
+    assert good.verdict is Verdict.PASS and good.obtained == Obtained.target("orin")
+    assert good.measured["gpu_vectors"] == 2 and good.measured["gpu_max_ulp"] == 0
+    on_gpu["b"][1, 0] = 2.0
+    gpu["outputs"] = _write(tmp_path, "run/gpu", on_gpu)
+    bad = step._cuda_reference("m/cuda", _cuda_doc(tmp_path, _reference(), _reference(), gpu), _reference(), folder,
+                               tmp_path)
+    assert bad.verdict is Verdict.FAIL and bad.reason.startswith("on the GPU: ") and bad.obtained.where is Where.TARGET
+    failed = dict(gpu, status="failed", run="the kernel launch failed")
+    crashed = step._cuda_reference("m/cuda", _cuda_doc(tmp_path, _reference(), _reference(), failed), _reference(),
+                                   folder, tmp_path)
+    assert crashed.verdict is Verdict.FAIL and crashed.reason == "GPU run the kernel launch failed"
+
+
+# ------------------------------------------------------------------------------------------ MET verdicts
+
+def _whole(max_us: float, median_us: float = 50.0, p99_us: float = 60.0) -> dict[str, Any]:
+    return {"max_us": max_us, "median_us": median_us, "p99_us": p99_us}
+
+
+def _met(whole: dict[str, Any], jitter: float, drift: float | None) -> dict[str, Any]:
+    base = None if drift is None else {"median_us": 50.0}
+    found = step._met_verdicts("m", "single", "m/single", whole, 100.0, jitter, drift, base, PARAMS, ["t"], ["w"],
+                               {"runs": 10}, REPO, Obtained.target("orin"))
+    return {r.check_id: r for r in found}
+
+
+def test_met_budget_at_its_boundary() -> None:
+    assert _met(_whole(100.0), 0.1, 0.0)[checks.BUDGET].verdict is Verdict.PASS
+    over = _met(_whole(100.5), 0.1, 0.0)[checks.BUDGET]
+    assert over.verdict is Verdict.FAIL and over.reason == "max 100.5 us exceeds the budget 100.0 us (median 50.0 us)"
+    assert over.obtained == Obtained.target("orin") and over.measured["budget_us"] == 100.0
+
+
+def test_met_stability_jitter_and_drift_at_their_boundaries() -> None:
+    assert _met(_whole(10), 0.5, 0.1)[checks.STABILITY].verdict is Verdict.PASS
+    jitter = _met(_whole(10), 0.51, 0.0)[checks.STABILITY]
+    assert jitter.verdict is Verdict.FAIL and jitter.reason.startswith("jitter (p99 - median) / median = 0.510 exceeds 0.5")
+    drift = _met(_whole(10), 0.1, 0.11)[checks.STABILITY]
+    assert drift.verdict is Verdict.FAIL and "drifted by +11.0% from the accepted 50.0 us (bound 10%)" in drift.reason
+    assert _met(_whole(10), 0.1, -0.5)[checks.STABILITY].verdict is Verdict.PASS      # faster is no drift failure
+    unknown = _met(_whole(10), 0.1, None)[checks.STABILITY]
+    assert unknown.verdict is Verdict.NOT_RUN and "no accepted baseline for single" in unknown.reason
+    assert unknown.measured["drift_ratio"] is None and unknown.measured["max_jitter_ratio"] == 0.5
+    figures = _met(_whole(10), 0.123456, 0.0123456)[checks.STABILITY].measured
+    assert (figures["jitter_ratio"], figures["drift_ratio"], figures["max_drift_ratio"]) == (0.1235, 0.0123, 0.1)
+
+
+def test_the_timing_platform_is_the_declared_one_named_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(step.PLATFORM_VARIABLE, raising=False)
+    assert step.timing_platform(_spec()) == (None, "deploy.yaml declares no met.platform")
+    assert step.timing_platform(_spec(platform="orin"))[0] is None
+    assert step.timing_platform(_spec(platform="orin"))[1] == "NNCERT_PLATFORM=(unset), deploy.yaml met.platform=orin"
+    monkeypatch.setenv(step.PLATFORM_VARIABLE, "xavier")
+    assert step.timing_platform(_spec(platform="orin"))[0] is None
+    monkeypatch.setenv(step.PLATFORM_VARIABLE, "orin")
+    assert step.timing_platform(_spec(platform="orin")) == (Obtained.target("orin"), "")
+
+
+def _timing_run(root: Path, ns: list[int]) -> tuple[Path, Path]:
+    run_dir, split_dir = root / "run", root / "split"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    split_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "timing.json").write_text(json.dumps({"ns": ns, "warmup": 1, "runs": len(ns)}))
+    (split_dir / "schedule.json").write_text(json.dumps({"items": {}}))
+    return run_dir, split_dir
+
+
+def test_met_on_a_host_that_is_not_the_timing_platform_is_not_run_with_the_figures(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(step.PLATFORM_VARIABLE, raising=False)
+    run_dir, split_dir = _timing_run(tmp_path, [200_000] * 10)        # 200 us: over the 100 us budget
+    folder = tmp_path / "compare"
+    folder.mkdir()
+    found = step._met("m", "single", "m/single", _spec(platform="orin"), run_dir, {}, split_dir, PARAMS, folder,
+                      tmp_path)
+    assert [r.verdict for r in found] == [Verdict.NOT_RUN, Verdict.NOT_RUN]
+    assert "host is not the timing platform" in found[0].reason and "max 200.0 us (budget 100.0 us)" in found[0].reason
+    monkeypatch.setenv(step.PLATFORM_VARIABLE, "orin")
+    found = step._met("m", "single", "m/single", _spec(platform="orin"), run_dir, {}, split_dir, PARAMS, folder,
+                      tmp_path)
+    assert found[0].verdict is Verdict.FAIL and found[0].obtained == Obtained.target("orin")
+    none = step._met("m", "single", "m/single", _spec(), tmp_path / "nothing", {}, split_dir, PARAMS, folder, tmp_path)
+    assert [r.verdict for r in none] == [Verdict.NOT_RUN] * 2
+
+
+# ------------------------------------------------------------------------------------------------ _path
+
+def _counts(root: Path, document: dict[str, Any] | None) -> Any:
+    run_dir = root / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if document is not None:
+        (run_dir / "instructions.json").write_text(json.dumps(document))
+    folder = root / "compare"
+    folder.mkdir(exist_ok=True)
+    return step._path("m/single", run_dir, folder, root)
+
+
+@pytest.mark.parametrize("document, verdict, reason", [
+    (None, Verdict.NOT_RUN, "the execute step counted no instructions"),
+    ({"status": "not run", "reason": "no valgrind"}, Verdict.NOT_RUN, "no valgrind"),
+    ({"status": "ran", "inputs": [{"input": "v0", "instructions": 7}]}, Verdict.NOT_RUN, "fewer than two inputs counted"),
+    ({"status": "ran", "inputs": [{"input": "v0", "instructions": 7}, {"input": "v1", "instructions": 7},
+                                  {"input": "v2", "instructions": 8}]},
+     Verdict.FAIL, "instruction counts differ: v0 7, v2 8"),
+    ({"status": "ran", "tool": "valgrind", "inputs": [{"input": "v0", "instructions": 7},
+                                                      {"input": "v1", "instructions": 7}]}, Verdict.PASS, ""),
+], ids=["none", "not-ran", "one-input", "differ", "same"])
+def test_instruction_counts_one_path_for_every_input(tmp_path: Path, document, verdict, reason) -> None:  # type: ignore[no-untyped-def]
+    found = _counts(tmp_path, document)
+    assert (found.check_id, found.verdict, found.reason) == (checks.PATH, verdict, reason)
+    if verdict is Verdict.PASS:
+        assert found.measured == {"inputs": 2, "instructions": [7], "tool": "valgrind"}
+        assert json.loads((tmp_path / "compare/path.json").read_text()) == {
+            "schema_version": 1, "tool": "valgrind", "counts": {"v0": 7, "v1": 7}}
+        assert found.written == ["compare/path.json"] and found.read == ["run/instructions.json"]
+
+
+# ----------------------------------------------------------------------------------------- n/a checks
+
+def test_not_applicable_only_where_no_deployment_gives_the_check_a_subject() -> None:
+    shipped = _spec()     # lenet5 has a cuda deployment and one on another platform: every check applies
+    assert step._not_applicable("m", shipped, []) == []
+    spec = dataclasses.replace(shipped, deployments={"single": shipped.deployments["single"]})
+    found = {r.check_id: r for r in step._not_applicable("m", spec, [])}
+    assert set(found) == {checks.CUDA_REFERENCE, checks.PLATFORM_REFERENCE, checks.PLATFORM_TRACES, checks.PLATFORM_PATH}
+    assert all(r.verdict is Verdict.NOT_APPLICABLE for r in found.values())
+    done = step._not_applicable("m", spec, [step.result(checks.CUDA_REFERENCE, "m/x", Verdict.FAIL, "planted")])
+    assert checks.CUDA_REFERENCE not in {r.check_id for r in done}
+
+
+# ------------------------------------------------------------------------------ platform and NVDLA runs
+
+def _platform_run(root: Path, outputs: dict[str, np.ndarray], where: str) -> list[Any]:
+    detail = {"emulation": "qemu-aarch64", "target": "board", "host": "x86_64 Linux"}[where]
+    doc = {"platform": {"name": "board", "obtained": {"where": where, "detail": detail}, "timing": True},
+           "vectors": 2, "outputs": _write(root, "run/platform", {n: a[:2] for n, a in outputs.items()})}
+    folder = root / "compare/platform"
+    folder.mkdir(parents=True, exist_ok=True)
+    return step._on_platform("m", "platform", "m/platform", _spec(), doc, _reference(), PARAMS, folder, root)
+
+
+def test_a_platform_run_is_judged_on_its_vectors_and_an_emulated_one_never_passes(tmp_path: Path) -> None:
+    numbers, traces, budget, stability, path = _platform_run(tmp_path, _reference(), "emulation")
+    assert numbers.check_id == checks.PLATFORM_REFERENCE and numbers.verdict is Verdict.EMULATED
+    assert numbers.obtained == Obtained.emulation("qemu-aarch64") and "never pass" in numbers.reason
+    assert [r.verdict for r in (traces, budget, stability, path)] == [Verdict.NOT_RUN] * 4
+    assert path.check_id == checks.PLATFORM_PATH
+    target = _platform_run(tmp_path, _reference(), "target")[0]
+    assert target.verdict is Verdict.PASS and target.obtained == Obtained.target("board")
+    off = _reference()
+    off["a"][1, 1] = np.float32(-7.0)
+    failed = _platform_run(tmp_path, off, "target")[0]
+    assert failed.verdict is Verdict.FAIL and failed.reason.startswith("on board, 2 vectors: ")
+    assert "vector 1, element [1]" in failed.reason
+    assert _platform_run(tmp_path, off, "emulation")[0].verdict is Verdict.FAIL   # emulated: fail, never pass
+
+
+def test_an_nvdla_run_within_the_absolute_parameter_is_emulated_and_beyond_it_fails(tmp_path: Path) -> None:
+    import shutil
+
+    shutil.copytree(REPO / "requirements", tmp_path / "requirements")
+    folder = tmp_path / "compare/dla"
+    folder.mkdir(parents=True)
+
+    def judged(outputs: dict[str, np.ndarray]) -> Any:
+        doc = {"precision": "int8", "outputs": _write(tmp_path, "run/dla", outputs), "emulation": "NVDLA emulator",
+               "mode": "fp16", "mode_meaning": "", "vectors": 3, "configuration": "nv_full", "model": "m"}
+        return step._nvdla_reference("m/dla", doc, _reference(), folder, tmp_path)
+
+    good = judged(_reference())
+    assert good.check_id == checks.NVDLA_REFERENCE and good.verdict is Verdict.EMULATED
+    assert "no NVDLA here, so never pass" in good.reason and good.obtained.where is Where.EMULATION
+    assert good.measured["tolerance_basis"] == "absolute tolerance" and good.measured["precision"] == "int8"
+    off = _reference()
+    off["b"][0, 0] += 1e3
+    bad = judged(off)
+    assert bad.verdict is Verdict.FAIL and "absolute tolerance int8_max_abs_error" in bad.reason
+    assert "which layers to move was not evaluated" in bad.reason
+    assert bad.obtained == Obtained.emulation("NVDLA emulator") and bad.written == ["compare/dla/nvdla-numeric.json"]
+    assert bad.read == ["run/dla/a.dat", "run/dla/b.dat"]
+
+
+# --------------------------------------------------------------------- mixed deployments and GPU runs
+
+def _mixed_project(root: Path, ns: list[int]) -> None:
+    run_dir = root / "artifacts/m/execute/mixed"
+    split_dir = root / "artifacts/m/split/mixed"
+    for folder in (run_dir, run_dir / "gpu", split_dir):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "timing.json").write_text(json.dumps({"ns": ns, "warmup": 1, "runs": len(ns)}))
+    (split_dir / "schedule.json").write_text(json.dumps({"items": {}}))
+
+
+def test_host_figures_of_an_emulated_cuda_item_are_never_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(step.PLATFORM_VARIABLE, "orin")          # even where the host is the timing platform
+    _mixed_project(tmp_path, [10_000] * 10)                       # 10 us, well inside the 100 us budget
+    folder = tmp_path / "artifacts/m/compare/mixed"
+    folder.mkdir(parents=True)
+    doc = {"cuda_items": ["GPU0"], "gpu": {"status": "not run"}}
+    traces, budget, stability, path = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), doc, PARAMS,
+                                                  folder, tmp_path)
+    assert (traces.check_id, traces.verdict) == (checks.TRACES, Verdict.NOT_RUN)
+    assert [budget.check_id, stability.check_id, path.check_id] == [checks.BUDGET, checks.STABILITY, checks.PATH]
+    assert [budget.verdict, stability.verdict, path.verdict] == [Verdict.NOT_RUN] * 3
+    assert budget.reason.startswith("the cuda items ran on the host emulation: these are host figures")
+    assert budget.measured["max_us"] == 10.0 and budget.obtained.where is Where.EMULATION
+    assert "cuda items (GPU0) on the CUDA host emulation" in budget.obtained.detail
+    dla = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), {"nvdla_items": ["DLA0"], "met": "no MET with DLA"},
+                      PARAMS, folder, tmp_path)
+    assert [r.verdict for r in dla] == [Verdict.NOT_RUN] * 4 and dla[1].reason == "no MET with DLA"
+
+
+def test_gpu_figures_are_judged_only_where_the_gpu_is_the_timing_platform(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _mixed_project(tmp_path, [200_000] * 10)                      # 200 us: over the budget
+    folder = tmp_path / "artifacts/m/compare/mixed"
+    folder.mkdir(parents=True)
+    doc = {"cuda_items": ["GPU0"], "gpu": {"status": "ran", "obtained": "target:orin",
+                                           "folder": "artifacts/m/execute/mixed/gpu"}}
+    monkeypatch.delenv(step.PLATFORM_VARIABLE, raising=False)
+    traces, budget, stability, path = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), doc, PARAMS,
+                                                  folder, tmp_path)
+    assert [r.verdict for r in (traces, budget, stability, path)] == [Verdict.NOT_RUN] * 4
+    assert budget.reason.startswith("the GPU is not the timing platform (NNCERT_PLATFORM=(unset)")
+    assert budget.obtained == Obtained.target("orin")          # figures measured on the GPU, not judged
+    assert "valgrind does not see a GPU" in path.reason
+    monkeypatch.setenv(step.PLATFORM_VARIABLE, "orin")
+    budget = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), doc, PARAMS, folder, tmp_path)[1]
+    assert budget.verdict is Verdict.FAIL and budget.obtained == Obtained.target("orin")
+    assert (folder / "gpu" / "met.json").is_file()
+    monkeypatch.delenv(step.PLATFORM_VARIABLE)
+    step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), {"cuda_items": ["GPU0"]}, PARAMS, folder, tmp_path)
+    assert list(step.current_met_documents("m", tmp_path)) == ["mixed"]
+    assert step.current_met_documents("m", tmp_path)["mixed"]["whole_network"]["max_us"] == 200.0
