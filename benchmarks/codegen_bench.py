@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import bench_models  # noqa: E402
 from pipeline.codegen.program.generate import generate_deployment  # noqa: E402
-from pipeline.codegen.deployment import load_deployment  # noqa: E402
+from pipeline.codegen.shared.deployment import load_deployment  # noqa: E402
 from pipeline.project.deploy import load_deploy  # noqa: E402
 from pipeline.execute.step import step_durations  # noqa: E402
 from pipeline.export.step import run_export_step  # noqa: E402

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from pipeline.codegen.shared import contract as item_module  # noqa: E402
 from pipeline.codegen.program.generate import generate_deployment  # noqa: E402
-from pipeline.codegen.deployment import load_deployment  # noqa: E402
+from pipeline.codegen.shared.deployment import load_deployment  # noqa: E402
 from pipeline.toolchain.cc import compile_and_link, compiler_version  # noqa: E402
 from tests.codegen.cghelpers import single_item  # noqa: E402
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.codegen_size_bench import network  # noqa: E402
 from pipeline.codegen.shared import contract as c_item  # noqa: E402
 from pipeline.codegen.cuda.generate import generate_cuda  # noqa: E402
-from pipeline.codegen.deployment import load_deployment  # noqa: E402
+from pipeline.codegen.shared.deployment import load_deployment  # noqa: E402
 from pipeline.nnef.tensorfile import write_tensor  # noqa: E402
 from pipeline.toolchain.nvcc import device_build, nvcc_version  # noqa: E402
 from tests.codegen_cuda.cudahelpers import ITEM, one_item  # noqa: E402

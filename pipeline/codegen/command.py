@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pipeline.codegen.program.generate import DEFAULT_LANES, generate_deployment
-    from pipeline.codegen.deployment import load_deployment
+    from pipeline.codegen.shared.deployment import load_deployment
     from pipeline.codegen.step import run_codegen_step
 
     lanes = args.lanes or DEFAULT_LANES

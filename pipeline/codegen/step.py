@@ -34,9 +34,9 @@ from pipeline.files.atomic import write_json
 from pipeline.files.names import confined
 from pipeline.codegen import checks
 from pipeline.codegen.program.generate import generate_deployment
-from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.shared.errors import CodegenError
 from pipeline.codegen.program.items import NO_GENERATOR, emitter_for
-from pipeline.codegen.deployment import load_deployment, sha256_of
+from pipeline.codegen.shared.deployment import load_deployment, sha256_of
 from pipeline.project.deploy import load_deploy
 from pipeline.project.targets import code_kind
 from pipeline.diagnostics import PipelineError

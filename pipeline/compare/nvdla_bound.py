@@ -3,7 +3,7 @@
 Per vector, the enclosure of the network's exact real-number result (pipeline.numerics.enclosure) and
 the error bound of the item's arithmetic (pipeline.numerics.sensitivity with `nvdla_fp16`: FP16
 storage of inputs, weights and every written tensor, float32 sums, the SDP's lookup tables for sigmoid
-and tanh as pipeline/codegen/nvdla/lut.py programs them) computed from the ONNX model alone, never from
+and tanh as pipeline/numerics/nvdla_lut.py programs them) computed from the ONNX model alone, never from
 the loadable or the emulator. In a deployment with CPU items next to the DLA items, the operations of the
 CPU items keep the reference semantics' float32 arithmetic and a tensor crossing into a DLA item is
 rounded to FP16 there. Every element must lie within its bound. Where the bound is unavailable (no rule:
@@ -39,7 +39,7 @@ NVDLA = "nvdla"
 @lru_cache(maxsize=1)
 def tables() -> dict[str, Table]:
     """The SDP's sigmoid and tanh tables, read from the code generator's own table builder."""
-    from pipeline.codegen.nvdla.lut import ACTIVATIONS, activation_lut
+    from pipeline.numerics.nvdla_lut import ACTIVATIONS, activation_lut
 
     found = {}
     for fn, (_function, start, frac_bits) in ACTIVATIONS.items():

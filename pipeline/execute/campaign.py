@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from pipeline.files.atomic import write_json
-from pipeline.execute.harness import read_outputs, run_harness, write_arrays
+from pipeline.execute.harness import read_outputs, run_harness
+from pipeline.nnef.tensorfile import write_arrays
 from pipeline.execute.instructions import BOUNDARY, count_instructions_per_vector, special_vector, valgrind_version
 from pipeline.project.layout import project_relative
 from pipeline.project.lock import measuring

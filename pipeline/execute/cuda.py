@@ -24,7 +24,7 @@ from pipeline.files.atomic import write_json
 from pipeline.files.names import confined
 from pipeline.diagnostics import PipelineError
 from pipeline.execute.campaign import SHUFFLE_SEED
-from pipeline.execute.harness import write_arrays
+from pipeline.nnef.tensorfile import write_arrays
 from pipeline.project.layout import project_relative, step_dir
 from pipeline.nnef.tensorfile import read_tensor
 from pipeline.execute.gpu import run_on_gpu

@@ -20,12 +20,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pipeline.codegen.program.generate import BUILD_FILE
 from pipeline.diagnostics import PipelineError
 from pipeline.execute.campaign import WARMUP, run_campaign
 from pipeline.execute.harness import run_harness
 from pipeline.execute.outputs import NOISE_SEEDS
-from pipeline.project.layout import project_relative, step_dir
+from pipeline.project.layout import BUILD_FILE, project_relative, step_dir
 from pipeline.files.names import confined
 from pipeline.toolchain.cc import compile_objects
 from pipeline.toolchain.nvcc import device_program, gpu_device, gpu_label
@@ -53,7 +52,7 @@ def build(code: Path, manifest: dict[str, Any], binary: Path, sm: str, defines: 
 def program_form(model: str, deployment: str, root: Path, folder: Path, sm: str) -> Path:
     """The C-program form of a one-cuda-item deployment, generated from its split into `folder`."""
     from pipeline.codegen.program.generate import generate_deployment
-    from pipeline.codegen.deployment import load_deployment
+    from pipeline.codegen.shared.deployment import load_deployment
 
     loaded = load_deployment(step_dir(model, "split", root) / deployment, step_dir(model, "export", root), root)
     generate_deployment(loaded, folder, lanes=host_platform().lanes, architectures=(sm,))

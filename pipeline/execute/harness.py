@@ -36,13 +36,6 @@ def write_input_vectors(inputs: Mapping[str, InputSpec], count: int, seed: int,
     return written
 
 
-def write_arrays(arrays: Mapping[str, np.ndarray], folder: str | os.PathLike[str]) -> dict[str, Path]:
-    """<folder>/<name>.dat for each array (already stacked [N, ...], float32)."""
-    out = Path(folder)
-    return {name: write_tensor(out / f"{name}.dat", np.ascontiguousarray(array, np.float32))
-            for name, array in sorted(arrays.items())}
-
-
 def read_outputs(folder: str | os.PathLike[str], names: Sequence[str]) -> dict[str, np.ndarray]:
     """The [N, ...] output arrays a run wrote."""
     base = Path(folder)

@@ -43,13 +43,12 @@ from typing import Any, Callable
 
 from pipeline.files.atomic import write_json
 from pipeline.files.names import confined
-from pipeline.codegen.program.generate import BUILD_FILE
 from pipeline.project.deploy import load_deploy
 from pipeline.project.targets import code_kind
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.ledger.checks import CheckResult, results_document
 from pipeline.ledger.records import record_step
-from pipeline.project.layout import checks_path, model_dir, project_relative, step_data, step_dir
+from pipeline.project.layout import BUILD_FILE, checks_path, model_dir, project_relative, step_data, step_dir
 from pipeline.ledger.hashing import sha256_file
 from pipeline.toolchain.cc import build_flags, compile_and_link, compiler_version, host_isa, isa_for
 from pipeline.toolchain.platforms import (Platform, described, host_platform, missing_reason, missing_tools,

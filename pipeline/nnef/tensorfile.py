@@ -32,6 +32,7 @@ import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
@@ -281,3 +282,11 @@ def read_tensor(path: str | os.PathLike[str]) -> np.ndarray:
 def write_tensor(path: str | os.PathLike[str], array: np.ndarray, quantized: bool = False) -> Path:
     """Write `array` as an NNEF tensor file, atomically."""
     return write_bytes(path, encode_tensor(array, quantized))
+
+
+def write_arrays(arrays: Mapping[str, np.ndarray], folder: str | os.PathLike[str]) -> dict[str, Path]:
+    """<folder>/<name>.dat for each array (already stacked [N, ...], float32): how runs and comparisons store
+    their inputs and outputs."""
+    out = Path(folder)
+    return {name: write_tensor(out / f"{name}.dat", np.ascontiguousarray(array, np.float32))
+            for name, array in sorted(arrays.items())}

@@ -53,7 +53,7 @@ SEED = 20240541
 COTANGENTS = 64  # output elements per backward pass (a batch of rows of the Jacobian)
 # Operators a storage arithmetic has no rule for, and why.
 STORAGE_REFUSED = {"LRN": "NVDLA's CDP evaluates (bias + alpha / size * S)^-beta from its lookup table "
-                          "(pipeline/codegen/nvdla/lut.py lrn_lut); that table's own error has no rule here"}
+                          "(pipeline/numerics/nvdla_lut.py lrn_lut); that table's own error has no rule here"}
 EXACT_SPREAD = 256  # tensors up to this size read by a softmax get their own bound as spread
 REFINED = frozenset({"Softmax", "LogSoftmax"})
 

@@ -39,6 +39,7 @@ EXPORT_GRAPH_FILE = "graph.nnef"
 EXPORT_PROVENANCE_FILE = "provenance.json"
 EXPORT_VALIDATION_FILE = "validation.json"
 CHECK_REPORT_FILE = "report.json"
+BUILD_FILE = "build.json"              # codegen/<d>/: what was generated and how to build it (read by execute)
 
 
 def linked_output_folders(root: Path | str = ".") -> list[str]:

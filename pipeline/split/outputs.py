@@ -15,6 +15,7 @@ PLAN_FILE = "plan.json"
 SCHEDULE_FILE = "schedule.json"
 TRACE_FILE = "trace-interpreter.json"
 REWRITTEN_FILE = "rewritten.nnef"
+WHOLE_DLA_FILE = "whole-dla.json"  # split/: whether the whole network fits one DLA item (read by compare)
 
 
 def split_targets(model: str) -> list[str]:
@@ -24,7 +25,7 @@ def split_targets(model: str) -> list[str]:
     same before and after the split ran and a no-op re-run of `doit verify` stays a no-op.
     """
     out = step_dir(model, "split")
-    targets = [checks_path(model, "split"), out / RECORD_FILE]
+    targets = [checks_path(model, "split"), out / RECORD_FILE, out / WHOLE_DLA_FILE]
     outline = deploy_outline(model)
     for name, deployment in (outline or {}).items():
         folder = out / name

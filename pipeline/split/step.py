@@ -30,7 +30,7 @@ from pipeline.ledger.checks import CheckResult, not_applicable, results_document
 from pipeline.ledger.records import record_step
 from pipeline.project.layout import checks_path, export_data, model_dir, project_relative, step_dir
 from pipeline.files.names import check_name, confined
-from pipeline.diagnostics import Location
+from pipeline.diagnostics import Location, PipelineError
 from pipeline.nnef import checks as nnef_checks
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.graph import Graph
@@ -44,6 +44,7 @@ from pipeline.nnef.khronos import khronos_available
 from pipeline.split.plain_nnef import compare_with_khronos, strip_extension
 from pipeline.split.plan import (PLAN_FILE, REWRITTEN_FILE, SCHEDULE_FILE, TRACE_FILE, load_schedule,
                                  plan_document, schedule_document)
+from pipeline.split.outputs import WHOLE_DLA_FILE
 from pipeline.split.splitter import Split, split_deployment
 from pipeline.split.union import check_union
 
@@ -228,6 +229,20 @@ def legalize_nvdla_items(deployment: Deployment, variables: Mapping[str, np.ndar
     return found
 
 
+def whole_dla_fit(graph: Graph, variables: dict[str, np.ndarray], text: str) -> dict[str, Any]:
+    """Whether the whole network would fit one DLA item (asked when no deployment has an nvdla item): the
+    compare step explains its `n/a` with it; compare judges what split recorded, it does not legalize."""
+    from pipeline.split.nvdla_legalize import legalize
+
+    try:
+        legalize(graph, variables, text=text)
+    except PipelineError as error:
+        return {"schema_version": 1, "evaluated": True, "fits": False, "code": error.code, "message": error.message}
+    except Exception as error:  # noqa: BLE001 - a legalization defect must not stop the split it annotates
+        return {"schema_version": 1, "evaluated": False, "why": f"{type(error).__name__}: {error}"}
+    return {"schema_version": 1, "evaluated": True, "fits": True}
+
+
 def legalization_document(legal: Any) -> dict[str, Any]:
     """What the legalization of one nvdla item did: every rewrite and every legalized operation, by NNEF line."""
     return {"schema_version": 1, "configuration": legal.config,
@@ -270,6 +285,11 @@ def run_split_step(model: str, root: str | os.PathLike[str] = ".", vectors: int 
     count = spec.validation.vectors if vectors is None else vectors
     outcomes = split_to_directory(exported, spec, out, vectors=count, root=base)
     results = [r for outcome in outcomes for r in outcome.results]
+    if any(item.target == "nvdla" for d in spec.deployments.values() for item in d.items):
+        fit = {"schema_version": 1, "evaluated": False, "why": "a deployment of this model has an nvdla item"}
+    else:
+        fit = whole_dla_fit(exported.graph, exported.variables(), exported.file.read_text(encoding="utf-8"))
+    write_json(out / WHOLE_DLA_FILE, fit)
     if not any(r.check_id == checks.REWRITE for r in results):  # the check applies to rewrites only
         results.append(not_applicable(checks.REWRITE, model, "no deployment of this model has a layer-parallel rewrite"))
     write_json(checks_path(model, STEP, base), results_document(results))

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from pipeline.codegen.program.generate import generate_deployment
-from pipeline.codegen.deployment import load_deployment
+from pipeline.codegen.shared.deployment import load_deployment
 from pipeline.nnef.checker import check_paths
 from pipeline.nnef.tensorfile import read_tensor, write_tensor
 from pipeline.semantics import interpret

@@ -281,7 +281,7 @@ def test_portable_build_equals_vector_build(family, tmp_path):
 
 
 def test_unsupported_operation_is_codegen_e001(tmp_path):
-    from pipeline.codegen.errors import CodegenError
+    from pipeline.codegen.shared.errors import CodegenError
 
     folder = H.single_item(tmp_path / "u", """
         x = external<scalar>(shape = [1, 4]);
@@ -294,7 +294,7 @@ def test_unsupported_operation_is_codegen_e001(tmp_path):
 
 
 def test_unknown_op_names_op_location_and_supported_list(tmp_path):
-    from pipeline.codegen.errors import CodegenError
+    from pipeline.codegen.shared.errors import CodegenError
 
     folder = H.single_item(tmp_path / "u", """
         x = external<scalar>(shape = [1, 1, 4, 4]);
@@ -309,7 +309,7 @@ def test_unknown_op_names_op_location_and_supported_list(tmp_path):
 
 def test_every_unsupported_operation_is_listed_in_one_error(tmp_path):
     """Issue 15: one CODEGEN-E001 names every operation the C generator lacks, with its line."""
-    from pipeline.codegen.errors import CodegenError
+    from pipeline.codegen.shared.errors import CodegenError
 
     folder = H.single_item(tmp_path / "u", """
         x = external<scalar>(shape = [1, 1, 4, 4]);

@@ -21,6 +21,11 @@ import numpy as np
 import pytest
 
 from pipeline.ledger.checks import Verdict
+from pipeline.files.atomic import write_json
+from pipeline.project.layout import step_dir
+from pipeline.split.exported import load_exported
+from pipeline.split.outputs import WHOLE_DLA_FILE
+from pipeline.split.step import whole_dla_fit
 from tests.execute.test_nvdla_layout import hardware_order, kcrs_order
 from tests.projects import ROOT
 
@@ -221,6 +226,11 @@ def test_compare_says_why_a_model_without_an_nvdla_deployment_has_no_nvdla_compa
     text = deploy.read_text(encoding="utf-8")
     deploy.write_text(re.sub(r"\n  dla: .*?(?=\nmet:)", "", text, flags=re.S), encoding="utf-8")
     found = [r for r in run_compare_step("mbconv", root) if r.check_id == "compare.nvdla_reference"]
+    assert "was not recorded by split" in found[0].reason   # compare never legalizes: it reads what split wrote
+    exported = load_exported(step_dir("mbconv", "export", root))
+    write_json(step_dir("mbconv", "split", root) / WHOLE_DLA_FILE,
+               whole_dla_fit(exported.graph, exported.variables(), exported.file.read_text(encoding="utf-8")))
+    found = [r for r in run_compare_step("mbconv", root) if r.check_id == "compare.nvdla_reference"]
     assert len(found) == 1 and found[0].verdict is Verdict.NOT_APPLICABLE      # nothing to judge: n/a, not `not run`
     # mbconv's whole network fits one DLA item since sigmoid runs on the SDP's lookup table: nothing refused
     assert found[0].reason == "no deployment of this model has an nvdla item"
@@ -230,7 +240,8 @@ def test_the_reason_names_every_operation_a_whole_network_dla_item_refuses(tmp_p
     import onnx
     from onnx import TensorProto, helper
 
-    from pipeline.compare.step import _whole_dla_refusal
+    from pipeline.compare.nvdla import whole_dla_refusal
+    from pipeline.export import convert
 
     graph = helper.make_graph([helper.make_node("MaxPool", ["x"], ["p"], kernel_shape=[9, 1]),
                                helper.make_node("LogSoftmax", ["p"], ["y"], axis=1)], "m",
@@ -239,6 +250,9 @@ def test_the_reason_names_every_operation_a_whole_network_dla_item_refuses(tmp_p
     (tmp_path / "models" / "m").mkdir(parents=True)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
               str(tmp_path / "models" / "m" / "model.onnx"))
-    reason = _whole_dla_refusal("m", tmp_path)
+    exported = convert(tmp_path / "models" / "m" / "model.onnx")
+    write_json(step_dir("m", "split", tmp_path) / WHOLE_DLA_FILE,
+               whole_dla_fit(exported.graph, exported.variables, exported.text))   # what the split step records
+    reason = whole_dla_refusal("m", tmp_path)
     assert reason.startswith(" (the whole network on one DLA item is refused: SPLIT-E101: 7 operations cannot run")
     assert "pooling kernel 9 outside the limit 1-8" in reason and "An nvdla item runs:" in reason

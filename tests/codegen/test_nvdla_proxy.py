@@ -63,7 +63,7 @@ def test_each_proxy_follows_its_schedule_step_for_step(dla_mixed, deployment):
 
 def test_the_deployment_is_byte_identical_on_regeneration(dla_mixed):
     from pipeline.codegen.program.generate import generate_deployment
-    from pipeline.codegen.deployment import load_deployment
+    from pipeline.codegen.shared.deployment import load_deployment
     from pipeline.codegen.nvdla.generate import generate_nvdla
     from pipeline.toolchain.platforms import host_platform
 
@@ -89,7 +89,7 @@ def test_an_item_that_receives_after_it_sends_cannot_be_a_proxy(tmp_path):
     (CODEGEN-E010) a schedule whose get comes after a send or that computes nothing after its last get."""
     from types import SimpleNamespace
 
-    from pipeline.codegen.errors import CodegenError
+    from pipeline.codegen.shared.errors import CodegenError
     from pipeline.codegen.nvdla.proxy import _submission_step
     from pipeline.split.splitter import Step
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.codegen.c import tidy
-from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.shared.errors import CodegenError
 
 TEXT = """static void f(float *restrict y, const float *restrict x)
 {

@@ -16,7 +16,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from pipeline.codegen.cuda.generate import generate_cuda
-from pipeline.codegen.deployment import load_deployment
+from pipeline.codegen.shared.deployment import load_deployment
 from pipeline.nnef.checker import check_paths
 from pipeline.toolchain.nvcc import emulation_build
 

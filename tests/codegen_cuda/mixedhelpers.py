@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.codegen.program.generate import generate_deployment
-from pipeline.codegen.deployment import load_deployment
+from pipeline.codegen.shared.deployment import load_deployment
 from pipeline.project.deploy import load_deploy
 from pipeline.execute.harness import write_input_vectors
 from pipeline.execute.step import code_folder

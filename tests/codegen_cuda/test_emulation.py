@@ -192,7 +192,7 @@ def test_kernels_bit_exact_with_special_values(name, tmp_path):
 
 def test_every_unsupported_operation_is_listed_in_one_error(tmp_path):
     """Issue 15: one CODEGEN-E001 names every operation the CUDA generator lacks."""
-    from pipeline.codegen.errors import CodegenError
+    from pipeline.codegen.shared.errors import CodegenError
 
     text = ("version 1.0;\n\ngraphitem GPU0 g( x ) -> ( y )\n{\n"
             "    x = external<scalar>(shape = [1, 1, 4, 4]);\n"

@@ -121,7 +121,7 @@ def test_deployment_architectures_reach_the_build_and_xavier_fails_with_the_reas
     split = C.whole_model(export, tmp_path / "split")
     code = tmp_path / "code"
     from pipeline.codegen.cuda.generate import generate_cuda
-    from pipeline.codegen.deployment import load_deployment
+    from pipeline.codegen.shared.deployment import load_deployment
 
     manifest = generate_cuda(load_deployment(split, export, tmp_path), code, ("sm_90",))
     assert manifest["architectures"] == ["sm_90"]

@@ -1,4 +1,4 @@
-"""Issue 42: the compare step's verdict functions (pipeline/compare/step.py) on planted run documents.
+"""Issue 42: the compare step's verdict functions (pipeline/compare/step.py and the parts it hands each run to) on planted run documents.
 
 Light fixtures (arrays written as tensor files in a temporary project, no build, no run) so the mutation
 run (benchmarks/mutation_bench.py) can afford them once per mutant. Each planted defect is the one the
@@ -19,8 +19,13 @@ import numpy as np
 import pytest
 
 from pipeline.compare import checks
-from pipeline.compare import step
-from pipeline.execute.harness import write_arrays
+from pipeline.compare import step, timing
+from pipeline.compare.gpu import judge_cuda, mixed
+from pipeline.compare.numbers import judge_outputs
+from pipeline.compare.nvdla import judge_nvdla
+from pipeline.compare.platform import judge_platform
+from pipeline.compare.context import Run
+from pipeline.nnef.tensorfile import write_arrays
 from pipeline.ledger.checks import Obtained, Verdict, Where
 from pipeline.numerics.tolerance import effective_tolerance
 from pipeline.project.deploy import MetSpec, Tolerance, load_deploy
@@ -33,6 +38,13 @@ def _spec(max_rel_error: float | None = None, platform: str | None = None):  # t
     spec = load_deploy(REPO / "models/lenet5/deploy.yaml")
     validation = dataclasses.replace(spec.validation, tolerance=Tolerance(1e-5, max_rel_error))
     return dataclasses.replace(spec, validation=validation, met=MetSpec(runs=10, budget_us=100.0, platform=platform))
+
+
+def _run(name: str, spec: Any, doc: dict[str, Any], folder: Path, root: Path, run_dir: Path | None = None,
+         split_dir: Path | None = None) -> Run:
+    """The run of deployment `name` of model m as the compare step hands it to a part, its judgements in `folder`."""
+    run = Run.of("m", name, spec, doc, PARAMS, root)
+    return dataclasses.replace(run, folder=folder, run_dir=run_dir or run.run_dir, split_dir=split_dir or run.split_dir)
 
 
 def _reference() -> dict[str, np.ndarray]:
@@ -49,8 +61,8 @@ def _numeric(tmp_path: Path, outputs: dict[str, np.ndarray], ort: dict[str, np.n
              spec: Any = None, rules: dict | None = None) -> dict[str, Any]:  # type: ignore[type-arg]
     folder = tmp_path / "compare" / "single"
     folder.mkdir(parents=True, exist_ok=True)
-    found = step._numeric("m/single", outputs, _reference(), ort if ort is not None else _reference(),
-                          spec or _spec(), rules or {}, folder, ["in"], tmp_path)
+    found = judge_outputs(_run("single", spec or _spec(), {}, folder, tmp_path), outputs, _reference(),
+                                  ort if ort is not None else _reference(), rules or {}, ["in"])
     return {r.check_id: r for r in found}
 
 
@@ -105,12 +117,12 @@ def _cuda_doc(root: Path, in_order: dict[str, np.ndarray], shuffled: dict[str, n
 def test_cuda_reference_is_emulated_never_pass_and_fails_on_a_shuffled_divergence(tmp_path: Path) -> None:
     folder = tmp_path / "compare/cuda"
     folder.mkdir(parents=True)
-    good = step._cuda_reference("m/cuda", _cuda_doc(tmp_path, _reference(), _reference()), _reference(), folder, tmp_path)
+    good = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, _reference(), _reference()), folder, tmp_path), _reference())
     assert good.verdict is Verdict.EMULATED and good.obtained.where is Where.EMULATION
     assert "0 ULP on 3 vectors" in good.reason
     shuffled = _reference()
     shuffled["a"][0, 1] = -0.0 if shuffled["a"][0, 1] == 0 else shuffled["a"][0, 1] + 1
-    bad = step._cuda_reference("m/cuda", _cuda_doc(tmp_path, _reference(), shuffled), _reference(), folder, tmp_path)
+    bad = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, _reference(), shuffled), folder, tmp_path), _reference())
     assert bad.verdict is Verdict.FAIL and bad.reason.startswith("host emulation, blocks and threads shuffled (seed 5)")
 
 
@@ -120,18 +132,15 @@ def test_cuda_reference_on_the_gpu_passes_there_or_fails_there(tmp_path: Path) -
     on_gpu = {k: v[:2] for k, v in _reference().items()}
     gpu = {"run": "ran", "status": "ran", "obtained": "target:orin", "vectors": 2, "device": "Orin",
            "outputs": _write(tmp_path, "run/gpu", on_gpu)}
-    good = step._cuda_reference("m/cuda", _cuda_doc(tmp_path, _reference(), _reference(), gpu), _reference(), folder,
-                                tmp_path)
+    good = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, _reference(), _reference(), gpu), folder, tmp_path), _reference())
     assert good.verdict is Verdict.PASS and good.obtained == Obtained.target("orin")
     assert good.measured["gpu_vectors"] == 2 and good.measured["gpu_max_ulp"] == 0
     on_gpu["b"][1, 0] = 2.0
     gpu["outputs"] = _write(tmp_path, "run/gpu", on_gpu)
-    bad = step._cuda_reference("m/cuda", _cuda_doc(tmp_path, _reference(), _reference(), gpu), _reference(), folder,
-                               tmp_path)
+    bad = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, _reference(), _reference(), gpu), folder, tmp_path), _reference())
     assert bad.verdict is Verdict.FAIL and bad.reason.startswith("on the GPU: ") and bad.obtained.where is Where.TARGET
     failed = dict(gpu, status="failed", run="the kernel launch failed")
-    crashed = step._cuda_reference("m/cuda", _cuda_doc(tmp_path, _reference(), _reference(), failed), _reference(),
-                                   folder, tmp_path)
+    crashed = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, _reference(), _reference(), failed), folder, tmp_path), _reference())
     assert crashed.verdict is Verdict.FAIL and crashed.reason == "GPU run the kernel launch failed"
 
 
@@ -143,7 +152,7 @@ def _whole(max_us: float, median_us: float = 50.0, p99_us: float = 60.0) -> dict
 
 def _met(whole: dict[str, Any], jitter: float, drift: float | None) -> dict[str, Any]:
     base = None if drift is None else {"median_us": 50.0}
-    found = step._met_verdicts("m", "single", "m/single", whole, 100.0, jitter, drift, base, PARAMS, ["t"], ["w"],
+    found = timing._verdicts("m", "single", "m/single", whole, 100.0, jitter, drift, base, PARAMS, ["t"], ["w"],
                                {"runs": 10}, REPO, Obtained.target("orin"))
     return {r.check_id: r for r in found}
 
@@ -170,14 +179,14 @@ def test_met_stability_jitter_and_drift_at_their_boundaries() -> None:
 
 
 def test_the_timing_platform_is_the_declared_one_named_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(step.PLATFORM_VARIABLE, raising=False)
-    assert step.timing_platform(_spec()) == (None, "deploy.yaml declares no met.platform")
-    assert step.timing_platform(_spec(platform="orin"))[0] is None
-    assert step.timing_platform(_spec(platform="orin"))[1] == "NNCERT_PLATFORM=(unset), deploy.yaml met.platform=orin"
-    monkeypatch.setenv(step.PLATFORM_VARIABLE, "xavier")
-    assert step.timing_platform(_spec(platform="orin"))[0] is None
-    monkeypatch.setenv(step.PLATFORM_VARIABLE, "orin")
-    assert step.timing_platform(_spec(platform="orin")) == (Obtained.target("orin"), "")
+    monkeypatch.delenv(timing.PLATFORM_VARIABLE, raising=False)
+    assert timing.timing_platform(_spec()) == (None, "deploy.yaml declares no met.platform")
+    assert timing.timing_platform(_spec(platform="orin"))[0] is None
+    assert timing.timing_platform(_spec(platform="orin"))[1] == "NNCERT_PLATFORM=(unset), deploy.yaml met.platform=orin"
+    monkeypatch.setenv(timing.PLATFORM_VARIABLE, "xavier")
+    assert timing.timing_platform(_spec(platform="orin"))[0] is None
+    monkeypatch.setenv(timing.PLATFORM_VARIABLE, "orin")
+    assert timing.timing_platform(_spec(platform="orin")) == (Obtained.target("orin"), "")
 
 
 def _timing_run(root: Path, ns: list[int]) -> tuple[Path, Path]:
@@ -191,19 +200,17 @@ def _timing_run(root: Path, ns: list[int]) -> tuple[Path, Path]:
 
 def test_met_on_a_host_that_is_not_the_timing_platform_is_not_run_with_the_figures(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(step.PLATFORM_VARIABLE, raising=False)
+    monkeypatch.delenv(timing.PLATFORM_VARIABLE, raising=False)
     run_dir, split_dir = _timing_run(tmp_path, [200_000] * 10)        # 200 us: over the 100 us budget
     folder = tmp_path / "compare"
     folder.mkdir()
-    found = step._met("m", "single", "m/single", _spec(platform="orin"), run_dir, {}, split_dir, PARAMS, folder,
-                      tmp_path)
+    found = timing.judge_met(_run("single", _spec(platform="orin"), {}, folder, tmp_path, run_dir, split_dir))
     assert [r.verdict for r in found] == [Verdict.NOT_RUN, Verdict.NOT_RUN]
     assert "host is not the timing platform" in found[0].reason and "max 200.0 us (budget 100.0 us)" in found[0].reason
-    monkeypatch.setenv(step.PLATFORM_VARIABLE, "orin")
-    found = step._met("m", "single", "m/single", _spec(platform="orin"), run_dir, {}, split_dir, PARAMS, folder,
-                      tmp_path)
+    monkeypatch.setenv(timing.PLATFORM_VARIABLE, "orin")
+    found = timing.judge_met(_run("single", _spec(platform="orin"), {}, folder, tmp_path, run_dir, split_dir))
     assert found[0].verdict is Verdict.FAIL and found[0].obtained == Obtained.target("orin")
-    none = step._met("m", "single", "m/single", _spec(), tmp_path / "nothing", {}, split_dir, PARAMS, folder, tmp_path)
+    none = timing.judge_met(_run("single", _spec(), {}, folder, tmp_path, tmp_path / "nothing", split_dir))
     assert [r.verdict for r in none] == [Verdict.NOT_RUN] * 2
 
 
@@ -216,7 +223,7 @@ def _counts(root: Path, document: dict[str, Any] | None) -> Any:
         (run_dir / "instructions.json").write_text(json.dumps(document))
     folder = root / "compare"
     folder.mkdir(exist_ok=True)
-    return step._path("m/single", run_dir, folder, root)
+    return timing.judge_path("m/single", run_dir, folder, root)
 
 
 @pytest.mark.parametrize("document, verdict, reason", [
@@ -260,7 +267,7 @@ def _platform_run(root: Path, outputs: dict[str, np.ndarray], where: str) -> lis
            "vectors": 2, "outputs": _write(root, "run/platform", {n: a[:2] for n, a in outputs.items()})}
     folder = root / "compare/platform"
     folder.mkdir(parents=True, exist_ok=True)
-    return step._on_platform("m", "platform", "m/platform", _spec(), doc, _reference(), PARAMS, folder, root)
+    return judge_platform(_run("platform", _spec(), doc, folder, root), _reference())
 
 
 def test_a_platform_run_is_judged_on_its_vectors_and_an_emulated_one_never_passes(tmp_path: Path) -> None:
@@ -289,7 +296,7 @@ def test_an_nvdla_run_within_the_absolute_parameter_is_emulated_and_beyond_it_fa
     def judged(outputs: dict[str, np.ndarray]) -> Any:
         doc = {"precision": "int8", "outputs": _write(tmp_path, "run/dla", outputs), "emulation": "NVDLA emulator",
                "mode": "fp16", "mode_meaning": "", "vectors": 3, "configuration": "nv_full", "model": "m"}
-        return step._nvdla_reference("m/dla", doc, _reference(), folder, tmp_path)
+        return judge_nvdla(_run("dla", _spec(), doc, folder, tmp_path), _reference())
 
     good = judged(_reference())
     assert good.check_id == checks.NVDLA_REFERENCE and good.verdict is Verdict.EMULATED
@@ -316,21 +323,19 @@ def _mixed_project(root: Path, ns: list[int]) -> None:
 
 
 def test_host_figures_of_an_emulated_cuda_item_are_never_judged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(step.PLATFORM_VARIABLE, "orin")          # even where the host is the timing platform
+    monkeypatch.setenv(timing.PLATFORM_VARIABLE, "orin")          # even where the host is the timing platform
     _mixed_project(tmp_path, [10_000] * 10)                       # 10 us, well inside the 100 us budget
     folder = tmp_path / "artifacts/m/compare/mixed"
     folder.mkdir(parents=True)
     doc = {"cuda_items": ["GPU0"], "gpu": {"status": "not run"}}
-    traces, budget, stability, path = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), doc, PARAMS,
-                                                  folder, tmp_path)
+    traces, budget, stability, path = mixed(_run("mixed", _spec(platform="orin"), doc, folder, tmp_path))
     assert (traces.check_id, traces.verdict) == (checks.TRACES, Verdict.NOT_RUN)
     assert [budget.check_id, stability.check_id, path.check_id] == [checks.BUDGET, checks.STABILITY, checks.PATH]
     assert [budget.verdict, stability.verdict, path.verdict] == [Verdict.NOT_RUN] * 3
     assert budget.reason.startswith("the cuda items ran on the host emulation: these are host figures")
     assert budget.measured["max_us"] == 10.0 and budget.obtained.where is Where.EMULATION
     assert "cuda items (GPU0) on the CUDA host emulation" in budget.obtained.detail
-    dla = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), {"nvdla_items": ["DLA0"], "met": "no MET with DLA"},
-                      PARAMS, folder, tmp_path)
+    dla = mixed(_run("mixed", _spec(platform="orin"), {"nvdla_items": ["DLA0"], "met": "no MET with DLA"}, folder, tmp_path))
     assert [r.verdict for r in dla] == [Verdict.NOT_RUN] * 4 and dla[1].reason == "no MET with DLA"
 
 
@@ -341,18 +346,17 @@ def test_gpu_figures_are_judged_only_where_the_gpu_is_the_timing_platform(tmp_pa
     folder.mkdir(parents=True)
     doc = {"cuda_items": ["GPU0"], "gpu": {"status": "ran", "obtained": "target:orin",
                                            "folder": "artifacts/m/execute/mixed/gpu"}}
-    monkeypatch.delenv(step.PLATFORM_VARIABLE, raising=False)
-    traces, budget, stability, path = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), doc, PARAMS,
-                                                  folder, tmp_path)
+    monkeypatch.delenv(timing.PLATFORM_VARIABLE, raising=False)
+    traces, budget, stability, path = mixed(_run("mixed", _spec(platform="orin"), doc, folder, tmp_path))
     assert [r.verdict for r in (traces, budget, stability, path)] == [Verdict.NOT_RUN] * 4
     assert budget.reason.startswith("the GPU is not the timing platform (NNCERT_PLATFORM=(unset)")
     assert budget.obtained == Obtained.target("orin")          # figures measured on the GPU, not judged
     assert "valgrind does not see a GPU" in path.reason
-    monkeypatch.setenv(step.PLATFORM_VARIABLE, "orin")
-    budget = step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), doc, PARAMS, folder, tmp_path)[1]
+    monkeypatch.setenv(timing.PLATFORM_VARIABLE, "orin")
+    budget = mixed(_run("mixed", _spec(platform="orin"), doc, folder, tmp_path))[1]
     assert budget.verdict is Verdict.FAIL and budget.obtained == Obtained.target("orin")
     assert (folder / "gpu" / "met.json").is_file()
-    monkeypatch.delenv(step.PLATFORM_VARIABLE)
-    step._mixed("m", "mixed", "m/mixed", _spec(platform="orin"), {"cuda_items": ["GPU0"]}, PARAMS, folder, tmp_path)
+    monkeypatch.delenv(timing.PLATFORM_VARIABLE)
+    mixed(_run("mixed", _spec(platform="orin"), {"cuda_items": ["GPU0"]}, folder, tmp_path))
     assert list(step.current_met_documents("m", tmp_path)) == ["mixed"]
     assert step.current_met_documents("m", tmp_path)["mixed"]["whole_network"]["max_us"] == 200.0

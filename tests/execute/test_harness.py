@@ -185,8 +185,8 @@ def test_a_harness_without_the_vector_boundary_is_refused(tmp_path):
 def test_a_target_without_item_emitter_is_not_generated(tmp_path, monkeypatch):
     from pipeline.codegen.program import items
     from pipeline.codegen.program.generate import generate_deployment
-    from pipeline.codegen.errors import CodegenError
-    from pipeline.codegen.deployment import load_deployment
+    from pipeline.codegen.shared.errors import CodegenError
+    from pipeline.codegen.shared.deployment import load_deployment
 
     split = H.single_item(tmp_path / "split", BODY, {"f": np.ones((3, 2, 3, 3), np.float32)})
     plan = json.loads((split / "plan.json").read_text())

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pipeline.codegen.nvdla import reader as R
-from pipeline.codegen.nvdla.lut import activation_lut, lrn_lut
+from pipeline.numerics.nvdla_lut import activation_lut, lrn_lut
 from pipeline.execute.nvdla.lut import lookup
 
 

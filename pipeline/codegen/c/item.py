@@ -31,9 +31,9 @@ from pipeline.codegen.shared.planner import Buffer, Plan, checked_plan
 from pipeline.codegen.shared.spelling import F32, flits, ident
 from pipeline.codegen.c.tidy import tidy_item
 from pipeline.codegen.shared.writer import CodeWriter
-from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.shared.errors import CodegenError
 from pipeline.diagnostics import Location
-from pipeline.codegen.deployment import DeploymentInput, ItemInput, Weight
+from pipeline.codegen.shared.deployment import DeploymentInput, ItemInput, Weight
 from pipeline.nnef.graph import Operation, Ref
 
 ALIGNMENT = 64

@@ -11,48 +11,14 @@ through masks; infinities and NaN are built from their bit patterns.
 from __future__ import annotations
 
 from pipeline.codegen.c.contracts import CONTRACTS, framac_declaration
-from pipeline.codegen.shared.programs import Spelling, callees_first, render_function
+from pipeline.codegen.shared.programs import PRIMITIVES, Spelling, callees_first, render_function
 from pipeline.semantics import transcendental as T
-
-# C99 for each primitive of transcendental.OPS, with nnef_runtime.h helpers instead of libm.
-C_OPS: dict[str, str] = {
-    "add": "({0} + {1})",
-    "sub": "({0} - {1})",
-    "mul": "({0} * {1})",
-    "div": "({0} / {1})",
-    "neg": "nnef_fneg({0})",
-    "abs": "nnef_fabs({0})",
-    "rint": "nnef_rint({0})",
-    "floor": "nnef_floor({0})",
-    "lt": "({0} < {1})",
-    "gt": "({0} > {1})",
-    "le": "({0} <= {1})",
-    "ge": "({0} >= {1})",
-    "eq": "({0} == {1})",
-    "ne": "({0} != {1})",
-    "signbit": "nnef_signbit({0})",
-    "and": "({0} & {1})",
-    "or": "({0} | {1})",
-    "not": "(!{0})",
-    "select_f": "nnef_select({0}, {1}, {2})",
-    "select_i": "nnef_iselect({0}, {1}, {2})",
-    "f2i": "((int32_t){0})",
-    "i2f": "((float){0})",
-    "bits": "((int32_t)nnef_bits({0}))",
-    "from_bits": "nnef_float((uint32_t){0})",
-    "iadd": "({0} + {1})",
-    "isub": "({0} - {1})",
-    "iand": "({0} & {1})",
-    "ior": "({0} | {1})",
-    "shl": "((int32_t)((uint32_t){0} << {1}))",
-    "shr": "((int32_t)((uint32_t){0} >> {1}))",
-}
 
 # The same primitives on NNEF_VL lanes at once (GCC/Clang vector extensions, nnef_runtime.h's
 # NNEF_VECTOR_EXT): booleans are lane masks (all ones or zero), which only and/or/not and the
 # selects consume (transcendental.OPS gives them no other use), so `not` is a bitwise not.
 V_OPS: dict[str, str] = {
-    **{op: C_OPS[op] for op in ("add", "sub", "mul", "div", "and", "or", "iand", "ior")},
+    **{op: PRIMITIVES[op] for op in ("add", "sub", "mul", "div", "and", "or", "iand", "ior")},
     "neg": "nnef_vneg({0})",
     "abs": "nnef_vabs({0})",
     "rint": "nnef_vrint({0})",
@@ -78,7 +44,7 @@ V_OPS: dict[str, str] = {
 }
 
 # The scalar functions nnef_<name> and their lane-wise forms nnef_v<name> on nnef_vf.
-SCALAR = Spelling(C_OPS)
+SCALAR = Spelling(PRIMITIVES)
 VECTOR = Spelling(V_OPS, {"f": "nnef_vf", "i": "nnef_vi", "b": "nnef_vi"}, "nnef_v",
                   {"f": "nnef_vset1({0})", "i": "nnef_viset1({0})", "b": "nnef_vset1({0})"}, "{0}, NNEF_VL lanes")
 
@@ -128,4 +94,4 @@ def _scalar(program: T.Program) -> str:
 
 def unknown_primitives() -> set[str]:
     """Primitives of transcendental.OPS this emitter has no C for (a test keeps it empty)."""
-    return {op for op in T.OPS if op not in C_OPS and op != "select"}
+    return {op for op in T.OPS if op not in PRIMITIVES and op != "select"}

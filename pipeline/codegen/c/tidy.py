@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.shared.errors import CodegenError
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+)

@@ -34,9 +34,9 @@ from pipeline.codegen.shared.contract import weights_blob_file
 from pipeline.codegen.shared.planner import Buffer, Plan, checked_plan
 from pipeline.codegen.shared.spelling import flit, ident, strides
 from pipeline.codegen.shared.writer import CodeWriter
-from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.shared.errors import CodegenError
 from pipeline.codegen.cuda.kernels import EMITTERS, VIEW_OPERATIONS, Arg, Body, Unsupported
-from pipeline.codegen.deployment import DeploymentInput, ItemInput
+from pipeline.codegen.shared.deployment import DeploymentInput, ItemInput
 from pipeline.diagnostics import Location
 from pipeline.nnef.graph import Operation, Ref
 

@@ -34,8 +34,8 @@ from pipeline.codegen.cuda import RUNTIME_DIR, RUNTIME_FILES
 from pipeline.codegen.cuda.emitter import GENERATOR, THREADS, CudaItemEmitter, DeviceCode, item_file
 from pipeline.codegen.cuda.linked import declaration_entries
 from pipeline.codegen.cuda.programs import math_header
-from pipeline.codegen.deployment import DeploymentInput
-from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.shared.deployment import DeploymentInput
+from pipeline.codegen.shared.errors import CodegenError
 from pipeline.codegen.shared.contract import weights_blob_file
 from pipeline.codegen.shared.parts import deployment_parts
 from pipeline.codegen.shared.writer import CodeWriter

@@ -43,7 +43,7 @@ from pipeline.codegen.shared.writer import CodeWriter
 from pipeline.codegen.cuda import RUNTIME_DIR, RUNTIME_FILES
 from pipeline.codegen.cuda.emitter import CudaItemEmitter, DeviceCode, item_file
 from pipeline.codegen.cuda.programs import math_header
-from pipeline.codegen.deployment import DeploymentInput, ItemInput
+from pipeline.codegen.shared.deployment import DeploymentInput, ItemInput
 from pipeline.split.splitter import Step
 
 HOST_ALIGNMENT_FLOATS = 16   # 64 bytes

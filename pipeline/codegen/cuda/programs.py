@@ -10,42 +10,25 @@ the programs are `__host__ __device__` so the emulation runs the same statements
 
 from __future__ import annotations
 
-from pipeline.codegen.shared.programs import Spelling, callees_first, render_function
+from pipeline.codegen.shared.programs import PRIMITIVES, Spelling, callees_first, render_function
 from pipeline.semantics import transcendental as T
 
 
-CUDA_OPS: dict[str, str] = {
+# Where CUDA differs from the shared table: every float operation through nnef_cuda.h's macros (correctly
+# rounded intrinsics on the device), the bit operations written out (nnef_runtime.h's helpers are C's), selects
+# as conditional expressions.
+OVERRIDES: dict[str, str] = {
     "add": "NNEF_ADD({0}, {1})",
     "sub": "NNEF_SUB({0}, {1})",
     "mul": "NNEF_MUL({0}, {1})",
     "div": "NNEF_DIV({0}, {1})",
     "neg": "nnef_float(nnef_bits({0}) ^ 0x80000000u)",
     "abs": "nnef_float(nnef_bits({0}) & 0x7fffffffu)",
-    "rint": "nnef_rint({0})",
-    "floor": "nnef_floor({0})",
-    "lt": "({0} < {1})",
-    "gt": "({0} > {1})",
-    "le": "({0} <= {1})",
-    "ge": "({0} >= {1})",
-    "eq": "({0} == {1})",
-    "ne": "({0} != {1})",
     "signbit": "((int)(nnef_bits({0}) >> 31))",
-    "and": "({0} & {1})",
-    "or": "({0} | {1})",
-    "not": "(!{0})",
     "select_f": "({0} ? {1} : {2})",
     "select_i": "({0} ? {1} : {2})",
-    "f2i": "((int32_t){0})",
-    "i2f": "((float){0})",
-    "bits": "((int32_t)nnef_bits({0}))",
-    "from_bits": "nnef_float((uint32_t){0})",
-    "iadd": "({0} + {1})",
-    "isub": "({0} - {1})",
-    "iand": "({0} & {1})",
-    "ior": "({0} | {1})",
-    "shl": "((int32_t)((uint32_t){0} << {1}))",
-    "shr": "((int32_t)((uint32_t){0} >> {1}))",
 }
+CUDA_OPS: dict[str, str] = {**PRIMITIVES, **OVERRIDES}
 
 PRELUDE = """/* nnef_cuda_math.h -- generated from pipeline/semantics/transcendental.py (PROGRAMS) by
  * pipeline.codegen.cuda: one statement per step, in the order of transcendental.flatten; see

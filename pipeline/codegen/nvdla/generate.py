@@ -21,16 +21,15 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.files.atomic import write_json
-from pipeline.codegen.errors import CodegenError
-from pipeline.codegen.deployment import DeploymentInput, ItemInput, sha256_of
+from pipeline.codegen.shared.errors import CodegenError
+from pipeline.codegen.shared.deployment import DeploymentInput, ItemInput, sha256_of
 from pipeline.codegen.nvdla.artifacts import write_loadable_files
 from pipeline.codegen.nvdla.mapping import map_program
 from pipeline.codegen.nvdla.writer import write_loadable
 from pipeline.diagnostics import Location, PipelineError
-from pipeline.project.layout import project_relative
+from pipeline.project.layout import BUILD_FILE, project_relative
 from pipeline.files.names import confined
 
-BUILD_FILE = "build.json"
 TRACE_FILE = "trace.json"
 CONFIGURATION = "nv_full"
 PRECISION = "fp16"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from pipeline.codegen.nvdla import firmware as fw
-from pipeline.codegen.nvdla.lut import activation_lut, lrn_lut
+from pipeline.numerics.nvdla_lut import activation_lut, lrn_lut
 from pipeline.codegen.nvdla.weights import direct_conv_bytes
 from pipeline.split import nvdla_cbuf
 from pipeline.split.nvdla_legalize import Legalized, LegalOp

@@ -34,8 +34,8 @@ from typing import Any
 from pipeline.codegen.shared.contract import (ItemCode, TraceEntry, barrier_step, item_file, sync_buffer, sync_object,
                                               weights_file)
 from pipeline.codegen.shared.writer import CodeWriter
-from pipeline.codegen.errors import CodegenError
-from pipeline.codegen.deployment import DeploymentInput, ItemInput
+from pipeline.codegen.shared.errors import CodegenError
+from pipeline.codegen.shared.deployment import DeploymentInput, ItemInput
 from pipeline.codegen.nvdla.generate import CONFIGURATION
 from pipeline.diagnostics import Location, PipelineError
 from pipeline.split.nvdla_legalize import legalize

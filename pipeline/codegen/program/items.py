@@ -15,7 +15,7 @@ from typing import Callable
 
 from pipeline.codegen.c.item import ItemEmitter
 from pipeline.codegen.cuda.linked import linked_item
-from pipeline.codegen.deployment import DeploymentInput, ItemInput
+from pipeline.codegen.shared.deployment import DeploymentInput, ItemInput
 from pipeline.codegen.nvdla.proxy import proxy_item
 from pipeline.codegen.shared.contract import ItemCode
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.shared.errors import CodegenError
 from pipeline.diagnostics import Location
 
 

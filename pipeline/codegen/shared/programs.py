@@ -2,11 +2,11 @@
 
 pipeline.semantics.transcendental.PROGRAMS are straight-line programs over IEEE primitives; the
 reference evaluates their flattened steps with NumPy. A generator that writes each step with the
-IEEE meaning of its primitive, in the same order, gives the same bits. How a target spells a
-primitive (nnef_runtime.h helpers for C, nnef_cuda.h's correctly rounded intrinsics for CUDA,
-vector helpers for C on NNEF_VL lanes) is its own (pipeline/codegen/c/programs.py,
-pipeline/codegen/cuda/programs.py); the statement order, the names and the exact constants are
-written here once.
+IEEE meaning of its primitive, in the same order, gives the same bits. How a primitive is spelled is
+one table here (PRIMITIVES: C99 with nnef_runtime.h helpers); a target lists only where it differs
+(CUDA's correctly rounded intrinsics: pipeline/codegen/cuda/programs.py OVERRIDES; C's vector forms
+on NNEF_VL lanes: pipeline/codegen/c/programs.py V_OPS). The statement order, the names and the exact
+constants are written here once.
 """
 
 from __future__ import annotations
@@ -18,6 +18,42 @@ from pipeline.semantics import transcendental as T
 
 # The C type of each kind of value of the programs: float, int32 and boolean.
 C_TYPES: Mapping[str, str] = {"f": "float", "i": "int32_t", "b": "int"}
+
+
+# The one table of primitive spellings: C99 for each primitive of transcendental.OPS, with nnef_runtime.h helpers
+# instead of libm. Each target differs from it only where it must (CUDA: pipeline/codegen/cuda/programs.py OVERRIDES).
+PRIMITIVES: Mapping[str, str] = {
+    "add": "({0} + {1})",
+    "sub": "({0} - {1})",
+    "mul": "({0} * {1})",
+    "div": "({0} / {1})",
+    "neg": "nnef_fneg({0})",
+    "abs": "nnef_fabs({0})",
+    "rint": "nnef_rint({0})",
+    "floor": "nnef_floor({0})",
+    "lt": "({0} < {1})",
+    "gt": "({0} > {1})",
+    "le": "({0} <= {1})",
+    "ge": "({0} >= {1})",
+    "eq": "({0} == {1})",
+    "ne": "({0} != {1})",
+    "signbit": "nnef_signbit({0})",
+    "and": "({0} & {1})",
+    "or": "({0} | {1})",
+    "not": "(!{0})",
+    "select_f": "nnef_select({0}, {1}, {2})",
+    "select_i": "nnef_iselect({0}, {1}, {2})",
+    "f2i": "((int32_t){0})",
+    "i2f": "((float){0})",
+    "bits": "((int32_t)nnef_bits({0}))",
+    "from_bits": "nnef_float((uint32_t){0})",
+    "iadd": "({0} + {1})",
+    "isub": "({0} - {1})",
+    "iand": "({0} & {1})",
+    "ior": "({0} | {1})",
+    "shl": "((int32_t)((uint32_t){0} << {1}))",
+    "shr": "((int32_t)((uint32_t){0} >> {1}))",
+}
 
 
 @dataclass(frozen=True)

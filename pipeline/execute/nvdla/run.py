@@ -21,7 +21,7 @@ import numpy as np
 
 from pipeline.files.atomic import write_json
 from pipeline.diagnostics import PipelineError
-from pipeline.execute.harness import write_arrays
+from pipeline.nnef.tensorfile import write_arrays
 from pipeline.codegen.nvdla.reader import read_loadable
 from pipeline.execute.nvdla.emulator import emulate_read
 from pipeline.project.layout import project_relative, step_dir

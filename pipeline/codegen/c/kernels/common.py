@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.shared.errors import CodegenError
 from pipeline.codegen.shared.spelling import F32, flit, flits, ident, strides  # noqa: F401  (the kernels take them from here)
 from pipeline.diagnostics import Location
 from pipeline.nnef.graph import Operation

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.codegen.errors import CodegenError
+from pipeline.codegen.shared.errors import CodegenError
 from pipeline.diagnostics import Location, PipelineError, Severity
 from pipeline.project.layout import project_relative
 from pipeline.nnef.checker import check_paths
