@@ -125,7 +125,10 @@ def test_a_planted_error_of_200_times_the_emulated_one_fails_the_fp16_bound(mode
         on_nvdla = None if doc.get("target") != "mixed" else nvdla_bound.nvdla_nodes(
             model, name, list(doc["nvdla_items"]), project)
         judged = nvdla_bound.judge(onnx_model, inputs, outputs, 1e-2, on_nvdla=on_nvdla)
-        assert judged.passed and judged.basis == nvdla_bound.BOUND, (name, nvdla_bound.describe(judged))
+        # on 4 vectors an output may vary less than its bound (inception's probabilities): the bound is then
+        # computed but not the basis; on the run's 100 vectors it is (test_every_nvdla_deployment_emulated_... above)
+        assert judged.passed and (judged.basis == nvdla_bound.BOUND or (
+            "does not discriminate" in judged.why and judged.max_bound > 0)), (name, nvdla_bound.describe(judged))
         output, values = next(iter(outputs.items()))
         planted = values.astype(np.float64).copy()
         planted.reshape(planted.shape[0], -1)[0, 0] += 200.0 * judged.max_abs_error

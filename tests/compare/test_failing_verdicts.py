@@ -105,7 +105,7 @@ def test_the_tolerance_rule_s_figures_as_reported() -> None:
                               "computed_max_abs_error": "inf", "measured_rounding_max_abs_error": 2e-6,
                               "basis": "deploy.yaml limit", "justified": True, "reason": rule.reason}
     assert effective_tolerance(1e-5, None).reason == ("no computed bound (not evaluated); rounding not measured "
-                                                       "against the float64 yardstick")
+                                                       "against the exact result")
     assert effective_tolerance(1e-5, None, None, "no rule for Foo").reason.startswith("no computed bound (no rule for Foo)")
 
 

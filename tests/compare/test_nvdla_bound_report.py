@@ -27,8 +27,9 @@ def test_the_judgement_s_report() -> None:
     report = _judgement(beyond=2, first_beyond=first, why="w", arithmetic={"accumulate": "fp32"},
                         requirement={"max_abs_error": 0.01}).to_json()
     assert report == {"basis": BOUND, "why": "w", "vectors": 3, "arithmetic": {"accumulate": "fp32"},
-                      "absolute_max_abs_error": 0.05, "max_abs_error_to_float64": 1e-3, "max_bound": 4e-3,
+                      "absolute_max_abs_error": 0.05, "max_abs_error_to_exact": 1e-3, "max_bound": 4e-3,
                       "max_error_to_bound": 0.25, "elements_beyond": 2, "first_beyond": first,
+                      "nvdla_operations": None, "decisions": {}, "measure": "the enclosure",
                       "outputs": {"y": {"basis": BOUND, "max_bound": 4e-3}}, "deployment_requirement": {"max_abs_error": 0.01}}
     absolute = _judgement(basis=ABSOLUTE, outputs={"y": {"basis": ABSOLUTE}}).to_json()
     assert absolute["max_bound"] is None and absolute["max_error_to_bound"] is None     # no bound applied: none shown

@@ -1,7 +1,7 @@
 """Issue 42: the export step's verdicts from a validation report (pipeline/export/checks.py), on planted reports.
 
 Two outputs, one of them wrong in the way each check exists to catch: beyond the tolerance (export.numeric),
-an unjustified tolerance (export.tolerance), farther from the float64 yardstick than its bound
+an unjustified tolerance (export.tolerance), farther from the exact result (the enclosure) than its bound
 (export.bound_*), constant across the vectors (export.discriminating); and a NaN or infinite parameter
 (export.finite_parameters). Each check fails on the one bad output and passes without it.
 """
@@ -31,7 +31,7 @@ def _output(name: str, error: float, **fields) -> OutputResult:  # type: ignore[
 def _report(outputs: list[OutputResult], vectors: int = 4, yardstick: dict | None = None) -> ValidationReport:  # type: ignore[type-arg]
     settings = ValidationSettings({}, vectors, 7, Tolerance(1e-5, 1e-3), "models/m/deploy.yaml")
     return ValidationReport("m", settings, {"runtime": "onnxruntime", "version": "1"}, outputs, {}, {},
-                            yardstick=yardstick if yardstick is not None else {"vectors": 2, "bound": {"unavailable": ""}})
+                            enclosure=yardstick if yardstick is not None else {"vectors": 2, "bound": {"unavailable": ""}})
 
 
 def test_export_numeric_fails_on_the_one_output_beyond_the_tolerance() -> None:
@@ -52,27 +52,27 @@ def test_export_tolerance_fails_on_the_one_unjustified_output_and_is_not_run_wit
     report = _report([_output(GOOD, 0.0, tolerance=justified), _output(BAD, 0.0, tolerance=unjustified)])
     failing = tolerance_result("m", report, [], [])
     assert failing.check_id == TOLERANCE and failing.verdict is Verdict.FAIL
-    assert failing.reason.startswith("output 'bad': computed worst-case bound") and "'good'" not in failing.reason
+    assert failing.reason.startswith("output 'bad': computed bound 1.000e-03 exceeds") and "'good'" not in failing.reason
     assert failing.measured["bad.justified"] is False and failing.measured["good.effective_max_abs_error"] == 2e-6
     passing = tolerance_result("m", _report([_output(GOOD, 0.0, tolerance=justified)]), [], [])
     assert passing.verdict is Verdict.PASS and passing.reason.startswith("output 'good': computed bound")
     for yardstick, why in (({"unavailable": "onnx.reference refused Foo", "vectors": 2}, "onnx.reference refused Foo"),
                            ({"vectors": 0}, "no vector")):
         not_run = tolerance_result("m", _report(report.outputs, yardstick=yardstick), [], [])
-        assert not_run.verdict is Verdict.NOT_RUN and not_run.reason == f"no float64 yardstick: {why}"
+        assert not_run.verdict is Verdict.NOT_RUN and not_run.reason == f"no enclosure of the exact result: {why}"
 
 
 def test_export_bounds_fail_on_the_side_farther_than_its_bound() -> None:
     over = {"reference_over_bound": 0, "reference_to_bound": 0.5, "onnxruntime_over_bound": 3,
             "onnxruntime_to_bound": 2.5, "reference_max_abs": 1e-7}
-    report = _report([_output(GOOD, 0.0, yardstick={"reference_over_bound": 0, "onnxruntime_over_bound": 0}),
-                      _output(BAD, 0.0, yardstick=over)])
+    report = _report([_output(GOOD, 0.0, enclosure={"reference_over_bound": 0, "onnxruntime_over_bound": 0}),
+                      _output(BAD, 0.0, enclosure=over)])
     reference, onnxruntime = bound_results("m", report, [], [])
     assert (reference.check_id, reference.verdict) == (BOUND_REFERENCE, Verdict.PASS)
     assert (onnxruntime.check_id, onnxruntime.verdict) == (BOUND_ONNXRUNTIME, Verdict.FAIL)
-    assert onnxruntime.reason == ("output 'bad': 3 elements farther from the float64 yardstick than the bound "
+    assert onnxruntime.reason == ("output 'bad': 3 elements farther from the exact result than the bound "
                                   "(worst distance/bound 2.5)")
-    assert reference.measured == {"vectors": 2, "good.over_bound": 0, "bad.over_bound": 0, "bad.to_bound": 0.5,
+    assert reference.measured == {"vectors": 2, "bound_vectors": 0, "good.over_bound": 0, "bad.over_bound": 0, "bad.to_bound": 0.5,
                                   "bad.max_abs": 1e-7}
     unavailable = _report(report.outputs, yardstick={"vectors": 2, "bound": {"unavailable": "no rule for Foo"}})
     assert [r.verdict for r in bound_results("m", unavailable, [], [])] == [Verdict.NOT_RUN] * 2
@@ -81,7 +81,7 @@ def test_export_bounds_fail_on_the_side_farther_than_its_bound() -> None:
                            ({"unavailable": "x", "vectors": 2}, "x")):
         found = bound_results("m", _report(report.outputs, yardstick=yardstick), ["r"], ["w"])
         assert [(r.verdict, r.reason, r.read, r.written) for r in found] == \
-            [(Verdict.NOT_RUN, f"no float64 yardstick: {why}", ["r"], ["w"])] * 2
+            [(Verdict.NOT_RUN, f"no enclosure of the exact result: {why}", ["r"], ["w"])] * 2
     found = bound_results("m", unavailable, ["r"], ["w"])
     assert [(r.check_id, r.read, r.written, r.measured["vectors"]) for r in found] == \
         [(BOUND_REFERENCE, ["r"], ["w"], 2), (BOUND_ONNXRUNTIME, ["r"], ["w"], 2)]
