@@ -37,6 +37,10 @@ from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The compare step and its parts share their light tests (each a second or two: recorders and planted documents).
+_COMPARE_PARTS = ("tests/compare/test_step_verdicts.py", "tests/compare/test_step_dispatch.py",
+                  "tests/compare/test_traces_verdicts.py")
+
 # The verdict modules and the test files that judge them: light enough to run once per mutant.
 MODULES: dict[str, tuple[str, ...]] = {
     "numerics.tolerance": ("tests/compare/test_failing_verdicts.py", "tests/tolerance/test_discrimination.py",
@@ -45,12 +49,14 @@ MODULES: dict[str, tuple[str, ...]] = {
                          "tests/export/test_metrics_vectors.py"),
     "compare.numeric": ("tests/compare/test_numeric.py", "tests/compare/test_failing_verdicts.py",
                         "tests/compare/test_planted_error.py"),
-    "compare.step": ("tests/compare/test_step_verdicts.py",),
-    "compare.numbers": ("tests/compare/test_step_verdicts.py",),
-    "compare.timing": ("tests/compare/test_step_verdicts.py",),
-    "compare.gpu": ("tests/compare/test_step_verdicts.py",),
-    "compare.nvdla": ("tests/compare/test_step_verdicts.py",),
-    "compare.platform": ("tests/compare/test_step_verdicts.py",),
+    "compare.step": _COMPARE_PARTS,
+    "compare.numbers": _COMPARE_PARTS,
+    "compare.timing": _COMPARE_PARTS,
+    "compare.gpu": _COMPARE_PARTS,
+    "compare.nvdla": _COMPARE_PARTS,
+    "compare.platform": _COMPARE_PARTS,
+    "compare.traces": _COMPARE_PARTS,
+    "compare.context": _COMPARE_PARTS,
     "compare.nvdla_bound": ("tests/compare/test_nvdla_bound_report.py", "tests/compare/test_nvdla_bound.py",
                             "tests/compare/test_nvdla_fp16.py"),
     "export.checks": ("tests/test_check_registry.py", "tests/export/test_export_checks.py",

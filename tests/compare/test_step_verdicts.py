@@ -360,3 +360,183 @@ def test_gpu_figures_are_judged_only_where_the_gpu_is_the_timing_platform(tmp_pa
     mixed(_run("mixed", _spec(platform="orin"), {"cuda_items": ["GPU0"]}, folder, tmp_path))
     assert list(step.current_met_documents("m", tmp_path)) == ["mixed"]
     assert step.current_met_documents("m", tmp_path)["mixed"]["whole_network"]["max_us"] == 200.0
+
+
+# ------------------------------------------------------------------------- the reported MET figures
+
+def test_met_document_reports_every_figure_and_the_drift_from_the_accepted_baseline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.compare.met import accept_baseline
+
+    monkeypatch.setenv(timing.PLATFORM_VARIABLE, "orin")
+    run_dir, split_dir = _timing_run(tmp_path, [50_000] * 9 + [60_000])
+    (split_dir / "schedule.json").write_text(json.dumps({"items": {"CPU0": [{"kind": "compute", "result": "y",
+                                                                               "op": "relu"}]}}))
+    (run_dir / "step-timing.json").write_text(json.dumps({"items": {"CPU0": [{"step": 0, "ns": [1000, 3000]}]}}))
+    (tmp_path / "models/m").mkdir(parents=True)
+    whole = {"runs": 10, "mean_us": 40.0, "median_us": 40.0, "p99_us": 40.0, "max_us": 40.0, "min_us": 40.0}
+    accept_baseline("m", {"single": {"whole_network": whole}}, tmp_path)
+    folder = tmp_path / "compare"
+    folder.mkdir()
+    doc = {"compiler": "gcc 12", "host_isa": "x86-64-v3", "builds": [{"flags": ["-O2"]}]}
+    budget, stability = timing.judge_met(_run("single", _spec(platform="orin"), doc, folder, tmp_path, run_dir, split_dir))
+    met = json.loads((folder / "met.json").read_text())
+    assert (met["model"], met["deployment"], met["budget_us"]) == ("m", "single", 100.0)
+    assert (met["compiler"], met["flags"], met["host_isa"]) == ("gcc 12", ["-O2"], "x86-64-v3")
+    assert met["steps"][0]["layer"] == "y (relu)" and met["steps"][0]["item"] == "CPU0"
+    assert met["jitter_ratio"] == round(met["whole_network"]["p99_us"] / met["whole_network"]["median_us"] - 1, 4)
+    assert (met["drift_ratio"], met["max_drift_ratio"], met["max_jitter_ratio"]) == (0.25, 0.1, 0.5)
+    assert met["baseline"]["median_us"] == 40.0 and met["method"]["runs"] == 10 and met["method"]["warmup"] == 1
+    assert stability.verdict is Verdict.FAIL and "drifted by +25.0% from the accepted 40.0 us" in stability.reason
+    assert stability.read == ["run/timing.json", "run/step-timing.json", "models/m/met-baseline.json"]
+    assert budget.written == stability.written == ["compare/met.json", "compare/met.md", "compare/met-histogram.svg"]
+    accept_baseline("m", {"single": {"whole_network": {**whole, "median_us": 50.0}}}, tmp_path)
+    budget, stability = timing.judge_met(_run("single", _spec(platform="orin"), doc, folder, tmp_path, run_dir, split_dir))
+    assert (budget.verdict, stability.verdict, stability.reason) == (Verdict.PASS, Verdict.PASS, "")
+    assert stability.obtained == Obtained.target("orin") and stability.measured["drift_ratio"] == 0.0
+    assert stability.read[-1] == "models/m/met-baseline.json" and stability.written == budget.written
+    none = timing.judge_met(_run("single", _spec(), {}, folder, tmp_path, tmp_path / "nothing", split_dir))
+    assert none[1].reason == "the execute step measured no execution time"
+
+
+def test_instruction_counts_of_one_input_report_what_was_counted(tmp_path: Path) -> None:
+    found = _counts(tmp_path, {"status": "ran", "tool": "valgrind", "inputs": [{"input": "v0", "instructions": 7}]})
+    assert found.measured == {"inputs": 1, "instructions": [7], "tool": "valgrind"}
+    assert found.read == ["run/instructions.json"] and found.written == ["compare/path.json"]
+    differ = _counts(tmp_path, {"status": "ran", "tool": "valgrind", "inputs": [
+        {"input": "v0", "instructions": 7}, {"input": "v1", "instructions": 9}]})
+    assert differ.measured["instructions"] == [7, 9] and differ.written == ["compare/path.json"]
+    assert _counts(tmp_path, {"status": "not run"}).reason == "instruction counting did not run"
+
+
+# ------------------------------------------------------------------------ the reported CUDA figures
+
+def test_cuda_reference_reports_where_and_on_what_it_was_judged(tmp_path: Path) -> None:
+    folder = tmp_path / "compare/cuda"
+    folder.mkdir(parents=True)
+    good = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, _reference(), _reference()), folder, tmp_path), _reference())
+    assert good.reason == "host emulation: 0 ULP on 3 vectors, blocks and threads in order and shuffled; GPU run no GPU here"
+    assert good.read == ["run/in/a.dat", "run/in/b.dat", "run/shuffled/a.dat", "run/shuffled/b.dat"]
+    assert good.written == ["compare/cuda/cuda-numeric.json"]
+    assert good.obtained == Obtained.emulation("CUDA host emulation (g++ -ffp-contract=off, nnef_cuda_emulate.h)")
+    assert good.measured["vectors"] == 3 and good.measured["gpu"] == "no GPU here"
+    assert good.measured["in order"]["max_ulp"] == 0
+    document = json.loads((folder / "cuda-numeric.json").read_text())
+    assert document["schema_version"] == 1 and document["emulation"] == "host emulation"
+    assert set(document) == {"schema_version", "emulation", "in order", "shuffled (seed 5)"}
+    off = _reference()
+    off["b"][0, 0] = 3.0
+    bad = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, off, _reference()), folder, tmp_path), _reference())
+    assert bad.reason.startswith("host emulation, blocks and threads in order: not bit-identical: first divergence at output b")
+    assert bad.obtained == good.obtained and bad.written == good.written and bad.read == good.read
+    assert bad.measured["in order"]["max_ulp"] > 0
+    on_gpu = {k: v[:2] for k, v in _reference().items()}
+    gpu = {"run": "ran", "status": "ran", "obtained": "target:orin", "vectors": 2, "device": "Orin",
+           "outputs": _write(tmp_path, "run/gpu", on_gpu)}
+    ran = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, _reference(), _reference(), gpu), folder, tmp_path), _reference())
+    assert ran.reason == "" and ran.written == ["compare/cuda/cuda-numeric.json", "compare/cuda/gpu-numeric.json"]
+    assert ran.read == good.read + ["run/gpu/a.dat", "run/gpu/b.dat"]
+    assert json.loads((folder / "gpu-numeric.json").read_text())["device"] == "Orin"
+    assert json.loads((folder / "gpu-numeric.json").read_text())["schema_version"] == 1
+    on_gpu["a"][1, 1] = 0.0
+    gpu["outputs"] = _write(tmp_path, "run/gpu", on_gpu)
+    bad = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, _reference(), _reference(), gpu), folder, tmp_path), _reference())
+    assert bad.reason.startswith("on the GPU: not bit-identical: first divergence at output a") and "vector 1" in bad.reason
+    assert bad.read == ran.read and bad.written == ran.written and bad.measured["gpu_vectors"] == 2
+    failed = dict(gpu, status="failed", run="the kernel launch failed")
+    crashed = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, _reference(), _reference(), failed), folder, tmp_path),
+                         _reference())
+    assert crashed.obtained == Obtained.target("orin") and crashed.read == good.read
+    assert crashed.written == ["compare/cuda/cuda-numeric.json"] and crashed.measured["vectors"] == 3
+
+
+def test_gpu_traces_say_where_they_ran_and_a_mixed_run_reports_why_figures_are_not_judged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.compare import gpu as gpu_part
+    from pipeline.compare.checks import result
+
+    _mixed_project(tmp_path, [10_000] * 10)
+    folder = tmp_path / "artifacts/m/compare/mixed"
+    folder.mkdir(parents=True)
+    verdict = [Verdict.NOT_RUN]
+    monkeypatch.setattr(gpu_part, "judge_traces", lambda subject, *a: result(checks.TRACES, subject, verdict[0],
+                                                                             "replayed", {"traces": 1}, ["r"], ["w"]))
+    doc = {"cuda_items": ["GPU0"], "gpu": {"status": "ran", "obtained": "target:orin",
+                                           "folder": "artifacts/m/execute/mixed/gpu"}}
+    monkeypatch.delenv(timing.PLATFORM_VARIABLE, raising=False)
+    assert mixed(_run("mixed", _spec(platform="orin"), doc, folder, tmp_path))[0].obtained == Obtained.host()
+    verdict[0] = Verdict.PASS
+    traces = gpu_part.gpu_runs(_run("mixed", _spec(platform="orin"), doc, folder, tmp_path))[0]
+    assert (traces.verdict, traces.obtained, traces.read, traces.written) == (Verdict.PASS, Obtained.target("orin"),
+                                                                             ["r"], ["w"])
+    emulated = {"cuda_items": ["GPU0", "GPU1"], "gpu": {"status": "not run"}}
+    traces, budget, stability, path = mixed(_run("mixed", _spec(), emulated, folder, tmp_path))
+    assert traces.verdict is Verdict.EMULATED and traces.measured == {"traces": 1}
+    assert traces.reason == "every trace a valid path of the net, the cuda items (GPU0, GPU1) on the CUDA host emulation"
+    assert traces.obtained == Obtained.emulation("C program with its cuda items (GPU0, GPU1) on the CUDA host emulation")
+    assert (traces.read, traces.written) == (["r"], ["w"])
+    assert budget.reason.startswith("the cuda items ran on the host emulation: these are host figures, not a GPU timing; "
+                                    "host is not the timing platform")
+    assert budget.written == ["artifacts/m/compare/mixed/met.json", "artifacts/m/compare/mixed/met.md",
+                              "artifacts/m/compare/mixed/met-histogram.svg"]
+    assert budget.read == ["artifacts/m/execute/mixed/timing.json"]
+    assert path.reason == ("instruction counts are not taken on the host emulation of cuda items (they say nothing "
+                           "about a GPU)")
+    verdict[0] = Verdict.FAIL      # a failed trace replay: the GPU's figures are not looked at, the failure stays
+    traces = mixed(_run("mixed", _spec(), doc, folder, tmp_path))[0]
+    assert (traces.verdict, traces.reason) == (Verdict.FAIL, "replayed")
+    nothing = mixed(_run("mixed", _spec(), {"cuda_items": ["GPU0"]}, folder / "none", tmp_path / "none"))
+    assert nothing[1].reason == "the cuda items ran on the host emulation: these are host figures, not a GPU timing" \
+                                "; the execute step measured no execution time" and nothing[1].obtained == Obtained.host()
+    dla = mixed(_run("mixed", _spec(), {"nvdla_items": ["DLA0"]}, folder, tmp_path))
+    assert [r.reason for r in dla[1:]] == ["not measured"] * 3 and dla[3].check_id == checks.PATH
+    verdict[0] = Verdict.PASS
+    both = mixed(_run("mixed", _spec(), {"cuda_items": ["GPU0"], "nvdla_items": ["DLA0", "DLA1"]}, folder, tmp_path))[0]
+    assert both.obtained.detail == ("C program with its cuda items (GPU0) on the CUDA host emulation and nvdla items "
+                                    "(DLA0, DLA1) on the NVDLA emulator server")
+
+
+# --------------------------------------------------------------------- the reported platform figures
+
+def test_a_platform_run_reports_where_it_ran_and_judges_met_only_on_a_timing_target(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.compare import platform as platform_part
+    from pipeline.compare.checks import result
+
+    seen: list[Any] = []
+    monkeypatch.setattr(platform_part, "judge_traces", lambda subject, *a: result(
+        checks.TRACES, subject, seen[-1], "replayed", {"traces": 1}, ["r"], ["w"]))
+    monkeypatch.setattr(platform_part, "judge_met", lambda run, judged_on, obtained: seen.append(
+        (judged_on, obtained)) or [])
+    seen.append(Verdict.PASS)
+    numbers, traces, path = _platform_run(tmp_path, _reference(), "emulation")
+    assert numbers.reason == "on qemu-aarch64, 2 vectors: 0 ULP against the reference (NaN = NaN); emulated, so never pass"
+    assert numbers.read == ["run/platform/a.dat", "run/platform/b.dat", "artifacts/m/compare/reference"]
+    assert numbers.written == ["compare/platform/numeric.json"] and numbers.measured["max_ulp"] == 0
+    document = json.loads((tmp_path / "compare/platform/numeric.json").read_text())
+    assert (document["schema_version"], document["vectors"], document["platform"]["name"]) == (2, 2, "board")
+    assert (traces.check_id, traces.verdict) == (checks.PLATFORM_TRACES, Verdict.EMULATED)
+    assert traces.reason == "on qemu-aarch64, 2 vectors: every trace a valid path of the net, outputs identical across the runs"
+    assert (traces.read, traces.written, traces.obtained) == (["r"], ["w"], Obtained.emulation("qemu-aarch64"))
+    assert seen[-1] == ((None, "measured on qemu-aarch64: an emulator's timings are reported, never judged"),
+                        Obtained.emulation("qemu-aarch64"))
+    assert path.check_id == checks.PLATFORM_PATH and path.reason == "the execute step counted no instructions"
+    seen.append(Verdict.PASS)
+    numbers, traces, _ = _platform_run(tmp_path, _reference(), "target")
+    assert (numbers.verdict, numbers.reason, numbers.obtained) == (Verdict.PASS, "", Obtained.target("board"))
+    assert numbers.read == ["run/platform/a.dat", "run/platform/b.dat", "artifacts/m/compare/reference"]
+    assert numbers.written == ["compare/platform/numeric.json"]
+    assert (traces.verdict, traces.reason, traces.obtained) == (Verdict.PASS, "replayed", Obtained.target("board"))
+    assert seen[-1] == ((Obtained.target("board"), ""), Obtained.target("board"))
+    seen.append(Verdict.NOT_RUN)
+    numbers, traces, _ = _platform_run(tmp_path, _reference(), "host")
+    assert numbers.obtained == Obtained.host() and traces.obtained == Obtained.host()
+    assert seen[-1] == ((None, "platform board is not a timing platform (deploy.yaml `timing: true`)"), Obtained.host())
+    off = _reference()
+    off["a"][0, 0] = 9.0
+    seen.append(Verdict.FAIL)
+    numbers, traces, _ = _platform_run(tmp_path, off, "emulation")
+    assert (numbers.read, numbers.written) == (["run/platform/a.dat", "run/platform/b.dat", "artifacts/m/compare/reference"],
+                                               ["compare/platform/numeric.json"])
+    assert numbers.obtained == Obtained.emulation("qemu-aarch64") and numbers.measured["max_ulp"] > 0
+    assert (traces.verdict, traces.reason) == (Verdict.FAIL, "replayed")
