@@ -178,6 +178,18 @@ def test_met_stability_jitter_and_drift_at_their_boundaries() -> None:
     assert (figures["jitter_ratio"], figures["drift_ratio"], figures["max_drift_ratio"]) == (0.1235, 0.0123, 0.1)
 
 
+def test_the_run_parameters_are_the_requirements_values_and_its_folders_the_layouts(tmp_path: Path) -> None:
+    from pipeline.compare.context import parameters
+
+    assert parameters(REPO) == {"max_ulp": 0, "max_jitter_ratio": 0.05, "max_drift_ratio": 0.1}
+    run = Run.of("m", "single", _spec(), {"status": "ran"}, PARAMS, tmp_path)
+    assert (run.model, run.name, run.doc, run.params, run.root, run.subject) == (
+        "m", "single", {"status": "ran"}, PARAMS, tmp_path, "m/single")
+    assert (run.folder, run.run_dir, run.split_dir) == (tmp_path / "artifacts/m/compare/single",
+                                                        tmp_path / "artifacts/m/execute/single",
+                                                        tmp_path / "artifacts/m/split/single")
+
+
 def test_the_timing_platform_is_the_declared_one_named_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(timing.PLATFORM_VARIABLE, raising=False)
     assert timing.timing_platform(_spec()) == (None, "deploy.yaml declares no met.platform")
@@ -296,8 +308,11 @@ def test_an_nvdla_run_within_the_absolute_parameter_is_emulated_and_beyond_it_fa
     def judged(outputs: dict[str, np.ndarray]) -> Any:
         doc = {"precision": "int8", "outputs": _write(tmp_path, "run/dla", outputs), "emulation": "NVDLA emulator",
                "mode": "fp16", "mode_meaning": "", "vectors": 3, "configuration": "nv_full", "model": "m"}
-        return judge_nvdla(_run("dla", _spec(), doc, folder, tmp_path), _reference())
+        return judge_nvdla(_run("dla", spec, doc, folder, tmp_path), _reference())
 
+    shipped = _spec()    # the deployment's own FP16 limit above HLR-NUM-004's 0.01: the ranking works to it
+    dla = dataclasses.replace(shipped.deployments["dla"], fp16={"max_abs_error": 0.02, "top1_agreement": 1.0})
+    spec = dataclasses.replace(shipped, deployments={**shipped.deployments, "dla": dla})
     good = judged(_reference())
     assert good.check_id == checks.NVDLA_REFERENCE and good.verdict is Verdict.EMULATED
     assert "no NVDLA here, so never pass" in good.reason and good.obtained.where is Where.EMULATION
@@ -540,3 +555,135 @@ def test_a_platform_run_reports_where_it_ran_and_judges_met_only_on_a_timing_tar
                                                ["compare/platform/numeric.json"])
     assert numbers.obtained == Obtained.emulation("qemu-aarch64") and numbers.measured["max_ulp"] > 0
     assert (traces.verdict, traces.reason) == (Verdict.FAIL, "replayed")
+
+
+# ----------------------------------------------------------------- the FP16 judgement of an NVDLA run
+
+class _Op:
+    def __init__(self, name: str, outputs: list[str]) -> None:
+        self.name, self._outputs = name, outputs
+
+    def output_refs(self) -> list[Any]:
+        return [dataclasses.make_dataclass("Ref", ["name"])(n) for n in self._outputs]
+
+
+def test_an_fp16_nvdla_run_is_judged_by_the_bound_and_a_failure_names_the_layers_to_move(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from pipeline.compare import fp16_layers, nvdla, nvdla_bound
+
+    shutil.copytree(REPO / "requirements", tmp_path / "requirements")
+    folder = tmp_path / "compare/dla"
+    folder.mkdir(parents=True)
+    calls: dict[str, Any] = {}
+    judgement = nvdla_bound.BoundJudgement(
+        nvdla_bound.BOUND, 0.05, vectors=3, max_abs_error=0.02, max_bound=0.03, max_ratio=0.7, beyond=0,
+        outputs={"b": {"basis": nvdla_bound.BOUND}, "a": {"basis": nvdla_bound.ABSOLUTE, "why": "no bound"}},
+        requirement={"limits": {"max_abs_error": {"limit": 0.01, "dla": 0.02, "independent_fp16": 0.005}}})
+
+    def judge_run(*args: Any) -> Any:
+        calls["judge_run"] = args
+        return judgement
+
+    monkeypatch.setattr(nvdla_bound, "judge_run", judge_run)
+    split = tmp_path / "artifacts/m/split/dla"
+    split.mkdir(parents=True)
+    (split / "plan.json").write_text(json.dumps({"items": [{"name": "DLA0", "target": "nvdla"},
+                                                           {"name": "CPU1", "target": "cpu"}]}))
+    graphs = {"DLA0.nnef": [_Op("external", ["x"]), _Op("conv", ["c1"]), _Op("relu", ["r1"])],
+              "graph.nnef": [_Op("conv", ["c1"]), _Op("relu", ["r1"]), _Op("linear", ["y"])]}
+
+    def check_paths(paths: list[Path], tensors: bool) -> Any:
+        assert tensors is False and len(paths) == 1
+        calls.setdefault("checked", []).append(paths[0])
+        graph = dataclasses.make_dataclass("G", ["operations"])(graphs[paths[0].name])
+        return dataclasses.make_dataclass("R", ["graphs"])([graph])
+
+    monkeypatch.setattr(nvdla, "check_paths", check_paths)
+    monkeypatch.setattr(nvdla, "load_variables", lambda graph, export: {"w": export})
+    monkeypatch.setattr(nvdla, "read_inputs", lambda model, root: calls.setdefault("inputs", (model, root)) and {
+        "x": np.arange(4, dtype=np.float32).reshape(2, 2)})
+
+    def rank(graph: Any, variables: Any, vectors: list[Any], on_dla: set[str], tolerance: float) -> Any:
+        calls["rank"] = (variables, vectors, on_dla, tolerance)
+        return fp16_layers.LayerRanking(tolerance, len(vectors), 0.04, [{"layer": "c1", "max_abs_error": 0.03}],
+                                        ["c1"], 0.001, True)
+
+    monkeypatch.setattr(fp16_layers, "rank", rank)
+
+    def judged(outputs: dict[str, np.ndarray], **extra: Any) -> Any:
+        doc = {"precision": "fp16", "outputs": _write(tmp_path, "run/dla", outputs), "emulation": "NVDLA emulator",
+               "mode": "fp16", "mode_meaning": "native FP16", "vectors": 3, "configuration": "nv_full",
+               "deployment": "dla", "nvdla_items": ["DLA0"], "target": "nvdla", **extra}
+        return judge_nvdla(_run("dla", spec, doc, folder, tmp_path), _reference())
+
+    shipped = _spec()    # the deployment's own FP16 limit above HLR-NUM-004's 0.01: the ranking works to it
+    dla = dataclasses.replace(shipped.deployments["dla"], fp16={"max_abs_error": 0.02, "top1_agreement": 1.0})
+    spec = dataclasses.replace(shipped, deployments={**shipped.deployments, "dla": dla})
+    good = judged(_reference())
+    model, root, outputs, tolerance, requirement, deployment, items, whole = calls["judge_run"]
+    assert (model, root, deployment, items, whole) == ("m", tmp_path, "dla", ["DLA0"], True)
+    assert tolerance == 0.01 and requirement == {"max_abs_error": 0.02, "top1_agreement": 1.0}
+    np.testing.assert_array_equal(outputs["a"], _reference()["a"])
+    assert good.verdict is Verdict.EMULATED and good.measured["tolerance_basis"] == nvdla_bound.BOUND
+    assert good.reason.startswith("precision FP16, emulator mode fp16, 3 vectors: " + nvdla_bound.describe(judgement))
+    assert good.measured["max_abs_error_to_exact"] == good.measured["max_abs_error_to_float64"] == 0.02
+    assert (good.measured["max_bound"], good.measured["max_error_to_bound"], good.measured["elements_beyond"]) == \
+        (0.03, 0.7, 0)
+    assert good.measured["a.tolerance_basis"] == nvdla_bound.ABSOLUTE and good.measured["b.tolerance_basis"] == nvdla_bound.BOUND
+    assert (good.measured["fp16_requirement.max_abs_error"], good.measured["fp16_requirement.max_abs_error.dla"],
+            good.measured["fp16_requirement.max_abs_error.independent_fp16"]) == (0.01, 0.02, 0.005)
+    assert good.measured["tolerance_parameter"] == "HLR-NUM-004 fp16_max_abs_error"
+    assert (good.measured["mode"], good.measured["configuration"]) == ("fp16", "nv_full")
+    document = json.loads((folder / "nvdla-numeric.json").read_text())
+    assert (document["schema_version"], document["mode_meaning"], document["precision"]) == (1, "native FP16", "fp16")
+    assert document["tolerance"] == {"requirement": "HLR-NUM-004", "parameter": "fp16_max_abs_error",
+                                     "max_abs_error": 0.01, "basis": nvdla_bound.BOUND}
+    assert document["bound"] == judgement.to_json()
+    judged(_reference(), target="mixed", model="other")
+    assert calls["judge_run"][0] == "other" and calls["judge_run"][-1] is False
+    judgement.beyond = 2        # beyond the bound: fail, with the layers to move within the deployment's own limit
+    bad = judged(_reference())
+    assert bad.verdict is Verdict.FAIL and bad.obtained == Obtained.emulation("NVDLA emulator")
+    variables, vectors, on_dla, limit = calls["rank"]
+    assert on_dla == {"c1", "r1"} and limit == 0.02 and len(vectors) == 2
+    np.testing.assert_array_equal(vectors[1]["x"], [2.0, 3.0])
+    assert variables == {"w": tmp_path / "artifacts/m/export"} and calls["inputs"] == ("m", tmp_path)
+    assert calls["checked"][-2:] == [split / "DLA0.nnef", tmp_path / "artifacts/m/export/graph.nnef"]
+    assert bad.written == ["compare/dla/nvdla-numeric.json", "compare/dla/fp16-layers.json"]
+    assert (bad.measured["fp16_layers_to_move"], bad.measured["fp16_layers_error_after_move"]) == ("c1", 0.001)
+    ranking = json.loads((folder / "fp16-layers.json").read_text())
+    assert ranking["schema_version"] == 1 and ranking["move"] == ["c1"]
+    assert bad.reason.endswith("; move 1 layer(s) to a CPU or GPU item: c1 (then max |error| 0.001 <= 0.02)")
+    monkeypatch.setattr(nvdla_bound, "judge_run", lambda *a: (_ for _ in ()).throw(ValueError("no enclosure")))
+    off = _reference()
+    off["a"][0, 0] += 1.0
+    spec = shipped       # no FP16 limit of its own: the ranking works to HLR-NUM-004's
+    absolute = judged(off)
+    assert calls["rank"][-1] == 0.01
+    assert absolute.verdict is Verdict.FAIL and absolute.measured["tolerance_basis"] == nvdla_bound.ABSOLUTE
+    assert "absolute tolerance fp16_max_abs_error = 0.01 against the float32 reference, no enclosure of the exact " \
+           "value (ValueError: no enclosure) (" in absolute.reason
+    assert json.loads((folder / "nvdla-numeric.json").read_text())["bound"]["why"] == \
+        "no enclosure of the exact value (ValueError: no enclosure)"
+    assert "max_bound" not in absolute.measured
+
+
+def test_why_a_model_has_no_nvdla_item_is_what_the_split_step_recorded(tmp_path: Path) -> None:
+    from pipeline.compare.nvdla import whole_dla_refusal
+    from pipeline.split.outputs import WHOLE_DLA_FILE
+
+    assert whole_dla_refusal("m", tmp_path).startswith(" (whether the whole network fits one DLA item was not "
+                                                       "recorded by split: FileNotFoundError)")
+    path = tmp_path / "artifacts/m/split" / WHOLE_DLA_FILE
+    path.parent.mkdir(parents=True)
+    for doc, said in (({"evaluated": False}, " (whether the whole network fits one DLA item was not evaluated: no "
+                                             "reason given)"),
+                      ({"evaluated": False, "why": "no nv_full"}, " (whether the whole network fits one DLA item was "
+                                                                  "not evaluated: no nv_full)"),
+                      ({"evaluated": True, "fits": True}, ""),
+                      ({"evaluated": True, "fits": False, "code": "SPLIT-E040", "message": "softmax"},
+                       " (the whole network on one DLA item is refused: SPLIT-E040: softmax)")):
+        path.write_text(json.dumps(doc))
+        assert whole_dla_refusal("m", tmp_path) == said
