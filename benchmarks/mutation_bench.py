@@ -57,7 +57,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "compare.platform": _COMPARE_PARTS,
     "compare.traces": _COMPARE_PARTS,
     "compare.context": _COMPARE_PARTS,
-    "compare.nvdla_bound": ("tests/compare/test_nvdla_bound_report.py", "tests/compare/test_nvdla_bound.py",
+    "compare.nvdla_bound": ("tests/compare/test_nvdla_bound_report.py", "tests/compare/test_nvdla_bound_verdicts.py",
                             "tests/compare/test_nvdla_fp16.py"),
     "export.checks": ("tests/test_check_registry.py", "tests/export/test_export_checks.py",
                       "tests/tolerance/test_discrimination.py", "tests/export/test_fold_dead.py",
