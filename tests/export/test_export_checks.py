@@ -9,6 +9,7 @@ an unjustified tolerance (export.tolerance), farther from the exact result (the 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pipeline.export.checks import (BOUND_ONNXRUNTIME, BOUND_REFERENCE, DISCRIMINATING, NUMERIC, TOLERANCE,
                                     bound_results, discriminating_result, first_non_finite, numeric_result,
@@ -109,3 +110,233 @@ def test_the_first_non_finite_parameter_in_name_then_c_order() -> None:
     assert found[:2] == ("w", (1, 0)) and found[2] == np.inf
     assert first_non_finite({"w": np.zeros(3), "e": np.zeros((0,), np.float32), "i": np.arange(3)}) is None
     assert first_non_finite({"n": np.array([-np.inf])})[0] == "n"
+
+
+# ------------------------------------------------------------------ export.trace, finite and reject on a tiny export
+
+def _tiny_export(tmp_path):  # type: ignore[no-untyped-def]
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from pipeline.export.exporter import export_model
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["h"], name="add"), helper.make_node("Relu", ["h"], ["y"], name="relu")],
+        "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [numpy_helper.from_array(np.arange(4, dtype=np.float32).reshape(1, 4), "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+    onnx.save(model, str(tmp_path / "model.onnx"))
+    export_model(str(tmp_path / "model.onnx"), tmp_path / "out")
+    return tmp_path / "out", tmp_path / "model.onnx"
+
+
+def _planted(tmp_path, change):  # type: ignore[no-untyped-def]
+    """export.trace's verdict after `change` edits the provenance document (or None: the files)."""
+    import json
+
+    from pipeline.export.checks import trace_result
+
+    export, source = _tiny_export(tmp_path)
+    path = export / "provenance.json"
+    document = json.loads(path.read_text())
+    change(document, export, source)
+    path.write_text(json.dumps(document))
+    return trace_result("m", export, source, ["r"])
+
+
+def test_export_trace_passes_an_untouched_export_and_counts_what_it_traced(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pipeline.export.checks import TRACE
+
+    found = _planted(tmp_path, lambda d, e, s: None)
+    assert (found.check_id, found.subject, found.verdict, found.reason) == (TRACE, "m", Verdict.PASS, "")
+    assert found.measured == {"lines": 4, "nodes": 2, "tensor_files": 1} and found.read == ["r"]
+
+
+def _drop_line(d, e, s):  # type: ignore[no-untyped-def]
+    d["lines"] = d["lines"][:-1]
+
+
+def _no_node(d, e, s):  # type: ignore[no-untyped-def]
+    d["lines"][2]["node"] = None
+
+
+def _no_initializer(d, e, s):  # type: ignore[no-untyped-def]
+    d["lines"][1]["initializer"] = None
+
+
+def _tensor_changed(d, e, s):  # type: ignore[no-untyped-def]
+    (e / "w.dat").write_bytes((e / "w.dat").read_bytes()[:-1] + b"\x01")
+
+
+def _tensor_missing(d, e, s):  # type: ignore[no-untyped-def]
+    (e / "w.dat").unlink()
+
+
+def _graph_changed(d, e, s):  # type: ignore[no-untyped-def]
+    (e / "graph.nnef").write_text((e / "graph.nnef").read_text() + "\n")
+
+
+def _source_changed(d, e, s):  # type: ignore[no-untyped-def]
+    import onnx
+
+    model = onnx.load(str(s))
+    model.doc_string = "changed after the export"
+    onnx.save(model, str(s))
+
+
+def _nodes_reordered(d, e, s):  # type: ignore[no-untyped-def]
+    d["nodes"].reverse()
+
+
+def _node_without_line(d, e, s):  # type: ignore[no-untyped-def]
+    d["nodes"][1]["nnef_lines"] = []
+
+
+def _unused_with_lines(d, e, s):  # type: ignore[no-untyped-def]
+    d["nodes"][1]["unused"] = True
+
+
+def _unused_read(d, e, s):  # type: ignore[no-untyped-def]
+    d["nodes"][0].update(unused=True, nnef_lines=[])
+
+
+def _unused_output(d, e, s):  # type: ignore[no-untyped-def]
+    d["nodes"][1].update(unused=True, nnef_lines=[])
+
+
+@pytest.mark.parametrize("change, count, first", [
+    (_drop_line, 2, "graph.nnef line 8 is not in provenance.json"),
+    (_no_node, 1, "graph.nnef line 7 names no ONNX node or graph input"),
+    (_no_initializer, 1, "variable on graph.nnef line 6 names no initializer"),
+    (_tensor_changed, 1, "tensor file w.dat is missing or differs from its recorded sha256"),
+    (_tensor_missing, 1, "tensor file w.dat is missing or differs from its recorded sha256"),
+    (_graph_changed, 1, "graph.nnef does not have the sha256 recorded in provenance.json"),
+    (_source_changed, 1, "model.onnx does not have the sha256 recorded in provenance.json"),
+    (_nodes_reordered, 1, "provenance.json does not list the ONNX model's nodes in order"),
+    (_node_without_line, 1, "ONNX node 1 (Relu 'relu') has no NNEF line"),
+    (_unused_with_lines, 1, "ONNX node 1 (Relu 'relu') is listed as unused, but it has NNEF lines"),
+    (_unused_read, 1, "ONNX node 0 (Add 'add') is listed as unused, but node 1 (Relu) reads it"),
+    (_unused_output, 1, "ONNX node 1 (Relu 'relu') is listed as unused, but it is a graph output"),
+], ids=lambda v: getattr(v, "__name__", str(v))[:30])
+def test_export_trace_fails_on_each_planted_break_of_the_provenance(tmp_path, change, count, first) -> None:  # type: ignore[no-untyped-def]
+    found = _planted(tmp_path, change)
+    assert found.verdict is Verdict.FAIL and found.reason == f"{count} problem(s), first: {first}"
+    assert found.measured["nodes"] == 2 and found.read == ["r"]
+    if change is _drop_line:
+        assert found.measured["lines"] == 4
+
+
+def test_export_trace_counts_every_problem_of_an_unused_node_read_and_with_lines(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pipeline.export.checks import _unused_problems
+
+    nodes = [{"index": 0, "op_type": "Add", "name": "a", "outputs": ["h", ""], "inputs": ["x"], "nnef_lines": [3],
+              "unused": True},
+             {"index": 1, "op_type": "Relu", "name": "r", "outputs": ["y"], "inputs": ["h"], "nnef_lines": [4]},
+             {"index": 2, "op_type": "Neg", "name": "n", "outputs": ["z"], "inputs": ["h"], "nnef_lines": [],
+              "folded": ["z"]}]
+    assert _unused_problems({"nodes": nodes}, ["y"]) == [
+        "ONNX node 0 (Add 'a') is listed as unused, but node 1 (Relu) reads it"]
+    nodes[1]["unused"] = True          # its reader unused too: no longer a reader of it
+    assert _unused_problems({"nodes": nodes}, ["q"]) == [
+        "ONNX node 0 (Add 'a') is listed as unused, but it has NNEF lines",
+        "ONNX node 1 (Relu 'r') is listed as unused, but it has NNEF lines"]
+    nodes[0]["nnef_lines"] = nodes[1]["nnef_lines"] = []
+    assert _unused_problems({"nodes": nodes}, ["q"]) == []
+
+
+def _onnx_model(values: dict, constant=None):  # type: ignore[no-untyped-def]
+    """What finite_result reads of a loaded model: its initializers and its nodes' tensor attributes (the loader
+    itself refuses a non-finite initializer, EXPORT-E017: the check judges what it is given)."""
+    from types import SimpleNamespace
+
+    from onnx import numpy_helper
+
+    nodes = [SimpleNamespace(attrs={"alpha": 0.5}, outputs=["y"], label="relu")]
+    if constant is not None:
+        nodes.append(SimpleNamespace(attrs={"value": numpy_helper.from_array(constant, "c")}, outputs=["c"],
+                                     label="const"))
+        nodes.append(SimpleNamespace(attrs={"value": numpy_helper.from_array(constant, "d")}, outputs=[],
+                                     label="unnamed"))
+    return SimpleNamespace(initializers=dict(values), nodes=nodes)
+
+
+def test_export_finite_parameters_names_the_first_infinity_or_nan_and_counts_the_values() -> None:
+    from pipeline.export.checks import FINITE, finite_result
+
+    good = finite_result("m", _onnx_model({"w": np.ones((2, 3), np.float32)}), ["r"])
+    assert (good.check_id, good.verdict, good.reason) == (FINITE, Verdict.PASS, "")
+    assert good.measured == {"tensors": 1, "values": 6} and good.read == ["r"]
+    w = np.ones((2, 3), np.float32)
+    w[1, 2] = np.inf
+    bad = finite_result("m", _onnx_model({"w": w, "i": np.arange(3, dtype=np.int64)}), ["r"])
+    assert (bad.verdict, bad.reason) == (Verdict.FAIL, "tensor 'w' holds inf at index [1, 2]")
+    assert bad.measured == {"tensors": 2, "values": 9} and bad.read == ["r"] and bad.subject == "m"
+    nan = finite_result("m", _onnx_model({"w": np.ones(2, np.float32)}, np.array([0.0, np.nan], np.float32)), [])
+    assert (nan.verdict, nan.reason) == (Verdict.FAIL, "tensor 'c' holds nan at index [1]")
+    assert nan.measured == {"tensors": 3, "values": 6}
+    from pipeline.export.checks import constant_parameters
+    assert sorted(constant_parameters(_onnx_model({}, np.zeros(1, np.float32)))) == ["c", "unnamed"]
+    minus = np.zeros(3, np.float32)
+    minus[0] = -np.inf
+    alone = finite_result("m", _onnx_model({"w": minus}), ["r"])
+    assert (alone.verdict, alone.reason) == (Verdict.FAIL, "the model holds -inf and no export was given to judge "
+                                                           "whether it is an attention mask")
+    assert alone.measured == {"tensors": 1, "values": 3} and alone.read == ["r"] and alone.subject == "m"
+    plus = minus.copy()
+    plus[2] = np.inf                  # a +inf next to a -inf: the +inf is named, never excused as a mask
+    assert finite_result("m", _onnx_model({"w": plus}), []).reason == "tensor 'w' holds inf at index [2]"
+
+
+def test_export_finite_parameters_refuses_a_minus_infinity_that_is_no_mask_of_the_export(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from pipeline.export.checks import finite_result
+    from pipeline.nnef.tensorfile import write_tensor
+
+    export, _ = _tiny_export(tmp_path)
+    data = np.zeros((1, 4), np.float32)
+    data[0, 1] = -np.inf
+    write_tensor(export / "w.dat", data)
+    minus = np.zeros((1, 4), np.float32)
+    minus[0, 1] = -np.inf
+    found = finite_result("m", _onnx_model({"w": minus}), ["r"], export)
+    assert found.verdict is Verdict.FAIL and found.subject == "m" and found.read == ["r"]
+    assert "w.dat" in found.reason and found.measured["masks"] == 0 and found.measured["masked_values"] == 0
+
+
+def test_export_reject_fails_on_a_probe_accepted_misnamed_or_written(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from pipeline.export import checks as export_checks
+    from pipeline.export.errors import ExportError
+
+    good = export_checks.reject_result("m")
+    assert (good.check_id, good.subject, good.verdict, good.reason) == (export_checks.REJECT, "m", Verdict.PASS, "")
+    assert good.measured == {"probes": 3, "failed": 0}
+    monkeypatch.setattr(export_checks, "export_model", lambda model, target: None)
+    accepted = export_checks.reject_result("m")
+    assert (accepted.verdict, accepted.subject) == (Verdict.FAIL, "m")
+    assert accepted.reason == "unsupported operator: accepted; dynamic input shape: accepted; int32 input: accepted"
+    assert accepted.measured == {"probes": 3, "failed": 3}
+
+    def wrong(model, target):  # type: ignore[no-untyped-def]
+        target.mkdir(exist_ok=True)
+        raise ExportError("EXPORT-E005", "refused")
+
+    monkeypatch.setattr(export_checks, "export_model", wrong)
+    found = export_checks.reject_result("m")
+    assert found.reason.split("; ") == [
+        "unsupported operator: code EXPORT-E005, expected EXPORT-E003",
+        "unsupported operator: message lacks node, op type, opset or supported list: EXPORT-E005: refused",
+        "unsupported operator: something was written", "dynamic input shape: something was written",
+        "int32 input: code EXPORT-E005, expected EXPORT-E006", "int32 input: something was written"]
+    assert found.measured == {"probes": 3, "failed": 6}
+
+    def unnamed(model, target):  # type: ignore[no-untyped-def]
+        raise ExportError("EXPORT-E003", "operator Hardmax (node probe_hardmax) in opset 13 is not supported")
+
+    monkeypatch.setattr(export_checks, "export_model", unnamed)
+    assert "message lacks node, op type, opset or supported list" in export_checks.reject_result("m").reason
+    probes = {what: make() for what, _, make in export_checks.REJECT_PROBES}
+    assert [n.op_type for n in probes["unsupported operator"].graph.node] == ["Hardmax"]
+    assert probes["unsupported operator"].opset_import[0].version == 13 and probes["int32 input"].ir_version == 10
+    assert probes["int32 input"].graph.input[0].type.tensor_type.elem_type == 6
+    shape = probes["dynamic input shape"].graph.input[0].type.tensor_type.shape.dim
+    assert shape[0].dim_param == "N" and shape[1].dim_value == 4
