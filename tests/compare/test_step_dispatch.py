@@ -242,3 +242,10 @@ def test_output_tolerances_apply_the_rule_to_what_the_export_validation_recorded
     assert rules["prob"].effective == 2e-6
     path.write_text(json.dumps({"enclosure": {"unavailable": "no enclosure"}, "outputs": [{"nnef": "prob"}]}))
     assert "no enclosure" in output_tolerances(MODEL, spec, tmp_path)["prob"].reason
+
+
+def test_a_failed_run_without_a_reason_says_so_plainly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path, {"single": {"status": "failed"}})
+    Parts(monkeypatch)
+    found = _found(step.run_compare_step(MODEL, root))
+    assert found["lenet5/single", checks.PATH].reason == "the run failed: "
