@@ -1,3 +1,178 @@
-"""Issue 42: the trace matrix's status rules (pipeline/evidence/matrix.py) on in-memory verdicts, light per mutant."""
+"""Issue 42: the trace matrix's status rules (pipeline/evidence/matrix.py) on in-memory verdicts, light per mutant.
+
+Each rule is planted at the point where it decides: one failing result fails the model, a pass obtained off
+the target is no target pass, an emulated or not-run result is no pass, n/a never lowers or raises another,
+a stale link is `not run`, and a parent takes its worst child. No project, no pipeline run.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from pipeline.evidence import matrix as M
+from pipeline.evidence.baseline import Link
+from pipeline.ledger.checks import CheckResult, CheckSpec, Obtained, Verdict
+
+P, F, N, E, A = Verdict.PASS, Verdict.FAIL, Verdict.NOT_RUN, Verdict.EMULATED, Verdict.NOT_APPLICABLE
+
+
+@pytest.mark.parametrize("verdicts, places, status", [
+    ([], [], M.M_NO_CHECK),
+    ([A, A], [True, True], M.M_NA),
+    ([P, F], [True, True], M.M_FAIL),
+    ([F, A], [True, True], M.M_FAIL),
+    ([P, P], [True, True], M.M_PASS),
+    ([P, A], [True, False], M.M_PASS),          # an n/a result's place is not looked at
+    ([P, P], [True, False], M.M_OFF_PLATFORM),
+    ([P, N], [True, True], M.M_PARTIAL),
+    ([P, E], [True, True], M.M_PARTIAL),
+    ([E, N], [True, True], M.M_EMULATED),
+    ([N, A], [True, True], M.M_NOT_RUN),
+    ([N], [True], M.M_NOT_RUN),
+])
+def test_a_model_s_status_from_its_verdicts(verdicts: list[Verdict], places: list[bool], status: str) -> None:
+    assert M.model_status(verdicts, places) == status
+
+
+@pytest.mark.parametrize("per_model, target, status", [
+    ({}, False, M.NOT_VERIFIED),
+    ({"a": M.M_NA}, False, M.NOT_APPLICABLE),
+    ({"a": M.M_PASS, "b": M.M_FAIL}, False, M.FAILED),
+    ({"a": M.M_PASS, "b": M.M_NA}, False, M.VERIFIED),
+    ({"a": M.M_PASS, "b": M.M_OFF_PLATFORM}, True, M.OFF_PLATFORM),
+    ({"a": M.M_PASS, "b": M.M_EMULATED}, True, M.OFF_PLATFORM),
+    ({"a": M.M_PASS, "b": M.M_EMULATED}, False, M.PARTIAL),
+    ({"a": M.M_EMULATED}, True, M.OFF_PLATFORM),
+    ({"a": M.M_PASS, "b": M.M_NOT_RUN}, True, M.PARTIAL),
+    ({"a": M.M_PARTIAL}, False, M.PARTIAL),
+    ({"a": M.M_OFF_PLATFORM}, False, M.PARTIAL),
+    ({"a": M.M_NO_CHECK, "b": M.M_NO_CHECK}, False, M.NO_CHECK),
+    ({"a": M.M_NO_CHECK, "b": M.M_NOT_RUN}, False, M.NOT_VERIFIED),
+    ({"a": M.M_EMULATED}, False, M.NOT_VERIFIED),
+])
+def test_a_requirement_s_status_from_its_models(per_model: dict[str, str], target: bool, status: str) -> None:
+    assert M._overall(per_model, target) == status
+
+
+def test_the_orders_put_the_worst_first_and_n_a_last() -> None:
+    assert M.STATUS_ORDER == ("failed", "no check", "not verified", "partially verified",
+                              "verified only on host or by emulation", "verified", "not applicable")
+    assert M.MODEL_STATUS_ORDER == ("fail", "no check", "not run", "emulated", "partial", "pass off target", "pass",
+                                    "n/a")
+
+
+def _outcome(*results: CheckResult, verdict: Verdict = N, model: str = "m", reason: str = "why") -> Any:
+    return SimpleNamespace(results=[SimpleNamespace(result=r) for r in results], verdict=verdict, model=model,
+                           reason=reason, step="compare")
+
+
+def _result(verdict: Verdict, obtained: Obtained | None = None, subject: str = "m") -> CheckResult:
+    return CheckResult("compare.reference", subject, verdict, "" if verdict is P else "because", obtained=obtained)
+
+
+ON_TARGET, ON_HOST = Obtained.target("orin"), Obtained.host()
+
+
+def test_a_pass_counts_for_a_target_requirement_only_where_obtained_on_the_target() -> None:
+    both = _outcome(_result(P, ON_TARGET), _result(P, ON_HOST))
+    assert M._on_platform(both, False) is True and M._on_platform(both, True) is False
+    assert M._on_platform(_outcome(_result(P, ON_TARGET)), True) is True
+    assert M._on_platform(_outcome(_result(F, ON_HOST)), True) is False        # no pass at all: not on platform
+    assert M._on_platform(_outcome(), False) is True
+    assert M.result_verdicts(both, True) == ([P, P], [True, False])
+    assert M.result_verdicts(both, False) == ([P, P], [True, True])
+    assert M.result_verdicts(_outcome(_result(F, ON_HOST), _result(E)), True) == ([F, E], [True, True])
+    assert M.result_verdicts(both, True, stale=True) == ([N], [True])
+    assert M.result_verdicts(_outcome(verdict=F), True) == ([F], [False])
+    assert M.result_verdicts(_outcome(verdict=A), False) == ([A], [True])
+    assert M._results(_outcome(verdict=F, reason="crashed")) == [(F, "m", "crashed", None)]
+    assert M._results(_outcome(_result(P, ON_TARGET, "m/d"))) == [(P, "m/d", "", ON_TARGET.where)]
+
+
+@dataclass
+class _Requirement:
+    id: str
+    verified_on: str = "host"
+    parent: str | None = None
+    span: Any = None
+
+
+@dataclass
+class _Requirements:
+    """What compute_statuses reads of a RequirementSet: iteration, lookup, children."""
+
+    items: list[_Requirement] = field(default_factory=list)
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.items)
+
+    def __getitem__(self, key: str) -> _Requirement:
+        return next(r for r in self.items if r.id == key)
+
+    def children(self, key: str) -> list[str]:
+        return [r.id for r in self.items if r.parent == key]
+
+
+def _statuses(outcomes: dict[tuple[str, str], Any], stale: set[Link] | None = None,
+              models: tuple[str, ...] = ("a", "b")) -> dict[str, M.RequirementStatus]:
+    requirements = _Requirements([_Requirement("HLR-1"), _Requirement("LLR-1", parent="HLR-1"),
+                                  _Requirement("LLR-2", "target", parent="HLR-1"), _Requirement("LLR-3"),
+                                  _Requirement("HLR-2")])
+    specs = {"c.one": CheckSpec("c.one", "", "s", ("LLR-1", "LLR-9")), "c.two": CheckSpec("c.two", "", "s", ("LLR-2",)),
+             "c.three": CheckSpec("c.three", "", "s", ("LLR-1", "HLR-2"))}
+    return M.compute_statuses(requirements, specs, list(models), outcomes, stale or set())  # type: ignore[arg-type]
+
+
+def _all(verdict: Verdict, obtained: Obtained | None = None) -> dict[tuple[str, str], Any]:
+    return {(m, c): _outcome(_result(verdict, obtained)) for m in ("a", "b") for c in ("c.one", "c.two", "c.three")}
+
+
+def test_statuses_of_checks_children_and_no_check() -> None:
+    found = _statuses(_all(P, ON_TARGET))
+    assert found["LLR-1"].checks == ["c.one", "c.three"] and found["LLR-1"].status == M.VERIFIED
+    assert found["LLR-1"].per_model == {"a": M.M_PASS, "b": M.M_PASS} and not found["LLR-1"].via_children
+    assert found["LLR-2"].status == M.VERIFIED and found["LLR-2"].verified_on == "target"
+    assert found["HLR-1"].via_children and found["HLR-1"].children == ["LLR-1", "LLR-2"]
+    assert found["HLR-1"].status == M.VERIFIED and found["HLR-1"].detail == "through its children"
+    assert found["LLR-3"].status == M.NO_CHECK and found["LLR-3"].per_model == {"a": M.M_NO_CHECK, "b": M.M_NO_CHECK}
+    assert found["LLR-3"].detail == "no check verifies it" and found["LLR-3"].checks == []
+    assert list(found) == ["HLR-1", "LLR-1", "LLR-2", "LLR-3", "HLR-2"]
+    host = _statuses(_all(P, ON_HOST))
+    assert host["LLR-2"].status == M.OFF_PLATFORM and host["LLR-2"].per_model["a"] == M.M_OFF_PLATFORM
+    assert host["LLR-2"].open_for_target and not host["LLR-1"].open_for_target
+    assert host["HLR-1"].status == M.OFF_PLATFORM and not host["HLR-1"].open_for_target
+    assert host["HLR-1"].per_model == {"a": M.M_OFF_PLATFORM, "b": M.M_OFF_PLATFORM}
+
+
+def test_one_failing_result_fails_its_model_its_requirement_and_the_parent() -> None:
+    outcomes = _all(P, ON_TARGET)
+    outcomes["b", "c.three"] = _outcome(_result(P, ON_TARGET), _result(F, ON_TARGET))
+    found = _statuses(outcomes)
+    assert found["LLR-1"].per_model == {"a": M.M_PASS, "b": M.M_FAIL} and found["LLR-1"].status == M.FAILED
+    assert found["HLR-2"].status == M.FAILED
+    assert found["HLR-1"].status == M.FAILED and found["HLR-1"].per_model == {"a": M.M_PASS, "b": M.M_FAIL}
+    outcomes["b", "c.three"] = _outcome(_result(N))
+    partial = _statuses(outcomes)
+    assert partial["LLR-1"].per_model["b"] == M.M_PARTIAL and partial["HLR-1"].status == M.PARTIAL
+    stale = _statuses(_all(P, ON_TARGET), {Link("check:c.two", "LLR-2")})
+    assert stale["LLR-2"].status == M.NOT_VERIFIED and stale["LLR-2"].per_model == {"a": M.M_NOT_RUN, "b": M.M_NOT_RUN}
+    assert stale["LLR-1"].status == M.VERIFIED and stale["HLR-1"].status == M.NOT_VERIFIED
+    assert stale["HLR-1"].per_model == {"a": M.M_NOT_RUN, "b": M.M_NOT_RUN}
+    none = _statuses({}, models=())
+    assert none["LLR-1"].status == M.NOT_VERIFIED and none["LLR-1"].detail == "no model results"
+    assert none["LLR-3"].detail == "no check verifies it"
+
+
+def test_a_status_open_for_the_target_is_only_a_target_requirement_short_of_a_target_pass() -> None:
+    status = M.RequirementStatus("R", M.PARTIAL, {}, ["c"], [], False, verified_on="target")
+    assert status.open_for_target
+    for other in (M.NOT_VERIFIED, M.OFF_PLATFORM):
+        assert M.RequirementStatus("R", other, {}, ["c"], [], False, verified_on="target").open_for_target
+    for closed in (M.FAILED, M.VERIFIED, M.NO_CHECK, M.NOT_APPLICABLE):
+        assert not M.RequirementStatus("R", closed, {}, ["c"], [], False, verified_on="target").open_for_target
+    assert not M.RequirementStatus("R", M.PARTIAL, {}, ["c"], [], True, verified_on="target").open_for_target
+    assert not M.RequirementStatus("R", M.PARTIAL, {}, ["c"], [], False).open_for_target
