@@ -687,3 +687,22 @@ def test_why_a_model_has_no_nvdla_item_is_what_the_split_step_recorded(tmp_path:
                        " (the whole network on one DLA item is refused: SPLIT-E040: softmax)")):
         path.write_text(json.dumps(doc))
         assert whole_dla_refusal("m", tmp_path) == said
+
+
+def test_numeric_document_and_results_report_what_was_applied(tmp_path: Path) -> None:
+    outputs = _reference()
+    outputs["a"][0, 0] += 0.5
+    rule = effective_tolerance(1e-5, 2e-6)
+    found = _numeric(tmp_path, outputs, spec=_spec(max_rel_error=1e-3), rules={"a": rule})
+    document = json.loads((tmp_path / "compare/single/numeric.json").read_text())
+    assert document["schema_version"] == 2 and set(document) == {"schema_version", "reference", "onnxruntime"}
+    assert document["onnxruntime"]["tolerance"] == {"max_abs_error": 1e-5, "max_rel_error": 1e-3,
+                                                    "deploy_max_abs_error": 1e-5, "outputs": {"a": rule.to_json()}}
+    reference = found[checks.REFERENCE]
+    assert reference.verdict is Verdict.FAIL and reference.reason.startswith("not bit-identical: first divergence at "
+                                                                             "output a, vector 0, element [0]")
+    assert reference.read == ["in"] and reference.measured["max_ulp"] > 0 and reference.subject == "m/single"
+    versus = found[checks.ONNXRUNTIME]
+    assert versus.read == ["in"] and versus.written == ["compare/single/numeric.json"]
+    assert versus.measured["a.tolerance_basis"] == rule.basis and "b.tolerance_basis" not in versus.measured
+    assert versus.reason.endswith(f" (tolerance {rule.basis}: {rule.reason})")
