@@ -129,6 +129,10 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("compare.numeric", "top1: np.asarray(actual, np.float32) -> np.asarray(actual, )"): _FLOAT32,
     ("compare.numeric", "top1: np.asarray(expected, np.float32) -> np.asarray(expected, None)"): _FLOAT32,
     ("compare.numeric", "top1: np.asarray(expected, np.float32) -> np.asarray(expected, )"): _FLOAT32,
+    ("compare.numbers", 'output_tolerances: (yard.get("bound") or {}).get("unavailable", "") -> '
+                        '(yard.get("bound") or {}).get("unavailable", )'):
+        "None instead of \"\" where the bound records no reason: both are falsy, so `or` takes the enclosure's reason "
+        "in both cases and the rule gets the same text",
     ("compare.numeric", "<module>: True -> False"):
         "OutputComparison.passed's default: compare() sets `passed` on every OutputComparison it makes",
 }

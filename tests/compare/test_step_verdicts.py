@@ -706,3 +706,16 @@ def test_numeric_document_and_results_report_what_was_applied(tmp_path: Path) ->
     assert versus.read == ["in"] and versus.written == ["compare/single/numeric.json"]
     assert versus.measured["a.tolerance_basis"] == rule.basis and "b.tolerance_basis" not in versus.measured
     assert versus.reason.endswith(f" (tolerance {rule.basis}: {rule.reason})")
+
+
+def test_met_document_reports_the_jitter_to_four_decimals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.compare.met import jitter_ratio, stats_us
+
+    monkeypatch.delenv(timing.PLATFORM_VARIABLE, raising=False)
+    ns = [50_000 + 137 * i for i in range(10)]          # jitter 0.01216982...: 0.0122 to four decimals
+    run_dir, split_dir = _timing_run(tmp_path, ns)
+    folder = tmp_path / "compare"
+    folder.mkdir()
+    timing.judge_met(_run("single", _spec(), {}, folder, tmp_path, run_dir, split_dir))
+    met = json.loads((folder / "met.json").read_text())
+    assert met["jitter_ratio"] == round(jitter_ratio(stats_us(ns)), 4) == 0.0122
