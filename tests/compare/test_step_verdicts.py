@@ -416,7 +416,7 @@ def test_met_document_reports_every_figure_and_the_drift_from_the_accepted_basel
 
 def test_instruction_counts_of_one_input_report_what_was_counted(tmp_path: Path) -> None:
     found = _counts(tmp_path, {"status": "ran", "tool": "valgrind", "inputs": [{"input": "v0", "instructions": 7}]})
-    assert found.measured == {"inputs": 1, "instructions": [7], "tool": "valgrind"}
+    assert found.measured == {"inputs": 1, "instructions": [7], "tool": "valgrind"} and found.subject == "m/single"
     assert found.read == ["run/instructions.json"] and found.written == ["compare/path.json"]
     differ = _counts(tmp_path, {"status": "ran", "tool": "valgrind", "inputs": [
         {"input": "v0", "instructions": 7}, {"input": "v1", "instructions": 9}]})
@@ -444,6 +444,7 @@ def test_cuda_reference_reports_where_and_on_what_it_was_judged(tmp_path: Path) 
     bad = judge_cuda(_run("cuda", _spec(), _cuda_doc(tmp_path, off, _reference()), folder, tmp_path), _reference())
     assert bad.reason.startswith("host emulation, blocks and threads in order: not bit-identical: first divergence at output b")
     assert bad.obtained == good.obtained and bad.written == good.written and bad.read == good.read
+    assert bad.subject == good.subject == "m/cuda"
     assert bad.measured["in order"]["max_ulp"] > 0
     on_gpu = {k: v[:2] for k, v in _reference().items()}
     gpu = {"run": "ran", "status": "ran", "obtained": "target:orin", "vectors": 2, "device": "Orin",
@@ -494,7 +495,7 @@ def test_gpu_traces_say_where_they_ran_and_a_mixed_run_reports_why_figures_are_n
                                     "host is not the timing platform")
     assert budget.written == ["artifacts/m/compare/mixed/met.json", "artifacts/m/compare/mixed/met.md",
                               "artifacts/m/compare/mixed/met-histogram.svg"]
-    assert budget.read == ["artifacts/m/execute/mixed/timing.json"]
+    assert budget.read == ["artifacts/m/execute/mixed/timing.json"] and budget.subject == stability.subject == "m/mixed"
     assert path.reason == ("instruction counts are not taken on the host emulation of cuda items (they say nothing "
                            "about a GPU)")
     verdict[0] = Verdict.FAIL      # a failed trace replay: the GPU's figures are not looked at, the failure stays
@@ -568,7 +569,7 @@ class _Op:
 
 
 def test_an_fp16_nvdla_run_is_judged_by_the_bound_and_a_failure_names_the_layers_to_move(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     import shutil
 
     from pipeline.compare import fp16_layers, nvdla, nvdla_bound
@@ -668,6 +669,7 @@ def test_an_fp16_nvdla_run_is_judged_by_the_bound_and_a_failure_names_the_layers
     assert json.loads((folder / "nvdla-numeric.json").read_text())["bound"]["why"] == \
         "no enclosure of the exact value (ValueError: no enclosure)"
     assert "max_bound" not in absolute.measured
+    assert "compare m/dla: no exact value: no enclosure" in caplog.text     # the fallback is said where it happens
 
 
 def test_why_a_model_has_no_nvdla_item_is_what_the_split_step_recorded(tmp_path: Path) -> None:
