@@ -63,7 +63,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                       "tests/export/test_masks.py::test_the_finite_parameters_check_counts_the_masks_and_needs_an_export",
                       "tests/tolerance/test_discrimination.py", "tests/tolerance/test_rule.py"),
     "evidence.matrix": ("tests/evidence/test_matrix_verdicts.py", "tests/evidence/test_evidence_gaps.py",
-                        "tests/evidence/test_failing_verdicts.py"),
+                        "tests/evidence/test_failing_verdicts.py", "tests/evidence/test_objectives.py"),
     "ledger.checks": ("tests/test_ledger_checks.py", "tests/test_check_registry.py"),
     "codegen.nvdla.validate": ("tests/codegen/test_nvdla_validate_rules.py", "tests/codegen/test_nvdla_loadable.py",
                                "tests/codegen/test_nvdla_firmware_rules.py"),
