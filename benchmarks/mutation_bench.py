@@ -133,6 +133,10 @@ EQUIVALENT: dict[tuple[str, str], str] = {
                         '(yard.get("bound") or {}).get("unavailable", )'):
         "None instead of \"\" where the bound records no reason: both are falsy, so `or` takes the enclosure's reason "
         "in both cases and the rule gets the same text",
+    ("compare.traces", 'judge_traces: max((v.measured.get("inferences", 0) for v in verdicts), default=0) -> '
+                       'max((v.measured.get("inferences", 0) for v in verdicts), default=None)'):
+        "the default of an empty max is never taken: judge_traces returns `not run` before it when no trace was "
+        "captured, and replay_traces gives one verdict per trace",
     ("compare.numeric", "<module>: True -> False"):
         "OutputComparison.passed's default: compare() sets `passed` on every OutputComparison it makes",
 }
