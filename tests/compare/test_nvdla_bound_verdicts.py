@@ -161,3 +161,10 @@ def test_a_run_is_judged_under_the_nnef_names_on_the_execute_step_s_vectors(
     required = nvdla_bound.judge_run("m", tmp_path, {"out": FP16["y"]}, 1e-2, {"max_abs_error": 1e-9})
     assert not required.passed and required.requirement is not None and required.requirement_clause
     assert required.requirement_clause in describe(required)
+
+
+def test_a_judgement_of_nothing_judged_does_not_pass_and_reports_nothing() -> None:
+    empty = BoundJudgement(BOUND, 0.05)
+    assert not empty.passed and empty.outputs == {} and empty.arithmetic == {} and empty.decisions == {}
+    assert empty.to_json()["outputs"] == {} and empty.to_json()["max_bound"] == 0.0
+    assert BoundJudgement(BOUND, 0.05).outputs is not empty.outputs      # one dict per judgement, never shared
