@@ -168,3 +168,28 @@ def test_a_judgement_of_nothing_judged_does_not_pass_and_reports_nothing() -> No
     assert not empty.passed and empty.outputs == {} and empty.arithmetic == {} and empty.decisions == {}
     assert empty.to_json()["outputs"] == {} and empty.to_json()["max_bound"] == 0.0
     assert BoundJudgement(BOUND, 0.05).outputs is not empty.outputs      # one dict per judgement, never shared
+
+
+def test_only_the_dla_nodes_are_judged_in_fp16_in_a_mixed_deployment(good: BoundJudgement) -> None:
+    placed = judge(MODEL, {"x": X}, FP16, 1e-2, on_nvdla={"g2"})
+    assert placed.placement == ["g2"]
+    assert placed.max_bound < good.max_bound         # g1 and relu keep float32 arithmetic: a tighter bound
+    nothing = judge(MODEL, {"x": X}, FP16, 1e-2, on_nvdla=set())
+    assert nothing.max_bound < placed.max_bound
+
+
+def test_a_float32_arithmetic_counts_float32_rounding_as_the_unit() -> None:
+    from pipeline.numerics.arithmetic import REFERENCE
+
+    assert REFERENCE.storage is None
+    found = judge(MODEL, {"x": X}, FP16, 1e-2, fp16=REFERENCE)
+    assert found.arithmetic == REFERENCE.to_json() and found.vectors == 4
+
+
+def test_outputs_judged_on_both_bases_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    def mixed(names, exact, errors, bounds, why, unit):  # type: ignore[no-untyped-def]
+        return {"y": {"spread": 1.0, "basis": ABSOLUTE, "why": "planted"}, "z": {"spread": 1.0, "basis": BOUND, "why": ""}}
+
+    monkeypatch.setattr(nvdla_bound, "_bases", mixed)
+    found = judge(MODEL, {"x": X}, FP16, 1e-2)
+    assert found.basis == "computed bound and absolute tolerance" and found.why == "planted"
