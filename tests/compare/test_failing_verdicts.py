@@ -205,3 +205,16 @@ def test_within_tolerance_names_the_bound_and_where_it_was_worst() -> None:
     assert within_tolerance(stats, None, 0.1) == (False, "max relative error 0.5 exceeds 0.1")
     assert within_tolerance(stats, max_ulp=0)[1] == "max ULP distance 4194304 exceeds 0"
     assert within_tolerance(stats, max_ulp=4194304) == (True, "")
+
+
+def test_a_justified_tolerance_reports_the_deploy_limit_it_fits_under() -> None:
+    from pipeline.numerics.tolerance import effective_tolerance
+
+    rule = effective_tolerance(1e-5, 2e-6)
+    assert rule.justified and rule.limit == 1e-5 and rule.to_json()["limit_max_abs_error"] == 1e-5
+
+
+def test_spread_is_measured_in_float64_and_is_zero_for_an_output_without_elements() -> None:
+    values = np.array([[1.0], [2.0 ** 25]], np.float32)     # 2**25 - 1 is not a float32: float32 would say 2**25
+    assert spread(values) == 2.0 ** 25 - 1
+    assert spread(np.zeros((3, 0), np.float32)) == 0.0
