@@ -193,3 +193,14 @@ def test_outputs_judged_on_both_bases_say_so(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(nvdla_bound, "_bases", mixed)
     found = judge(MODEL, {"x": X}, FP16, 1e-2)
     assert found.basis == "computed bound and absolute tolerance" and found.why == "planted"
+
+
+def test_an_exact_output_s_error_is_counted_as_at_least_one_fp16_rounding() -> None:
+    from pipeline.numerics.enclosure import Enclosure
+
+    enclosure = Enclosure(MODEL)
+    exact = np.stack([enclosure.run({"x": X[v]})["y"].mid() for v in range(X.shape[0])])
+    found = judge(MODEL, {"x": X}, {"y": exact}, 1e-2)
+    unit = nvdla_bound.arithmetic().storage.u
+    assert unit > 2.0 ** -24 and found.beyond == 0
+    assert found.outputs["y"]["max_error"] == pytest.approx(unit * float(np.abs(exact).max()))
