@@ -176,3 +176,56 @@ def test_a_status_open_for_the_target_is_only_a_target_requirement_short_of_a_ta
         assert not M.RequirementStatus("R", closed, {}, ["c"], [], False, verified_on="target").open_for_target
     assert not M.RequirementStatus("R", M.PARTIAL, {}, ["c"], [], True, verified_on="target").open_for_target
     assert not M.RequirementStatus("R", M.PARTIAL, {}, ["c"], [], False).open_for_target
+
+
+def _requirements_with_spans() -> Any:
+    from pipeline.diagnostics import Span
+
+    class WithSpans(_Requirements):
+        def __contains__(self, key: str) -> bool:
+            return any(r.id == key for r in self.items)
+
+    return WithSpans([_Requirement("LLR-1", span=Span("requirements/x.yaml", 7, 3))])
+
+
+def test_requirement_findings_without_models_and_for_a_stale_link(tmp_path: Any) -> None:
+    from pipeline.diagnostics import Span
+
+    requirements = _requirements_with_spans()
+    specs = {"c.one": CheckSpec("c.one", "", "s", ("LLR-1",))}
+    none = M.compute_statuses(requirements, specs, [], {}, set())
+    found = M._gap_findings(requirements, none, {}, [], set(), root=tmp_path)
+    assert [(f.code, f.message) for f in found] == [(M.E_REQUIREMENT_NOT_VERIFIED,
+                                                     "LLR-1 is not verified: no model results")]
+    assert found[0].span == Span("requirements/x.yaml", 7, 3) and none["LLR-1"].why == "no model results"
+    outcomes = {("a", "c.one"): _outcome(_result(P, ON_HOST))}
+    stale = {Link("check:c.one", "LLR-1")}
+    statuses = M.compute_statuses(requirements, specs, ["a"], outcomes, stale)
+    found = M._gap_findings(requirements, statuses, outcomes, ["a"], stale, root=tmp_path)
+    assert [f.code for f in found] == [M.E_REQUIREMENT_NOT_VERIFIED]
+    assert found[0].span == Span("requirements/x.yaml", 7, 3)        # a stale link is the requirement's to review
+
+
+def test_trace_integrity_findings_of_one_model() -> None:
+    from pipeline.evidence import selfchecks
+
+    requirements = _requirements_with_spans()
+    specs = {"c.one": CheckSpec("c.one", "", "s", ("LLR-1", "LLR-9")), "c.two": CheckSpec("c.two", "", "s", ("LLR-1",))}
+
+    def outcome(step: str, recorded: tuple[str, ...], source: str = "artifacts/a/s/checks.json") -> Any:
+        return SimpleNamespace(results=[SimpleNamespace(source=source, recorded_requirements=recorded)], step=step)
+
+    collected = SimpleNamespace(model="a", unregistered={"c.gone": SimpleNamespace(source="artifacts/a/s/checks.json")},
+                                outcomes={"c.one": outcome("s", ("LLR-1", "LLR-9")), "c.two": outcome("s", ("LLR-2",))})
+    found = M._model_link_findings(collected, specs, requirements, {Link("check:c.two", "LLR-1")})
+    assert [(f.code, f.severity.value) for f in found] == [(M.E_UNREGISTERED_RESULT, "error"), ("EVID-E010", "error"),
+                                                           (M.E_RECORDED_REQUIREMENTS, "error"), ("EVID-E015", "error")]
+    assert found[1].message == "a: check c.one produced results but names requirement LLR-9, which does not exist"
+    assert found[2].message == ("a: result of c.two recorded requirements LLR-2 but the check now traces to LLR-1; "
+                                "re-execute step s")
+    assert found[3].message == "a: results of c.two trace to LLR-1 through a stale link"
+    own = SimpleNamespace(model="a", unregistered={}, outcomes={
+        "c.one": outcome(selfchecks.STEP, ("LLR-1", "LLR-9"), selfchecks.SOURCE)})
+    assert M._model_link_findings(own, specs, requirements, set()) == []     # the evidence step's own checks
+    empty = SimpleNamespace(model="a", unregistered={}, outcomes={"c.one": SimpleNamespace(results=[], step="s")})
+    assert M._model_link_findings(empty, specs, requirements, set()) == []   # no result: nothing traced
