@@ -229,3 +229,37 @@ def test_trace_integrity_findings_of_one_model() -> None:
     assert M._model_link_findings(own, specs, requirements, set()) == []     # the evidence step's own checks
     empty = SimpleNamespace(model="a", unregistered={}, outcomes={"c.one": SimpleNamespace(results=[], step="s")})
     assert M._model_link_findings(empty, specs, requirements, set()) == []   # no result: nothing traced
+
+
+def test_the_artifacts_a_check_read_and_wrote_are_indexed_with_their_digests(tmp_path: Any) -> None:
+    from pipeline.ledger.hashing import FileDigest, file_digest
+
+    folder = tmp_path / "artifacts/m/execute/inputs"
+    folder.mkdir(parents=True)
+    (folder / "a.dat").write_bytes(b"aaaa")
+    (folder / "b.dat").write_bytes(b"bb")
+    (tmp_path / "artifacts/m/compare").mkdir(parents=True)
+    (tmp_path / "artifacts/m/compare/numeric.json").write_text("{}")
+    recorded = FileDigest("artifacts/m/compare/checks.json", "0" * 64, 9)
+    records = SimpleNamespace(records={"compare": SimpleNamespace(outputs=[recorded])},
+                              current={recorded.path: FileDigest(recorded.path, "1" * 64, 10)})
+    outcome = SimpleNamespace(check_id="compare.reference", artifacts_read=["artifacts/m/execute/inputs",
+                                                                            str(tmp_path / "artifacts/m/execute/inputs")],
+                              artifacts_written=["artifacts/m/compare/numeric.json", "artifacts/m/missing.json"])
+    artifacts: dict[str, M.ArtifactInfo] = {}
+    M._index_artifacts("m", records, [outcome], tmp_path, artifacts)  # type: ignore[arg-type]
+    checks = artifacts["artifacts/m/compare/checks.json"]
+    assert (checks.step, checks.sha256, checks.size, checks.model) == ("compare", "1" * 64, 10, "m")
+    inputs = artifacts["artifacts/m/execute/inputs"]
+    members = [file_digest(folder / "a.dat", tmp_path), file_digest(folder / "b.dat", tmp_path)]
+    assert inputs.kind == "folder" and inputs.files == ["artifacts/m/execute/inputs/a.dat",
+                                                        "artifacts/m/execute/inputs/b.dat"]
+    assert inputs.sha256 == M.listing_digest("artifacts/m/execute/inputs", members) and inputs.size == 6
+    assert inputs.read_by == {"compare.reference"} and inputs.written_by == set()
+    assert artifacts["artifacts/m/execute/inputs/a.dat"].read_by == {"compare.reference"}
+    assert artifacts["artifacts/m/execute/inputs/b.dat"].sha256 == members[1].sha256
+    written = artifacts["artifacts/m/compare/numeric.json"]
+    assert written.written_by == {"compare.reference"} and written.read_by == set() and written.size == 2
+    assert written.sha256 == file_digest(tmp_path / "artifacts/m/compare/numeric.json", tmp_path).sha256
+    missing = artifacts["artifacts/m/missing.json"]
+    assert (missing.sha256, missing.size, missing.kind) == (None, None, "file")
