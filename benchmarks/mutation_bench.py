@@ -137,6 +137,10 @@ EQUIVALENT: dict[tuple[str, str], str] = {
                        'max((v.measured.get("inferences", 0) for v in verdicts), default=None)'):
         "the default of an empty max is never taken: judge_traces returns `not run` before it when no trace was "
         "captured, and replay_traces gives one verdict per trace",
+    ("evidence.matrix", '_gap_findings: na[0] if na else ("", "", status.detail) -> '
+                        'na[0] if (na) or True else ("", "", status.detail)'):
+        "`na` is never empty there: a requirement is `not applicable` only when it has checks and models "
+        "(_overall of no model is `not verified`), and `na` lists every (model, check) pair",
     ("compare.numeric", "<module>: True -> False"):
         "OutputComparison.passed's default: compare() sets `passed` on every OutputComparison it makes",
 }

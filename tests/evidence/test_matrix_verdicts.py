@@ -263,3 +263,13 @@ def test_the_artifacts_a_check_read_and_wrote_are_indexed_with_their_digests(tmp
     assert written.sha256 == file_digest(tmp_path / "artifacts/m/compare/numeric.json", tmp_path).sha256
     missing = artifacts["artifacts/m/missing.json"]
     assert (missing.sha256, missing.size, missing.kind) == (None, None, "file")
+
+
+def test_a_model_folder_doit_refuses_is_one_error_saying_why(tmp_path: Any) -> None:
+    (tmp_path / "models/nodeploy").mkdir(parents=True)
+    (tmp_path / "models/nodeploy/model.onnx").write_bytes(b"")
+    found = M._refusal_findings(tmp_path)
+    assert list(found) == ["nodeploy"] and found["nodeploy"].code == "DEPLOY-E001"
+    assert found["nodeploy"].severity.value == "error"
+    assert found["nodeploy"].message.startswith("model nodeploy not run: ")
+    assert "DEPLOY-E001" not in found["nodeploy"].message
