@@ -330,6 +330,12 @@ def judge(modules: list[str], sample: int, seed: int, progress: bool = True,
                 shutil.copy2(ROOT / name, scratch / name)
             target = scratch / module_path(module)
             original = target.read_text(encoding="utf-8")
+            if original != (ROOT / module_path(module)).read_text(encoding="utf-8"):
+                # the mutants are made from the repository's source: mutated into an older scratch copy they
+                # would be judged against other modules than their own (a merge during a long run)
+                row.error = "the module changed since the run started: run it again"
+                print(f"{module}: {row.error}; skipped", file=sys.stderr)
+                continue
             sources = {}
             for mutant in chosen + hand:
                 sources[id(mutant)] = mutant.build()
