@@ -356,7 +356,7 @@ def _names(node: Node) -> set[str]:
 _DECLARATION = re.compile(r"^(?P<head>(?:static\s+)?(?:const\s+)?(?P<type>float|int|nnef_vf|nnef_vi|int32_t|uint32_t)"
                           r"\s*(?P<star>\*?)\s*(?:const\s+|restrict\s+)*)(?P<rest>[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*=.*);"
                           r"(?P<tail>\s*(?:/\*.*\*/)?)$")
-_ASSIGNMENT = re.compile(r"^(?P<target>[A-Za-z_][\w\[\]\s+*/%().-]*?)\s*(?P<op>[-+*/]?=)\s*(?P<value>[^=].*);"
+_ASSIGNMENT = re.compile(r"^(?P<target>(?:\*\()?[A-Za-z_][\w\[\]\s+*/%().-]*?)\s*(?P<op>[-+*/]?=)\s*(?P<value>[^=].*);"
                          r"(?P<tail>\s*(?:/\*.*\*/)?)$")
 _FOR = re.compile(r"^(?P<lead>)for \(int (?P<var>\w+) = (?P<init>[^;]+); (?P<cond>[^;]+); "
                   r"(?P<step>[^)]+(?:\([^)]*\)[^)]*)*)\) \{$")
