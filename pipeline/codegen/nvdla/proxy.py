@@ -334,7 +334,7 @@ def _submit(w: CodeWriter, s: Submission) -> tuple[int, int]:
     w.line('    nnef_dla_read(header, sizeof header, deadline, "reply header");')
     w.line('    if (memcmp(header, "NVDR", 4) != 0 || nnef_dla_get_u32(header + 8) != epoch)')
     w.line('        nnef_dla_fail("RUN-E054", "the reply is not the answer to this request (magic or epoch)");')
-    w.line("    if (nnef_dla_get_u32(header + 4) != 0)")
+    w.line("    if (nnef_dla_get_u32(header + 4) != 0u)")   # unsigned against unsigned (MISRA 10.4)
     w.line('        nnef_dla_fail("RUN-E056", "the emulator server reports an error (its log names it)");')
     w.line(f"    if (nnef_dla_get_u32(header + 12) != {reply_bytes}u) {{")
     w.line("        char message[96];")
