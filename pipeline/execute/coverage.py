@@ -14,8 +14,8 @@ version) then gives, per file, the lines executed and the branch arcs taken.
 
 The verdict: every line of the generated files (the items, the deployment's tables, the
 transcendental programs) executed, and every runtime or harness line not executed listed in
-uncovered.json with its reason (a reviewed file: an entry names the file, the function and
-optionally the line's text). Branches are reported, not judged: the generated code's decisions
+uncovered.json with its reason (a reviewed file: an entry names the file, the function and the
+line's text, or the file and a function never entered: then it covers the function's every line). Branches are reported, not judged: the generated code's decisions
 are branch-free masks that gcov does not see (tests/codegen/test_mask_mcdc.py exercises them
 condition by condition), and its branches are loop back edges.
 """
@@ -69,16 +69,20 @@ register_check(COVERAGE, "Every generated line is executed; the runtime's unexec
 
 @dataclass(frozen=True)
 class Entry:
-    """One reviewed entry of uncovered.json: the unexecuted lines of `function` in `file` (those whose text is
-    `text`, or all of them when `text` is empty) and why they need not run."""
+    """One reviewed entry of uncovered.json: the unexecuted lines of `function` in `file` whose text is `text`
+    (whitespace collapsed), or without a text every line of `function` when it was never entered; and why
+    they need not run."""
 
     file: str
     function: str
     text: str
     reason: str
 
-    def matches(self, file: str, function: str, text: str) -> bool:
-        return Path(file).name == self.file and function == self.function and (not self.text or text == self.text)
+    def matches(self, file: str, function: str, text: str, entered: bool) -> bool:
+        """Whether the entry covers an unexecuted line of `file` in `function` with `text`; an entry without a
+        text covers only a function never `entered` (no line of it executed)."""
+        return Path(file).name == self.file and function == self.function and (
+            text == self.text if self.text else not entered)
 
     def key(self) -> str:
         return f"{self.file}:{self.function}" + (f": {self.text}" if self.text else "")
@@ -228,14 +232,16 @@ def judge(subject: str, measured_files: Mapping[str, Mapping[str, Any]], code: P
                          "branches": len(branches), "branches_taken": sum(1 for c in branches if c),
                          "branch_percent": round(100.0 * sum(1 for c in branches if c) / len(branches), 1)
                          if branches else 100.0, "unexecuted_lines": missed}
+        functions = {n: enclosing_function(source, n) for n in lines} if kind != "generated" else {}
+        entered = {functions[n] for n, c in lines.items() if c and n in functions}
         for number in missed:
             text = _words(source[number - 1]) if 0 < number <= len(source) else ""
             where = f"{path}:{number} `{text[:80]}`"
             if kind == "generated":
                 unreached.append(where)
                 continue
-            function = enclosing_function(source, number)
-            entry = next((e for e in entries if e.matches(path, function, text)), None)
+            function = functions[number]
+            entry = next((e for e in entries if e.matches(path, function, text, function in entered)), None)
             if entry is None:
                 unlisted.append(f"{where} (in {function or 'no function'})")
             else:
