@@ -23,9 +23,11 @@ condition by condition), and its branches are loop back edges.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -42,6 +44,8 @@ from pipeline.nnef.tensorfile import read_tensor, write_tensor
 from pipeline.project.layout import project_relative
 from pipeline.toolchain import process
 from pipeline.toolchain.cc import COVERAGE_FLAGS
+
+log = logging.getLogger(__name__)
 
 # The programs it runs (pipeline/ledger/dependencies.py): the gcov of the compiler's version.
 TOOLS: tuple[str, ...] = ("gcov",)
@@ -278,6 +282,17 @@ def coverage_result(subject: str, cc: str, build: Callable[[Path], Any], harness
     """execute.coverage of one deployment: `build(binary)` makes the instrumented program with compiler `cc`;
     `harness(binary, outputs, **options)` runs it on the validation vectors, `harness_on(inputs, count)` gives
     the same runner on other vectors; the robustness vectors and coverage.json are written to `folder`."""
+    start = time.monotonic()
+    result = _coverage(subject, cc, build, harness, harness_on, where, inputs_dir, expected, output_names, vectors,
+                       folder, code, root, ranges, platform, uncovered)
+    log.info("coverage %s: %s in %.1f s", subject, result.verdict.value, time.monotonic() - start)
+    return result
+
+
+def _coverage(subject: str, cc: str, build: Callable[[Path], Any], harness: Callable[..., Any],
+              harness_on: Callable[[Path, int], Callable[..., Any]], where: Any, inputs_dir: Path, expected: Path,
+              output_names: list[str], vectors: int, folder: Path, code: Path, root: Path,
+              ranges: Mapping[str, tuple[float, float]], platform: str, uncovered: Path) -> CheckResult:
     gcov, package = find_gcov(cc)
     if gcov is None:
         return CheckResult(COVERAGE, subject, Verdict.NOT_RUN, f"gcov of the compiler {cc} is not installed "
