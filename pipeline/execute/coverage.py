@@ -15,9 +15,14 @@ version) then gives, per file, the lines executed and the branch arcs taken.
 The verdict: every line of the generated files (the items, the deployment's tables, the
 transcendental programs) executed, and every runtime or harness line not executed listed in
 uncovered.json with its reason (a reviewed file: an entry names the file, the function and the
-line's text, or the file and a function never entered: then it covers the function's every line). Branches are reported, not judged: the generated code's decisions
-are branch-free masks that gcov does not see (tests/codegen/test_mask_mcdc.py exercises them
-condition by condition), and its branches are loop back edges.
+line's text, or the file and a function never entered: then it covers the function's every
+line). The C items that stand in for nvdla items on the host (the proxies: a channel to the
+emulator server; on a target the item is the loadable) are judged like the runtime: their
+unexecuted lines (the channel's error paths) are listed under PROXY, the item's name written
+ITEM. Branches are reported, not judged: the generated code's decisions are branch-free masks
+that gcov does not see (tests/codegen/test_mask_mcdc.py exercises them condition by condition),
+and its branches are loop back edges. A mixed deployment's cuda items, built by g++ for the host
+emulation, are not instrumented (listed in `measured.not_measured`).
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from pipeline.execute.instructions import special_vector
 from pipeline.files.atomic import write_json
 from pipeline.ledger.checks import CheckResult, Verdict, not_applicable, register_check
 from pipeline.nnef.tensorfile import read_tensor, write_tensor
-from pipeline.project.layout import project_relative
+from pipeline.project.layout import BUILD_FILE, project_relative
 from pipeline.toolchain import process
 from pipeline.toolchain.cc import COVERAGE_FLAGS
 
@@ -56,6 +61,8 @@ FOLDER = "coverage"                  # artifacts/<m>/execute/<deployment>/covera
 RESULT_FILE = "coverage.json"
 ROBUSTNESS = "robustness"            # coverage/robustness/<input>.dat
 HARNESS_FILES = ("nnef_main.c", "nnef_harness.h")
+PROXY = "nvdla proxy"                # the `file` of an uncovered.json entry for the nvdla proxy items' lines
+ITEM = "<item>"                      # stands for the proxy item's name in such an entry's function and text
 TIMED_RUNS = 2                       # --time 2 --warmup 1 on the robustness run: the harness's timing path
 MAX_LISTED = 40                      # unexecuted lines named in a reason
 
@@ -83,10 +90,14 @@ class Entry:
     reason: str
 
     def matches(self, file: str, function: str, text: str, entered: bool) -> bool:
-        """Whether the entry covers an unexecuted line of `file` in `function` with `text`; an entry without a
-        text covers only a function never `entered` (no line of it executed)."""
-        return Path(file).name == self.file and function == self.function and (
-            text == self.text if self.text else not entered)
+        """Whether the entry covers an unexecuted line of `file` (a runtime file's name, or PROXY with the item's
+        name written ITEM in `function` and `text`) in `function` with `text`; an entry without a text covers only
+        a function never `entered` (no line of it executed); a text ending in `...` matches the lines it begins."""
+        if file != self.file or function != self.function:
+            return False
+        if not self.text:
+            return not entered
+        return text.startswith(self.text[:-3]) if self.text.endswith("...") else text == self.text
 
     def key(self) -> str:
         return f"{self.file}:{self.function}" + (f": {self.text}" if self.text else "")
@@ -105,17 +116,28 @@ def reviewed_entries(path: Path = UNCOVERED_FILE) -> list[Entry]:
                 isinstance(item.get(k), str) and item.get(k).strip() for k in ("file", "function", "reason")):
             raise ValueError(f"{path.name}: lines[{index}] needs a file, a function and a reason (strings), "
                              "and optionally a text")
-        if Path(item["file"]).name not in RUNTIME_FILES:
-            raise ValueError(f"{path.name}: lines[{index}] names {item['file']}, not a runtime or harness file: a "
-                             "generated line is never listed")
+        if Path(item["file"]).name not in RUNTIME_FILES and item["file"] != PROXY:
+            raise ValueError(f"{path.name}: lines[{index}] names {item['file']}, not a runtime or harness file nor "
+                             f"'{PROXY}': a generated line is never listed")
         entries.append(Entry(item["file"], item["function"], _words(str(item.get("text", ""))), _words(item["reason"])))
     return entries
 
 
-def role(path: str) -> str:
-    """`harness`, `runtime` (files the program copies from pipeline/codegen/c/runtime) or `generated`."""
+def role(path: str, proxies: Mapping[str, str] | None = None) -> str:
+    """`harness`, `runtime` (files the program copies from pipeline/codegen/c/runtime), `proxy` (the C item
+    standing in for an nvdla item on the host: `proxies` maps their folders to the item names) or `generated`."""
     name = Path(path).name
-    return "harness" if name in HARNESS_FILES else "runtime" if name in RUNTIME_FILES else "generated"
+    if name in HARNESS_FILES or name in RUNTIME_FILES:
+        return "harness" if name in HARNESS_FILES else "runtime"
+    return "proxy" if Path(path).parts[0] in (proxies or {}) else "generated"
+
+
+def program_parts(code: Path) -> tuple[dict[str, str], list[str]]:
+    """From build.json: {folder: item name} of the nvdla proxies, and the sources this build does not measure
+    (a mixed deployment's cuda items, compiled by g++ for the host emulation without instrumentation)."""
+    manifest = json.loads((code / BUILD_FILE).read_text(encoding="utf-8"))
+    proxies = {str(i.get("dir", i["name"])): str(i["name"]) for i in manifest.get("items", []) if i.get("target") == "nvdla"}
+    return proxies, sorted((manifest.get("cuda") or {}).get("sources", []))
 
 
 # ---------------------------------------------------------------- robustness vectors
@@ -218,8 +240,9 @@ def measure(gcov: str, work: Path) -> dict[str, dict[str, Any]]:
 # ---------------------------------------------------------------- the verdict
 
 def judge(subject: str, measured_files: Mapping[str, Mapping[str, Any]], code: Path, entries: list[Entry],
-          measured: dict[str, Any]) -> CheckResult:
-    """execute.coverage from gcov's figures (`measure`) of the program built from `code`."""
+          measured: dict[str, Any], proxies: Mapping[str, str] | None = None) -> CheckResult:
+    """execute.coverage from gcov's figures (`measure`) of the program built from `code` (`proxies`: its nvdla
+    proxy items, program_parts)."""
     summary: dict[str, dict[str, Any]] = {}
     unreached: list[str] = []        # generated lines never executed
     unlisted: list[str] = []         # runtime or harness lines never executed, not in uncovered.json
@@ -230,7 +253,7 @@ def judge(subject: str, measured_files: Mapping[str, Mapping[str, Any]], code: P
         source = (code / path).read_text(encoding="utf-8", errors="replace").splitlines() if (code / path).is_file() else []
         lines, branches = record["lines"], [c for counts in record["branches"].values() for c in counts]
         missed = sorted(n for n, c in lines.items() if c == 0)
-        kind = role(path)
+        kind = role(path, proxies)
         summary[path] = {"role": kind, "lines": len(lines), "lines_executed": len(lines) - len(missed),
                          "line_percent": round(100.0 * (len(lines) - len(missed)) / len(lines), 1) if lines else 100.0,
                          "branches": len(branches), "branches_taken": sum(1 for c in branches if c),
@@ -244,8 +267,11 @@ def judge(subject: str, measured_files: Mapping[str, Mapping[str, Any]], code: P
             if kind == "generated":
                 unreached.append(where)
                 continue
-            function = functions[number]
-            entry = next((e for e in entries if e.matches(path, function, text, function in entered)), None)
+            function, key = functions[number], Path(path).name
+            if kind == "proxy":           # the item's name in the proxy's texts and names stands as ITEM
+                name = (proxies or {})[Path(path).parts[0]]
+                function, key, text = function.replace(name, ITEM), PROXY, text.replace(name, ITEM)
+            entry = next((e for e in entries if e.matches(key, function, text, functions[number] in entered)), None)
             if entry is None:
                 unlisted.append(f"{where} (in {function or 'no function'})")
             else:
@@ -256,7 +282,7 @@ def judge(subject: str, measured_files: Mapping[str, Mapping[str, Any]], code: P
         reasons.append(f"{len(unreached)} generated lines never executed by the validation and robustness vectors: "
                        + "; ".join(unreached[:MAX_LISTED]))
     if unlisted:
-        reasons.append(f"{len(unlisted)} runtime or harness lines never executed and not listed in "
+        reasons.append(f"{len(unlisted)} runtime, harness or nvdla proxy lines never executed and not listed in "
                        f"pipeline/execute/{UNCOVERED_FILE.name}: " + "; ".join(unlisted[:MAX_LISTED]))
     if reasons:
         return CheckResult(COVERAGE, subject, Verdict.FAIL, " | ".join(reasons)[:4000], measured)
@@ -335,10 +361,14 @@ def _coverage(subject: str, cc: str, build: Callable[[Path], Any], harness: Call
             figures = measure(gcov, work)
         except PipelineError as error:
             return CheckResult(COVERAGE, subject, Verdict.NOT_RUN, f"{error.code}: {error.message}"[:2000], measured)
-    result = judge(subject, figures, code, entries, measured)
+    proxies, unmeasured = program_parts(code)
+    if unmeasured:
+        measured["not_measured"] = {source: "a cuda item, built by g++ for the host emulation without gcov's "
+                                            "instrumentation" for source in unmeasured}
+    result = judge(subject, figures, code, entries, measured, proxies)
     document = {"schema_version": 1, "subject": subject, "gcov": measured["gcov"], "flags": measured["flags"],
                 "vectors": vectors, "robustness_vectors": labels,
-                "files": {path: {"role": role(path), "lines": {str(n): c for n, c in sorted(r["lines"].items())},
+                "files": {path: {"role": role(path, proxies), "lines": {str(n): c for n, c in sorted(r["lines"].items())},
                                  "branches": {str(n): c for n, c in sorted(r["branches"].items())}}
                           for path, r in sorted(figures.items()) if path in result.measured["files"]}}
     written = [project_relative(write_json(folder / RESULT_FILE, document), root)] + \

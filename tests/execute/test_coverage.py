@@ -185,7 +185,11 @@ def test_robustness_vectors():
 def test_every_reviewed_entry_names_lines_of_the_runtime():
     """Each entry of uncovered.json names a function of its runtime file, and its text (if any) is a line of it:
     a stale entry (the runtime changed) is found here, not left to match nothing."""
+    proxy = (Path(coverage.__file__).parents[1] / "codegen" / "nvdla" / "proxy.py").read_text()
     for entry in reviewed_entries():
+        if entry.file == coverage.PROXY:       # written by a generator: its functions are named in its source
+            assert entry.function.replace(coverage.ITEM, "{name}") in proxy, entry
+            continue
         source = (RUNTIME_DIR / entry.file).read_text().splitlines()
         functions = {enclosing_function(source, n + 1) for n in range(len(source))}
         assert entry.function in functions, entry
