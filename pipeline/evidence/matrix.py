@@ -46,6 +46,7 @@ from pipeline.evidence.collect import (
     package_check_path,
     read_results_file,
 )
+from pipeline.ledger.objectives import OBJECTIVES
 from pipeline.ledger.hashing import FileDigest, file_digest, iter_files, relative_posix
 from pipeline.ledger.records import RecordCheck, check_records
 from pipeline.evidence.checklinks import load_checks, registry_findings
@@ -185,6 +186,19 @@ class TraceMatrix:
         return {"total": len(self.requirements), "by_status": counts, "by_level": per_level,
                 "open_for_target": open_for_target}
 
+    def objectives(self) -> list[dict[str, Any]]:
+        """DO-178C Annex A objective -> the requirements that name it, and the worst of their statuses:
+        the compliance view an auditor starts from (pipeline/ledger/objectives.py). An objective no
+        requirement names is listed with `status` None: this pipeline gives no evidence for it."""
+        rows = []
+        for objective in OBJECTIVES.values():
+            reqs = [r.id for r in self.requirements if objective.key in r.objectives]
+            statuses = [self.statuses[r].status for r in reqs]
+            worst = min(statuses, key=STATUS_ORDER.index) if statuses else None
+            rows.append({"objective": objective.key, "title": objective.title, "sections": list(objective.sections),
+                         "requirements": reqs, "status": worst})
+        return rows
+
     def outcome(self, model: str, check_id: str) -> Outcome | None:
         return self.outcomes.get((model, check_id))
 
@@ -226,6 +240,7 @@ class TraceMatrix:
             "models": list(self.models),
             "requirement_files": list(self.requirements.files),
             "coverage": self.coverage(),
+            "objectives": self.objectives(),
             "requirements": reqs,
             "checks": checks,
             "outcomes": [self.outcomes[k].to_json() for k in sorted(self.outcomes)],

@@ -76,6 +76,21 @@ def coverage_section(matrix: TraceMatrix) -> str:
     return table("coverage-table", ["Status", "All", "SYS", "HLR", "LLR"], cov_rows, f"{cov['total']} requirements")
 
 
+def objectives_section(matrix: TraceMatrix) -> str:
+    """DO-178C Annex A objective -> the requirements serving it (links), and the worst of their statuses."""
+    rows = []
+    for row in matrix.objectives():
+        reqs = ", ".join(f'<a href="#req-{escape(r)}">{escape(r)}</a>' for r in row["requirements"])
+        status = row["status"]
+        table_number, number = row["objective"][2:].split(".")
+        rows.append(
+            "<tr>" + cell(row["objective"], f"{int(table_number):02d}.{int(number):02d}") + cell(row["title"]) + cell(" ".join(row["sections"]))
+            + cell(reqs or "<em>no requirement of this pipeline</em>", raw=True)
+            + (cell(f'<span class="s-{css_class(status)}">{escape(status)}</span>', STATUS_ORDER.index(status), raw=True)
+               if status else cell("—", len(STATUS_ORDER))) + "</tr>")
+    return table("objectives-table", ["Objective", "Title", "Section", "Requirements", "Status"], rows, filterable=True)
+
+
 def findings_section(matrix: TraceMatrix) -> str:
     """One row per finding: its message and its fix each cut to summary.MAX_FINDING characters (the whole
     reason of a gap is on the model's page), its location the input that caused it."""
@@ -164,7 +179,8 @@ def texts_section(matrix: TraceMatrix) -> str:
             f" · Parents: {escape(', '.join(req.parents) or ('derived' if req.derived else '—'))}"
             f" · Children: {escape(', '.join(st.children) or '—')} · Defined at {escape(str(req.span))}</dd>"
             f"<dd class=\"small\">Source: {escape('; '.join(req.source))}</dd>"
-            f'<dd class="small">Fingerprint: <span class="hash">{escape(req.fingerprint)}</span></dd>'
+            + (f'<dd class="small">DO-178C objectives: {escape(", ".join(req.objectives))}</dd>' if req.objectives else "")
+            + f'<dd class="small">Fingerprint: <span class="hash">{escape(req.fingerprint)}</span></dd>'
         )
     return chr(10).join(details)
 
@@ -176,7 +192,8 @@ def render_html(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
     meta = (f"Source: {escape(_source(matrix))} · Mode: {escape(matrix.mode)} · Models: "
             + (", ".join(f'<a href="{escape(model_page_href(m))}">{escape(m)}</a>' for m in models) or "none")
             + f" · Requirement files: {escape(', '.join(matrix.requirements.files))} · Findings: {escape(counts_text(matrix))}")
-    nav = [("Models", "#models"), ("Coverage", "#coverage"), ("Still owed", "#owed"), ("Findings", "#findings"),
+    nav = [("Models", "#models"), ("Coverage", "#coverage"), ("DO-178C", "#objectives"), ("Still owed", "#owed"),
+           ("Findings", "#findings"),
            ("Requirements", "#requirements"), ("Checks", "#checks"), ("Requirement text", "#texts")]
     body = f"""<section id="models"><h2>Models and steps</h2>
 <p class="small">Each model's page holds its pictures (numeric error, MET histograms, Petri nets), every verdict with its reason and where it was obtained, and its artifacts as links.</p>
@@ -184,6 +201,9 @@ def render_html(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
 <section id="coverage"><h2>Coverage</h2>
 <p class="small">Only a passing check is coverage. A requirement without checks of its own is judged through its children.</p>
 {coverage_section(matrix)}</section>
+<section id="objectives"><h2>DO-178C objectives</h2>
+<p class="small">Each Annex A objective (Tables A-2 to A-8) with the requirements whose verification gives evidence for it, and the worst of their statuses. An objective without requirements is one this pipeline gives no evidence for: the applicant meets it otherwise.</p>
+{objectives_section(matrix)}</section>
 <section id="owed"><h2>Still owed</h2>
 {owed_section(document)}</section>
 <section id="findings"><h2>Findings</h2>

@@ -125,6 +125,10 @@ def render_markdown(matrix: TraceMatrix, title: str = "Trace matrix") -> str:
     lines += _table(["Status", "All", "SYS", "HLR", "LLR"], [
         [s, cov["by_status"][s]] + [cov["by_level"].get(lv, {}).get(s, 0) for lv in ("SYS", "HLR", "LLR")] for s in cov["by_status"]
     ])
+    lines += ["## DO-178C objectives", ""]
+    lines += _table(["Objective", "Title", "Requirements", "Status"], [
+        [o["objective"], o["title"], ", ".join(o["requirements"]) or "none", o["status"] or "-"] for o in matrix.objectives()
+    ])
     lines += ["## Findings", ""]
     if matrix.findings:
         lines += _table(["Severity", "Code", "Location", "Message"], [

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from pipeline.diagnostics import Finding, Location, PipelineError, Severity, Span, sorted_findings
+from pipeline.ledger.objectives import E_OBJECTIVE, citation_problems
 from pipeline.ledger.yamlsource import Located, join_path, load_located
 from pipeline.project.layout import REQUIREMENTS_DIR, requirement_files  # noqa: F401 (re-exported)
 
@@ -44,7 +45,7 @@ ALLOWED_PARENT_LEVELS: dict[str, tuple[str, ...]] = {"SYS": (), "HLR": ("SYS",),
 
 DOC_FIELDS = {"schema_version", "level", "title", "requirements"}
 REQUIRED_FIELDS = ("id", "title", "text", "rationale", "verification", "source")
-OPTIONAL_FIELDS = ("parents", "derived", "parameters", "verified_on")
+OPTIONAL_FIELDS = ("parents", "derived", "parameters", "verified_on", "objectives")
 PLATFORMS: tuple[str, ...] = ("host", "target")
 
 E_SCHEMA = "EVID-E002"
@@ -72,6 +73,7 @@ class Requirement:
     parameters: Mapping[str, Any] = field(default_factory=dict)
     span: Span = Span("", 0, 0)
     verified_on: str = "host"
+    objectives: tuple[str, ...] = ()     # the DO-178C Annex A objectives it serves ("A-5.4"); informative
 
     def normative(self) -> dict[str, Any]:
         """The content whose change invalidates a link (see module docstring)."""
@@ -104,6 +106,7 @@ class Requirement:
             "derived": self.derived,
             "parameters": dict(self.parameters),
             "verified_on": self.verified_on,
+            "objectives": list(self.objectives),
             "fingerprint": self.fingerprint,
             "location": f"{self.span.file}:{self.span.line}",
         }
@@ -239,7 +242,15 @@ def _parse_requirement(
         findings.append(_error(E_SCHEMA, f"{path}: expected one of {', '.join(PLATFORMS)}, found {verified_on!r}",
                                doc.span(path)))
         ok = False
-    if not ok or verification is None or source is None or parents is None:
+    objectives: tuple[str, ...] | None = ()
+    if "objectives" in item:
+        objectives = _string_list(item["objectives"], join_path(key_path, "objectives"), doc, findings)
+    if objectives is not None and source is not None:
+        path = join_path(key_path, "objectives" if "objectives" in item else "source")
+        for problem in citation_problems(objectives, source):
+            findings.append(_error(E_OBJECTIVE, f"{req_id}: {problem}", doc.span(path)))
+            ok = False
+    if not ok or verification is None or source is None or parents is None or objectives is None:
         return None
     if not verification:
         path = join_path(key_path, "verification")
@@ -258,6 +269,7 @@ def _parse_requirement(
         parameters=dict(sorted(parameters.items())),
         span=doc.span(id_path),
         verified_on=verified_on,
+        objectives=objectives,
     )
 
 
