@@ -49,6 +49,7 @@ from pipeline.nnef.tensorfile import read_tensor, write_tensor
 from pipeline.project.layout import BUILD_FILE, project_relative
 from pipeline.toolchain import process
 from pipeline.toolchain.cc import COVERAGE_FLAGS
+from pipeline.toolchain.platforms import host_platform
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +73,9 @@ register_check(COVERAGE, "Every generated line is executed; the runtime's unexec
                f"the build flags plus {' '.join(COVERAGE_FLAGS)} and run on the deployment's validation vectors "
                "(outputs bit-identical to the qualified build's) and on robustness vectors (NaN, +-inf, +-0, "
                "subnormals, ties, the deploy.yaml range ends, a seeded mix); gcov of the compiler's version: every "
-               "line of the generated files executed (statement coverage 100 %), every unexecuted line of the runtime "
-               "and the harness listed in pipeline/execute/uncovered.json with its reason; branch arcs reported. A "
+               "line of the generated files executed (statement coverage 100 %), every unexecuted line of the runtime, "
+               "the harness and the nvdla proxies listed in pipeline/execute/uncovered.json with its reason; branch "
+               "arcs reported. A "
                "deployment on another platform: its sources built by the host's compiler and run on the host; n/a "
                "for a deployment without a C program; not run without gcov.")
 
@@ -195,8 +197,6 @@ def find_gcov(cc: str) -> tuple[str | None, str]:
 
 def gcov_version() -> str | None:
     """The first line of `gcov --version` of the gcov matching the host's compiler (recorded with the step), or None."""
-    from pipeline.toolchain.platforms import host_platform
-
     gcov, _ = find_gcov(host_platform().cc())
     return (_version(gcov, "--version").splitlines() or [None])[0] if gcov else None
 
