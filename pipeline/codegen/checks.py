@@ -7,6 +7,8 @@ codegen.compile  HLR-COD-003, LLR-COD-003   every source compiled with the quali
                  (deployments on the host platform)
 codegen.platform HLR-NUM-005   the same on a deployment's other platform (its compiler, flags, link flags),
                  with the transcendental programs, the programs run by its runner (qemu, a board)
+codegen.standards LLR-COD-011   MISRA C:2012 by cppcheck's addon, every finding a reviewed deviation
+                 (pipeline.codegen.standards, pipeline/codegen/misra-deviations.json)
 codegen.accelerators  LLR-COD-008      NVDLA loadables: independent validator on the bytes, debug-table trace
 
 A check with no subject on a model (no nvdla item, no cuda item, no deployment on another platform
@@ -22,7 +24,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.codegen import compilerdefects, static, tracecheck
+from pipeline.codegen import compilerdefects, standards, static, tracecheck
 from pipeline.diagnostics import PipelineError
 from pipeline.ledger.checks import CheckResult, Obtained, Verdict, Where, register_check
 from pipeline.toolchain import process
@@ -42,7 +44,8 @@ TRANSCENDENTAL = "codegen.transcendental"
 ACCELERATORS = "codegen.accelerators"
 CUDA = "codegen.cuda"
 PLATFORM = "codegen.platform"
-ALL = (STATIC, TRACE, COMPILE)
+STANDARDS = "codegen.standards"
+ALL = (STATIC, TRACE, COMPILE, STANDARDS)
 
 register_check(STATIC, "Generated code is static: no allocation, no recursion, no libm, no branch in kernels, "
                "fixed loop bounds, a consistent buffer plan", STEP, ["HLR-COD-001", "LLR-COD-004"],
@@ -51,6 +54,12 @@ register_check(STATIC, "Generated code is static: no allocation, no recursion, n
                "conditional jumps in the assembly, no fused multiply-add instruction in any object (objdump; the "
                "mnemonics of the objects' own architecture, x86-64 or AArch64; not run for another), buffer plan "
                "without overlapping live buffers, item segregation.")
+register_check(STANDARDS, "Generated C conforms to MISRA C:2012 but for reviewed deviations", STEP, ["LLR-COD-011"],
+               "cppcheck's MISRA C:2012 addon (Debian cppcheck) on every C source of the deployment (items, runtime, "
+               "harness, deployment tables) and every header they include, as gcc compiles them (C99, __GNUC__): every "
+               "finding (rule, file, line) covered by a deviation of pipeline/codegen/misra-deviations.json (rule, "
+               "files, construct, reason); a finding no deviation covers fails. Not run without cppcheck (naming the "
+               "package) or when cppcheck cannot read the code.")
 register_check(PLATFORM, "Generated C code builds for its deployment platform and the programs the build relies on "
                "compute right there", STEP, ["HLR-NUM-005"],
                "A deployment on a platform other than the host (pipeline/toolchain/platforms.py): every source compiled "
@@ -149,7 +158,8 @@ def evaluate(subject: str, folder: Path, root: Path, scratch: Path, objects_dir:
                          else CheckResult(STATIC, subject, Verdict.NOT_RUN, f"{why}: the object and assembly scans "
                                           "did not run (the source scans found nothing)", measured, read, []))
         compiled = not_run(COMPILE if target.is_host else PLATFORM, subject, why)
-        return [static_result, _trace_result(subject, folder, manifest, root, read), compiled]
+        return [static_result, _trace_result(subject, folder, manifest, root, read), compiled,
+                not_run(STANDARDS, subject, why)]
     # compile (shared by the compile check and the object scans of codegen.static)
     objects, commands, diagnostics = compile_objects(folder, manifest["sources"], objects_dir or scratch / "obj", lanes,
                                                      platform=target)
@@ -178,7 +188,8 @@ def evaluate(subject: str, folder: Path, root: Path, scratch: Path, objects_dir:
         static_result = CheckResult(STATIC, subject, Verdict.NOT_RUN, unknown, measured, read, [])
     else:
         static_result = _result(STATIC, subject, [], measured, read)
-    return [static_result, _trace_result(subject, folder, manifest, root, read), compile_result]
+    return [static_result, _trace_result(subject, folder, manifest, root, read), compile_result,
+            standards.standards_result(STANDARDS, subject, folder, manifest, scratch / "standards", list(read))]
 
 
 def _source_problems(files: dict[str, str], manifest: dict[str, Any], folder: Path, read: list[str], root: Path

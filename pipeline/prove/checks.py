@@ -31,10 +31,10 @@ MAX_LISTED = 50
 
 register_check(EVA, "Generated C is free of run-time errors for every input in the deploy.yaml range", STEP,
                ["LLR-COD-009"],
-               "Frama-C's EVA (Debian frama-c-base) on every C item of every deployment without cuda or nvdla items, "
+               "Frama-C's EVA (Debian frama-c-base) on every cpu C item of every deployment, "
                "from a driver giving each input element every float32 value of its deploy.yaml range (an item that "
-               "holds the whole model), or any finite float to its inputs and received values (an item of a split: "
-               "memory safety only): no alarm (out-of-bounds access, uninitialised read, invalid pointer, integer "
+               "holds the whole model), or any finite float to its inputs and received values (an item of a split or "
+               "beside cuda or nvdla items: memory safety only): no alarm (out-of-bounds access, uninitialised read, invalid pointer, integer "
                "overflow or division by zero, a NaN made by a float operation), every output element finite, every "
                "assertion valid or justified (pipeline/prove/justified.json). Alarms or a time limit: not run (not "
                "verified) with the count; a red status: fail.")

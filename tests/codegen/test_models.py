@@ -182,7 +182,7 @@ def test_every_model_has_an_aarch64_result_under_emulation(model_results):
     assert path.verdict is Verdict.NOT_RUN and "aarch64" in path.reason
 
 
-@pytest.mark.parametrize("check", ["codegen.static", "codegen.trace", "codegen.compile"])
+@pytest.mark.parametrize("check", ["codegen.static", "codegen.trace", "codegen.compile", "codegen.standards"])
 def test_code_checks_pass(model_results, check):
     _, codegen, _, _ = model_results
     results = _by(codegen, check)

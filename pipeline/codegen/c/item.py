@@ -299,7 +299,7 @@ class ItemEmitter:
                                 f"steps {b.first}..{b.last} */")
             op = item.declaration(name)
             if op is not None and op.name == "external":
-                inputs[name] = f"{self.arena} + {b.offset // 4}"
+                inputs[name] = f"{self.arena} + {b.offset // 4}" if b.offset else self.arena   # no + 0 (MISRA 2.2)
                 declared_lines[name] = (first_line, first_line)
         outputs: dict[str, str] = {}
         for name in sorted(o for o, owner in self.d.outputs.items() if owner == item.name):
@@ -312,7 +312,8 @@ class ItemEmitter:
             if storage.kind == "sync":
                 outputs[name] = sync_buffer(storage.root)
             else:
-                outputs[name] = f"{self.arena} + {buffers[storage.root].offset // 4}"
+                at = buffers[storage.root].offset // 4
+                outputs[name] = f"{self.arena} + {at}" if at else self.arena   # no + 0 (MISRA 2.2)
         w.line("")
         # index tables (generation-time constants that are not weights)
         tables = [a for a in self.arrays.values() if a.ctype == "int"]

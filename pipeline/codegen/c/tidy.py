@@ -356,11 +356,11 @@ def _names(node: Node) -> set[str]:
 _DECLARATION = re.compile(r"^(?P<head>(?:static\s+)?(?:const\s+)?(?P<type>float|int|nnef_vf|nnef_vi|int32_t|uint32_t)"
                           r"\s*(?P<star>\*?)\s*(?:const\s+|restrict\s+)*)(?P<rest>[A-Za-z_]\w*\s*(?:\[[^\]]*\])?\s*=.*);"
                           r"(?P<tail>\s*(?:/\*.*\*/)?)$")
-_ASSIGNMENT = re.compile(r"^(?P<target>[A-Za-z_][\w\[\]\s+*/%().-]*?)\s*(?P<op>[-+*/]?=)\s*(?P<value>[^=].*);"
+_ASSIGNMENT = re.compile(r"^(?P<target>(?:\*\()?[A-Za-z_][\w\[\]\s+*/%().-]*?)\s*(?P<op>[-+*/]?=)\s*(?P<value>[^=].*);"
                          r"(?P<tail>\s*(?:/\*.*\*/)?)$")
 _FOR = re.compile(r"^(?P<lead>)for \(int (?P<var>\w+) = (?P<init>[^;]+); (?P<cond>[^;]+); "
                   r"(?P<step>[^)]+(?:\([^)]*\)[^)]*)*)\) \{$")
-_CALL = re.compile(r"^(?P<call>[A-Za-z_]\w*\(.*\));(?P<tail>\s*(?:/\*.*\*/)?)$")
+_CALL = re.compile(r"^(?P<cast>\(void\))?(?P<call>[A-Za-z_]\w*\(.*\));(?P<tail>\s*(?:/\*.*\*/)?)$")
 _POINTER_DECL = re.compile(r"(?:float|nnef_vf)\s*\*\s*(?:const\s+|restrict\s+)*([A-Za-z_]\w*)")
 _ARRAY_DECL = re.compile(r"(?:float|int|int32_t|uint32_t)\s+([A-Za-z_]\w*)\s*\[")
 _DEFINE = re.compile(r"#define\s+([A-Za-z_]\w*)\s+\(")
@@ -431,7 +431,7 @@ def _statement(body: str, pointers: frozenset[str], where: str) -> str:
             out.append(f"{name.strip()} = {_expression(value.strip(), integer, pointers, where)}")
         return f"{match['head']}{', '.join(out)};{match['tail']}"
     if match := _CALL.match(body):
-        return f"{_expression(match['call'], False, pointers, where)};{match['tail']}"
+        return f"{match['cast'] or ''}{_expression(match['call'], False, pointers, where)};{match['tail']}"
     if match := _ASSIGNMENT.match(body):
         target = _expression(match["target"], False, pointers, where)
         return f"{target} {match['op']} {_expression(match['value'], False, pointers, where)};{match['tail']}"
@@ -448,7 +448,8 @@ def tidy_item(text: str, where: str, declarations: Iterable[str] = ()) -> str:
     for number, line in enumerate(text.split("\n"), 1):
         stripped = line.strip()
         annotation = re.match(r"/\*@[^*]*\*/\s*", stripped)
-        if in_comment or (stripped.startswith(("/*", "*", "#")) and not annotation) or not stripped:
+        comment = stripped.startswith(("/*", "#")) or (stripped.startswith("*") and not stripped.startswith("*("))
+        if in_comment or (comment and not annotation) or not stripped:
             in_comment = (in_comment or stripped.startswith("/*")) and "*/" not in stripped
             out.append(line)
             continue

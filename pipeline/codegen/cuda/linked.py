@@ -78,7 +78,8 @@ class HostArena:
         return max(1, sum(padded))
 
     def address(self, key: str) -> str:
-        return f"{self.symbol} + {self.buffers[key][0]}"
+        offset = self.buffers[key][0]
+        return f"{self.symbol} + {offset}" if offset else self.symbol   # no + 0 (MISRA C:2012 2.2)
 
 
 def _host_arena(e: CudaItemEmitter) -> HostArena:

@@ -46,6 +46,11 @@ DEFAULT_TIMEOUT_MS = 60000
 EXIT_STATUS = 6
 
 
+def at(arena: str, offset: int) -> str:
+    """`arena + offset`, the arena alone at offset 0 (no dead `+ 0`: MISRA C:2012 rule 2.2)."""
+    return f"{arena} + {offset}" if offset else arena
+
+
 def request_variable(item: str) -> str:
     return f"NNEF_DLA_{item}_REQUEST"
 
@@ -119,7 +124,7 @@ class Submission:
         """Where the request takes input `name` from: the sync buffer it was received in, or the arena."""
         if name in self.received:
             return f"(const float *){sync_buffer(self.received[name])}"
-        return f"{self.arena} + {self.host['in:' + name][0]}"
+        return at(self.arena, self.host['in:' + name][0])
 
 
 def _submission(d: DeploymentInput, item: ItemInput) -> Submission:
@@ -329,7 +334,7 @@ def _submit(w: CodeWriter, s: Submission) -> tuple[int, int]:
     w.line('    nnef_dla_read(header, sizeof header, deadline, "reply header");')
     w.line('    if (memcmp(header, "NVDR", 4) != 0 || nnef_dla_get_u32(header + 8) != epoch)')
     w.line('        nnef_dla_fail("RUN-E054", "the reply is not the answer to this request (magic or epoch)");')
-    w.line("    if (nnef_dla_get_u32(header + 4) != 0)")
+    w.line("    if (nnef_dla_get_u32(header + 4) != 0u)")   # unsigned against unsigned (MISRA 10.4)
     w.line('        nnef_dla_fail("RUN-E056", "the emulator server reports an error (its log names it)");')
     w.line(f"    if (nnef_dla_get_u32(header + 12) != {reply_bytes}u) {{")
     w.line("        char message[96];")
@@ -338,7 +343,7 @@ def _submit(w: CodeWriter, s: Submission) -> tuple[int, int]:
     w.line('        nnef_dla_fail("RUN-E054", message);')
     w.line("    }")
     for n in outputs:
-        w.line(f'    nnef_dla_read({arena} + {s.host["out:" + n][0]}, {s.floats_out(n) * 4}u, deadline, "output {n}");')
+        w.line(f'    nnef_dla_read({at(arena, s.host["out:" + n][0])}, {s.floats_out(n) * 4}u, deadline, "output {n}");')
     submit_last = w.line("}")
     return submit_first, submit_last
 
@@ -374,7 +379,7 @@ def _run(w: CodeWriter, d: DeploymentInput, s: Submission, index: int) -> tuple[
             value = op.input_refs()[0].name
             first = w.line(f"    /* step {k}: {item.nnef_rel}:{line}: {text} */")
             last = w.line(f"    NNEF_STEP({index}, {k}, epoch, nnef_send(&{sync_object(step.var)}, "
-                          f"{arena} + {host['out:' + value][0]}, epoch));")
+                          f"{at(arena, host['out:' + value][0])}, epoch));")
         trace.append(TraceEntry(line, text, src, first, last))
     run_last = w.line("}")
     return trace, run_first, run_last
@@ -420,7 +425,7 @@ def proxy_item(deployment: DeploymentInput, item: ItemInput, index: int, lanes: 
                   "lines": [run_first, run_last], "operation": "schedule"}]
     own_outputs = [n for n in d.outputs if d.outputs[n] == name]
     return ItemCode(name, source, weights.text(), sorted(trace, key=lambda x: (x.nnef_line, x.first)), _memory_map(s),
-                    [], functions, {n: f"{s.arena} + {s.host['in:' + n][0]}" for n in s.externals},
-                    {n: f"{s.arena} + {s.host['out:' + n][0]}" for n in own_outputs},
+                    [], functions, {n: at(s.arena, s.host['in:' + n][0]) for n in s.externals},
+                    {n: at(s.arena, s.host['out:' + n][0]) for n in own_outputs},
                     [step.var for step in item.steps if step.kind == "send"],
                     [step.var for step in item.steps if step.kind == "get"], init=f"nnef_item_{name}_init")

@@ -22,6 +22,10 @@ CODES: dict[str, str] = {
                     "debug table cannot be traced)",
     "CODEGEN-E010": "an nvdla item next to other items whose schedule receives a value after it sends one (its "
                     "loadable is one submission of the C program's proxy, docs/codegen-nvdla.md)",
+    "CODEGEN-E011": "the MISRA deviations file (pipeline/codegen/misra-deviations.json) is unreadable or does not "
+                    "follow its schema (misra-deviations-1)",
+    "CODEGEN-E012": "cppcheck's MISRA run failed or its XML output cannot be read (malformed, too large, not "
+                    "cppcheck's format)",
 }
 
 

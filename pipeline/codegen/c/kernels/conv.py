@@ -292,7 +292,7 @@ def _fast_positions(k: Kernel, x: Operand, f: Operand, bias: Operand, groups: in
                f" * {kw * r_block};")
         for j in _taps(k, kw):
             if phase:  # padded column 2 * x + j * d1 sits at (j * d1 odd) * half + x + (j * d1) / 2
-                k.line(f"const int xj = (({j} * {d1}) & 1) * {(wp + 1) // 2} + (({j} * {d1}) >> 1);")
+                k.line(f"const int xj = (({j} * {d1}) % 2) * {(wp + 1) // 2} + (({j} * {d1}) / 2);")   # >= 0: MISRA 10.1
             for v, (t, col) in enumerate(spots):
                 if phase:
                     k.line(f"const nnef_vf xv{v} = nnef_vload(xr{t} + {col} + xj);")
@@ -573,7 +573,7 @@ def _store_positions(k: Kernel, accs: list[list[str]], kind: str, block: int, va
     for p, row in enumerate(accs):
         for v, acc in enumerate(row):
             value = acc if kind == "zero" else f"nnef_vadd({acc}, bias{v})"
-            k.line(f"nnef_vstore(t[{p}] + {v * lanes}, {value});")
+            k.line(f"nnef_vstore(t[{p}]{f' + {v * lanes}' if v else ''}, {value});")   # no dead + 0 (MISRA 2.2)
     k.open(f"for (int q = 0; q < {valid}; ++q)")
     for p, index in enumerate(where):
         k.line(f"og[{index}] = t[{p}][q];")

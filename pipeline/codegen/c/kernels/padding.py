@@ -86,7 +86,7 @@ def _emit_plane_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: list[tup
     k.open(f"for (int a1 = 0; a1 < {h}; ++a1)")
     k.line(f"float *const r = d + (a1 + {top}) * {wp};")
     _emit_range(k, "r", "0", left, fill)
-    k.line(f"memcpy(r + {left}, {src} + (a0 * {h} + a1) * {w}, {w} * sizeof(float));")
+    k.line(f"(void)memcpy(r + {left}, {src} + (a0 * {h} + a1) * {w}, {w}u * sizeof(float));")
     _emit_range(k, "r", str(left + w), right, fill)
     k.close()
     _emit_range(k, "d", str((top + h) * wp), bottom * wp, fill)
@@ -115,7 +115,7 @@ def emit_padded_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: list[tup
         d_off = " + ".join([f"({v} + {p}) * {s}" for v, (p, _), s in zip(variables, pads[:-1], pst[:-1])]
                            + [str(pads[-1][0])])
         s_off = " + ".join([f"{v} * {s}" for v, s in zip(variables, sst[:-1])] or ["0"])
-        k.line(f"memcpy({dst} + {d_off}, {src} + {s_off}, {shape[-1]} * sizeof(float));")
+        k.line(f"(void)memcpy({dst} + {d_off}, {src} + {s_off}, {shape[-1]}u * sizeof(float));")
         for _ in variables:
             k.close()
         return padded
@@ -184,7 +184,7 @@ def emit_phase_split_copy(k: Kernel, src: str, shape: tuple[int, ...], pads: lis
         k.close()
     if full < w:
         k.open(f"for (int c1 = {full}; c1 < {w}; ++c1)")
-        k.line(f"d[((c1 + {left}) & 1) * {half} + ((c1 + {left}) >> 1)] = s[c1];")
+        k.line(f"d[((c1 + {left}) % 2) * {half} + ((c1 + {left}) / 2)] = s[c1];")   # >= 0: MISRA 10.1
         k.close()
     k.close()
     k.close()

@@ -30,10 +30,10 @@ def _join(k: Kernel, values: list[Operand], out: Operand, axis: int) -> None:
         k.comment(f"operand {index} ({value.name}): {outer} block(s) of {inner} floats at offset {offset} of each "
                   f"{out_inner}-float block")
         if outer == 1:
-            k.line(f"memcpy({out.c} + {offset}, {value.c}, {inner} * sizeof(float));")
+            k.line(f"(void)memcpy({out.c} + {offset}, {value.c}, {inner}u * sizeof(float));")
         else:
             k.open(f"for (int b = 0; b < {outer}; ++b)")
-            k.line(f"memcpy({out.c} + b * {out_inner} + {offset}, {value.c} + b * {inner}, {inner} * sizeof(float));")
+            k.line(f"(void)memcpy({out.c} + b * {out_inner} + {offset}, {value.c} + b * {inner}, {inner}u * sizeof(float));")
             k.close()
         offset += inner
 
@@ -67,10 +67,10 @@ def _cut(k: Kernel, value: Operand, outs: list[Operand], axis: int) -> None:
         inner = out.size // outer if outer else 0
         k.comment(f"result {index} ({out.name}): {inner} floats at offset {offset} of each {in_inner}-float block")
         if outer == 1:
-            k.line(f"memcpy({out.c}, {value.c} + {offset}, {inner} * sizeof(float));")
+            k.line(f"(void)memcpy({out.c}, {value.c} + {offset}, {inner}u * sizeof(float));")
         else:
             k.open(f"for (int b = 0; b < {outer}; ++b)")
-            k.line(f"memcpy({out.c} + b * {inner}, {value.c} + b * {in_inner} + {offset}, {inner} * sizeof(float));")
+            k.line(f"(void)memcpy({out.c} + b * {inner}, {value.c} + b * {in_inner} + {offset}, {inner}u * sizeof(float));")
             k.close()
         offset += inner
 
