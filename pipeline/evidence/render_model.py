@@ -19,6 +19,7 @@ from pipeline.evidence.matrix import MODEL_STATUS_ORDER, STATUS_ORDER, ArtifactI
 from pipeline.evidence.pictures import Picture, error_rows, met_pictures, petri_pictures
 from pipeline.evidence.render_html import VERDICT_ORDER, counts_text
 from pipeline.evidence.codepages import line_href
+from pipeline.evidence.structural import structural_section
 from pipeline.ledger.checks import CheckResult, Verdict, Where
 from pipeline.project.layout import REPORT_FILES
 
@@ -232,7 +233,7 @@ def render_model_page(matrix: TraceMatrix, model: str, root: Path | None = None,
             f" · Findings over the run: {escape(counts_text(matrix))}")
     nav = [("Index", INDEX), ("Steps", "#steps"), ("Numeric error", "#numeric"), ("MET", "#met"), ("Petri nets", "#petri"),
            ("Requirements", "#requirements"), ("Verdicts", "#verdicts"), ("Artifacts", "#artifacts"),
-           ("Code trace", "#code-trace")]
+           ("Code trace", "#code-trace"), ("Structural coverage", "#structural-coverage")]
     body = (f'<section id="steps"><h2>Steps</h2>{steps}</section>\n'
             + pictures_section(matrix, model, root)
             + f'\n<section id="requirements"><h2>Requirements on {escape(model)}</h2>{requirements_section(matrix, model)}</section>'
@@ -241,5 +242,7 @@ def render_model_page(matrix: TraceMatrix, model: str, root: Path | None = None,
             f"{verdicts_section(matrix, model)}</section>"
             f'\n<section id="artifacts"><h2>Artifacts → checks → requirements</h2>{artifacts_section(matrix, model)}</section>'
             f'\n<section id="code-trace"><h2>Code trace: NNEF instruction → generated code</h2>'
-            f"{code_trace_section(matrix, model)}</section>")
+            f"{code_trace_section(matrix, model)}</section>"
+            f'\n<section id="structural-coverage"><h2>Structural coverage of the C programs</h2>'
+            f"{structural_section(matrix, model)}</section>")
     return page(title or f"Model {model}", meta, nav, body)

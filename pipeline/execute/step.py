@@ -9,6 +9,7 @@ artifacts/<m>/execute/
     <deployment>/timing.json           MET campaign: ns of each of met.runs inferences (uninstrumented)
     <deployment>/step-timing.json      per step: ns of each inference of the campaign (instrumented)
     <deployment>/instructions.json     callgrind instruction counts of one inference per input
+    <deployment>/coverage/             execute.coverage: robustness/<input>.dat, coverage.json (gcov's counts)
     checks.json, record.json
 
 The step measures and records; pipeline/compare judges. A deployment of cuda items is run on
@@ -39,7 +40,7 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from pipeline.files.atomic import write_json
 from pipeline.files.names import confined
@@ -62,6 +63,7 @@ from pipeline.execute.nvdla.run import run_nvdla_deployment
 from pipeline.execute.harness import run_harness, write_input_vectors
 from pipeline.execute.instructions import UNDECODED_ISAS, valgrind_version
 from pipeline.execute import sanitizers
+from pipeline.execute import coverage as structural
 
 from pipeline.execute.outputs import NOISE_SEEDS, RUN_FILE, STEP  # noqa: F401 (re-exported)
 from pipeline.execute.campaign import (INSTRUCTIONS_FILE, NVDLA_NOT_MEASURED, PATH_VECTORS, SEED_VARIABLE,  # noqa: F401
@@ -163,24 +165,26 @@ def _harness(inputs_dir: Path, vectors: int, nvdla_build: Path, dla_items: list[
 
 def _builder(code: Path, out: Path, manifest: dict[str, Any], judged: list[Path] | None, target: Platform,
              emulated: list[Any]) -> Callable[..., Any]:
-    """build(binary, trace, defines, sanitize=False): the deployment's program, linking codegen.compile's
-    objects (`judged`) for the plain build; a mixed deployment's cuda items compiled for the host
-    emulation (their objects appended to `emulated`)."""
+    """build(binary, trace, defines, sanitize=False, coverage=False): the deployment's program, linking
+    codegen.compile's objects (`judged`) for the plain build; a mixed deployment's cuda items compiled for
+    the host emulation (their objects appended to `emulated`)."""
     lanes, sources, cuda = int(manifest["lanes"]), list(manifest["sources"]), manifest.get("cuda")
 
-    def build(binary: Path, trace: bool, defines: list[str], sanitize: bool = False) -> Any:
+    def build(binary: Path, trace: bool, defines: list[str], sanitize: bool = False, coverage: bool = False) -> Any:
         c_sources: list[str] = sources
         linked: list[str] = []
-        if judged is not None and not trace and not defines and not sanitize:
+        checked = sanitize or coverage            # a check's own build (execute.sanitizers, execute.coverage)
+        if judged is not None and not trace and not defines and not checked:
             c_sources, linked = [], [os.path.relpath(p, code) for p in judged]
         if not cuda:
             return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines, objects=linked,
-                                    platform=target, sanitize=sanitize)
-        objects = emulation_objects(code, cuda["sources"], binary.parent / "obj" / binary.name if sanitize
+                                    platform=target, sanitize=sanitize, coverage=coverage)
+        objects = emulation_objects(code, cuda["sources"], binary.parent / "obj" / binary.name if checked
                                     else out / "obj" / binary.name, (["NNEF_TRACE"] if trace else []) + defines)
-        if not sanitize:                          # the sanitized build is the check's, not run.json's
+        if not checked:                           # a check's build is the check's, not run.json's
             emulated.append(objects)
         return compile_and_link(code, c_sources, binary, lanes, trace=trace, defines=defines, sanitize=sanitize,
+                                coverage=coverage,
                                 objects=linked + [os.path.relpath(p, code) for p in objects.outputs.values()],
                                 libraries=["-lstdc++"])   # relative: no checkout path in run.json
 
@@ -248,11 +252,14 @@ def _nvdla_record(root: Path, nvdla_build: Path, dla_items: list[str], cuda: Any
 
 def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, vectors: int, runs: int,
                    *, instructions: bool = True, noise_seeds: tuple[int, ...] = NOISE_SEEDS,
-                   platform: Platform | None = None, sanitize: bool = True) -> dict[str, Any]:
+                   platform: Platform | None = None, sanitize: bool = True, coverage: bool = True,
+                   ranges: Mapping[str, tuple[float, float]] | None = None) -> dict[str, Any]:
     """Build and run one deployment on `platform` (default host: its compiler, flags and runner;
     pipeline/toolchain/platforms.py); returns its run.json document: the builds, the campaign
     (pipeline/execute/campaign.py), what ran where, and (`sanitize`) the execute.sanitizers result of
-    the sanitized build run on the same vectors (pipeline/execute/sanitizers.py)."""
+    the sanitized build run on the same vectors (pipeline/execute/sanitizers.py), (`coverage`) the
+    execute.coverage result of the gcov build (pipeline/execute/coverage.py; `ranges`: each input's
+    deploy.yaml range, for the robustness vectors at its ends)."""
     target = platform or host_platform()
     code = code_folder(model, deployment, root)
     out = run_folder(model, deployment, root)
@@ -279,12 +286,19 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
         traced_runs = run_campaign(harness, where, plain, traced, out, outputs_dir, output_names, cuda, vectors, runs,
                                    noise_seeds, dla_items, inputs_dir, manifest, instructions, root, target, counted)
         subject = f"{model}/{deployment}"
-        sanitized = None
-        if sanitize:       # on the host: the sanitizers' runtimes are the host's (another platform's sources built here)
-            build = _builder(code, out, manifest, None, target if target.is_host else host_platform(), [])
+        sanitized = covered = None
+        # on the host: the sanitizers' runtimes and gcov are the host's (another platform's sources built here)
+        build = _builder(code, out, manifest, None, target if target.is_host else host_platform(), [])
+        if sanitize:
             sanitized = sanitizers.sanitizer_result(subject, lambda binary: build(binary, False, [], sanitize=True),
                                                     harness, where if target.is_host else None, outputs_dir,
                                                     output_names, vectors, root, target.name)
+        if coverage:
+            covered = structural.coverage_result(
+                subject, host_platform().cc(), lambda binary: build(binary, False, [], coverage=True), harness,
+                lambda folder, count: _harness(folder, count, nvdla_build, dla_items), where if target.is_host else None,
+                inputs_dir, outputs_dir, output_names, vectors, out / structural.FOLDER, code, root, ranges or {},
+                target.name)
     document = {
         "schema_version": 1,
         "model": model,
@@ -305,6 +319,8 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
     }
     if sanitized is not None:
         document["sanitizers"] = sanitized.to_json()
+    if covered is not None:
+        document["coverage"] = covered.to_json()
     if cuda:
         document.update(_cuda_record(model, deployment, root, inputs_dir, vectors, runs, code, manifest, shuffled_dir,
                                      output_names, dla_items))
@@ -315,18 +331,19 @@ def run_deployment(model: str, deployment: str, root: Path, inputs_dir: Path, ve
 
 
 def _sanitizer_results(model: str, spec: Any, documents: dict[str, dict[str, Any]]) -> list[CheckResult]:
-    """execute.sanitizers of every deployment: its run's result, n/a without a C program, not run (with the
-    run's reason) where the program did not run."""
+    """execute.sanitizers and execute.coverage of every deployment: its run's result, n/a without a C program,
+    not run (with the run's reason) where the program did not run."""
     results = []
-    for name, document in documents.items():
-        subject = f"{model}/{name}"
-        kind = code_kind([item.target for item in spec.deployments[name].items])
-        if "sanitizers" in document:
-            results.append(CheckResult.from_json(document["sanitizers"]))
-        elif kind in ("cuda", "nvdla"):
-            results.append(sanitizers.no_program(subject, kind))
-        else:
-            results.append(sanitizers.not_run(subject, f"the program did not run: {document.get('reason', '')}"[:2000]))
+    for key, check in (("sanitizers", sanitizers), ("coverage", structural)):
+        for name, document in documents.items():
+            subject = f"{model}/{name}"
+            kind = code_kind([item.target for item in spec.deployments[name].items])
+            if key in document:
+                results.append(CheckResult.from_json(document[key]))
+            elif kind in ("cuda", "nvdla"):
+                results.append(check.no_program(subject, kind))
+            else:
+                results.append(check.not_run(subject, f"the program did not run: {document.get('reason', '')}"[:2000]))
     return results
 
 
@@ -357,6 +374,7 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
     inputs_dir = out / "inputs"
     write_input_vectors(spec.inputs, count, spec.validation.seed, inputs_dir)
     documents: dict[str, dict[str, Any]] = {}
+    ranges = {n: (i.distribution.low, i.distribution.high) for n, i in spec.inputs.items()}
     names = deployments or list(spec.deployments)
     for child in out.iterdir():
         if child.is_dir() and child.name not in ("inputs",) and child.name not in spec.deployments:
@@ -384,7 +402,7 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
             continue
         try:
             documents[name] = run_deployment(model, name, base, inputs_dir, count, campaign, instructions=instructions,
-                                             platform=spec.platform_of(name))
+                                             platform=spec.platform_of(name), ranges=ranges)
         except PipelineError as error:
             document = {"schema_version": 1, "model": model, "deployment": name, "status": "failed",
                         "reason": f"{error.code}: {error.message}"[:4000]}
@@ -398,5 +416,6 @@ def run_execute_step(model: str, root: str | os.PathLike[str] = ".", *, vectors:
                 parameters={"vectors": count, "seed": spec.validation.seed, "met_runs": campaign,
                             "noise_seeds": list(NOISE_SEEDS), "warmup": WARMUP},
                 extra_tools={"gcc": compiler_version(), **({"valgrind": v} if (v := valgrind_version()) else {}),
+                             **({"gcov": g} if (g := structural.gcov_version()) else {}),
                              **_platform_tools(spec)})
     return documents

@@ -31,6 +31,7 @@ CHECK_MODULES: tuple[str, ...] = (
     "pipeline.compare.checks",
     "pipeline.export.trained",
     "pipeline.execute.sanitizers",
+    "pipeline.execute.coverage",
     "pipeline.prove.checks",
 )
 

@@ -59,6 +59,8 @@ ISA_FLAGS: dict[str, tuple[str, ...]] = {"avx512": ("-mavx512f", "-mno-fma"), "a
 # The vector ISA whose registers hold `lanes` float32 lanes (host_isa() names the widest the host has).
 ISA_LANES: dict[str, int] = {"avx512": 16, "avx2": 8}
 SANITIZE_FLAGS: tuple[str, ...] = ("-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer")
+# gcov's instrumentation (execute.coverage): arc counters, updated atomically (one thread per item).
+COVERAGE_FLAGS: tuple[str, ...] = ("--coverage", "-fprofile-update=atomic")
 
 
 @dataclass
@@ -113,7 +115,7 @@ def isa_for(lanes: int) -> str:
 
 def build_flags(lanes: int, *, trace: bool = False, sanitize: bool = False,
                 defines: Sequence[str] = (), platform: Platform | None = None,
-                isa: str | None = None) -> tuple[list[str], list[str]]:
+                isa: str | None = None, coverage: bool = False) -> tuple[list[str], list[str]]:
     """(compiler flags, -D defines) of a build for `platform` (default host); never one of FORBIDDEN_FLAGS.
     `isa`: another key of ISA_FLAGS than isa_for(lanes) for a host build (a narrower one for valgrind)."""
     target = platform or host_platform()
@@ -121,6 +123,8 @@ def build_flags(lanes: int, *, trace: bool = False, sanitize: bool = False,
     flags = list(target.compile_flags()) + list(QUALIFIED_FLAGS) + list(EXTRA_FLAGS) + list(isa)
     if sanitize:
         flags += list(SANITIZE_FLAGS)
+    if coverage:
+        flags += list(COVERAGE_FLAGS)
     all_defines = (["NNEF_TRACE"] if trace else []) + list(defines)
     bad = [f for f in flags if f in FORBIDDEN_FLAGS]
     if bad:
@@ -162,16 +166,18 @@ def compile_and_link(code_dir: str | os.PathLike[str], sources: Sequence[str], b
                      include_dirs: Sequence[str] = (".",), cc: str | None = None,
                      timeout: float = 600.0, objects: Sequence[str | os.PathLike[str]] = (),
                      libraries: Sequence[str] = (), platform: Platform | None = None,
-                     isa: str | None = None) -> BuildResult:
+                     isa: str | None = None, coverage: bool = False) -> BuildResult:
     """Compile `sources` (relative to `code_dir`) into `binary`; RUN-E003 with the diagnostics on
     any error or warning (warnings are errors under -Werror, so an empty stderr is the proof
     that none was issued). Written atomically: a failed build leaves no binary. `objects` built
     by another compiler (a mixed deployment's CUDA items) are linked in, with `libraries`
     (-l options) after them. `platform` (default host) gives the compiler, its flags and its link
-    flags (after the libraries); `isa` as build_flags."""
+    flags (after the libraries); `isa` as build_flags. `coverage`: gcov's instrumentation (COVERAGE_FLAGS);
+    its notes files (.gcno) are written beside `binary`, its counts (.gcda) there when the program exits."""
     target = platform or host_platform()
     name = compiler_path(cc, target)
-    flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines, platform=target, isa=isa)
+    flags, defs = build_flags(lanes, trace=trace, sanitize=sanitize, defines=defines, platform=target, isa=isa,
+                              coverage=coverage)
     checked_flags(name, flags, timeout)
     folder = Path(code_dir)
     binary_path = Path(binary).resolve()
