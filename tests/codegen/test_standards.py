@@ -19,14 +19,8 @@ from pipeline.codegen.shared.errors import CodegenError
 from pipeline.files import schema
 from pipeline.ledger.checks import Verdict
 
-BODY = """
-    x = external<scalar>(shape = [1, 3, 8, 8]);
-    f = variable<scalar>(shape = [4, 3, 3, 3], label = 'f');
-    b = variable<scalar>(shape = [1, 4], label = 'b');
-    c = conv(x, f, b, border = 'constant', padding = [(1, 1), (1, 1)], stride = [1, 1], dilation = [1, 1], groups = 1);
-    r = relu(c);
-    y = max_pool(r, size = [1, 1, 2, 2], border = 'ignore', padding = [(0, 0), (0, 0), (0, 0), (0, 0)], stride = [1, 1, 2, 2], dilation = [1, 1, 1, 1]);
-"""
+from tests.codegen.test_static import BODY   # the same small conv + relu + max_pool item
+
 
 needs_cppcheck = pytest.mark.skipif(shutil.which("cppcheck") is None, reason="cppcheck is not installed")
 

@@ -3,11 +3,11 @@ checked against Annex A, and each slip a reviewer makes is caught (pipeline/ledg
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.evidence.test_evidence_requirements import GOOD_SYS
 from tests.evidence.evidence_fakeproject import MINIMAL_CHECKS, REPO, FakeProject, isolated_registry
 from pipeline.evidence.matrix import build_matrix
 from pipeline.evidence.render_html import render_html
@@ -17,19 +17,8 @@ from pipeline.ledger.requirements import read_requirements
 
 
 def sys_file(objectives: str, source: str) -> str:
-    return textwrap.dedent(f"""\
-        schema_version: 1
-        level: SYS
-        title: System
-        requirements:
-          - id: SYS-001
-            title: Top
-            text: The system does the thing.
-            rationale: Because.
-            verification: [test]
-            objectives: {objectives}
-            source: ["{source}"]
-        """)
+    """test_evidence_requirements' one system requirement, naming `objectives` and citing `source`."""
+    return GOOD_SYS.replace('    source: ["paper"]', f'    objectives: {objectives}\n    source: ["{source}"]')
 
 
 def problems_of(tmp_path: Path, objectives: str, source: str) -> list[str]:

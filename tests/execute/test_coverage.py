@@ -14,6 +14,7 @@ import pytest
 
 from tests.codegen import cghelpers as H
 from tests.execute.test_harness import BODY
+from tests.execute.planted import flipped_outputs
 
 from pipeline.codegen.c import RUNTIME_DIR
 from pipeline.execute import coverage
@@ -147,12 +148,7 @@ def test_a_function_entry_does_not_cover_a_function_that_ran(setup, tmp_path):
 
 def test_an_output_differing_from_the_qualified_build_fails(setup, tmp_path):
     root, code, inputs, expected, manifest = setup
-    other = tmp_path / "expected"
-    shutil.copytree(expected, other)
-    name = manifest["outputs"][0]["name"]
-    data = bytearray((other / f"{name}.dat").read_bytes())
-    data[-1] ^= 0x01
-    (other / f"{name}.dat").write_bytes(bytes(data))
+    other = flipped_outputs(expected, tmp_path / "expected", manifest["outputs"][0]["name"])
     result = _judge(setup, code, tmp_path / "coverage", expected=other)
     assert result.verdict is Verdict.FAIL and "differs from the qualified build" in result.reason, result.reason
 

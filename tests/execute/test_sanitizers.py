@@ -12,6 +12,7 @@ import pytest
 
 from tests.codegen import cghelpers as H
 from tests.execute.test_harness import BODY
+from tests.execute.planted import flipped_outputs
 
 from pipeline.execute.harness import run_harness
 from pipeline.execute.sanitizers import SANITIZERS, sanitizer_result
@@ -80,11 +81,6 @@ def test_a_signed_overflow_fails(setup, tmp_path):
 def test_a_changed_output_fails(setup, tmp_path):
     """The sanitized build computing other bits than the qualified one (here: its outputs planted) fails."""
     root, code, inputs, expected, manifest = setup
-    other = tmp_path / "expected"
-    shutil.copytree(expected, other)
-    name = manifest["outputs"][0]["name"]
-    data = bytearray((other / f"{name}.dat").read_bytes())
-    data[-1] ^= 0x01
-    (other / f"{name}.dat").write_bytes(bytes(data))
+    other = flipped_outputs(expected, tmp_path / "expected", manifest["outputs"][0]["name"])
     result = _judge((root, code, inputs, other, manifest), code)
     assert result.verdict is Verdict.FAIL and "differs from the qualified build" in result.reason, result.reason
