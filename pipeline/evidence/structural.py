@@ -14,7 +14,12 @@ from pipeline.evidence.html_parts import cell, table, verdict
 from pipeline.evidence.matrix import TraceMatrix
 
 COVERAGE_CHECK = "execute.coverage"     # pipeline/execute/coverage.py
-ROLES = ("generated", "runtime", "harness")
+ROLES = ("generated", "proxy", "runtime", "harness")     # pipeline/execute/coverage.py role(); any other last
+
+
+def _rank(role: object) -> int:
+    """A file's place by its role: generated code first; a role this page does not know last, not an error."""
+    return ROLES.index(role) if role in ROLES else len(ROLES)
 
 
 def _figure(done: int, total: int) -> str:
@@ -32,7 +37,7 @@ def structural_section(matrix: TraceMatrix, model: str) -> str:
             rows.append("<tr>" + cell(result.subject) + cell(verdict(result.verdict.value), raw=True)
                         + cell(result.reason or "nothing measured") + cell("") + cell("") + cell("") + cell("") + "</tr>")
             continue
-        for path, figures in sorted(files.items(), key=lambda f: (ROLES.index(f[1].get("role", "generated")), f[0])):
+        for path, figures in sorted(files.items(), key=lambda f: (_rank(f[1].get("role")), f[0])):
             rows.append("<tr>" + cell(result.subject) + cell(verdict(result.verdict.value), raw=True)
                         + cell(f"<code>{escape(path)}</code>", path, raw=True) + cell(str(figures.get("role", "")))
                         + cell(_figure(figures.get("lines_executed", 0), figures.get("lines", 0)),

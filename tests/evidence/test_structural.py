@@ -31,5 +31,21 @@ def test_the_figures_and_the_reasons_are_shown():
     assert "no C program" in html
 
 
+def test_every_role_the_check_gives_is_shown_in_order():
+    """An nvdla proxy item's file (role `proxy`, lenet5 convdla) crashed the page once: every role of
+    coverage.role() has its place, and an unknown one goes last instead of failing the evidence step."""
+    from pipeline.execute.coverage import role
+
+    assert {role("nnef_main.c"), role("nnef_runtime.c"), role("DLA0/nnef_item_DLA0.c", {"DLA0": "DLA0"}),
+            role("CPU1/nnef_item_CPU1.c")} <= {"generated", "proxy", "runtime", "harness"}
+    files = {name: {"role": kind, "lines": 2, "lines_executed": 2, "line_percent": 100.0, "branches": 0,
+                    "branches_taken": 0, "branch_percent": 0.0, "unexecuted_lines": []}
+             for name, kind in [("nnef_main.c", "harness"), ("DLA0/nnef_item_DLA0.c", "proxy"),
+                                ("CPU1/nnef_item_CPU1.c", "generated"), ("x.c", "future")]}
+    html = structural_section(_matrix(CheckResult(COVERAGE_CHECK, "m/convdla", Verdict.PASS, "", {"files": files})), "m")
+    order = [html.index(name) for name in ("CPU1/nnef_item_CPU1.c", "DLA0/nnef_item_DLA0.c", "nnef_main.c", "x.c")]
+    assert order == sorted(order)
+
+
 def test_no_result_says_so():
     assert "no result" in structural_section(SimpleNamespace(outcomes={}), "m")

@@ -166,11 +166,14 @@ def test_missing_tools_name_their_debian_packages():
 def test_codegen_checks_without_the_compiler_say_not_run_naming_the_package(conv_code, tmp_path):
     root, code = conv_code
     results = {r.check_id: r for r in checks.evaluate("t/u", code, root, tmp_path, platform=GHOST)}
-    assert set(results) == {checks.STATIC, checks.TRACE, checks.PLATFORM}
+    assert set(results) == {checks.STATIC, checks.TRACE, checks.PLATFORM, checks.STANDARDS}
     assert results[checks.PLATFORM].verdict is Verdict.NOT_RUN
     assert "gcc-ghost-linux-gnu" in results[checks.PLATFORM].reason
     assert results[checks.STATIC].verdict is Verdict.NOT_RUN and "gcc-ghost-linux-gnu" in results[checks.STATIC].reason
     assert results[checks.TRACE].verdict is Verdict.PASS       # reading the files needs no compiler
+    # the coding standard is judged in the configuration the platform's compiler builds (its __GNUC__)
+    assert results[checks.STANDARDS].verdict is Verdict.NOT_RUN
+    assert "gcc-ghost-linux-gnu" in results[checks.STANDARDS].reason
 
 
 def test_execute_without_the_platform_tools_is_not_run(conv_code, tmp_path, monkeypatch):
