@@ -61,6 +61,7 @@ MODULES: dict[str, tuple[str, ...]] = {
                             "tests/compare/test_nvdla_fp16.py"),
     "export.checks": ("tests/export/test_export_checks.py", "tests/test_check_registry.py",
                       "tests/export/test_masks.py::test_the_finite_parameters_check_counts_the_masks_and_needs_an_export",
+                      "tests/export/test_masks.py::test_a_finite_pass_on_attention_masks_names_what_it_read",
                       "tests/tolerance/test_discrimination.py", "tests/tolerance/test_rule.py"),
     "evidence.matrix": ("tests/evidence/test_matrix_verdicts.py", "tests/evidence/test_evidence_gaps.py",
                         "tests/evidence/test_failing_verdicts.py", "tests/evidence/test_objectives.py"),
@@ -143,6 +144,26 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "(_overall of no model is `not verified`), and `na` lists every (model, check) pair",
     ("compare.numeric", "<module>: True -> False"):
         "OutputComparison.passed's default: compare() sets `passed` on every OutputComparison it makes",
+    # the seed-7 sample's (docs/mutation.md "An independent sample")
+    ("compare.numeric", "first_exceeding: np.asarray(expected, np.float64) -> np.asarray(expected, )"):
+        "compare() hands first_exceeding float32 arrays and `a` is float64: `a - e` and `a == e` promote `e` to "
+        "float64 exactly, and np.isnan is the same on either width",
+    ("compare.numeric", "first_exceeding: bad.reshape(-1) -> bad.reshape(None)"):
+        "ndarray.reshape(None) returns the array in its own shape, and np.argmax without an axis takes the flat "
+        "index either way (unravelled against bad.shape)",
+    ("compare.traces", 'replay_traces: "utf-8" -> "UTF-8"'):
+        "Python's codec names are case-insensitive: the same codec",
+    ("compare.traces", "judge_traces: 0 -> 1 #3"):
+        "max(..., default=1) instead of default=0: the default of an empty max is never taken (judge_traces "
+        "returns `not run` before it when no trace was captured, and replay_traces gives one verdict per trace)",
+    ("compare.nvdla_bound", "judge: np.asarray(outputs[name][v], np.float64) -> np.asarray(outputs[name][v], None)"):
+        "the outputs keep their float32/float16 type, which reshape and np.isnan treat alike, and Ball.distance "
+        "(pipeline/numerics/doubled.py) converts its argument to float64 itself, exactly",
+    ("codegen.nvdla.validate", '<module>: "firmware blob of another interface version than 0.12.x, or blob size '
+                               'field wrong" -> "FIRMWARE BLOB OF ANOTHER INTERFACE VERSION THAN 0.12.X, OR BLOB SIZE '
+                               'FIELD WRONG"'):
+        "FINDINGS' descriptions are read by no code: a finding's message is written where it is found (add(code, "
+        "where, what)), and the tests pin FINDINGS' codes; the descriptions are the docs table's, in code",
 }
 
 # The third-party libraries the tests import, loaded once before forking (never the pipeline: it is mutated).

@@ -57,3 +57,16 @@ def test_top1():
     e = arrays([0.1, 0.9, 0.0], [0.5, 0.2, 0.3])
     a = arrays([0.1, 0.8, 0.0], [0.2, 0.5, 0.3])
     assert top1(a, e) == (1, 2)
+
+
+def test_the_report_names_a_negative_infinity_and_the_bit_identity_of_each_output():
+    """A -inf divergence is written "-inf" in the JSON report (not a misspelling a reader cannot parse), and each
+    output's record says whether it is bit-identical under the key the evidence reads."""
+    e = arrays([1.0, 2.0])
+    a = arrays([-np.inf, 2.0])
+    result = compare({"y": a}, {"y": e}, exact=True)
+    record = result.to_json()["outputs"][0]
+    assert record["bit_identical"] is False and record["first_divergence"]["actual"] == "-inf"
+    assert record["first_divergence"]["expected"] == 1.0
+    same = compare({"y": e}, {"y": e.copy()}, exact=True).to_json()["outputs"][0]
+    assert same["bit_identical"] is True and same["first_divergence"] is None

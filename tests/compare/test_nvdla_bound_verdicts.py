@@ -204,3 +204,41 @@ def test_an_exact_output_s_error_is_counted_as_at_least_one_fp16_rounding() -> N
     unit = nvdla_bound.arithmetic().storage.u
     assert unit > 2.0 ** -24 and found.beyond == 0
     assert found.outputs["y"]["max_error"] == pytest.approx(unit * float(np.abs(exact).max()))
+
+
+# ------------------------------------------- issue 42, the seed-7 mutation sample
+
+def test_the_basis_is_reported_in_the_words_the_docs_and_the_evidence_use(good: BoundJudgement) -> None:
+    """The basis is a reported figure (compare's `tolerance_basis`, the evidence's pictures): its exact words."""
+    assert good.to_json()["basis"] == "computed bound" and good.outputs["y"]["basis"] == "computed bound"
+    assert judge(MODEL, {"x": X}, FP16, 1e-2, fp16=nvdla_bound.arithmetic()).basis == "computed bound"
+
+
+def test_dla_node_names_outside_ascii_are_read_whatever_the_locale(tmp_path: Path) -> None:
+    """provenance.json is UTF-8 (written so): read as such, not in the locale's encoding (here ASCII)."""
+    import locale
+
+    export = tmp_path / "artifacts/m/export"
+    export.mkdir(parents=True)
+    (export / "provenance.json").write_text(json.dumps({"lines": [{"line": 3, "node": {"name": "g\u00e9"}}]},
+                                                       ensure_ascii=False), encoding="utf-8")
+    split = tmp_path / "artifacts/m/split/d"
+    split.mkdir(parents=True)
+    (split / "DLA0.nvdla-legalization.json").write_text(json.dumps({"operations": [{"nnef_line": 3}]}))
+    saved = locale.setlocale(locale.LC_CTYPE)
+    try:
+        locale.setlocale(locale.LC_CTYPE, "C")
+        assert nvdla_bound.nvdla_nodes("m", "d", ["DLA0"], tmp_path) == {"g\u00e9"}
+    finally:
+        locale.setlocale(locale.LC_CTYPE, saved)
+
+
+def test_an_input_the_provenance_does_not_rename_keeps_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An input whose NNEF name is its ONNX name (absent from the provenance's renaming) is still fed to the model,
+    so the run is judged by the bound, not dropped to the absolute parameter by an error."""
+    (tmp_path / "models/m").mkdir(parents=True)
+    onnx.save(MODEL, str(tmp_path / "models/m/model.onnx"))
+    monkeypatch.setattr(nvdla_bound, "onnx_names", lambda model, root: ({}, {}))
+    monkeypatch.setattr(nvdla_bound, "read_inputs", lambda model, root: {"x": X})
+    found = nvdla_bound.judge_run("m", tmp_path, {"y": FP16["y"]}, 1e-2)
+    assert found.passed and found.basis == BOUND and found.vectors == 4

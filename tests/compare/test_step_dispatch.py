@@ -249,3 +249,21 @@ def test_a_failed_run_without_a_reason_says_so_plainly(tmp_path: Path, monkeypat
     Parts(monkeypatch)
     found = _found(step.run_compare_step(MODEL, root))
     assert found["lenet5/single", checks.PATH].reason == "the run failed: "
+
+
+def test_the_step_record_names_the_command_that_reproduces_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path, {"single": {"status": "ran"}})
+    Parts(monkeypatch)
+    step.run_compare_step(MODEL, root)
+    record = json.loads((root / "artifacts" / MODEL / "compare" / "record.json").read_text())
+    assert record["command"] == ["doit", f"compare:{MODEL}"]
+
+
+def test_a_validation_record_without_an_enclosure_still_gives_each_output_its_rule(tmp_path: Path) -> None:
+    """A validation.json that records no enclosure (an export that did not evaluate one) is read, not a crash."""
+    spec = load_deploy(REPO / "models/lenet5/deploy.yaml")
+    path = tmp_path / "artifacts" / MODEL / "export" / "validation.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"outputs": [{"nnef": "prob", "tolerance": {"computed_max_abs_error": 2e-6}}]}))
+    from pipeline.numerics.tolerance import effective_tolerance
+    assert output_tolerances(MODEL, spec, tmp_path) == {"prob": effective_tolerance(1e-5, 2e-6, None, "")}

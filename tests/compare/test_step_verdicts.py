@@ -723,3 +723,50 @@ def test_met_document_reports_the_jitter_to_four_decimals(tmp_path: Path, monkey
     met = json.loads((folder / "met.json").read_text())
     assert met["jitter_ratio"] == round(jitter_ratio(stats_us(ns)), 4) == 0.0122
     assert (met["compiler"], met["flags"], met["host_isa"]) == ("", [], "")     # not recorded: said empty, not made up
+
+
+# ------------------------------------------- issue 42, the seed-7 mutation sample: reported figures read
+
+def test_a_passing_reference_comparison_gives_no_reason(tmp_path: Path) -> None:
+    """A pass says nothing (an invented reason would read as a caveat on the pass)."""
+    found = _numeric(tmp_path, _reference())
+    assert found[checks.REFERENCE].verdict is Verdict.PASS and found[checks.REFERENCE].reason == ""
+
+
+def test_met_without_a_time_still_reports_the_step_timings_it_read(tmp_path: Path) -> None:
+    run_dir, split_dir = _timing_run(tmp_path, [50_000] * 10)
+    (run_dir / "timing.json").unlink()
+    (run_dir / "step-timing.json").write_text(json.dumps({"items": {}}))
+    folder = tmp_path / "compare"
+    folder.mkdir()
+    found = timing.judge_met(_run("single", _spec(), {}, folder, tmp_path, run_dir, split_dir))
+    assert [r.verdict for r in found] == [Verdict.NOT_RUN] * 2
+    assert [r.read for r in found] == [["run/step-timing.json"]] * 2
+
+
+def test_an_nvdla_run_reports_how_many_vectors_it_judged(tmp_path: Path) -> None:
+    import shutil
+
+    shutil.copytree(REPO / "requirements", tmp_path / "requirements")
+    folder = tmp_path / "compare/dla"
+    folder.mkdir(parents=True)
+    doc = {"precision": "int8", "outputs": _write(tmp_path, "run/dla", _reference()), "emulation": "NVDLA emulator",
+           "mode": "fp16", "mode_meaning": "", "vectors": 3, "configuration": "nv_full", "model": "m"}
+    found = judge_nvdla(_run("dla", _spec(), doc, folder, tmp_path), _reference())
+    assert found.measured["vectors"] == 3 and found.measured["configuration"] == "nv_full"
+
+
+def test_a_platform_run_writes_its_trace_verdicts_beside_its_numbers(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The platform part hands judge_traces the run's own compare folder (traces.json lands beside numeric.json)."""
+    from pipeline.compare import platform
+
+    given: list[tuple[Any, ...]] = []
+
+    def recorder(*args: Any) -> Any:
+        given.append(args)
+        return platform.result(checks.TRACES, args[0], Verdict.NOT_RUN, "recorded")
+
+    monkeypatch.setattr(platform, "judge_traces", recorder)
+    _platform_run(tmp_path, _reference(), "target")
+    assert len(given) == 1 and given[0][4] == tmp_path / "compare/platform" and given[0][5] == tmp_path

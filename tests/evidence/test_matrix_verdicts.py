@@ -273,3 +273,31 @@ def test_a_model_folder_doit_refuses_is_one_error_saying_why(tmp_path: Any) -> N
     assert found["nodeploy"].severity.value == "error"
     assert found["nodeploy"].message.startswith("model nodeploy not run: ")
     assert "DEPLOY-E001" not in found["nodeploy"].message
+
+
+# ------------------------------------------- issue 42, the seed-7 mutation sample: reported figures read
+
+def test_an_artifact_s_record_names_its_path() -> None:
+    info = M.ArtifactInfo("artifacts/m/compare/numeric.json", "m", "compare", "1" * 64, 2, {"c.one"})
+    record = info.to_json({"c.one": CheckSpec("c.one", "", "s", ("LLR-1",))})
+    assert record["path"] == "artifacts/m/compare/numeric.json" and record["model"] == "m"
+
+
+def test_a_requirement_that_applies_to_no_model_is_a_note_at_the_requirement_saying_why() -> None:
+    """The note names the first model and check, how many more, and the first clause of the check's reason, and
+    points at the requirement's line (an auditor's editor jumps there)."""
+    from pipeline.diagnostics import Span
+
+    requirements = _requirements_with_spans()
+    specs = {"c.one": CheckSpec("c.one", "", "s", ("LLR-1",))}
+    na = SimpleNamespace(results=[SimpleNamespace(result=CheckResult("c.one", "a", A, "no cuda item; details"))],
+                         verdict=A, model="a", reason="no deployment of this model has a cuda item; details",
+                         step="compare")
+    outcomes = {(m, "c.one"): na for m in ("a", "b")}
+    statuses = M.compute_statuses(requirements, specs, ["a", "b"], outcomes, set())
+    assert statuses["LLR-1"].status == M.NOT_APPLICABLE
+    found = M._gap_findings(requirements, statuses, outcomes, ["a", "b"], set())
+    assert [(f.code, f.severity.value) for f in found] == [("EVID-E027", "note")]
+    assert found[0].message == ("LLR-1 applies to no model: c.one n/a on a and 1 more: "
+                                "no deployment of this model has a cuda item")
+    assert found[0].span == Span("requirements/x.yaml", 7, 3)

@@ -374,3 +374,11 @@ def test_export_trace_judges_a_model_whose_weights_are_external_without_loading_
     found = trace_result("m", export, source, [])
     assert (found.check_id, found.verdict) == (TRACE, Verdict.FAIL)
     assert found.reason == "1 problem(s), first: model.onnx does not have the sha256 recorded in provenance.json"
+
+
+def test_export_tolerance_not_run_still_names_what_it_read_and_wrote() -> None:
+    """A `not run` for want of an enclosure still points at validation.json (the record of why) and its inputs."""
+    report = _report([_output(GOOD, 0.0, tolerance=effective_tolerance(1e-5, 2e-6))],
+                     yardstick={"unavailable": "onnx.reference refused Foo", "vectors": 2})
+    not_run = tolerance_result("m", report, ["r"], ["w"])
+    assert not_run.verdict is Verdict.NOT_RUN and (not_run.read, not_run.written) == (["r"], ["w"])

@@ -192,3 +192,11 @@ graph g( x ) -> ( y, z )
     everything = np.array([[-np.inf, -np.inf], [-np.inf, -np.inf], [-np.inf, 0]], np.float32)
     _, problems = judge(graph, {"m": everything, "c": np.ones((2, 3), bool)})
     assert [p.full_row for p in problems] == [True] and "row [0]" in problems[0].reason
+
+
+def test_a_finite_pass_on_attention_masks_names_what_it_read(tmp_path):
+    """The pass that accepts -inf in masks says which masks and which files it judged (the auditor's trail)."""
+    result = export_model(attention(), tmp_path / "export")
+    judged = finite_result("m", result.model, ["models/m/model.onnx"], tmp_path / "export")
+    assert judged.verdict is Verdict.PASS and judged.read == ["models/m/model.onnx"]
+    assert judged.reason.startswith("-inf only in 1 attention mask(s) ahead of a softmax: '")

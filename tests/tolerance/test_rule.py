@@ -135,3 +135,11 @@ def test_a_measured_rounding_above_the_bound_vectors_bound_is_applied() -> None:
     assert "is larger and is applied" in rule.reason
     rule = effective_tolerance(1e-5, 3.0e-6, 4.0e-5)  # beyond the limit: the limit's path, not justified
     assert rule.effective == 1e-5 and not rule.justified
+
+
+def test_a_looser_bound_without_measured_rounding_still_reports_the_bound() -> None:
+    """The rule falls back to the limit, unjustified, and the record keeps the computed bound it rejected (the
+    figure a reviewer needs to see how far off it was)."""
+    rule = effective_tolerance(1e-5, 0.4, None)
+    assert rule.effective == 1e-5 and not rule.justified and rule.computed == 0.4
+    assert rule.to_json()["computed_max_abs_error"] == 0.4 and rule.to_json()["measured_rounding_max_abs_error"] is None
