@@ -754,6 +754,11 @@ def test_an_nvdla_run_reports_how_many_vectors_it_judged(tmp_path: Path) -> None
            "mode": "fp16", "mode_meaning": "", "vectors": 3, "configuration": "nv_full", "model": "m"}
     found = judge_nvdla(_run("dla", _spec(), doc, folder, tmp_path), _reference())
     assert found.measured["vectors"] == 3 and found.measured["configuration"] == "nv_full"
+    # exactly these figures (no stray or misspelt key) when no bound was judged (INT8)
+    assert sorted(found.measured) == ["bit_identical", "configuration", "max_abs_error", "max_rel_error", "max_ulp",
+                                      "mean_abs_error", "mode", "nan_mismatches", "outputs", "precision",
+                                      "tolerance_basis", "tolerance_max_abs_error", "tolerance_parameter",
+                                      "top1_agreement", "vectors"]
 
 
 def test_a_platform_run_writes_its_trace_verdicts_beside_its_numbers(tmp_path: Path,
