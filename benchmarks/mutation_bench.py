@@ -163,7 +163,7 @@ EQUIVALENT: dict[tuple[str, str], str] = {
                                'field wrong" -> "FIRMWARE BLOB OF ANOTHER INTERFACE VERSION THAN 0.12.X, OR BLOB SIZE '
                                'FIELD WRONG"'):
         "FINDINGS' descriptions are read by no code: a finding's message is written where it is found (add(code, "
-        "where, what)), and the tests pin FINDINGS' codes; the descriptions are the docs table's, in code",
+        "where, what)) and the tests pin FINDINGS' codes; no verdict, message or report shows a description",
 }
 
 # The third-party libraries the tests import, loaded once before forking (never the pipeline: it is mutated).
