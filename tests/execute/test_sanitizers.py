@@ -3,21 +3,18 @@ code and fails on a planted out-of-bounds write and a planted signed overflow (p
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.codegen import cghelpers as H
 from tests.execute.test_harness import BODY
-from tests.execute.planted import flipped_outputs
+from tests.execute.planted import flipped_outputs, qualified_item
 
 from pipeline.execute.harness import run_harness
 from pipeline.execute.sanitizers import SANITIZERS, sanitizer_result
 from pipeline.ledger.checks import Verdict
-from pipeline.nnef.tensorfile import write_tensor
 from pipeline.toolchain.cc import compile_and_link
 
 RUN_STEP = "NNEF_STEP(0, 0, epoch, nnef_op_c(T_x, T_c, nnef_arena_CPU0));"
@@ -28,13 +25,8 @@ def setup(tmp_path_factory):
     if not shutil.which("gcc"):
         pytest.skip("gcc is not installed")
     root = tmp_path_factory.mktemp("sanitize")
-    _, code = H.generated_code(root, BODY, {"f": np.random.default_rng(1).standard_normal((3, 2, 3, 3))})
-    inputs = root / "inputs"
-    write_tensor(inputs / "x.dat", np.random.default_rng(2).standard_normal((5, 1, 2, 6, 6)).astype(np.float32))
-    manifest = json.loads((code / "build.json").read_text())
-    expected = root / "expected"
-    plain = compile_and_link(code, manifest["sources"], root / "plain", 4).binary
-    run_harness(plain, inputs, expected, 5)
+    code, inputs, expected, manifest = qualified_item(
+        root, BODY, np.random.default_rng(2).standard_normal((5, 1, 2, 6, 6)).astype(np.float32))
     return root, code, inputs, expected, manifest
 
 
