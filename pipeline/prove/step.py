@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pipeline.diagnostics import PipelineError
+from pipeline.diagnostics import Location, PipelineError
 from pipeline.files.atomic import write_json
 from pipeline.files.names import confined
 from pipeline.ledger.checks import CheckResult, results_document
@@ -100,6 +100,11 @@ def run_prove_step(model: str, root: str | os.PathLike[str] = ".", *, deployment
     for child in out.iterdir():
         if child.is_dir() and child.name not in spec.deployments:
             shutil.rmtree(child)
+    unknown = sorted(set(deployments or []) - set(spec.deployments))
+    if unknown:
+        raise PipelineError("PROVE-E001", f"no deployment {', '.join(unknown)} in {project_relative(deploy_path, base)} "
+                            f"(it has {', '.join(spec.deployments)})",
+                            Location.in_file(project_relative(deploy_path, base), "deployments"))
     ranges = _ranges(spec)
     spent = 0.0
     results: list[CheckResult] = []
