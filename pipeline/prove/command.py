@@ -1,10 +1,11 @@
-"""`python -m pipeline prove MODEL [--deployment D ...] [--item-limit S] [--budget S] [--json]`.
+"""`python -m pipeline prove MODEL [--deployment D ...] [--item-limit S] [--budget S] [--strict] [--json]`.
 
 Runs the prove step (Frama-C EVA on the generated C of MODEL, docs/prove.md) outside `doit verify`,
 with CPU limits of the user's choosing: `doit verify` keeps pipeline/prove/step.py's limits, which
 a model as large as resnet8 does not fit (docs/prove.md "Time"); a longer run here writes the same
 artifacts (eva.json, checks.json, record.json with the limits it ran under).
-Exit status: 0 every check passed or did not apply, 1 a check failed, 2 bad input.
+Exit status: 0 no check failed, 1 a check failed (with --strict: a check that did not pass or apply,
+such as a proof that did not finish), 2 bad input.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import argparse
 from typing import Any
 
 from pipeline.diagnostics import PipelineError
-from pipeline.terminal import fail_usage, model_and_root, print_results, report_error
+from pipeline.ledger.checks import Verdict
+from pipeline.terminal import EXIT_FAILED, fail_usage, model_and_root, print_results, report_error
 
 
 def _seconds(text: str) -> float:
@@ -36,6 +38,8 @@ def register(subparsers: Any) -> None:
                         help=f"CPU seconds of one item's analysis (default {ITEM_LIMIT_S:.0f})")
     parser.add_argument("--budget", type=_seconds, default=MODEL_BUDGET_S, metavar="S",
                         help=f"CPU seconds of the model's analyses together (default {MODEL_BUDGET_S:.0f})")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 unless every check passed or did not apply (a proof that did not finish counts)")
     parser.add_argument("--json", action="store_true", help="print the check results as JSON")
     parser.set_defaults(func=run)
 
@@ -45,8 +49,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         model, root = model_and_root(args.model)
-        return print_results(run_prove_step(model, root, deployments=args.deployment, item_limit=args.item_limit,
-                                            budget=args.budget), args.json)
+        results = run_prove_step(model, root, deployments=args.deployment, item_limit=args.item_limit,
+                                 budget=args.budget)
+        status = print_results(results, args.json)
+        if args.strict and any(r.verdict not in (Verdict.PASS, Verdict.NOT_APPLICABLE) for r in results):
+            return EXIT_FAILED
+        return status
     except PipelineError as error:
         return report_error(error)
     except (OSError, KeyError, ValueError) as error:

@@ -34,6 +34,14 @@ def test_the_command_runs_the_step_on_the_named_deployments(project, capsys):
     assert record["parameters"] == {"item_limit_s": 900.0, "budget_s": 1800.0}
 
 
+def test_strict_fails_on_a_proof_that_did_not_run(project, capsys):
+    """The nightly job's exit status: without Frama-C `single` is not run, which --strict counts as failed."""
+    assert main(["prove", str(project), "--deployment", "gpu", "--strict"]) == 0
+    assert main(["prove", str(project), "--deployment", "single"]) == 0
+    assert main(["prove", str(project), "--deployment", "single", "--strict"]) == 1
+    assert "not run" in capsys.readouterr().out
+
+
 def test_a_deployment_the_model_lacks_is_a_coded_error(project, capsys):
     assert main(["prove", str(project), "--deployment", "nosuch"]) == 2
     said = capsys.readouterr().err
