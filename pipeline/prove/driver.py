@@ -9,6 +9,9 @@ program whose inputs are *every* value in range instead. The driver
 * gives the sync functions their single-thread meaning (send copies, get returns the buffer, a
   barrier does nothing) and, in `memory` mode, fills every received buffer with any float;
 * calls the item's run function once, then asserts every output element finite (`values`);
+* in `values` mode, defines BOX, which the analysed copy of the item calls before each step on
+  every tensor the step reads (`boxed`): the tensor becomes the hull of its elements, so EVA
+  follows the model one interval per tensor (docs/prove.md "Tensor by tensor");
 * defines the parameters of an item whose weights are linked from a binary file (the
   assembler's .incbin, which Frama-C does not read) as a C array with the same bytes;
 * gives widening thresholds at every power of two (and 1.5 times it), so that a value EVA
@@ -132,7 +135,7 @@ def without_unrolling(text: str) -> str:
 BOX = "nnef_eva_box"     # the driver's function that widens a tensor to the hull of its elements
 RANGE = "nnef_range_"    # Frama_C_show_each_<RANGE><tensor>: the interval of a tensor, in Frama-C's output
 
-_TENSOR = re.compile(r"^static float \*const (T_\w+) = (\w+)(?: \+ \d+)?;\s*/\* \S+ \[([\d, ]*)\]", re.M)
+_TENSOR = re.compile(r"^static float \*const (T_\w+) = \w+(?: \+ \d+)?;\s*/\* \S+ \[([\d, ]*)\]", re.M)
 _SIGNATURE = re.compile(r"^static void (nnef_op_\w+)\(([^)]*)\)", re.M)
 _STEP = re.compile(r"^(\s*)NNEF_STEP\(\d+, \d+, epoch, (nnef_op_\w+)\(([^;]*)\)\);", re.M)
 
@@ -156,7 +159,7 @@ def boxed(text: str) -> str:
     the previous steps computed, a superset of every element's value: sound) instead of one per element, which
     keeps the abstract state of a large arena small (docs/prove.md "Tensor by tensor"). Nothing else changes:
     the same calls, pointers and arena, on the same lines (Frama-C's alarms name the item's own lines)."""
-    sizes = {name: math.prod(int(d) for d in dims.split(",") if d.strip()) for name, _, dims in _TENSOR.findall(text)}
+    sizes = {name: math.prod(int(d) for d in dims.split(",") if d.strip()) for name, dims in _TENSOR.findall(text)}
     inputs: dict[str, list[int]] = {}
     for function, params in _SIGNATURE.findall(text):
         parts = [p.strip() for p in params.split(",")] if params.strip() not in ("", "void") else []

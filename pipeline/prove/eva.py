@@ -166,7 +166,7 @@ def parse(text: str, item: str, mode: str, argv: list[str], seconds: float) -> A
         if match := _SUMMARY_STATEMENTS.search(line):
             analysis.statements = (int(match.group(1)), int(match.group(2)))
         if match := _RANGE.search(line):
-            _widen(analysis.ranges, match.group(1), match.group(2), lines[index + 1:index + 4])
+            _join_range(analysis.ranges, match.group(1), match.group(2), lines[index + 1:index + 4])
         if "degeneration" in line.lower():
             analysis.degenerated = True
         if "NON TERMINATING FUNCTION" in line and "main" in line:
@@ -174,7 +174,7 @@ def parse(text: str, item: str, mode: str, argv: list[str], seconds: float) -> A
     return analysis
 
 
-def _widen(ranges: dict[str, list[float]], name: str, text: str, after: list[str]) -> None:
+def _join_range(ranges: dict[str, list[float]], name: str, text: str, after: list[str]) -> None:
     """Join the interval Frama-C printed for `name` (hex floats, on the line or the next, indented ones) into
     `ranges`: a value printed at several states is the hull of them all. A NaN printed widens to NaN."""
     for line in after:

@@ -95,16 +95,16 @@ def run_prove_step(model: str, root: str | os.PathLike[str] = ".", *, deployment
     base = Path(root)
     deploy_path = model_dir(model, base) / "deploy.yaml"
     spec = load_deploy(deploy_path)
-    out = step_dir(model, STEP, base)
-    out.mkdir(parents=True, exist_ok=True)
-    for child in out.iterdir():
-        if child.is_dir() and child.name not in spec.deployments:
-            shutil.rmtree(child)
     unknown = sorted(set(deployments or []) - set(spec.deployments))
     if unknown:
         raise PipelineError("PROVE-E001", f"no deployment {', '.join(unknown)} in {project_relative(deploy_path, base)} "
                             f"(it has {', '.join(spec.deployments)})",
                             Location.in_file(project_relative(deploy_path, base), "deployments"))
+    out = step_dir(model, STEP, base)
+    out.mkdir(parents=True, exist_ok=True)
+    for child in out.iterdir():
+        if child.is_dir() and child.name not in spec.deployments:
+            shutil.rmtree(child)
     ranges = _ranges(spec)
     spent = 0.0
     results: list[CheckResult] = []
